@@ -1,0 +1,52 @@
+//! The crate's errors: every way an input can be refused, named with the row or index at fault.
+
+use cudarc::driver::DriverError;
+
+/// An error of this crate. Nothing is launched, and no output is written, once one is returned by a
+/// check (every variant but [`Error::Driver`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CSR arrays do not describe a matrix.
+    #[error("invalid CSR matrix: {0}")]
+    InvalidCsr(#[from] CsrError),
+    /// A vector does not have the length the matrix requires.
+    #[error("{what} has length {got}, but the matrix needs {expected}")]
+    DimensionMismatch { what: &'static str, expected: usize, got: usize },
+    /// A size exceeds the 32-bit indices the kernels use.
+    #[error("{what} is {value}, over the limit of {limit} of the kernels' 32-bit indices")]
+    TooLarge { what: &'static str, value: usize, limit: usize },
+    /// A kernel was asked for with parameters it does not support.
+    #[error("unsupported kernel parameters: {0}")]
+    InvalidKernel(String),
+    /// A CPU kernel cannot run on this matrix.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// A device buffer was made by another [`crate::Gpu`] (another CUDA context).
+    #[error("{0} belongs to another Gpu")]
+    ForeignBuffer(&'static str),
+    /// No usable GPU: the CUDA driver library is missing, or it reports no device.
+    #[error("no CUDA GPU available: {0}")]
+    NoDevice(String),
+    /// The CUDA driver reported an error.
+    #[error("CUDA driver: {0}")]
+    Driver(#[from] DriverError),
+}
+
+/// Why CSR arrays were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CsrError {
+    #[error("row_offsets has {got} entries; {rows} rows need one more than that")]
+    OffsetsLength { rows: usize, got: usize },
+    #[error("row_offsets starts at {0}, not 0")]
+    OffsetsStart(usize),
+    #[error("row_offsets decreases at row {row}: {start} > {end}")]
+    OffsetsDecrease { row: usize, start: usize, end: usize },
+    #[error("row_offsets ends at {last}, but there are {nnz} entries")]
+    OffsetsEnd { last: usize, nnz: usize },
+    #[error("{col_indices} column indices but {values} values")]
+    LengthMismatch { col_indices: usize, values: usize },
+    #[error("column index {col} of entry {entry} (row {row}) is out of range for {ncols} columns")]
+    ColumnOutOfRange { row: usize, entry: usize, col: usize, ncols: usize },
+}

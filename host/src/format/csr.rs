@@ -1,0 +1,144 @@
+//! Borrowed CSR arrays, checked once at the boundary, and the row statistics kernel selection reads.
+
+use crate::error::CsrError;
+use nalgebra_sparse::CsrMatrix;
+
+/// A CSR matrix borrowed from the caller's arrays, known to be valid: `row_offsets` has `nrows + 1`
+/// entries, starts at 0, never decreases and ends at `nnz`; every column index is below `ncols`.
+///
+/// Column indices need not be sorted within a row, and may repeat: the product sums every entry, so a
+/// repeated `(row, col)` acts as the sum of its values. ([`CsrMatrix`] itself is always sorted and
+/// free of duplicates.)
+#[derive(Debug, Clone, Copy)]
+pub struct CsrRef<'a, T> {
+    nrows: usize,
+    ncols: usize,
+    row_offsets: &'a [usize],
+    col_indices: &'a [usize],
+    values: &'a [T],
+}
+
+impl<'a, T> CsrRef<'a, T> {
+    /// Checks the arrays and borrows them; the error names the first row or entry at fault.
+    pub fn try_new(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &'a [usize],
+        col_indices: &'a [usize],
+        values: &'a [T],
+    ) -> Result<Self, CsrError> {
+        let nnz = values.len();
+        if col_indices.len() != nnz {
+            return Err(CsrError::LengthMismatch { col_indices: col_indices.len(), values: nnz });
+        }
+        if row_offsets.len().checked_sub(1) != Some(nrows) {
+            return Err(CsrError::OffsetsLength { rows: nrows, got: row_offsets.len() });
+        }
+        if row_offsets[0] != 0 {
+            return Err(CsrError::OffsetsStart(row_offsets[0]));
+        }
+        for (row, w) in row_offsets.windows(2).enumerate() {
+            if w[0] > w[1] {
+                return Err(CsrError::OffsetsDecrease { row, start: w[0], end: w[1] });
+            }
+        }
+        let last = row_offsets[nrows];
+        if last != nnz {
+            return Err(CsrError::OffsetsEnd { last, nnz });
+        }
+        for (row, w) in row_offsets.windows(2).enumerate() {
+            if let Some(k) = (w[0]..w[1]).find(|&k| col_indices[k] >= ncols) {
+                return Err(CsrError::ColumnOutOfRange { row, entry: k, col: col_indices[k], ncols });
+            }
+        }
+        Ok(Self { nrows, ncols, row_offsets, col_indices, values })
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn row_offsets(&self) -> &'a [usize] {
+        self.row_offsets
+    }
+
+    pub fn col_indices(&self) -> &'a [usize] {
+        self.col_indices
+    }
+
+    pub fn values(&self) -> &'a [T] {
+        self.values
+    }
+
+    /// The column indices and values of row `row`.
+    pub fn row(&self, row: usize) -> (&'a [usize], &'a [T]) {
+        let range = self.row_offsets[row]..self.row_offsets[row + 1];
+        (&self.col_indices[range.clone()], &self.values[range])
+    }
+
+    /// Whether the column indices of every row are strictly increasing.
+    pub fn has_sorted_rows(&self) -> bool {
+        (0..self.nrows).all(|r| self.row(r).0.windows(2).all(|w| w[0] < w[1]))
+    }
+
+    /// Row-length statistics (one pass over the row offsets).
+    pub fn stats(&self) -> RowStats {
+        RowStats::from_offsets(self.row_offsets, self.ncols)
+    }
+}
+
+impl<'a, T: nalgebra_sparse::na::Scalar> From<&'a CsrMatrix<T>> for CsrRef<'a, T> {
+    /// A [`CsrMatrix`] is valid by construction.
+    fn from(m: &'a CsrMatrix<T>) -> Self {
+        let (row_offsets, col_indices, values) = m.csr_data();
+        Self { nrows: m.nrows(), ncols: m.ncols(), row_offsets, col_indices, values }
+    }
+}
+
+/// Row-length statistics of a matrix: what kernel selection reads (in constant time, once computed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowStats {
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz: usize,
+    /// Mean entries per row (0 for a matrix without rows).
+    pub mean: f64,
+    /// Standard deviation of the entries per row.
+    pub std_dev: f64,
+    /// The longest row.
+    pub max: usize,
+    /// Rows without entries.
+    pub empty_rows: usize,
+}
+
+impl RowStats {
+    /// Statistics of the rows described by valid CSR row offsets.
+    pub fn from_offsets(row_offsets: &[usize], cols: usize) -> Self {
+        let rows = row_offsets.len().saturating_sub(1);
+        let nnz = row_offsets.last().copied().unwrap_or(0);
+        let lengths = || row_offsets.windows(2).map(|w| w[1] - w[0]);
+        let mean = if rows == 0 { 0.0 } else { nnz as f64 / rows as f64 };
+        let variance = if rows == 0 {
+            0.0
+        } else {
+            lengths().map(|l| (l as f64 - mean).powi(2)).sum::<f64>() / rows as f64
+        };
+        RowStats {
+            rows,
+            cols,
+            nnz,
+            mean,
+            std_dev: variance.sqrt(),
+            max: lengths().max().unwrap_or(0),
+            empty_rows: lengths().filter(|&l| l == 0).count(),
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Host-side sparse formats: validation, statistics and conversions from CSR.
+
+pub(crate) mod csr;

@@ -1,0 +1,49 @@
+//! Sparse matrix-vector products `y = alpha * A * x + beta * y` on NVIDIA GPUs, with every kernel
+//! written in Rust (crate `kernels-gpu`, compiled to PTX by rustc's nvptx64 backend).
+//!
+//! ```no_run
+//! use gpu_spmv::{Gpu, Kernel};
+//! use nalgebra_sparse::{CooMatrix, CsrMatrix};
+//!
+//! # fn main() -> Result<(), gpu_spmv::Error> {
+//! let mut coo = CooMatrix::new(3, 3);
+//! coo.push(0, 0, 2.0f32);
+//! coo.push(1, 2, 1.0);
+//! coo.push(2, 1, -1.0);
+//! let a = CsrMatrix::from(&coo);
+//!
+//! let gpu = Gpu::new()?;
+//! let a = gpu.upload_csr(&a)?;
+//! let x = gpu.upload_vector(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = gpu.zeros::<f32>(3)?;
+//! gpu.spmv(1.0, &a, &x, 0.0, &mut y)?; // Kernel::Auto
+//! gpu.spmv_with(Kernel::CsrVector { coop: 4, block_size: 128 }, 2.0, &a, &x, 1.0, &mut y)?;
+//! assert_eq!(y.to_host(&gpu)?, vec![6.0, 9.0, -6.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Products are enqueued on the [`Gpu`]'s stream and return at once: no allocation, no host
+//! synchronisation, one launch. Reading a vector back ([`DeviceVector::to_host`]) waits for them.
+//! Every argument is checked before anything is launched, so an error leaves `y` as it was.
+
+// Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
+#![warn(clippy::cast_possible_truncation)]
+
+mod device;
+mod error;
+mod format;
+mod launch;
+mod plan;
+pub mod reference;
+mod scalar;
+mod spmv;
+
+pub use device::{DeviceCsr, DeviceVector, Gpu};
+pub use error::{CsrError, Error};
+pub use format::csr::{CsrRef, RowStats};
+pub use plan::Kernel;
+pub use scalar::{Precision, Scalar};
+
+/// Results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

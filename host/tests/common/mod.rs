@@ -1,0 +1,122 @@
+//! Test matrices, fresh random inputs and the comparison against the f64 reference.
+#![allow(dead_code)] // each test binary uses a different part
+
+use gpu_spmv::reference::{error_scale, spmv_f64};
+use gpu_spmv::{CsrRef, Scalar};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Raw CSR arrays owned by a test.
+#[derive(Debug, Clone)]
+pub struct Csr<T> {
+    pub nrows: usize,
+    pub ncols: usize,
+    pub offsets: Vec<usize>,
+    pub cols: Vec<usize>,
+    pub vals: Vec<T>,
+}
+
+impl<T: Scalar> Csr<T> {
+    pub fn view(&self) -> CsrRef<'_, T> {
+        CsrRef::try_new(self.nrows, self.ncols, &self.offsets, &self.cols, &self.vals)
+            .expect("valid test matrix")
+    }
+
+    /// A matrix whose row `r` has `lens(r)` entries at random columns (sorted and distinct when
+    /// `sorted`, else in random order and possibly repeated), values uniform in [-1, 1).
+    pub fn random(
+        rng: &mut ChaCha8Rng,
+        nrows: usize,
+        ncols: usize,
+        sorted: bool,
+        lens: impl Fn(usize) -> usize,
+    ) -> Self {
+        let mut offsets = vec![0];
+        let mut cols = Vec::new();
+        for r in 0..nrows {
+            let len = if ncols == 0 { 0 } else { lens(r) };
+            let mut row: Vec<usize> = (0..len).map(|_| rng.random_range(0..ncols)).collect();
+            if sorted {
+                row.sort_unstable();
+                row.dedup();
+            }
+            cols.extend(row);
+            offsets.push(cols.len());
+        }
+        let vals = (0..cols.len()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
+        Self { nrows, ncols, offsets, cols, vals }
+    }
+}
+
+/// A fresh seed, printed so that a failure can be replayed with `SPMV_TEST_SEED`.
+pub fn rng(test: &str) -> ChaCha8Rng {
+    let seed = std::env::var("SPMV_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    eprintln!("{test}: seed {seed} (replay with SPMV_TEST_SEED={seed})");
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+pub fn random_vector<T: Scalar>(rng: &mut ChaCha8Rng, len: usize) -> Vec<T> {
+    (0..len).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect()
+}
+
+/// The edge cases every kernel must get right, each with its name. Sizes are not multiples of a
+/// warp or a block.
+pub fn edge_cases<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Csr<T>)> {
+    vec![
+        ("no rows", Csr::random(rng, 0, 5, true, |_| 0)),
+        ("no columns", Csr::random(rng, 7, 0, true, |_| 0)),
+        ("all rows empty", Csr::random(rng, 1000, 300, true, |_| 0)),
+        ("one row, one entry", Csr::random(rng, 1, 1, true, |_| 1)),
+        (
+            "every third row empty",
+            Csr::random(rng, 2049, 1500, true, |r| if r % 3 == 0 { 0 } else { 1 + r % 17 }),
+        ),
+        (
+            "one huge row among short ones",
+            Csr::random(rng, 3001, 100_000, true, |r| if r == 1234 { 60_000 } else { 1 + r % 5 }),
+        ),
+        ("wide: 5 x 200000", Csr::random(rng, 5, 200_000, true, |_| 5000)),
+        ("tall: 100003 x 3", Csr::random(rng, 100_003, 3, true, |r| r % 4)),
+        ("unsorted, repeated columns", Csr::random(rng, 999, 50, false, |r| r % 70)),
+        ("uneven random rows", Csr::random(rng, 10_007, 9_001, true, |r| (r * 7919) % 97)),
+    ]
+}
+
+/// Max over rows of `|y - y_ref| / scale`, where `scale` is the magnitude the row's rounding errors
+/// grow with (see [`error_scale`]); rows whose scale is zero must match exactly.
+pub fn relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) -> f64 {
+    y.iter()
+        .zip(reference)
+        .zip(scale)
+        .map(|((&v, &r), &s)| {
+            let diff = (v.to_f64() - r).abs();
+            if diff.is_nan() {
+                f64::INFINITY
+            } else if s == 0.0 {
+                if diff == 0.0 { 0.0 } else { f64::INFINITY }
+            } else {
+                diff / s
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The error allowed for a row of `max_len` entries: a few ulps per level of a reduction tree, with
+/// margin for sequential sums (which grow like sqrt(len) for random signs).
+pub fn tolerance<T: Scalar>(max_len: usize) -> f64 {
+    T::EPSILON * 8.0 * (2.0 + (max_len as f64).sqrt())
+}
+
+/// Checks `y` (computed as `alpha A x + beta y0`) against the f64 reference and returns the error.
+pub fn check<T: Scalar>(what: &str, a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: &[T], y: &[T]) -> f64 {
+    let view = a.view();
+    let reference = spmv_f64(alpha, view, x, beta, y0).expect("dimensions");
+    let scale = error_scale(alpha, view, x, beta, y0);
+    let err = relative_error(y, &reference, &scale);
+    let tol = tolerance::<T>(view.stats().max);
+    assert!(err <= tol, "{what}: relative error {err:e} over tolerance {tol:e}");
+    err
+}

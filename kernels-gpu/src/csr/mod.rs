@@ -1,0 +1,32 @@
+//! CSR kernels, one variant per file, and the row walk they share.
+
+mod scalar;
+mod vector;
+
+use crate::abi::CsrArgs;
+use crate::arch::Load;
+use crate::real::Real;
+
+/// The half-open range of entries of `row`.
+///
+/// # Safety
+/// `row < a.rows`.
+#[inline(always)]
+unsafe fn row_range<T>(a: &CsrArgs<T>, row: usize) -> (usize, usize) {
+    let offsets = a.row_offsets.as_ptr();
+    // SAFETY: `row + 1 <= rows`, and the offsets array has `rows + 1` elements.
+    unsafe { (u32::load_nc(offsets.add(row)) as usize, u32::load_nc(offsets.add(row + 1)) as usize) }
+}
+
+/// `sum + A[k] * x[col[k]]`, x read through the read-only data cache.
+///
+/// # Safety
+/// `k < nnz`, and the host validated every column index against the length of `x`.
+#[inline(always)]
+unsafe fn entry_product<T: Real>(a: &CsrArgs<T>, x: *const T, k: usize, sum: T) -> T {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let col = u32::load_nc(a.col_indices.as_ptr().add(k)) as usize;
+        T::load_nc(a.values.as_ptr().add(k)).fma(T::load_nc(x.add(col)), sum)
+    }
+}

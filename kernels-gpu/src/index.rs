@@ -1,0 +1,87 @@
+//! Index arithmetic shared by the kernels and the host: how many blocks a launch gets and which row a
+//! thread works on. Plain functions, so they are unit-tested on the host.
+
+use crate::abi::{MAX_GRID_X, WARP_SIZE};
+
+/// Blocks for `items` work items of `per_block` items each, capped at [`MAX_GRID_X`]. Every kernel
+/// walks its items with a grid stride, so the cap bounds the launch without losing work.
+pub const fn grid_blocks(items: u64, per_block: u32) -> u32 {
+    let blocks = items.div_ceil(per_block as u64);
+    if blocks > MAX_GRID_X as u64 { MAX_GRID_X } else { blocks as u32 }
+}
+
+/// Threads a cooperative kernel needs to give each of `rows` rows a group of `coop` threads.
+pub const fn coop_threads(rows: u32, coop: u32) -> u64 {
+    rows as u64 * coop as u64
+}
+
+/// Where a thread sits in a cooperative launch: `group` is the first row of the thread's warp plus its
+/// group within the warp, `lane` its place in the group. Rows are assigned warp by warp, so the loop
+/// bound of a warp's groups is uniform across the warp and every lane reaches the reductions'
+/// `shfl.sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoopSlot {
+    /// The row of the warp's first group in the first grid-stride step.
+    pub warp_first_row: u64,
+    /// The group of this thread inside its warp: `0 .. WARP_SIZE / coop`.
+    pub group_in_warp: u32,
+    /// The lane of this thread inside its group: `0 .. coop`.
+    pub lane: u32,
+    /// How far the warp's first row moves at each grid-stride step.
+    pub row_stride: u64,
+}
+
+/// The [`CoopSlot`] of global thread `thread` in a grid of `grid_threads` threads (a multiple of the warp
+/// size) with `coop` threads per row (a power of two up to the warp size).
+pub const fn coop_slot(thread: u64, grid_threads: u64, coop: u32) -> CoopSlot {
+    let groups_per_warp = (WARP_SIZE / coop) as u64;
+    let warp = thread / WARP_SIZE as u64;
+    let lane_in_warp = (thread % WARP_SIZE as u64) as u32;
+    CoopSlot {
+        warp_first_row: warp * groups_per_warp,
+        group_in_warp: lane_in_warp / coop,
+        lane: lane_in_warp % coop,
+        row_stride: grid_threads / WARP_SIZE as u64 * groups_per_warp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_covers_items_and_caps() {
+        assert_eq!(grid_blocks(0, 128), 0);
+        assert_eq!(grid_blocks(1, 128), 1);
+        assert_eq!(grid_blocks(128, 128), 1);
+        assert_eq!(grid_blocks(129, 128), 2);
+        assert_eq!(grid_blocks(u32::MAX as u64 * 32, 32), MAX_GRID_X);
+    }
+
+    #[test]
+    fn coop_slots_cover_every_row_once() {
+        for coop in [1, 2, 4, 8, 16, 32] {
+            let rows = 1000u64;
+            let grid_threads = 8 * 32; // far fewer threads than rows * coop: several stride steps
+            let mut hits = vec![0u32; rows as usize];
+            for t in 0..grid_threads {
+                let s = coop_slot(t, grid_threads, coop);
+                assert!(s.lane < coop && s.group_in_warp < WARP_SIZE / coop);
+                let mut first = s.warp_first_row;
+                while first < rows {
+                    let row = first + s.group_in_warp as u64;
+                    if row < rows && s.lane == 0 {
+                        hits[row as usize] += 1;
+                    }
+                    first += s.row_stride;
+                }
+            }
+            assert!(hits.iter().all(|&h| h == 1), "coop {coop}");
+        }
+    }
+
+    #[test]
+    fn coop_threads_do_not_overflow() {
+        assert_eq!(coop_threads(u32::MAX, 32), u32::MAX as u64 * 32);
+    }
+}

@@ -1,0 +1,53 @@
+//! SpMV kernels (`y = alpha * A * x + beta * y`) for NVIDIA GPUs, written in Rust and compiled to PTX by
+//! rustc's own `nvptx64-nvidia-cuda` backend.
+//!
+//! Two parts share this crate:
+//! - [`abi`] and [`index`] compile everywhere. They hold the launch-parameter structs and the index
+//!   arithmetic (grid sizing, thread-to-row mapping), so the host library uses the very definitions the
+//!   kernels use and CI tests the arithmetic without a GPU.
+//! - Everything else exists only for `target_arch = "nvptx64"`: the intrinsics wrapper ([`arch`]), the
+//!   warp reductions and one module per kernel family. `cargo xtask ptx` builds it.
+//!
+//! PTX entry points are named `spmv_<format>_<variant>_<type>`.
+#![cfg_attr(not(test), no_std)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
+
+pub mod abi;
+pub mod index;
+
+#[cfg(target_arch = "nvptx64")]
+mod arch;
+#[cfg(target_arch = "nvptx64")]
+mod csr;
+#[cfg(target_arch = "nvptx64")]
+mod real;
+#[cfg(target_arch = "nvptx64")]
+mod reduce;
+#[cfg(target_arch = "nvptx64")]
+mod scale;
+
+/// A kernel that panics has a bug (all bounds are established by the host before launch): stop the
+/// whole grid so the launch reports an error instead of returning a wrong `y`.
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+/// Exports one monomorphised kernel as a PTX `.entry` taking its parameter struct by value.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! ptx_entry {
+    ($name:ident, $params:ty, $kernel:expr) => {
+        #[unsafe(no_mangle)]
+        /// # Safety
+        /// Launched only through the host's launch layer, with the parameters its
+        /// validated device matrix and vectors produce.
+        pub unsafe extern "ptx-kernel" fn $name(p: $params) {
+            // SAFETY: the host upholds the kernel's contract (see the host's `launch` module).
+            unsafe { $kernel(p) }
+        }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use ptx_entry;

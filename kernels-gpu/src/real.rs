@@ -1,0 +1,59 @@
+//! The element types the kernels are generic over (f32, f64) and the per-type device operations.
+
+use crate::arch::{Load, shfl_xor_b32};
+use core::ops::{Add, Mul};
+
+/// A kernel element type.
+pub trait Real: Load + Add<Output = Self> + Mul<Output = Self> + PartialEq {
+    const ZERO: Self;
+    /// `self * b + c` with one rounding (`fma.rn`): Rust never contracts `a * b + c` by itself.
+    fn fma(self, b: Self, c: Self) -> Self;
+    /// The value of lane `lane ^ mask` (see [`shfl_xor_b32`]).
+    fn shfl_xor(self, mask: u32) -> Self;
+}
+
+impl Real for f32 {
+    const ZERO: Self = 0.0;
+
+    #[inline(always)]
+    fn fma(self, b: Self, c: Self) -> Self {
+        core::f32::math::mul_add(self, b, c)
+    }
+
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        f32::from_bits(shfl_xor_b32(self.to_bits(), mask))
+    }
+}
+
+impl Real for f64 {
+    const ZERO: Self = 0.0;
+
+    #[inline(always)]
+    fn fma(self, b: Self, c: Self) -> Self {
+        core::f64::math::mul_add(self, b, c)
+    }
+
+    /// Two 32-bit shuffles: the hardware moves one word per lane.
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        let bits = self.to_bits();
+        let lo = shfl_xor_b32(bits as u32, mask) as u64;
+        let hi = shfl_xor_b32((bits >> 32) as u32, mask) as u64;
+        f64::from_bits(hi << 32 | lo)
+    }
+}
+
+/// Writes `alpha * sum + beta * y[row]` to `y[row]`, without reading `y` when `beta == 0` so that
+/// whatever `y` held (NaN included) does not leak into the result.
+///
+/// # Safety
+/// `y` is valid for reads and writes of element `row`, and no other thread touches it.
+#[inline(always)]
+pub unsafe fn store_axpby<T: Real>(y: *mut T, row: usize, alpha: T, sum: T, beta: T) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let out = y.add(row);
+        *out = if beta == T::ZERO { alpha * sum } else { alpha.fma(sum, beta * *out) };
+    }
+}

@@ -1,0 +1,62 @@
+//! Project tasks, run as `cargo xtask <task>`:
+//!
+//! - `ptx [--check]`: build `kernels-gpu` to PTX with the pinned nightly (installed when missing) and
+//!   write `host/ptx/kernels.ptx`; with `--check`, fail if the committed file differs from a fresh build.
+//! - `test`: the whole test suite (the GPU tests skip, saying why, on a machine without a GPU).
+//! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
+
+mod ptx;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ptx") => ptx::task(&args[1..]),
+        Some("test") => test(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        _ => Err(format!(
+            "usage: cargo xtask <ptx [--check] | test [CARGO TEST ARGS] | bench [BENCH ARGS]>\n{}",
+            "  bench --help lists the benchmark's options"
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's folder).
+pub(crate) fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().expect("xtask lives one level below the root").to_path_buf()
+}
+
+/// Runs `cmd` to completion, turning a failure into a message that names it.
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
+    let status = cmd.status().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}")) }
+}
+
+/// A `cargo` command on the workspace's own (stable) toolchain.
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    run(cargo().args(["test", "--workspace", "--all-targets"]).args(extra))?;
+    // Doc tests are not part of --all-targets.
+    run(cargo().args(["test", "--workspace", "--doc"]))
+}
+
+fn bench(extra: &[String]) -> Result<(), String> {
+    run(cargo()
+        .args(["run", "--release", "--package", "spmv-bench", "--bin", "spmv-bench", "--"])
+        .args(extra))
+}
