@@ -1,1 +1,217 @@
-fn main() {}
+//! `spmv-bench`: the suite (or Matrix Market files) through every kernel of the library, cuSPARSE and
+//! the CPU, in one process on the same device buffers. Run it with `cargo xtask bench`.
+
+use anyhow::{Context, Result, bail};
+use gpu_spmv::{Error as SpmvError, Gpu};
+use indicatif::{ProgressBar, ProgressStyle};
+use spmv_bench::cusparse;
+use spmv_bench::device_info::DeviceInfo;
+use spmv_bench::matrices::{self, BenchMatrix};
+use spmv_bench::report::Results;
+use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
+use spmv_bench::suite::Size;
+use spmv_bench::{plot, variants};
+use std::path::PathBuf;
+
+const USAGE: &str = "\
+usage: spmv-bench [OPTIONS]
+
+  --small             the suite at its small size (quick runs)
+  --mtx PATH          Matrix Market file, or a folder of .mtx files, instead of the suite
+  --only NAMES        only the matrices whose names contain one of these (comma-separated)
+  --precision P       f32, f64 or both (default both)
+  --no-search         skip the tuner and the exhaustive search over the parametrised kernel
+  --seed N            seed of the generated matrices and vectors (default 1)
+  --out DIR           where report.md, results.json and plots go (default target/bench/<UTC time>)
+  --compare OLD.json  after the run, print what got faster or slower than in OLD.json
+  --plot RESULTS.json only redraw the plots (and report.md) of an earlier run, next to it";
+
+#[derive(Debug)]
+struct Options {
+    small: bool,
+    mtx: Option<PathBuf>,
+    only: Vec<String>,
+    precisions: Vec<&'static str>,
+    seed: u64,
+    out: Option<PathBuf>,
+    compare: Option<PathBuf>,
+    plot: Option<PathBuf>,
+    no_search: bool,
+}
+
+fn parse(args: &[String]) -> Result<Options> {
+    let mut o = Options {
+        small: false,
+        mtx: None,
+        only: Vec::new(),
+        precisions: vec!["f32", "f64"],
+        seed: 1,
+        out: None,
+        compare: None,
+        plot: None,
+        no_search: false,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--small" => o.small = true,
+            "--no-search" => o.no_search = true,
+            "--mtx" => o.mtx = Some(value()?.into()),
+            "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
+            "--precision" => {
+                o.precisions = match value()?.as_str() {
+                    "f32" => vec!["f32"],
+                    "f64" => vec!["f64"],
+                    "both" => vec!["f32", "f64"],
+                    other => bail!("--precision {other}: expected f32, f64 or both"),
+                }
+            }
+            "--seed" => o.seed = value()?.parse().context("--seed")?,
+            "--out" => o.out = Some(value()?.into()),
+            "--compare" => o.compare = Some(value()?.into()),
+            "--plot" => o.plot = Some(value()?.into()),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => bail!("unknown option {other}\n{USAGE}"),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = parse(&args)?;
+    if let Some(path) = &options.plot {
+        let results = Results::read(path)?;
+        let dir = path.parent().context("results.json has no folder")?;
+        results.write(dir)?;
+        let plots = plot::write_plots(&results, dir)?;
+        println!("redrew {} in {}", plots.join(", "), dir.display());
+        return Ok(());
+    }
+
+    let gpu = match Gpu::new() {
+        Ok(gpu) => Some(gpu),
+        Err(SpmvError::NoDevice(why)) => {
+            println!("no GPU ({why}): timing the CPU kernels only");
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut device = gpu.as_ref().map(DeviceInfo::measure).transpose()?;
+    if let Some(d) = &device {
+        println!(
+            "{}: {} SMs, {} MB L2, driver {}; streaming read {:.0} GB/s, device-to-device copy {:.0} GB/s",
+            d.name,
+            d.sm_count,
+            d.l2_bytes >> 20,
+            d.driver_version,
+            d.read_gbps,
+            d.copy_gbps
+        );
+    }
+    let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
+    let kernels = variants::gpu_kernels();
+    let setup = Setup {
+        gpu: gpu.as_ref(),
+        cusparse: handle.as_ref(),
+        read_gbps: device.as_ref().map_or(f64::NAN, |d| d.read_gbps),
+        l2_bytes: device.as_ref().map_or(0, |d| d.l2_bytes),
+        kernels: &kernels,
+        seed: options.seed,
+        exhaustive: !options.no_search,
+    };
+
+    let list: Vec<BenchMatrix> = match &options.mtx {
+        Some(path) => matrices::from_matrix_market(path)?,
+        None => matrices::suite(if options.small { Size::Small } else { Size::Full }, options.seed),
+    };
+    let list: Vec<BenchMatrix> = list
+        .into_iter()
+        .filter(|m| options.only.is_empty() || options.only.iter().any(|o| m.name.contains(o.as_str())))
+        .collect();
+    if list.is_empty() {
+        bail!("no matrix selected");
+    }
+
+    let per_matrix = 1 + if gpu.is_some() { kernels.len() + cusparse::Algorithm::ALL.len() } else { 0 };
+    let bar = ProgressBar::new((list.len() * options.precisions.len() * per_matrix) as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
+    let mut results = Results {
+        git_commit: git_commit(),
+        started: utc_now(),
+        device: None,
+        matrices: Vec::new(),
+        records: Vec::new(),
+        tuning: Vec::new(),
+    };
+    for m in list {
+        bar.set_message(format!("{}: building", m.name));
+        let a = (m.build)().with_context(|| format!("building {}", m.name))?;
+        let stats = gpu_spmv::CsrRef::from(&a).stats();
+        let mut info = MatrixInfo::new(&m.name, &m.imitates, &stats);
+        for &precision in &options.precisions {
+            let progress = |what: &str| {
+                bar.set_message(format!("{} {precision} {what}", m.name));
+                bar.inc(1);
+            };
+            let run = match precision {
+                "f32" => bench_matrix::<f32>(&setup, &m.name, &a, progress)?,
+                _ => bench_matrix::<f64>(&setup, &m.name, &a, progress)?,
+            };
+            match precision {
+                "f32" => info.copies_f32 = run.copies,
+                _ => info.copies_f64 = run.copies,
+            }
+            results.records.extend(run.records);
+            results.tuning.extend(run.tuning);
+        }
+        results.matrices.push(info);
+    }
+    bar.finish_and_clear();
+    if let Some(d) = &mut device {
+        d.finish();
+    }
+    results.device = device;
+    results.fill_speedups();
+
+    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
+    results.write(&dir)?;
+    let plots = plot::write_plots(&results, &dir)?;
+    println!("{}", results.summary());
+    println!("report: {} (with results.json and {})", dir.join("report.md").display(), plots.join(", "));
+    if let Some(old) = &options.compare {
+        println!("{}", results.compare(&Results::read(old)?, 0.05));
+    }
+    Ok(())
+}
+
+/// The commit of the working tree, from git when it is there, else the one the binary was built from.
+fn git_commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| env!("SPMV_BUILD_COMMIT").to_owned())
+}
+
+/// The current UTC time as `YYYYMMDD-HHMMSS` (civil-from-days, proleptic Gregorian calendar).
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}

@@ -13,6 +13,9 @@ pub enum Error {
     /// A vector does not have the length the matrix requires.
     #[error("{what} has length {got}, but the matrix needs {expected}")]
     DimensionMismatch { what: &'static str, expected: usize, got: usize },
+    /// A conversion from CSR to another storage format was refused.
+    #[error("cannot convert the matrix: {0}")]
+    Format(#[from] FormatError),
     /// A size exceeds the 32-bit indices the kernels use.
     #[error("{what} is {value}, over the limit of {limit} of the kernels' 32-bit indices")]
     TooLarge { what: &'static str, value: usize, limit: usize },
@@ -31,6 +34,12 @@ pub enum Error {
     /// The CUDA driver reported an error.
     #[error("CUDA driver: {0}")]
     Driver(#[from] DriverError),
+    /// A file or reader could not be read (`path` is `None` for a reader).
+    #[error("cannot read {}: {source}", .path.as_ref().map_or("the input".into(), |p| p.display().to_string()))]
+    Io { path: Option<std::path::PathBuf>, source: std::io::Error },
+    /// A Matrix Market input is malformed, or of a kind the reader does not take; `line` counts from 1.
+    #[error("Matrix Market{}: {message}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    MatrixMarket { line: Option<usize>, message: String },
 }
 
 /// Why CSR arrays were refused.
@@ -49,4 +58,20 @@ pub enum CsrError {
     LengthMismatch { col_indices: usize, values: usize },
     #[error("column index {col} of entry {entry} (row {row}) is out of range for {ncols} columns")]
     ColumnOutOfRange { row: usize, entry: usize, col: usize, ncols: usize },
+}
+
+/// Why a conversion from CSR to another storage format was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// ELL pads every row to the longest one; for this matrix that takes more memory than the limit
+    /// (`ELL_MAX_PADDING_RATIO` times the bytes of its CSR form).
+    #[error(
+        "ELL would pad every row to {width} entries, the length of row {longest_row}: \
+         {ell_bytes} bytes, over the limit of {limit_bytes}"
+    )]
+    EllPadding { longest_row: usize, width: usize, ell_bytes: u128, limit_bytes: u128 },
+    /// A parameter of the conversion is out of its range.
+    #[error("{what} is {value}, but it must be {expected}")]
+    InvalidParameter { what: &'static str, value: usize, expected: &'static str },
 }

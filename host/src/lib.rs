@@ -33,17 +33,34 @@
 mod device;
 mod error;
 mod format;
+pub mod io;
 mod launch;
+mod operator;
 mod plan;
+pub mod probe;
 pub mod reference;
+mod rule;
 mod scalar;
 mod spmv;
+mod tune;
 
-pub use device::{DeviceCsr, DeviceVector, Gpu};
-pub use error::{CsrError, Error};
+pub use device::{
+    BrcCombine, CooKernel, DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb,
+    DeviceVector, Gpu,
+};
+pub use error::{CsrError, Error, FormatError};
+pub use format::brc::{Brc, brc_b2_candidates, brc_model_b2};
+pub use format::coo::Coo;
 pub use format::csr::{CsrRef, RowStats};
+pub use format::dense_blocks::{
+    DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
+};
+pub use format::ell::{ELL_MAX_PADDING_RATIO, Ell};
+pub use format::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
+pub use operator::DeviceMatrix;
 pub use plan::Kernel;
 pub use scalar::{Precision, Scalar};
+pub use tune::TunedSpmv;
 
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

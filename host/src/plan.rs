@@ -1,11 +1,13 @@
-//! Kernel choice: the [`Kernel`] enum and the rule behind [`Kernel::Auto`].
+//! Kernel choice: the [`Kernel`] enum, the checks of its parameters, and [`Kernel::Auto`] (the fixed
+//! rule of `rule.rs`).
 
 use crate::format::csr::RowStats;
+use crate::rule::fixed_rule;
 use crate::{Error, Result};
-use kernels_gpu::abi::{CSR_VECTOR_COOPS, WARP_SIZE};
+use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, WARP_SIZE};
 
 /// Which kernel computes a product, with its launch parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kernel {
     /// Chosen from the matrix's row statistics by [`Kernel::auto`], in constant time.
@@ -14,6 +16,26 @@ pub enum Kernel {
     CsrScalar { block_size: u32 },
     /// `coop` threads per row, `coop` in 2, 4, 8, 16, 32 (`kernels-gpu/src/csr/vector.rs`).
     CsrVector { coop: u32, block_size: u32 },
+    /// `group` threads per row, `group` in 8, 16, 32, with loads aligned to `group` entries, and `x`
+    /// through the read-only data cache when `cached_x` (Baskaran & Bordawekar, 2008;
+    /// `kernels-gpu/src/csr/aligned.rs`).
+    CsrAligned { group: u32, cached_x: bool, block_size: u32 },
+    /// Reguly & Giles' parametrised kernel (2012; `kernels-gpu/src/csr/param.rs`): `coop` threads per
+    /// row (1, 2, 4, 8, 16 or 32), `repeat >= 1` rows per group, `block_size` a multiple of 32 from 64
+    /// to 1024. With `split_long_rows`, the matrix's long rows ([`crate::DeviceCsr::long_row_count`])
+    /// are spread over several warps instead of being left to one group.
+    CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
+}
+
+/// A [`Kernel`] after [`Kernel::resolve`]: `Auto` replaced by its choice, parameters checked.
+// The variants keep the names of `Kernel`'s, which share the format as a prefix.
+#[allow(clippy::enum_variant_names)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resolved {
+    CsrScalar { block_size: u32 },
+    CsrVector { coop: u32, block_size: u32 },
+    CsrAligned { group: u32, cached_x: bool, block_size: u32 },
+    CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
 }
 
 /// Threads per block of [`Kernel::Auto`]'s choices: Reguly & Giles (2012) found 128 best across their
@@ -21,38 +43,85 @@ pub enum Kernel {
 pub const AUTO_BLOCK_SIZE: u32 = 128;
 
 impl Kernel {
-    /// The kernel [`Kernel::Auto`] stands for: `coop` threads per row, `coop` the smallest power of two
-    /// at least `sqrt(mean row length)`, at most 32 (Reguly & Giles, 2012: enough lanes to coalesce the
-    /// row's loads, few enough that short rows keep most lanes busy); one thread per row when that is 1.
-    pub fn auto(stats: &RowStats) -> Kernel {
-        let root = stats.mean.sqrt();
-        if root <= 1.0 {
-            return Kernel::CsrScalar { block_size: AUTO_BLOCK_SIZE };
-        }
-        let coop = CSR_VECTOR_COOPS.iter().copied().find(|&c| f64::from(c) >= root).unwrap_or(WARP_SIZE);
-        Kernel::CsrVector { coop, block_size: AUTO_BLOCK_SIZE }
+    /// The kernel [`Kernel::Auto`] stands for on a GPU of `sm_count` SMs: the parametrised kernel with
+    /// Reguly & Giles' fixed rule (128 threads per block; `coop` the smallest power of two at least
+    /// `sqrt(mean row length)`, at most 32; `repeat` as large as leaves the grid enough blocks, see
+    /// `rule.rs`), long rows split. Constant time.
+    pub fn auto(stats: &RowStats, sm_count: u32) -> Kernel {
+        fixed_rule(stats, sm_count).kernel()
     }
 
-    /// `self`, with [`Kernel::Auto`] resolved for a matrix of these statistics, after checking the
-    /// parameters.
-    pub(crate) fn resolve(self, stats: &RowStats) -> Result<Kernel> {
+    /// `self`, with [`Kernel::Auto`] resolved for a matrix of these statistics on a GPU of
+    /// `sm_count` SMs, after checking the parameters.
+    pub(crate) fn resolve(self, stats: &RowStats, sm_count: u32) -> Result<Resolved> {
         match self {
-            Kernel::Auto => Ok(Kernel::auto(stats)),
+            Kernel::Auto => Kernel::auto(stats, sm_count).resolve(stats, sm_count),
             Kernel::CsrScalar { block_size } => {
                 check_block_size(block_size)?;
-                Ok(self)
+                Ok(Resolved::CsrScalar { block_size })
             }
             Kernel::CsrVector { coop, block_size } => {
                 check_block_size(block_size)?;
-                if !CSR_VECTOR_COOPS.contains(&coop) {
+                check_width("coop", coop, "cooperative", &CSR_VECTOR_COOPS)?;
+                Ok(Resolved::CsrVector { coop, block_size })
+            }
+            Kernel::CsrAligned { group, cached_x, block_size } => {
+                check_block_size(block_size)?;
+                check_width("group", group, "aligned", &CSR_ALIGNED_GROUPS)?;
+                Ok(Resolved::CsrAligned { group, cached_x, block_size })
+            }
+            Kernel::CsrParam { coop, repeat, block_size, split_long_rows } => {
+                if !(PARAM_MIN_BLOCK_SIZE..=1024).contains(&block_size)
+                    || !block_size.is_multiple_of(WARP_SIZE)
+                {
                     return Err(Error::InvalidKernel(format!(
-                        "coop {coop}: the cooperative kernel exists for {CSR_VECTOR_COOPS:?} threads per row"
+                        "block size {block_size}: the parametrised kernel takes a multiple of {WARP_SIZE} \
+                         between {PARAM_MIN_BLOCK_SIZE} and 1024"
                     )));
                 }
-                Ok(self)
+                check_width("coop", coop, "parametrised", &CSR_PARAM_COOPS)?;
+                if repeat == 0 {
+                    return Err(Error::InvalidKernel("repeat 0: each group handles at least one row".into()));
+                }
+                Ok(Resolved::CsrParam { coop, repeat, block_size, split_long_rows })
             }
         }
     }
+}
+
+/// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
+/// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
+/// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split).
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Kernel::Auto => write!(f, "auto"),
+            Kernel::CsrScalar { block_size } => write!(f, "csr-scalar-b{block_size}"),
+            Kernel::CsrVector { coop, block_size } => write!(f, "csr-vector-c{coop}-b{block_size}"),
+            Kernel::CsrAligned { group, cached_x, block_size } => {
+                let x = if cached_x { "nc" } else { "plain" };
+                write!(f, "csr-aligned-g{group}-{x}-b{block_size}")
+            }
+            Kernel::CsrParam { coop, repeat, block_size, split_long_rows } => {
+                let split = if split_long_rows { "" } else { "-nosplit" };
+                write!(f, "csr-param-c{coop}-r{repeat}-b{block_size}{split}")
+            }
+        }
+    }
+}
+
+/// The smallest block of the parametrised kernel: it is offered from 64 to 1024 threads per block,
+/// the range the benchmark compares (the tuner itself stays within 96 to 512, as Reguly & Giles').
+pub const PARAM_MIN_BLOCK_SIZE: u32 = 64;
+
+/// Threads per row `value` must be one of `compiled`, the widths the kernel has PTX entries for.
+fn check_width(name: &str, value: u32, kernel: &str, compiled: &[u32]) -> Result<()> {
+    if compiled.contains(&value) {
+        return Ok(());
+    }
+    Err(Error::InvalidKernel(format!(
+        "{name} {value}: the {kernel} kernel exists for {compiled:?} threads per row"
+    )))
 }
 
 /// Blocks of whole warps, at most 1024 threads (the CUDA limit).
@@ -69,34 +138,78 @@ fn check_block_size(block_size: u32) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn stats_with_mean(mean: f64) -> RowStats {
-        RowStats { rows: 1000, cols: 1000, nnz: 0, mean, std_dev: 0.0, max: 0, empty_rows: 0 }
+    /// The SMs of an H100 SXM.
+    const SMS: u32 = 132;
+
+    fn stats_with_mean(mean: usize) -> RowStats {
+        let rows = 1000;
+        RowStats {
+            rows,
+            cols: 1000,
+            nnz: rows * mean,
+            mean: mean as f64,
+            std_dev: 0.0,
+            max: 0,
+            empty_rows: 0,
+        }
     }
 
     #[test]
-    fn auto_follows_the_square_root_rule() {
-        let coop = |mean| match Kernel::auto(&stats_with_mean(mean)) {
-            Kernel::CsrScalar { .. } => 1,
-            Kernel::CsrVector { coop, .. } => coop,
-            Kernel::Auto => unreachable!(),
+    fn auto_is_the_parametrised_kernel_with_the_fixed_rule() {
+        let coop = |mean| match Kernel::auto(&stats_with_mean(mean), SMS) {
+            Kernel::CsrParam { coop, repeat: 1, block_size: AUTO_BLOCK_SIZE, split_long_rows: true } => coop,
+            other => panic!("{other:?}"),
         };
-        assert_eq!(coop(0.0), 1);
-        assert_eq!(coop(1.0), 1);
-        assert_eq!(coop(3.0), 2);
-        assert_eq!(coop(7.0), 4);
-        assert_eq!(coop(16.0), 4);
-        assert_eq!(coop(64.0), 8);
-        assert_eq!(coop(300.0), 32);
-        assert_eq!(coop(1e6), 32);
+        assert_eq!(coop(0), 1);
+        assert_eq!(coop(1), 1);
+        assert_eq!(coop(3), 2);
+        assert_eq!(coop(7), 4);
+        assert_eq!(coop(16), 4);
+        assert_eq!(coop(64), 8);
+        assert_eq!(coop(300), 32);
+        assert_eq!(coop(1_000_000), 32);
+        let resolved = Kernel::Auto.resolve(&stats_with_mean(7), SMS).unwrap();
+        assert_eq!(
+            resolved,
+            Resolved::CsrParam { coop: 4, repeat: 1, block_size: 128, split_long_rows: true }
+        );
     }
 
     #[test]
     fn bad_parameters_are_refused() {
-        let s = stats_with_mean(4.0);
-        assert!(Kernel::CsrScalar { block_size: 100 }.resolve(&s).is_err());
-        assert!(Kernel::CsrScalar { block_size: 2048 }.resolve(&s).is_err());
-        assert!(Kernel::CsrVector { coop: 3, block_size: 128 }.resolve(&s).is_err());
-        assert!(Kernel::CsrVector { coop: 64, block_size: 128 }.resolve(&s).is_err());
-        assert!(Kernel::CsrVector { coop: 8, block_size: 256 }.resolve(&s).is_ok());
+        let s = stats_with_mean(4);
+        let resolve = |k: Kernel| k.resolve(&s, SMS);
+        assert!(resolve(Kernel::CsrScalar { block_size: 100 }).is_err());
+        assert!(resolve(Kernel::CsrScalar { block_size: 2048 }).is_err());
+        assert!(resolve(Kernel::CsrVector { coop: 3, block_size: 128 }).is_err());
+        assert!(resolve(Kernel::CsrVector { coop: 64, block_size: 128 }).is_err());
+        assert!(resolve(Kernel::CsrVector { coop: 8, block_size: 256 }).is_ok());
+        for group in [0, 1, 2, 4, 12, 64] {
+            assert!(resolve(Kernel::CsrAligned { group, cached_x: true, block_size: 128 }).is_err());
+        }
+        assert!(resolve(Kernel::CsrAligned { group: 16, cached_x: false, block_size: 96 }).is_ok());
+        assert!(resolve(Kernel::CsrAligned { group: 16, cached_x: false, block_size: 100 }).is_err());
+        assert!(resolve(Kernel::CsrAligned { group: 8, cached_x: false, block_size: 64 }).is_ok());
+        let param = |coop, repeat, block_size| {
+            resolve(Kernel::CsrParam { coop, repeat, block_size, split_long_rows: true })
+        };
+        assert!(param(1, 1, 64).is_ok());
+        assert!(param(32, 1000, 1024).is_ok());
+        assert!(param(32, 1, 32).is_err(), "below the paper's range");
+        assert!(param(32, 1, 1056).is_err());
+        assert!(param(4, 1, 200).is_err());
+        assert!(param(3, 1, 128).is_err());
+        assert!(param(64, 1, 128).is_err());
+        assert!(param(4, 0, 128).is_err());
+    }
+
+    #[test]
+    fn keys() {
+        assert_eq!(Kernel::Auto.to_string(), "auto");
+        assert_eq!(Kernel::CsrVector { coop: 4, block_size: 128 }.to_string(), "csr-vector-c4-b128");
+        let aligned = Kernel::CsrAligned { group: 16, cached_x: false, block_size: 256 };
+        assert_eq!(aligned.to_string(), "csr-aligned-g16-plain-b256");
+        let param = Kernel::CsrParam { coop: 2, repeat: 4, block_size: 96, split_long_rows: false };
+        assert_eq!(param.to_string(), "csr-param-c2-r4-b96-nosplit");
     }
 }

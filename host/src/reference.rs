@@ -75,6 +75,25 @@ pub fn error_scale<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &
         .collect()
 }
 
+/// max over rows of `|y - y_ref| / scale` (scale from [`error_scale`]): the error measure of the tests
+/// and the benchmark. NaN counts as infinite, and rows of scale 0 must match exactly.
+pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) -> f64 {
+    y.iter()
+        .zip(reference)
+        .zip(scale)
+        .map(|((v, &r), &s)| {
+            let diff = (v.to_f64() - r).abs();
+            if diff.is_nan() {
+                f64::INFINITY
+            } else if s == 0.0 {
+                if diff == 0.0 { 0.0 } else { f64::INFINITY }
+            } else {
+                diff / s
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
 pub(crate) fn check_dims<T>(a: &CsrRef<'_, T>, x: usize, y: usize) -> Result<()> {
     if x != a.ncols() {
         return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x });

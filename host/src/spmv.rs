@@ -3,23 +3,27 @@
 use crate::Result;
 use crate::device::{DeviceCsr, DeviceVector, Gpu};
 use crate::launch::{self, Product};
-use crate::plan::Kernel;
+use crate::operator::{self, DeviceMatrix};
+use crate::plan::{Kernel, Resolved};
 use crate::scalar::Scalar;
 
 impl Gpu {
-    /// `y = alpha * A * x + beta * y` with the kernel [`Kernel::Auto`] picks.
+    /// `y = alpha * A * x + beta * y` for a matrix in any format: a [`DeviceCsr`] with the kernel
+    /// [`Kernel::Auto`] picks, or an ELL, COO, HYB, BRC or dense-block matrix with its own kernels
+    /// (each device type's doc says which, and how many launches). `y` comes out in the caller's row
+    /// order whatever the format.
     ///
     /// As in BLAS, `y` is not read when `beta == 0`, and neither `A` nor `x` is read when
     /// `alpha == 0`. Enqueued on [`Gpu::stream`]; returns without waiting. On error nothing is launched.
-    pub fn spmv<T: Scalar>(
+    pub fn spmv<T: Scalar, A: DeviceMatrix<T> + ?Sized>(
         &self,
         alpha: T,
-        a: &DeviceCsr<T>,
+        a: &A,
         x: &DeviceVector<T>,
         beta: T,
         y: &mut DeviceVector<T>,
     ) -> Result<()> {
-        self.spmv_with(Kernel::Auto, alpha, a, x, beta, y)
+        operator::spmv(self, alpha, a, x, beta, y)
     }
 
     /// `y = alpha * A * x + beta * y` with a given kernel; otherwise as [`Gpu::spmv`].
@@ -33,7 +37,7 @@ impl Gpu {
         y: &mut DeviceVector<T>,
     ) -> Result<()> {
         let product = Product::new(self, alpha, a, x, beta, y)?;
-        let kernel = kernel.resolve(a.stats())?;
+        let kernel = kernel.resolve(a.stats(), self.sm_count())?;
         if a.nrows() == 0 {
             return Ok(());
         }
@@ -41,9 +45,14 @@ impl Gpu {
             return launch::scale(self, &product);
         }
         match kernel {
-            Kernel::CsrScalar { block_size } => launch::csr_scalar(self, &product, block_size),
-            Kernel::CsrVector { coop, block_size } => launch::csr_vector(self, &product, coop, block_size),
-            Kernel::Auto => unreachable!("resolve() replaces Auto"),
+            Resolved::CsrScalar { block_size } => launch::csr_scalar(self, &product, block_size),
+            Resolved::CsrVector { coop, block_size } => launch::csr_vector(self, &product, coop, block_size),
+            Resolved::CsrAligned { group, cached_x, block_size } => {
+                launch::csr_aligned(self, &product, group, cached_x, block_size)
+            }
+            Resolved::CsrParam { coop, repeat, block_size, split_long_rows } => {
+                launch::csr_param(self, &product, coop, repeat, block_size, split_long_rows)
+            }
         }
     }
 }

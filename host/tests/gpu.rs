@@ -4,31 +4,9 @@
 
 mod common;
 
-use common::{Csr, check, edge_cases, random_vector, rng};
+use common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
 use gpu_spmv::{Error, Gpu, Kernel, Scalar};
 use kernels_gpu::abi::CSR_VECTOR_COOPS;
-
-/// Writes straight to stderr, past the test harness's capture, so a skip is seen in every run.
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-fn gpu_or_skip(test: &str) -> Option<Gpu> {
-    match Gpu::new() {
-        Ok(gpu) => {
-            say(&format!("{test}: running on {}", gpu.name()));
-            Some(gpu)
-        }
-        Err(e) if std::env::var("SPMV_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("{test}: SPMV_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => {
-            say(&format!("{test}: SKIPPED, no GPU: {e}"));
-            None
-        }
-    }
-}
 
 /// Every kernel and launch shape the library offers.
 fn kernels() -> Vec<Kernel> {

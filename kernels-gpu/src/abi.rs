@@ -93,3 +93,213 @@ pub struct ScaleParams<T> {
     pub beta: T,
     pub len: u32,
 }
+
+/// `probe_stream_read`: reads `4 * len4` floats at `data` once (see `probe.rs`). `sentinel` is a value
+/// the sums never take, so `sink` is written only in theory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct StreamReadParams {
+    pub data: DevicePtr<f32>,
+    pub sink: DevicePtr<f32>,
+    pub len4: u64,
+    pub sentinel: f32,
+}
+
+/// Threads per row the aligned CSR kernel is compiled for: Baskaran & Bordawekar's half warp and its
+/// two neighbours. One PTX entry per value, x-load path and type.
+pub const CSR_ALIGNED_GROUPS: [u32; 3] = [8, 16, 32];
+
+/// Threads per row (`coop`) the parametrised CSR kernel is compiled for: the powers of two up to a
+/// warp that Reguly & Giles' rule and tuner choose from. One PTX entry per value and type.
+pub const CSR_PARAM_COOPS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Entries of a long row that one warp of the parametrised kernel sums: 8 per lane, so a chunk takes
+/// the steps a 256-entry row takes at 32 threads per row, the widest regular group.
+pub const LONG_ROW_CHUNK: u32 = 256;
+
+/// The long rows of a matrix, split into [`LONG_ROW_CHUNK`]-entry chunks for the parametrised kernel
+/// (see `csr/param.rs`). Built once at upload; the kernel writes only `partials` and `counters`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LongRowArgs<T> {
+    /// Rows of at least this many entries are long.
+    pub min_len: u32,
+    /// Chunks over all long rows; 0 turns the split off, and then no row counts as long.
+    pub chunks: u32,
+    /// The long rows, ascending.
+    pub rows: DevicePtr<u32>,
+    /// `rows.len() + 1` prefix sums: the chunks of `rows[j]` are `first_chunk[j] .. first_chunk[j + 1]`.
+    pub first_chunk: DevicePtr<u32>,
+    /// For each chunk, the index `j` of its row in `rows`.
+    pub chunk_row: DevicePtr<u32>,
+    /// One partial sum per chunk.
+    pub partials: DevicePtr<T>,
+    /// One counter per long row: how many of its chunks are done; 0 between products.
+    pub counters: DevicePtr<u32>,
+}
+
+impl<T> LongRowArgs<T> {
+    /// Whether a row of `len` entries is left to the chunk warps.
+    pub const fn is_long(&self, len: u32) -> bool {
+        self.chunks != 0 && len >= self.min_len
+    }
+}
+
+/// Chunks of [`LONG_ROW_CHUNK`] entries that cover a row of `len` entries.
+pub const fn long_row_chunks(len: u32) -> u32 {
+    len.div_ceil(LONG_ROW_CHUNK)
+}
+
+/// `spmv_csr_param_c<coop>_*` (Reguly & Giles, 2012): `coop` threads per row, fixed by the entry;
+/// `blockDim` threads per block, set at launch; `repeat` rows per group and tile, so that a tile of
+/// the grid covers `repeat * blockDim / coop` consecutive rows.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrParamParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Axpby<T>,
+    pub repeat: u32,
+    /// Blocks that walk the tiles (with a stride of `row_blocks`); the blocks after them take the
+    /// long-row chunks, one chunk per warp.
+    pub row_blocks: u32,
+    pub long: LongRowArgs<T>,
+}
+
+/// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`
+/// for it: a value of 0 at a real column would still turn an infinite or NaN `x[col]` into NaN.
+/// Column indices are below the column count, itself at most `u32::MAX`, so none is `PAD_COL`.
+pub const PAD_COL: u32 = u32::MAX;
+
+/// An ELL matrix (Bell & Garland 2008): `width` slots per row, slot `k` of row `r` at `k * rows + r`
+/// (column-major). A row's entries fill its first slots; the rest hold [`PAD_COL`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct EllArgs<T> {
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub rows: u32,
+    pub width: u32,
+}
+
+/// `spmv_ell_*`: one thread per row.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct EllParams<T> {
+    pub a: EllArgs<T>,
+    pub op: Axpby<T>,
+}
+
+/// The operands of an accumulating kernel: `y += alpha * A * x`, `y` already scaled by `beta` (by a
+/// launch of `spmv_scale_*` or a kernel of the same product that ran before on the stream).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Accumulate<T> {
+    pub x: DevicePtr<T>,
+    pub y: DevicePtr<T>,
+    pub alpha: T,
+}
+
+/// A COO matrix: `nnz` (row, column, value) triples sorted by row.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooArgs<T> {
+    pub rows: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub nnz: u32,
+}
+
+/// `spmv_coo_atomic_*` (one thread per entry) and `spmv_coo_segmented_*` (one warp per `interval`
+/// consecutive entries, a multiple of 32, with enough warps launched to cover `nnz`; the atomic
+/// kernel ignores it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooParams<T> {
+    pub a: CooArgs<T>,
+    pub op: Accumulate<T>,
+    pub interval: u64,
+}
+
+/// Pieces per BRC block, B1 in Ashari et al. (2015): one per lane of the block's warp.
+pub const BRC_BLOCK_PIECES: u32 = WARP_SIZE;
+
+/// The flag of a BRC target that names a slot of a split row rather than a whole row; the other 31
+/// bits are the slot. The host refuses matrices with `2^31` rows or more, so no row has it.
+pub const BRC_SPLIT: u32 = 1 << 31;
+
+/// A BRC matrix (Ashari et al. 2015): `pieces` pieces (whole rows, or pieces of split rows) in
+/// `blocks` blocks of [`BRC_BLOCK_PIECES`]. Block `b` holds `block_width[b]` columns of 32 slots from
+/// `block_ptr[b]`: entry `j` of the piece in lane `l` is at `block_ptr[b] + 32 * j + l`, and padding
+/// slots hold [`PAD_COL`]. Piece `p` goes to `targets[p]`: a row, or [`BRC_SPLIT`] with a slot.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BrcArgs<T> {
+    pub block_ptr: DevicePtr<u32>,
+    pub block_width: DevicePtr<u32>,
+    pub targets: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub pieces: u32,
+    pub blocks: u32,
+}
+
+/// The split rows of a BRC matrix: split row `s` is `split_rows[s]`, its pieces' slots are
+/// `split_ptr[s] .. split_ptr[s + 1]`, slot `i` belongs to row `slot_rows[i]`, and `partials` holds one
+/// element per slot (scratch the deterministic kernels write and sum).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BrcSplitArgs<T> {
+    pub split_rows: DevicePtr<u32>,
+    pub split_ptr: DevicePtr<u32>,
+    pub slot_rows: DevicePtr<u32>,
+    pub partials: DevicePtr<T>,
+    pub split_count: u32,
+}
+
+/// `spmv_brc_atomic_*` and `spmv_brc_partials_*` (one warp per block), `spmv_brc_prescale_*` and
+/// `spmv_brc_combine_*` (one thread per split row).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BrcParams<T> {
+    pub a: BrcArgs<T>,
+    pub split: BrcSplitArgs<T>,
+    pub op: Axpby<T>,
+}
+
+/// Threads per row of the dense-block kernel, and the multiple a row's entries in a block are padded
+/// to: Baskaran & Bordawekar's half warp.
+pub const DENSE_ROW_THREADS: u32 = 16;
+
+/// Consecutive rows sharing a window of `x` in the dense-block format: one per group of
+/// [`DENSE_ROW_THREADS`] in a block of [`DENSE_BLOCK_THREADS`].
+pub const DENSE_BLOCK_ROWS: u32 = 16;
+
+/// Threads per block of the dense-block kernel (its loops and barriers assume exactly this many).
+pub const DENSE_BLOCK_THREADS: u32 = DENSE_BLOCK_ROWS * DENSE_ROW_THREADS;
+
+/// The window start of a block of rows that has no window (all its entries are in the remainder).
+pub const DENSE_NO_WINDOW: u32 = u32::MAX;
+
+/// Dense blocks: block `b` (rows `16 b .. 16 b + 16`) shares the window of `x` of `window` columns
+/// from `window_start[b]`. Row `r`'s slots are `row_offsets[r] .. row_offsets[r + 1]` (a multiple of
+/// [`DENSE_ROW_THREADS`]), with column offsets into the window; padding slots hold [`PAD_COL`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DenseBlockArgs<T> {
+    pub window_start: DevicePtr<u32>,
+    pub row_offsets: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub rows: u32,
+    pub ncols: u32,
+    pub window: u32,
+}
+
+/// `spmv_dense_blocks_*`: [`DENSE_BLOCK_THREADS`] threads per block and `window` elements of dynamic
+/// shared memory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DenseBlockParams<T> {
+    pub a: DenseBlockArgs<T>,
+    pub op: Axpby<T>,
+}

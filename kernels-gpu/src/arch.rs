@@ -23,11 +23,14 @@ pub fn grid_threads() -> u64 {
 pub fn shfl_xor_b32(value: u32, mask: u32) -> u32 {
     let out: u32;
     // SAFETY: the shuffle reads only registers; callers keep the whole warp converged (see `index`).
+    // Not `pure`: LLVM would then treat it as a plain computation and may sink it into a branch that
+    // only some lanes take (say, `if lane == 0 { store(sum) }`), where the full-mask shuffle is
+    // undefined. With side effects it stays where the source puts it, on the converged path.
     unsafe {
         asm!(
             "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
             out = out(reg32) out, v = in(reg32) value, m = in(reg32) mask,
-            options(pure, nomem, nostack),
+            options(nomem, nostack),
         );
     }
     out
@@ -40,6 +43,13 @@ pub trait Load: Copy {
     /// # Safety
     /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.
     unsafe fn load_nc(p: *const Self) -> Self;
+
+    /// The same element through the ordinary global path (`ld.global`, cached as the GPU caches any
+    /// global load): the baseline against which the read-only path is measured.
+    ///
+    /// # Safety
+    /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.
+    unsafe fn load_global(p: *const Self) -> Self;
 }
 
 macro_rules! impl_load {
@@ -55,6 +65,17 @@ macro_rules! impl_load {
                 }
                 v
             }
+
+            #[inline(always)]
+            unsafe fn load_global(p: *const Self) -> Self {
+                let v: $t;
+                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
+                unsafe {
+                    asm!(concat!("ld.global.", $ptx, " {v}, [{p}];"),
+                        v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
+                }
+                v
+            }
         }
     };
 }
@@ -62,3 +83,177 @@ macro_rules! impl_load {
 impl_load!(u32, "u32", reg32);
 impl_load!(f32, "f32", reg32);
 impl_load!(f64, "f64", reg64);
+
+/// Four consecutive floats in one 16-byte read-only load (`ld.global.nc.v4.f32`).
+///
+/// # Safety
+/// `p` is a valid, 16-byte aligned global address of four floats no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn load_nc_v4_f32(p: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("ld.global.nc.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) p, options(pure, readonly, nostack));
+    }
+    [a, b, c, d]
+}
+
+/// `shfl.sync.idx` of a 32-bit word: the value held by lane `src` of the warp. Every lane of the warp
+/// must execute it (full member mask).
+#[inline(always)]
+pub fn shfl_idx_b32(value: u32, src: u32) -> u32 {
+    let out: u32;
+    // SAFETY: the shuffle reads only registers; callers keep the whole warp converged. Not `pure`,
+    // for the reason given at `shfl_xor_b32`.
+    unsafe {
+        asm!(
+            "shfl.sync.idx.b32 {out}, {v}, {s}, 0x1f, 0xffffffff;",
+            out = out(reg32) out, v = in(reg32) value, s = in(reg32) src,
+            options(nomem, nostack),
+        );
+    }
+    out
+}
+
+/// `bar.warp.sync` over the whole warp (CUDA's `__syncwarp`): the lanes wait for each other, and
+/// memory operations of a lane before it are visible to the other lanes after it.
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: a barrier over the full warp; callers keep the whole warp converged. Not `nomem`: it
+    // orders memory operations, so the compiler must not move loads or stores across it.
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) }
+}
+
+/// `fence.acq_rel.gpu` (CUDA's `__threadfence`): this thread's memory operations before it are
+/// ordered, for every thread of the GPU, before those after it. Paired with an atomic it makes the
+/// release and acquire patterns of the PTX memory model.
+#[inline(always)]
+pub fn fence_acq_rel_gpu() {
+    // SAFETY: a fence has no preconditions. Not `nomem`: memory operations must not cross it.
+    unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) }
+}
+
+/// `atom.global.inc.u32` (relaxed, GPU scope): `*p = if old >= limit { 0 } else { old + 1 }`, returning
+/// `old`. A counter incremented `limit + 1` times returns `0 ..= limit` once each and ends at 0.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u32` that the kernel changes only atomically.
+#[inline(always)]
+pub unsafe fn atomic_inc_u32(p: *mut u32, limit: u32) -> u32 {
+    let old: u32;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("atom.global.inc.u32 {old}, [{p}], {l};",
+            old = out(reg32) old, p = in(reg64) p, l = in(reg32) limit, options(nostack));
+    }
+    old
+}
+
+/// Index of the calling thread's block in the (one-dimensional) grid: `%ctaid.x`.
+#[inline(always)]
+pub fn block_idx() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_x() }
+}
+
+/// Threads per block: `%ntid.x`.
+#[inline(always)]
+pub fn block_dim() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_dim_x() }
+}
+
+/// Index of the calling thread in its block: `%tid.x`.
+#[inline(always)]
+pub fn thread_idx() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_thread_idx_x() }
+}
+
+/// `shfl.sync.up` of a 32-bit word: the value held by lane `lane - delta`, or the lane's own value
+/// when `lane < delta`. Every lane of the warp must execute it (full member mask).
+#[inline(always)]
+pub fn shfl_up_b32(value: u32, delta: u32) -> u32 {
+    let out: u32;
+    // SAFETY: the shuffle reads only registers; callers keep the whole warp converged. Not `pure`,
+    // for the reason given at `shfl_xor_b32`. A clamp of 0 keeps the source inside the warp.
+    unsafe {
+        asm!(
+            "shfl.sync.up.b32 {out}, {v}, {d}, 0x0, 0xffffffff;",
+            out = out(reg32) out, v = in(reg32) value, d = in(reg32) delta,
+            options(nomem, nostack),
+        );
+    }
+    out
+}
+
+/// `shfl.sync.down` of a 32-bit word: the value held by lane `lane + delta`, or the lane's own value
+/// when that is past lane 31. Every lane of the warp must execute it (full member mask).
+#[inline(always)]
+pub fn shfl_down_b32(value: u32, delta: u32) -> u32 {
+    let out: u32;
+    // SAFETY: as for `shfl_up_b32`.
+    unsafe {
+        asm!(
+            "shfl.sync.down.b32 {out}, {v}, {d}, 0x1f, 0xffffffff;",
+            out = out(reg32) out, v = in(reg32) value, d = in(reg32) delta,
+            options(nomem, nostack),
+        );
+    }
+    out
+}
+
+/// Atomic addition to an element in global memory (relaxed, GPU scope): `atom.global.add.f32`, and
+/// `atom.global.add.f64`, which needs sm_60 (the PTX targets sm_70).
+pub trait AtomicAdd: Copy {
+    /// `*p += v` atomically; the old value is discarded.
+    ///
+    /// # Safety
+    /// `p` is a valid, aligned global address of a `Self` that the kernel changes only atomically.
+    unsafe fn atomic_add(p: *mut Self, v: Self);
+}
+
+macro_rules! impl_atomic_add {
+    ($t:ty, $ptx:literal, $class:ident) => {
+        impl AtomicAdd for $t {
+            #[inline(always)]
+            unsafe fn atomic_add(p: *mut Self, v: Self) {
+                let _old: $t;
+                // SAFETY: the caller guarantees `p` is valid, aligned and changed only atomically.
+                unsafe {
+                    asm!(concat!("atom.global.add.", $ptx, " {old}, [{p}], {v};"),
+                        old = out($class) _old, p = in(reg64) p, v = in($class) v, options(nostack));
+                }
+            }
+        }
+    };
+}
+
+impl_atomic_add!(f32, "f32", reg32);
+impl_atomic_add!(f64, "f64", reg64);
+
+/// Blocks in the (one-dimensional) grid: `%nctaid.x`.
+#[inline(always)]
+pub fn grid_dim() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_grid_dim_x() }
+}
+
+/// The block's dynamic shared memory (its size is set at launch), as elements of `T`.
+#[inline(always)]
+pub fn dynamic_shared<T>() -> *mut T {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
+}
+
+/// `bar.sync 0` (CUDA's `__syncthreads`): every thread of the block waits for the others, and its
+/// shared-memory writes before it are visible to them after it.
+///
+/// # Safety
+/// Every thread of the block reaches the same call (block-uniform control flow).
+#[inline(always)]
+pub unsafe fn sync_threads() {
+    // SAFETY: guaranteed by the caller.
+    unsafe { nvptx::_syncthreads() }
+}

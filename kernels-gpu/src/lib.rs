@@ -11,6 +11,12 @@
 //! PTX entry points are named `spmv_<format>_<variant>_<type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
+// The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),
+    allow(internal_features)
+)]
 
 pub mod abi;
 pub mod index;
@@ -19,6 +25,10 @@ pub mod index;
 mod arch;
 #[cfg(target_arch = "nvptx64")]
 mod csr;
+#[cfg(target_arch = "nvptx64")]
+mod formats;
+#[cfg(target_arch = "nvptx64")]
+mod probe;
 #[cfg(target_arch = "nvptx64")]
 mod real;
 #[cfg(target_arch = "nvptx64")]

@@ -1,10 +1,11 @@
 //! [`Gpu`]: a CUDA context, the stream every product runs on, and the kernels' module.
 
+use super::format_kernels::FormatKernels;
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys};
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::abi::CSR_VECTOR_COOPS;
+use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS};
 use std::sync::Arc;
 
 /// The kernels, built by `cargo xtask ptx` (virtual architecture sm_70; the driver compiles it for
@@ -18,6 +19,7 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     f32_kernels: KernelTable,
     f64_kernels: KernelTable,
+    probe_stream_read: CudaFunction,
     sm_count: u32,
     name: String,
 }
@@ -28,7 +30,15 @@ pub(crate) struct KernelTable {
     pub csr_scalar: CudaFunction,
     /// Indexed like [`CSR_VECTOR_COOPS`].
     pub csr_vector: Vec<CudaFunction>,
+    /// Indexed like [`CSR_ALIGNED_GROUPS`]; x through the read-only data cache.
+    pub csr_aligned_nc: Vec<CudaFunction>,
+    /// Indexed like [`CSR_ALIGNED_GROUPS`]; x with plain global loads.
+    pub csr_aligned_plain: Vec<CudaFunction>,
+    /// Indexed like [`CSR_PARAM_COOPS`].
+    pub csr_param: Vec<CudaFunction>,
     pub scale: CudaFunction,
+    /// The kernels of the formats beyond CSR.
+    pub formats: FormatKernels,
 }
 
 impl KernelTable {
@@ -38,12 +48,24 @@ impl KernelTable {
             .iter()
             .map(|coop| entry(format!("spmv_csr_vector_c{coop}_{ty}")))
             .collect::<std::result::Result<_, _>>()?;
+        let aligned = |x: &str| {
+            entries(module, CSR_ALIGNED_GROUPS.iter().map(|g| format!("spmv_csr_aligned_g{g}_{x}_{ty}")))
+        };
         Ok(Self {
             csr_scalar: entry(format!("spmv_csr_scalar_{ty}"))?,
             csr_vector,
+            csr_aligned_nc: aligned("nc")?,
+            csr_aligned_plain: aligned("plain")?,
+            csr_param: entries(module, CSR_PARAM_COOPS.iter().map(|c| format!("spmv_csr_param_c{c}_{ty}")))?,
             scale: entry(format!("spmv_scale_{ty}"))?,
+            formats: FormatKernels::load(module, ty)?,
         })
     }
+}
+
+/// The entries of `names`, in order.
+fn entries(module: &Arc<CudaModule>, names: impl Iterator<Item = String>) -> Result<Vec<CudaFunction>> {
+    Ok(names.map(|name| module.load_function(&name)).collect::<std::result::Result<_, _>>()?)
 }
 
 impl Gpu {
@@ -73,6 +95,7 @@ impl Gpu {
         Ok(Self {
             f32_kernels: KernelTable::load(&module, f32::NAME)?,
             f64_kernels: KernelTable::load(&module, f64::NAME)?,
+            probe_stream_read: module.load_function("probe_stream_read")?,
             sm_count: u32::try_from(sm_count).unwrap_or(1),
             name: ctx.name()?,
             ctx,
@@ -103,6 +126,10 @@ impl Gpu {
     /// Waits until all work enqueued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.stream.synchronize()?)
+    }
+
+    pub(crate) fn probe_stream_read(&self) -> &CudaFunction {
+        &self.probe_stream_read
     }
 
     pub(crate) fn kernels<T: Scalar>(&self) -> &KernelTable {

@@ -1,7 +1,9 @@
 //! Matrices and vectors on the device, with the checked narrowing to the kernels' 32-bit indices.
 
 use super::Gpu;
+use super::long_rows::{DeviceLongRows, LongRowSplit};
 use crate::format::csr::{CsrRef, RowStats};
+use crate::rule::long_row_min_len;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
@@ -18,6 +20,8 @@ pub struct DeviceCsr<T> {
     stats: RowStats,
     /// The kernels' view of the arrays above, built once here rather than at every product.
     args: CsrArgs<T>,
+    /// The rows the parametrised kernel splits into chunks, with its scratch for them.
+    long_rows: DeviceLongRows<T>,
 }
 
 /// A dense vector on the device.
@@ -29,7 +33,7 @@ pub struct DeviceVector<T> {
 /// Largest count the kernels' `u32` indices hold.
 const U32_LIMIT: usize = u32::MAX as usize;
 
-fn narrow(what: &'static str, value: usize) -> Result<u32> {
+pub(crate) fn narrow(what: &'static str, value: usize) -> Result<u32> {
     u32::try_from(value).map_err(|_| Error::TooLarge { what, value, limit: U32_LIMIT })
 }
 
@@ -75,6 +79,16 @@ impl<T: Scalar> DeviceCsr<T> {
 
     pub(crate) fn args(&self) -> CsrArgs<T> {
         self.args
+    }
+
+    /// How many rows the parametrised kernel (`Kernel::CsrParam`, and so `Kernel::Auto`) splits over
+    /// several warps: rows long enough that one group would be the product's critical path.
+    pub fn long_row_count(&self) -> usize {
+        self.long_rows.count()
+    }
+
+    pub(crate) fn long_rows(&self) -> &DeviceLongRows<T> {
+        &self.long_rows
     }
 
     pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
@@ -173,7 +187,10 @@ impl Gpu {
             values: AbiPtr::new(device_addr(&values, self)),
             rows,
         };
-        Ok(DeviceCsr { row_offsets, col_indices, values, stats: a.stats(), args })
+        let stats = a.stats();
+        let split = LongRowSplit::new(&offsets, long_row_min_len(&stats, self.sm_count()))?;
+        let long_rows = DeviceLongRows::upload(self, &split)?;
+        Ok(DeviceCsr { row_offsets, col_indices, values, stats, args, long_rows })
     }
 
     /// Uploads a dense vector.
@@ -191,7 +208,7 @@ impl Gpu {
 
     /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses
     /// allocations of zero bytes.
-    fn upload<E: cudarc::driver::DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
+    pub(super) fn upload<E: cudarc::driver::DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
         Ok(if data.is_empty() { self.stream().null()? } else { self.stream().clone_htod(data)? })
     }
 }

@@ -1,7 +1,7 @@
 //! Test matrices, fresh random inputs and the comparison against the f64 reference.
 #![allow(dead_code)] // each test binary uses a different part
 
-use gpu_spmv::reference::{error_scale, spmv_f64};
+use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::{CsrRef, Scalar};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -85,25 +85,6 @@ pub fn edge_cases<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Csr<T>)
     ]
 }
 
-/// Max over rows of `|y - y_ref| / scale`, where `scale` is the magnitude the row's rounding errors
-/// grow with (see [`error_scale`]); rows whose scale is zero must match exactly.
-pub fn relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) -> f64 {
-    y.iter()
-        .zip(reference)
-        .zip(scale)
-        .map(|((&v, &r), &s)| {
-            let diff = (v.to_f64() - r).abs();
-            if diff.is_nan() {
-                f64::INFINITY
-            } else if s == 0.0 {
-                if diff == 0.0 { 0.0 } else { f64::INFINITY }
-            } else {
-                diff / s
-            }
-        })
-        .fold(0.0, f64::max)
-}
-
 /// The error allowed for a row of `max_len` entries: a few ulps per level of a reduction tree, with
 /// margin for sequential sums (which grow like sqrt(len) for random signs).
 pub fn tolerance<T: Scalar>(max_len: usize) -> f64 {
@@ -115,8 +96,53 @@ pub fn check<T: Scalar>(what: &str, a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: 
     let view = a.view();
     let reference = spmv_f64(alpha, view, x, beta, y0).expect("dimensions");
     let scale = error_scale(alpha, view, x, beta, y0);
-    let err = relative_error(y, &reference, &scale);
+    let err = max_relative_error(y, &reference, &scale);
     let tol = tolerance::<T>(view.stats().max);
     assert!(err <= tol, "{what}: relative error {err:e} over tolerance {tol:e}");
     err
+}
+
+/// Writes straight to stderr, past the test harness's capture, so a skip is seen in every run.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The first GPU, or `None` after saying why there is none; with `SPMV_REQUIRE_GPU=1` a missing GPU
+/// fails the test instead.
+pub fn gpu_or_skip(test: &str) -> Option<gpu_spmv::Gpu> {
+    match gpu_spmv::Gpu::new() {
+        Ok(gpu) => {
+            say(&format!("{test}: running on {}", gpu.name()));
+            Some(gpu)
+        }
+        Err(e) if std::env::var("SPMV_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("{test}: SPMV_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => {
+            say(&format!("{test}: SKIPPED, no GPU: {e}"));
+            None
+        }
+    }
+}
+
+/// A banded matrix: row `r` holds every `step`-th column of `r - half_width ..= r + half_width`
+/// (clipped to the columns), values uniform in [-1, 1). Consecutive rows share columns, as the
+/// formats that reuse a window of `x` need.
+pub fn banded<T: Scalar>(
+    rng: &mut ChaCha8Rng,
+    nrows: usize,
+    ncols: usize,
+    half_width: usize,
+    step: usize,
+) -> Csr<T> {
+    let mut offsets = vec![0];
+    let mut cols = Vec::new();
+    for r in 0..nrows {
+        let end = (r + half_width + 1).min(ncols);
+        cols.extend((r.saturating_sub(half_width)..end).step_by(step.max(1)));
+        offsets.push(cols.len());
+    }
+    let vals = (0..cols.len()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
+    Csr { nrows, ncols, offsets, cols, vals }
 }

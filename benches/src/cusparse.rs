@@ -1,0 +1,235 @@
+//! cuSPARSE's generic SpMV, the baseline, run on the same device buffers as our kernels and on the
+//! same stream. Only the benchmark uses it: the library itself does not depend on cuSPARSE.
+
+use anyhow::{Context, Result, anyhow};
+use cudarc::cusparse::result as cs;
+use cudarc::cusparse::sys;
+use cudarc::driver::{CudaSlice, DevicePtr};
+use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Precision, Scalar};
+use std::ffi::c_void;
+
+/// The cuSPARSE algorithms the bench compares against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    CsrAlg1,
+    CsrAlg2,
+    CooAlg1,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 3] = [Algorithm::CsrAlg1, Algorithm::CsrAlg2, Algorithm::CooAlg1];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::CsrAlg1 => "cusparse-csr-alg1",
+            Algorithm::CsrAlg2 => "cusparse-csr-alg2",
+            Algorithm::CooAlg1 => "cusparse-coo-alg1",
+        }
+    }
+
+    fn sys(self) -> sys::cusparseSpMVAlg_t {
+        match self {
+            Algorithm::CsrAlg1 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG1,
+            Algorithm::CsrAlg2 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG2,
+            Algorithm::CooAlg1 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_COO_ALG1,
+        }
+    }
+}
+
+/// A cuSPARSE handle bound to the [`Gpu`]'s stream.
+#[derive(Debug)]
+pub struct Handle(sys::cusparseHandle_t);
+
+impl Handle {
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        gpu.context().bind_to_thread()?;
+        let handle =
+            cs::create().map_err(|e| anyhow!("cusparseCreate (is libcusparse installed?): {e:?}"))?;
+        // SAFETY: `handle` was just created; the stream outlives it (the bench keeps `gpu` alive).
+        let status = unsafe { sys::cusparseSetStream(handle, gpu.stream().cu_stream() as sys::cudaStream_t) };
+        check(status, "cusparseSetStream")?;
+        Ok(Self(handle))
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the handle is valid and dropped once; a failure here has nowhere to go.
+        let _ = unsafe { cs::destroy(self.0) };
+    }
+}
+
+/// One prepared product `y = alpha A x + beta y` through cuSPARSE: descriptors and work buffer are
+/// created once, so [`Prepared::run`] is a single `cusparseSpMV` call, as our own products are.
+#[derive(Debug)]
+pub struct Prepared<'h> {
+    handle: &'h Handle,
+    mat: sys::cusparseSpMatDescr_t,
+    x: sys::cusparseDnVecDescr_t,
+    y: sys::cusparseDnVecDescr_t,
+    buffer: Option<CudaSlice<u8>>,
+    alg: sys::cusparseSpMVAlg_t,
+    value_type: sys::cudaDataType,
+}
+
+/// A cuSPARSE status as a `Result` naming the call.
+fn check(status: sys::cusparseStatus_t, call: &str) -> Result<()> {
+    status.result().map_err(|e| anyhow!("{call}: {e:?}"))
+}
+
+fn value_type<T: Scalar>() -> sys::cudaDataType {
+    match T::PRECISION {
+        Precision::Single => sys::cudaDataType::CUDA_R_32F,
+        Precision::Double => sys::cudaDataType::CUDA_R_64F,
+    }
+}
+
+fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> *mut c_void {
+    let (ptr, _guard) = s.device_ptr(gpu.stream());
+    ptr as *mut c_void
+}
+
+impl<'h> Prepared<'h> {
+    /// Describes `a`, `x` and `y` to cuSPARSE for `alg`; `coo_rows` (a row index per entry) is needed by
+    /// the COO algorithm only. All buffers must outlive the returned value.
+    pub fn new<T: Scalar>(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        alg: Algorithm,
+        a: &DeviceCsr<T>,
+        coo_rows: Option<&CudaSlice<u32>>,
+        x: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+    ) -> Result<Self> {
+        let ty = value_type::<T>();
+        let i32_index = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let (rows, cols, nnz) = (a.nrows() as i64, a.ncols() as i64, a.nnz() as i64);
+        let mut mat = std::ptr::null_mut();
+        let mut xd = std::ptr::null_mut();
+        let mut yd = std::ptr::null_mut();
+        let (offsets, col_indices, values) =
+            (addr(gpu, a.row_offsets()), addr(gpu, a.col_indices()), addr(gpu, a.values()));
+        // SAFETY: the pointers are live device buffers of the stated lengths and types (u32 indices
+        // below 2^31 are valid 32-bit signed indices for matrices the library accepts and the bench
+        // generates); cuSPARSE only records them here.
+        unsafe {
+            let status = match alg {
+                Algorithm::CooAlg1 => {
+                    let rows_idx = addr(gpu, coo_rows.context("the COO algorithm needs row indices")?);
+                    sys::cusparseCreateCoo(
+                        &mut mat,
+                        rows,
+                        cols,
+                        nnz,
+                        rows_idx,
+                        col_indices,
+                        values,
+                        i32_index,
+                        base,
+                        ty,
+                    )
+                }
+                _ => sys::cusparseCreateCsr(
+                    &mut mat,
+                    rows,
+                    cols,
+                    nnz,
+                    offsets,
+                    col_indices,
+                    values,
+                    i32_index,
+                    i32_index,
+                    base,
+                    ty,
+                ),
+            };
+            check(status, "cusparseCreateCsr/Coo")?;
+            check(
+                sys::cusparseCreateDnVec(&mut xd, cols, addr(gpu, x.as_slice()), ty),
+                "cusparseCreateDnVec",
+            )?;
+            check(
+                sys::cusparseCreateDnVec(&mut yd, rows, addr(gpu, y.as_slice()), ty),
+                "cusparseCreateDnVec",
+            )?;
+        }
+        let mut prepared = Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty };
+        let (one, zero) = (T::from_f64(1.0), T::ZERO);
+        let mut size = 0usize;
+        // SAFETY: descriptors created above; alpha and beta point at host values of the value type
+        // (the handle's default host pointer mode).
+        let status = unsafe {
+            sys::cusparseSpMV_bufferSize(
+                handle.0,
+                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                &one as *const T as *const c_void,
+                prepared.mat,
+                prepared.x,
+                &zero as *const T as *const c_void,
+                prepared.y,
+                ty,
+                prepared.alg,
+                &mut size,
+            )
+        };
+        check(status, "cusparseSpMV_bufferSize")?;
+        if size > 0 {
+            prepared.buffer = Some(gpu.stream().alloc_zeros::<u8>(size)?);
+        }
+        // SAFETY: as above, with the work buffer of the size cuSPARSE asked for.
+        let status = unsafe {
+            sys::cusparseSpMV_preprocess(
+                handle.0,
+                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                &one as *const T as *const c_void,
+                prepared.mat,
+                prepared.x,
+                &zero as *const T as *const c_void,
+                prepared.y,
+                ty,
+                prepared.alg,
+                prepared.buffer_ptr(gpu),
+            )
+        };
+        check(status, "cusparseSpMV_preprocess")?;
+        Ok(prepared)
+    }
+
+    fn buffer_ptr(&self, gpu: &Gpu) -> *mut c_void {
+        self.buffer.as_ref().map_or(std::ptr::null_mut(), |b| addr(gpu, b))
+    }
+
+    /// Enqueues `y = alpha A x + beta y` on the `Gpu`'s stream.
+    pub fn run<T: Scalar>(&self, gpu: &Gpu, alpha: T, beta: T) -> Result<()> {
+        anyhow::ensure!(value_type::<T>() == self.value_type, "scalar type differs from the prepared one");
+        // SAFETY: descriptors and buffer prepared in `new` for this value type; alpha and beta live
+        // across the call, which reads them before returning (host pointer mode).
+        let status = unsafe {
+            sys::cusparseSpMV(
+                self.handle.0,
+                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                &alpha as *const T as *const c_void,
+                self.mat,
+                self.x,
+                &beta as *const T as *const c_void,
+                self.y,
+                self.value_type,
+                self.alg,
+                self.buffer_ptr(gpu),
+            )
+        };
+        check(status, "cusparseSpMV")
+    }
+}
+
+impl Drop for Prepared<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each descriptor was created in `new` and is destroyed once.
+        unsafe {
+            let _ = sys::cusparseDestroySpMat(self.mat);
+            let _ = sys::cusparseDestroyDnVec(self.x);
+            let _ = sys::cusparseDestroyDnVec(self.y);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What the report records about the machine: device, driver, clocks, and the two bandwidth ceilings
+//! measured at the start of the run.
+
+use crate::measure::time_gpu;
+use anyhow::Result;
+use cudarc::driver::sys;
+use gpu_spmv::{Gpu, probe};
+use serde::{Deserialize, Serialize};
+
+/// Bytes the bandwidth probes move: far beyond the 50 MB L2, so they measure HBM.
+const PROBE_BYTES: usize = 2 << 30;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub driver_version: String,
+    pub sm_count: u32,
+    pub l2_bytes: usize,
+    /// `nvidia-smi` clocks (SM and memory, MHz) at the start and at the end of the run, if readable.
+    pub clocks_start: Option<String>,
+    pub clocks_end: Option<String>,
+    /// Our streaming-read kernel: bytes read per second (GB/s, 1e9).
+    pub read_gbps: f64,
+    /// `cuMemcpyDtoD`: bytes read plus bytes written per second (GB/s).
+    pub copy_gbps: f64,
+}
+
+impl DeviceInfo {
+    pub fn measure(gpu: &Gpu) -> Result<Self> {
+        let clocks_start = clocks();
+        let l2 = gpu.context().attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+        Ok(Self {
+            name: gpu.name().to_owned(),
+            driver_version: driver_version()?,
+            sm_count: gpu.sm_count(),
+            l2_bytes: usize::try_from(l2).unwrap_or(0),
+            clocks_start,
+            clocks_end: None,
+            read_gbps: read_bandwidth(gpu)?,
+            copy_gbps: copy_bandwidth(gpu)?,
+        })
+    }
+
+    pub fn finish(&mut self) {
+        self.clocks_end = clocks();
+    }
+}
+
+fn driver_version() -> Result<String> {
+    let mut v = 0;
+    // SAFETY: writes one int; the driver was initialised when the `Gpu` was created.
+    unsafe { sys::cuDriverGetVersion(&mut v) }.result()?;
+    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
+/// SM and memory clocks as `nvidia-smi` reports them, when it is there.
+pub fn clocks() -> Option<String> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader"])
+        .output()
+        .ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn read_bandwidth(gpu: &Gpu) -> Result<f64> {
+    let data = gpu.upload_vector(&vec![1.0f32; PROBE_BYTES / 4])?;
+    let mut sink = gpu.zeros::<f32>(1)?;
+    let t = time_gpu(gpu, |_| Ok(probe::stream_read(gpu, &data, &mut sink)?))?;
+    Ok(PROBE_BYTES as f64 / (t.median_us * 1e3))
+}
+
+fn copy_bandwidth(gpu: &Gpu) -> Result<f64> {
+    let src = gpu.stream().alloc_zeros::<u8>(PROBE_BYTES / 2)?;
+    let mut dst = gpu.stream().alloc_zeros::<u8>(PROBE_BYTES / 2)?;
+    let t = time_gpu(gpu, |_| Ok(gpu.stream().memcpy_dtod(&src, &mut dst)?))?;
+    Ok(PROBE_BYTES as f64 / (t.median_us * 1e3))
+}

@@ -1,0 +1,12 @@
+//! The benchmark suite of gpu-spmv: matrices, measurement against cuSPARSE and the bandwidth floor,
+//! and the report. The `spmv-bench` binary (`cargo xtask bench`) drives it.
+
+pub mod cusparse;
+pub mod device_info;
+pub mod matrices;
+pub mod measure;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod suite;
+pub mod variants;

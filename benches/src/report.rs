@@ -1,0 +1,235 @@
+//! The run's results: the terminal table, `report.md`, `results.json`, and `--compare`.
+
+use crate::device_info::DeviceInfo;
+use crate::run::{MatrixInfo, Record, Tuning};
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Everything one run measured: what `results.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub git_commit: String,
+    pub started: String,
+    pub device: Option<DeviceInfo>,
+    pub matrices: Vec<MatrixInfo>,
+    pub records: Vec<Record>,
+    /// The fixed rule and the tuner against the exhaustive search, per matrix and precision.
+    pub tuning: Vec<Tuning>,
+}
+
+/// The better of cuSPARSE's two CSR algorithms per (matrix, precision): the speedup baseline.
+const BASELINES: [&str; 2] = ["cusparse-csr-alg1", "cusparse-csr-alg2"];
+
+impl Results {
+    /// Fills each record's speedup over the better cuSPARSE CSR algorithm of its matrix and precision.
+    pub fn fill_speedups(&mut self) {
+        let mut best: BTreeMap<(String, String), f64> = BTreeMap::new();
+        for r in self.records.iter().filter(|r| BASELINES.contains(&r.variant.as_str())) {
+            let t = best.entry((r.matrix.clone(), r.precision.clone())).or_insert(f64::INFINITY);
+            *t = t.min(r.timing.median_us);
+        }
+        for r in &mut self.records {
+            r.speedup_vs_cusparse = best
+                .get(&(r.matrix.clone(), r.precision.clone()))
+                .map_or(f64::NAN, |&b| b / r.timing.median_us);
+        }
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(self)?)?;
+        std::fs::write(dir.join("report.md"), self.markdown())?;
+        Ok(())
+    }
+
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// The per-kernel table of one matrix and precision, fastest first.
+    fn table(&self, matrix: &str, precision: &str, out: &mut String) {
+        let mut rows: Vec<&Record> =
+            self.records.iter().filter(|r| r.matrix == matrix && r.precision == precision).collect();
+        rows.sort_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
+        let _ = writeln!(
+            out,
+            "| variant | time µs (median) | spread | GFLOP/s | GB/s | of floor | vs cuSPARSE | max rel. error |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for r in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {:.0}% | {:.1} | {:.0} | {:.0}% | {:.2}x | {:.1e} |",
+                r.variant,
+                r.timing.median_us,
+                100.0 * r.timing.spread(),
+                r.gflops,
+                r.gbps,
+                100.0 * r.floor_fraction,
+                r.speedup_vs_cusparse,
+                r.max_rel_error
+            );
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "# gpu-spmv benchmark\n");
+        let _ = writeln!(out, "Commit `{}`, started {}.\n", self.git_commit, self.started);
+        if let Some(d) = &self.device {
+            let _ = writeln!(
+                out,
+                "Device: {} ({} SMs, {} MB L2), driver {}. Clocks (SM, memory) at start: {}; at end: {}.\n",
+                d.name,
+                d.sm_count,
+                d.l2_bytes >> 20,
+                d.driver_version,
+                d.clocks_start.as_deref().unwrap_or("n/a"),
+                d.clocks_end.as_deref().unwrap_or("n/a"),
+            );
+            let _ = writeln!(
+                out,
+                "Bandwidth: streaming read (our probe kernel) {:.0} GB/s, the floor's denominator; \
+                 device-to-device copy {:.0} GB/s (read + written).\n",
+                d.read_gbps, d.copy_gbps
+            );
+        } else {
+            let _ = writeln!(out, "No GPU: CPU kernels only.\n");
+        }
+        let _ = writeln!(
+            out,
+            "Times are medians of {} or more samples of back-to-back products (CUDA events); spread is \
+             (max - min) / median. GB/s counts one pass over the CSR arrays plus x and y; *of floor* is \
+             that bandwidth over the streaming-read bandwidth; *vs cuSPARSE* is the better cuSPARSE CSR \
+             algorithm's time over this one's.\n",
+            crate::measure::MIN_SAMPLES
+        );
+        if !self.tuning.is_empty() {
+            self.tuning_table(&mut out);
+        }
+        for m in &self.matrices {
+            let _ = writeln!(
+                out,
+                "## {} ({})\n\n{} x {}, {} non-zeros, {:.1} ± {:.1} per row, longest {}.\n",
+                m.name, m.imitates, m.rows, m.cols, m.nnz, m.mean, m.std_dev, m.max
+            );
+            for precision in ["f32", "f64"] {
+                if self.records.iter().any(|r| r.matrix == m.name && r.precision == precision) {
+                    let _ = writeln!(out, "### {precision}\n");
+                    self.table(&m.name, precision, &mut out);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
+    /// The fixed rule's and the tuner's time as a fraction of the exhaustive search's best.
+    fn tuning_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## Parametrised CSR: fixed rule and tuner against the exhaustive search\n\n\
+             Fraction = best time / their time (1.0 = as fast as the best configuration found).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| matrix | prec | rule | rule µs | of best | tuned | tuned µs | of best | products to converge | \
+             best of {} | best µs |",
+            self.tuning.first().map_or(0, |t| t.searched)
+        );
+        let _ = writeln!(out, "|---|---|---|---:|---:|---|---:|---:|---:|---|---:|");
+        for t in &self.tuning {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {:.0}% | {} | {:.2} | {:.0}% | {} | {} | {:.2} |",
+                t.matrix,
+                t.precision,
+                t.rule,
+                t.rule_us,
+                100.0 * t.best_us / t.rule_us,
+                t.tuned,
+                t.tuned_us,
+                100.0 * t.best_us / t.tuned_us,
+                t.tuning_products,
+                t.best,
+                t.best_us
+            );
+        }
+        out.push('\n');
+    }
+
+    /// A compact terminal summary: per matrix and precision, the library's best kernel, Auto, and the
+    /// better cuSPARSE.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<22} {:<4} {:<26} {:>9} {:>7} {:>6} {:>8} {:>8} {:>9}",
+            "matrix", "prec", "fastest of ours", "µs", "GB/s", "floor", "auto µs", "cuSP µs", "speedup"
+        );
+        for m in &self.matrices {
+            for precision in ["f32", "f64"] {
+                let of = |family: &str| {
+                    self.records
+                        .iter()
+                        .filter(|r| r.matrix == m.name && r.precision == precision && r.family == family)
+                        .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
+                };
+                let Some(best) = of("gpu-spmv").or_else(|| of("CPU")) else { continue };
+                let find = |v: &str| {
+                    self.records
+                        .iter()
+                        .find(|r| r.matrix == m.name && r.precision == precision && r.variant == v)
+                };
+                let auto = find("auto").map_or(f64::NAN, |r| r.timing.median_us);
+                let cusparse = of("cuSPARSE").map_or(f64::NAN, |r| r.timing.median_us);
+                let _ = writeln!(
+                    out,
+                    "{:<22} {:<4} {:<26} {:>9.2} {:>7.0} {:>5.0}% {:>8.2} {:>8.2} {:>8.2}x",
+                    m.name,
+                    precision,
+                    best.variant,
+                    best.timing.median_us,
+                    best.gbps,
+                    100.0 * best.floor_fraction,
+                    auto,
+                    cusparse,
+                    best.speedup_vs_cusparse
+                );
+            }
+        }
+        out
+    }
+
+    /// What got faster or slower than in `old`, by more than `threshold` (a fraction).
+    pub fn compare(&self, old: &Results, threshold: f64) -> String {
+        let key = |r: &Record| (r.matrix.clone(), r.precision.clone(), r.variant.clone());
+        let before: BTreeMap<_, f64> = old.records.iter().map(|r| (key(r), r.timing.median_us)).collect();
+        let mut changes: Vec<(f64, String)> = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                let was = *before.get(&key(r))?;
+                let ratio = was / r.timing.median_us;
+                ((ratio - 1.0).abs() > threshold).then(|| {
+                    let word = if ratio > 1.0 { "faster" } else { "slower" };
+                    let line = format!(
+                        "{:<22} {:<4} {:<28} {:>9.2} -> {:>9.2} µs  {:.2}x {word}",
+                        r.matrix, r.precision, r.variant, was, r.timing.median_us, ratio
+                    );
+                    (ratio, line)
+                })
+            })
+            .collect();
+        changes.sort_by(|a, b| b.0.total_cmp(&a.0));
+        if changes.is_empty() {
+            return format!("no change beyond {:.0}% against {}", 100.0 * threshold, old.git_commit);
+        }
+        let lines: Vec<String> = changes.into_iter().map(|(_, l)| l).collect();
+        format!("changes beyond {:.0}% against {}:\n{}", 100.0 * threshold, old.git_commit, lines.join("\n"))
+    }
+}

@@ -1,0 +1,308 @@
+//! Measuring one matrix in one precision: every variant on the same device buffers, each checked
+//! against the f64 CPU result.
+
+use crate::cusparse::{self, Algorithm};
+use crate::measure::{Timing, time_cpu, time_gpu};
+use crate::variants::{Variant, auto_without_split};
+use anyhow::{Context, Result};
+use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar, TunedSpmv};
+use nalgebra_sparse::CsrMatrix;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// One measured variant on one matrix in one precision.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub matrix: String,
+    pub precision: String,
+    pub variant: String,
+    pub family: String,
+    pub timing: Timing,
+    /// 2 nnz floating-point operations per product.
+    pub gflops: f64,
+    /// Bytes of one pass over the CSR arrays plus x and y, over the median time.
+    pub gbps: f64,
+    /// The bandwidth floor's time (the same bytes at the streaming-read bandwidth) over the median
+    /// time: 1.0 means as fast as a kernel that only reads.
+    pub floor_fraction: f64,
+    /// The better cuSPARSE CSR algorithm's median time over this one's.
+    pub speedup_vs_cusparse: f64,
+    /// max over rows of |y - y_ref| / (|alpha| sum |a_ij x_j|), y_ref computed in f64.
+    pub max_rel_error: f64,
+}
+
+/// A matrix's shape and row statistics, as reported.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MatrixInfo {
+    pub name: String,
+    pub imitates: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz: usize,
+    pub mean: f64,
+    pub std_dev: f64,
+    pub max: usize,
+    /// Copies rotated between launches so that a matrix that fits in L2 is not timed from L2.
+    pub copies_f32: usize,
+    pub copies_f64: usize,
+}
+
+impl MatrixInfo {
+    pub fn new(name: &str, imitates: &str, stats: &RowStats) -> Self {
+        Self {
+            name: name.to_owned(),
+            imitates: imitates.to_owned(),
+            rows: stats.rows,
+            cols: stats.cols,
+            nnz: stats.nnz,
+            mean: stats.mean,
+            std_dev: stats.std_dev,
+            max: stats.max,
+            copies_f32: 1,
+            copies_f64: 1,
+        }
+    }
+}
+
+/// The fewest bytes a CSR product moves: row offsets, column indices and values read once, x read
+/// once, y written once (beta = 0).
+pub fn csr_bytes(rows: usize, cols: usize, nnz: usize, value_bytes: usize) -> f64 {
+    ((rows + 1) * 4 + nnz * (4 + value_bytes) + cols * value_bytes + rows * value_bytes) as f64
+}
+
+/// Copies of the operands rotated while timing: enough that together they are several times the L2,
+/// so each launch finds its data in HBM as a real product of a large working set would. Capped, since
+/// matrices this small are timed over many launches anyway.
+fn rotation_copies(bytes: f64, l2_bytes: usize) -> usize {
+    const L2_MULTIPLE: f64 = 4.0;
+    const MAX_COPIES: usize = 64;
+    ((L2_MULTIPLE * l2_bytes as f64 / bytes).ceil() as usize).clamp(1, MAX_COPIES)
+}
+
+/// The operands of one copy: matrix, x, y, and the row index per entry cuSPARSE's COO needs.
+struct Operands<T> {
+    a: DeviceCsr<T>,
+    coo_rows: cudarc::driver::CudaSlice<u32>,
+    x: DeviceVector<T>,
+    y: DeviceVector<T>,
+}
+
+/// What one `bench_matrix` call needs besides the matrix.
+#[derive(Debug)]
+pub struct Setup<'a> {
+    pub gpu: Option<&'a Gpu>,
+    pub cusparse: Option<&'a cusparse::Handle>,
+    pub read_gbps: f64,
+    pub l2_bytes: usize,
+    pub kernels: &'a [Kernel],
+    pub seed: u64,
+    /// Also run the tuner and the exhaustive search over the parametrised kernel.
+    pub exhaustive: bool,
+}
+
+/// Measures every variant on `a` in precision `T`.
+pub fn bench_matrix<T: Scalar>(
+    setup: &Setup<'_>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    mut progress: impl FnMut(&str),
+) -> Result<MatrixRun> {
+    let (offsets, cols, vals64) = a.csr_data();
+    let vals: Vec<T> = vals64.iter().map(|&v| T::from_f64(v)).collect();
+    let view = CsrRef::try_new(a.nrows(), a.ncols(), offsets, cols, &vals)?;
+    let view_stats = &view.stats();
+    let mut rng = ChaCha8Rng::seed_from_u64(setup.seed);
+    let x: Vec<T> = (0..a.ncols()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
+    let zeros = vec![T::ZERO; a.nrows()];
+    let (one, zero) = (T::from_f64(1.0), T::ZERO);
+    let reference = spmv_f64(one, view, &x, zero, &zeros)?;
+    let scale = error_scale(one, view, &x, zero, &zeros);
+    let bytes = csr_bytes(a.nrows(), a.ncols(), a.nnz(), size_of::<T>());
+    let flops = 2.0 * a.nnz() as f64;
+    let record = |variant: &Variant, timing: Timing, err: f64| Record {
+        matrix: name.to_owned(),
+        precision: T::NAME.to_owned(),
+        variant: variant.key(),
+        family: variant.family().to_owned(),
+        timing,
+        gflops: flops / (timing.median_us * 1e3),
+        gbps: bytes / (timing.median_us * 1e3),
+        floor_fraction: bytes / (setup.read_gbps * 1e3) / timing.median_us,
+        speedup_vs_cusparse: f64::NAN,
+        max_rel_error: err,
+    };
+    let mut records = Vec::new();
+
+    let cpu = Variant::Cpu(CpuKernel::Rayon);
+    progress(&cpu.key());
+    let mut y_cpu = zeros.clone();
+    let timing = time_cpu(5, || Ok(reference::spmv(CpuKernel::Rayon, one, view, &x, zero, &mut y_cpu)?))?;
+    records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
+
+    let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
+        return Ok(MatrixRun { records, copies: 1, tuning: None });
+    };
+    let copies = rotation_copies(bytes, setup.l2_bytes);
+    let row_of_entry: Vec<u32> =
+        (0..a.nrows()).flat_map(|r| std::iter::repeat_n(r as u32, offsets[r + 1] - offsets[r])).collect();
+    let mut sets = (0..copies)
+        .map(|_| {
+            Ok(Operands {
+                a: gpu.upload_csr_ref(view)?,
+                coo_rows: gpu.stream().clone_htod(&row_of_entry).context("upload COO rows")?,
+                x: gpu.upload_vector(&x)?,
+                y: gpu.zeros::<T>(a.nrows())?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let check =
+        Check { poison: vec![T::from_f64(f64::NAN); a.nrows()], reference: &reference, scale: &scale };
+
+    let rule = Kernel::auto(view_stats, gpu.sm_count());
+    let kernels = setup.kernels.iter().copied().chain(auto_without_split(rule));
+    for kernel in kernels {
+        let variant = Variant::Ours(kernel);
+        progress(&variant.key());
+        let timing = time_gpu(gpu, |i| {
+            let s = &mut sets[i % copies];
+            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
+        })?;
+        let err =
+            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?))?;
+        records.push(record(&variant, timing, err));
+    }
+
+    for alg in Algorithm::ALL {
+        let variant = Variant::Cusparse(alg);
+        progress(&variant.key());
+        let prepared = sets
+            .iter()
+            .map(|s| cusparse::Prepared::new(gpu, handle, alg, &s.a, Some(&s.coo_rows), &s.x, &s.y))
+            .collect::<Result<Vec<_>>>()?;
+        let timing = time_gpu(gpu, |i| prepared[i % copies].run(gpu, one, zero))?;
+        let err = check.run(gpu, &mut sets[0], |_| prepared[0].run(gpu, one, zero))?;
+        records.push(record(&variant, timing, err));
+    }
+
+    let tuning = if setup.exhaustive {
+        progress("tuner and exhaustive search");
+        Some(tune(gpu, name, rule, &mut sets, &check, copies)?)
+    } else {
+        None
+    };
+    Ok(MatrixRun { records, copies, tuning })
+}
+
+/// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
+/// parameter space on one matrix: how close the first two come to the third.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tuning {
+    pub matrix: String,
+    pub precision: String,
+    pub rule: String,
+    pub rule_us: f64,
+    pub tuned: String,
+    pub tuned_us: f64,
+    /// Products the tuner ran before it converged.
+    pub tuning_products: u64,
+    pub best: String,
+    pub best_us: f64,
+    /// Configurations the exhaustive search timed.
+    pub searched: usize,
+    /// The largest error of any configuration timed.
+    pub max_rel_error: f64,
+}
+
+/// What [`bench_matrix`] measured.
+#[derive(Debug)]
+pub struct MatrixRun {
+    pub records: Vec<Record>,
+    pub copies: usize,
+    pub tuning: Option<Tuning>,
+}
+
+/// Products the tuner may take to converge before the bench gives up on it.
+const MAX_TUNING_PRODUCTS: u64 = 20_000;
+
+fn tune<T: Scalar>(
+    gpu: &Gpu,
+    name: &str,
+    rule: Kernel,
+    sets: &mut [Operands<T>],
+    check: &Check<'_, T>,
+    copies: usize,
+) -> Result<Tuning> {
+    let (one, zero) = (T::from_f64(1.0), T::ZERO);
+    let time_kernel = |kernel: Kernel, sets: &mut [Operands<T>]| -> Result<(f64, f64)> {
+        let timing = time_gpu(gpu, |i| {
+            let s = &mut sets[i % copies];
+            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
+        })?;
+        let err =
+            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?))?;
+        Ok((timing.median_us, err))
+    };
+    let (rule_us, mut max_err) = time_kernel(rule, sets)?;
+
+    let set = &mut sets[0];
+    let mut tuner = TunedSpmv::new(gpu, &set.a)?;
+    // An application calling the tuner in a loop: products are enqueued back to back, and the
+    // stream is drained now and then, as the application's own reads of y would.
+    while tuner.converged().is_none() && tuner.tuning_products() < MAX_TUNING_PRODUCTS {
+        tuner.spmv(one, &set.x, zero, &mut set.y)?;
+        if tuner.tuning_products() % 64 == 0 {
+            gpu.synchronize()?;
+        }
+    }
+    let tuned = tuner.best();
+    let tuning_products = tuner.tuning_products();
+    drop(tuner);
+    let (tuned_us, err) = time_kernel(tuned, sets)?;
+    max_err = max_err.max(err);
+
+    let space = TunedSpmv::<T>::search_space();
+    let mut best = (rule, rule_us);
+    for &kernel in &space {
+        let (us, err) = time_kernel(kernel, sets)?;
+        max_err = max_err.max(err);
+        if us < best.1 {
+            best = (kernel, us);
+        }
+    }
+    Ok(Tuning {
+        matrix: name.to_owned(),
+        precision: T::NAME.to_owned(),
+        rule: rule.to_string(),
+        rule_us,
+        tuned: tuned.to_string(),
+        tuned_us,
+        tuning_products,
+        best: best.0.to_string(),
+        best_us: best.1,
+        searched: space.len(),
+        max_rel_error: max_err,
+    })
+}
+
+/// One checked product: `y` poisoned with NaN (so an unwritten element shows), one launch, `y`
+/// compared with the f64 reference.
+struct Check<'r, T> {
+    poison: Vec<T>,
+    reference: &'r [f64],
+    scale: &'r [f64],
+}
+
+impl<T: Scalar> Check<'_, T> {
+    fn run(
+        &self,
+        gpu: &Gpu,
+        set: &mut Operands<T>,
+        product: impl FnOnce(&mut Operands<T>) -> Result<()>,
+    ) -> Result<f64> {
+        set.y.copy_from_host(gpu, &self.poison)?;
+        product(set)?;
+        Ok(max_relative_error(&set.y.to_host(gpu)?, self.reference, self.scale))
+    }
+}

@@ -1,0 +1,70 @@
+//! The key table: every configuration the bench runs, with the short key reports and `--only` use.
+
+use crate::cusparse::Algorithm;
+use gpu_spmv::Kernel;
+use gpu_spmv::reference::CpuKernel;
+use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_VECTOR_COOPS};
+
+/// Who computes a product.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// One of the library's kernels.
+    Ours(Kernel),
+    /// The baseline.
+    Cusparse(Algorithm),
+    /// A CPU kernel of the library.
+    Cpu(CpuKernel),
+}
+
+impl Variant {
+    /// The short, stable name of the variant in tables, JSON and plots.
+    pub fn key(&self) -> String {
+        match self {
+            Variant::Ours(kernel) => kernel.to_string(),
+            Variant::Cusparse(alg) => alg.name().to_owned(),
+            Variant::Cpu(CpuKernel::Serial) => "cpu-serial".into(),
+            Variant::Cpu(CpuKernel::Rayon) => "cpu-rayon".into(),
+            Variant::Cpu(CpuKernel::Chunked { chunk_cols }) => format!("cpu-chunked-{chunk_cols}"),
+        }
+    }
+
+    pub fn family(&self) -> &'static str {
+        match self {
+            Variant::Ours(_) => "gpu-spmv",
+            Variant::Cusparse(_) => "cuSPARSE",
+            Variant::Cpu(_) => "CPU",
+        }
+    }
+}
+
+/// Threads per block the aligned kernel is compared at (Baskaran & Bordawekar's range).
+const ALIGNED_BLOCK_SIZES: [u32; 4] = [64, 128, 256, 512];
+
+/// The library's GPU kernels the bench times on every matrix: Auto (the fixed rule, long rows split),
+/// the same rule without the split (`auto-nosplit`, see [`auto_without_split`]), thread per row, every
+/// cooperative width, and the aligned kernel at every group, x path and block size. The tuner and the
+/// exhaustive search over the parametrised kernel are measured separately (`run::tune`).
+pub fn gpu_kernels() -> Vec<Kernel> {
+    let mut kernels = vec![Kernel::Auto, Kernel::CsrScalar { block_size: 128 }];
+    kernels.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size: 128 }));
+    for group in CSR_ALIGNED_GROUPS {
+        for cached_x in [true, false] {
+            kernels.extend(ALIGNED_BLOCK_SIZES.map(|block_size| Kernel::CsrAligned {
+                group,
+                cached_x,
+                block_size,
+            }));
+        }
+    }
+    kernels
+}
+
+/// The fixed rule's choice with long rows left to one group: what Auto would cost without the split.
+pub fn auto_without_split(kernel: Kernel) -> Option<Kernel> {
+    match kernel {
+        Kernel::CsrParam { coop, repeat, block_size, split_long_rows: true } => {
+            Some(Kernel::CsrParam { coop, repeat, block_size, split_long_rows: false })
+        }
+        _ => None,
+    }
+}

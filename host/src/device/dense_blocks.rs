@@ -1,0 +1,103 @@
+//! Dense blocks on the device ([`DeviceDenseBlocks`]), made by [`Gpu::upload_dense_blocks`].
+
+use super::Gpu;
+use super::coo::{CooKernel, DeviceCoo};
+use super::upload::{device_addr, narrow};
+use crate::Result;
+use crate::format::dense_blocks::DenseBlocks;
+use crate::launch::formats::{coo, dense_blocks};
+use crate::operator::DeviceMatrix;
+use crate::operator::sealed::{Launch, Operands};
+use crate::scalar::Scalar;
+use cudarc::driver::CudaSlice;
+use kernels_gpu::abi::{DenseBlockArgs, DevicePtr as AbiPtr};
+use std::sync::Arc;
+
+/// A [`DenseBlocks`] matrix on the device. Its product is the dense-block kernel, which writes `y =
+/// alpha * A_blocks * x + beta * y` (every row, `y` unread when `beta == 0`), then, when the remainder
+/// has entries, the segmented COO kernel adding `alpha * A_rest * x`: two launches on the [`Gpu`]'s
+/// stream, in order.
+#[derive(Debug)]
+pub struct DeviceDenseBlocks<T> {
+    window_start: CudaSlice<u32>,
+    row_offsets: CudaSlice<u32>,
+    cols: CudaSlice<u32>,
+    values: CudaSlice<T>,
+    remainder: DeviceCoo<T>,
+    nnz: usize,
+    args: DenseBlockArgs<T>,
+}
+
+impl Gpu {
+    /// Uploads a matrix in dense blocks.
+    pub fn upload_dense_blocks<T: Scalar>(&self, a: &DenseBlocks<T>) -> Result<DeviceDenseBlocks<T>> {
+        let rows = narrow("the row count", a.nrows())?;
+        let ncols = narrow("the column count", a.ncols())?;
+        let window = narrow("the dense-block window", a.window())?;
+        let window_start = self.upload(a.window_start())?;
+        let row_offsets = self.upload(a.row_offsets())?;
+        let cols = self.upload(a.cols())?;
+        let values = self.upload(a.values())?;
+        let args = DenseBlockArgs {
+            window_start: AbiPtr::new(device_addr(&window_start, self)),
+            row_offsets: AbiPtr::new(device_addr(&row_offsets, self)),
+            cols: AbiPtr::new(device_addr(&cols, self)),
+            values: AbiPtr::new(device_addr(&values, self)),
+            rows,
+            ncols,
+            window,
+        };
+        let remainder = self.upload_coo(a.remainder())?;
+        Ok(DeviceDenseBlocks { window_start, row_offsets, cols, values, remainder, nnz: a.nnz(), args })
+    }
+}
+
+impl<T: Scalar> DeviceDenseBlocks<T> {
+    /// Columns per window.
+    pub fn window(&self) -> usize {
+        self.args.window as usize
+    }
+
+    /// The entries outside the windows.
+    pub fn remainder(&self) -> &DeviceCoo<T> {
+        &self.remainder
+    }
+
+    /// Bytes of the matrix on the device, padding and remainder included.
+    pub fn device_bytes(&self) -> usize {
+        let words = self.window_start.len() + self.row_offsets.len() + self.cols.len();
+        words * 4 + self.values.len() * size_of::<T>() + self.remainder.device_bytes()
+    }
+
+    pub(crate) fn args(&self) -> DenseBlockArgs<T> {
+        self.args
+    }
+}
+
+impl<T: Scalar> Launch<T> for DeviceDenseBlocks<T> {
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        Arc::ptr_eq(self.values.context(), gpu.context()) && self.remainder.belongs_to(gpu)
+    }
+
+    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
+        dense_blocks(gpu, self, &op)?;
+        if self.remainder.nnz() > 0 {
+            coo(gpu, &self.remainder, CooKernel::Segmented, &op)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Scalar> DeviceMatrix<T> for DeviceDenseBlocks<T> {
+    fn nrows(&self) -> usize {
+        self.args.rows as usize
+    }
+
+    fn ncols(&self) -> usize {
+        self.args.ncols as usize
+    }
+
+    fn nnz(&self) -> usize {
+        self.nnz
+    }
+}

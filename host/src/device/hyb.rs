@@ -1,0 +1,72 @@
+//! HYB on the device ([`DeviceHyb`]), made by [`Gpu::upload_hyb`].
+
+use super::Gpu;
+use super::coo::{CooKernel, DeviceCoo};
+use super::ell::DeviceEll;
+use crate::Result;
+use crate::format::hyb::Hyb;
+use crate::launch::formats::{coo, ell};
+use crate::operator::DeviceMatrix;
+use crate::operator::sealed::{Launch, Operands};
+use crate::scalar::Scalar;
+
+/// A [`Hyb`] matrix on the device. Its product is the ELL kernel, which writes `y = alpha * A_ell *
+/// x + beta * y` (every row, `y` unread when `beta == 0`), then, when the COO part has entries, the
+/// segmented COO kernel adding `alpha * A_coo * x`: two launches on the [`Gpu`]'s stream, in order.
+#[derive(Debug)]
+pub struct DeviceHyb<T> {
+    ell: DeviceEll<T>,
+    coo: DeviceCoo<T>,
+}
+
+impl Gpu {
+    /// Uploads a HYB matrix.
+    pub fn upload_hyb<T: Scalar>(&self, a: &Hyb<T>) -> Result<DeviceHyb<T>> {
+        Ok(DeviceHyb { ell: self.upload_ell(a.ell())?, coo: self.upload_coo(a.coo())? })
+    }
+}
+
+impl<T: Scalar> DeviceHyb<T> {
+    /// The ELL part.
+    pub fn ell(&self) -> &DeviceEll<T> {
+        &self.ell
+    }
+
+    /// The COO part.
+    pub fn coo(&self) -> &DeviceCoo<T> {
+        &self.coo
+    }
+
+    /// Bytes of the matrix on the device, padding included.
+    pub fn device_bytes(&self) -> usize {
+        self.ell.device_bytes() + self.coo.device_bytes()
+    }
+}
+
+impl<T: Scalar> Launch<T> for DeviceHyb<T> {
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        self.ell.belongs_to(gpu) && self.coo.belongs_to(gpu)
+    }
+
+    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
+        ell(gpu, &self.ell, &op)?;
+        if self.coo.nnz() > 0 {
+            coo(gpu, &self.coo, CooKernel::Segmented, &op)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Scalar> DeviceMatrix<T> for DeviceHyb<T> {
+    fn nrows(&self) -> usize {
+        self.ell.nrows()
+    }
+
+    fn ncols(&self) -> usize {
+        self.ell.ncols()
+    }
+
+    fn nnz(&self) -> usize {
+        self.ell.nnz() + self.coo.nnz()
+    }
+}

@@ -1,0 +1,170 @@
+//! The long rows of a matrix, cut into chunks for the parametrised kernel (`csr/param.rs` describes the
+//! scheme), and the scratch its chunk warps share: one partial sum per chunk, one counter per row.
+
+use super::Gpu;
+use super::upload::{device_addr, narrow};
+use crate::Result;
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use kernels_gpu::abi::{DevicePtr as AbiPtr, LongRowArgs, long_row_chunks};
+
+/// Where the long rows are, built on the host in one pass over the row offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LongRowSplit {
+    /// Rows of at least this many entries are long.
+    pub min_len: u32,
+    /// The long rows, ascending.
+    pub rows: Vec<u32>,
+    /// `rows.len() + 1` prefix sums of the rows' chunk counts.
+    pub first_chunk: Vec<u32>,
+    /// For each chunk, the index of its row in `rows`.
+    pub chunk_row: Vec<u32>,
+}
+
+impl LongRowSplit {
+    /// The rows of `offsets` (valid CSR row offsets) with at least `min_len` entries, and at least one:
+    /// the kernel takes every row of `min_len` entries or more for long, so an empty row must not be.
+    pub fn new(offsets: &[u32], min_len: u32) -> Result<Self> {
+        let min_len = min_len.max(1);
+        let mut split = Self { min_len, rows: Vec::new(), first_chunk: vec![0], chunk_row: Vec::new() };
+        for (row, w) in offsets.windows(2).enumerate() {
+            let len = w[1] - w[0];
+            if len < min_len {
+                continue;
+            }
+            let j = narrow("the long-row count", split.rows.len())?;
+            split.rows.push(narrow("a long row", row)?);
+            let chunks = long_row_chunks(len) as usize;
+            split.chunk_row.extend(std::iter::repeat_n(j, chunks));
+            split.first_chunk.push(narrow("the long-row chunk count", split.chunk_row.len())?);
+        }
+        Ok(split)
+    }
+
+    /// Chunks over all long rows.
+    pub fn chunks(&self) -> u32 {
+        self.first_chunk.last().copied().unwrap_or(0)
+    }
+}
+
+/// A [`LongRowSplit`] on the device with the kernel's scratch. Empty when the matrix has no long rows.
+#[derive(Debug)]
+pub(crate) struct DeviceLongRows<T> {
+    rows: CudaSlice<u32>,
+    // The buffers below are only ever reached through `args`, which points into them; they are held
+    // here so that they live as long as the matrix.
+    _first_chunk: CudaSlice<u32>,
+    _chunk_row: CudaSlice<u32>,
+    /// Written by the kernel: products on the matrix are ordered by its `Gpu`'s one stream.
+    _partials: CudaSlice<T>,
+    /// Zero between products: each product's last chunk of a row wraps its counter back to 0.
+    _counters: CudaSlice<u32>,
+    args: LongRowArgs<T>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
+    pub fn upload(gpu: &Gpu, split: &LongRowSplit) -> Result<Self> {
+        let rows = gpu.upload(&split.rows)?;
+        let first_chunk = gpu.upload(&split.first_chunk)?;
+        let chunk_row = gpu.upload(&split.chunk_row)?;
+        let partials = zeros(gpu, split.chunk_row.len())?;
+        let counters = zeros(gpu, split.rows.len())?;
+        let args = LongRowArgs {
+            min_len: split.min_len,
+            chunks: split.chunks(),
+            rows: AbiPtr::new(device_addr(&rows, gpu)),
+            first_chunk: AbiPtr::new(device_addr(&first_chunk, gpu)),
+            chunk_row: AbiPtr::new(device_addr(&chunk_row, gpu)),
+            partials: AbiPtr::new(device_addr(&partials, gpu)),
+            counters: AbiPtr::new(device_addr(&counters, gpu)),
+        };
+        Ok(Self {
+            rows,
+            _first_chunk: first_chunk,
+            _chunk_row: chunk_row,
+            _partials: partials,
+            _counters: counters,
+            args,
+        })
+    }
+
+    /// The kernel's view, long rows split (`split`) or left to the row path.
+    pub fn args(&self, split: bool) -> LongRowArgs<T> {
+        LongRowArgs { chunks: if split { self.args.chunks } else { 0 }, ..self.args }
+    }
+
+    /// How many rows are long.
+    pub fn count(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+fn zeros<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
+    Ok(if len == 0 { gpu.stream().null()? } else { gpu.stream().alloc_zeros(len)? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernels_gpu::abi::LONG_ROW_CHUNK;
+
+    fn offsets(lens: &[u32]) -> Vec<u32> {
+        std::iter::once(0)
+            .chain(lens.iter().scan(0, |end, &l| {
+                *end += l;
+                Some(*end)
+            }))
+            .collect()
+    }
+
+    #[test]
+    fn long_rows_and_their_chunks() {
+        let c = LONG_ROW_CHUNK;
+        let split = LongRowSplit::new(&offsets(&[3, 2 * c + 1, 0, 99, c, 100]), 100).unwrap();
+        assert_eq!(split.rows, [1, 4, 5]);
+        assert_eq!(split.first_chunk, [0, 3, 4, 5]);
+        assert_eq!(split.chunk_row, [0, 0, 0, 1, 2]);
+        assert_eq!(split.chunks(), 5);
+    }
+
+    #[test]
+    fn no_long_rows() {
+        for offsets in [offsets(&[]), offsets(&[0, 0]), offsets(&[5, 7, 1])] {
+            let split = LongRowSplit::new(&offsets, 8).unwrap();
+            assert!(split.rows.is_empty() && split.chunk_row.is_empty(), "{offsets:?}");
+            assert_eq!(split.first_chunk, [0]);
+            assert_eq!(split.chunks(), 0);
+        }
+    }
+
+    #[test]
+    fn empty_rows_are_never_long() {
+        let split = LongRowSplit::new(&offsets(&[0, 1, 0]), 0).unwrap();
+        assert_eq!(split.min_len, 1);
+        assert_eq!(split.rows, [1]);
+        assert_eq!(split.chunks(), 1);
+    }
+
+    /// Every entry of every long row lies in exactly one chunk, and the chunks of a row are consecutive.
+    #[test]
+    fn chunks_cover_each_long_row_once() {
+        let lens: Vec<u32> = (0..500).map(|r| (r * 7919) % 3000).collect();
+        let offsets = offsets(&lens);
+        let split = LongRowSplit::new(&offsets, 700).unwrap();
+        let mut covered = vec![0u32; *offsets.last().unwrap() as usize];
+        for (chunk, &j) in split.chunk_row.iter().enumerate() {
+            let (j, row) = (j as usize, split.rows[j as usize] as usize);
+            let first = split.first_chunk[j] as usize;
+            assert!((first..split.first_chunk[j + 1] as usize).contains(&chunk));
+            let from = offsets[row] + u32::try_from(chunk - first).unwrap() * LONG_ROW_CHUNK;
+            let to = offsets[row + 1].min(from + LONG_ROW_CHUNK);
+            assert!(from < to);
+            for k in from..to {
+                covered[k as usize] += 1;
+            }
+        }
+        for (row, w) in offsets.windows(2).enumerate() {
+            let expected = u32::from(w[1] - w[0] >= 700);
+            assert!((w[0]..w[1]).all(|k| covered[k as usize] == expected), "row {row}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! ELLPACK (Bell & Garland, "Efficient Sparse Matrix-Vector Multiplication on CUDA", NVIDIA TR 2008,
+//! section 4.2): every row padded to the same number of slots, stored column-major so that a thread
+//! per row reads coalesced (kernel: `kernels-gpu/src/formats/ell.rs`).
+
+use super::convert::{canonical_csr, check_u32_dims, index32};
+use crate::Result;
+use crate::error::FormatError;
+use crate::format::csr::CsrRef;
+use crate::scalar::Scalar;
+use kernels_gpu::abi::PAD_COL;
+use nalgebra_sparse::CsrMatrix;
+use rayon::prelude::*;
+
+/// The most memory an ELL matrix may take, as a multiple of the bytes of the same matrix in CSR with
+/// 32-bit indices (what the device would hold instead). cusp, Bell & Garland's library, refuses ELL
+/// conversions whose fill (slots per entry) exceeds 3; the same factor on bytes keeps one long row
+/// from allocating gigabytes of padding.
+pub const ELL_MAX_PADDING_RATIO: u32 = 3;
+
+/// Rows per rayon task when filling a column of slots: enough work to amortise a task.
+const ROWS_PER_TASK: usize = 16 * 1024;
+
+/// An ELL matrix: `width` slots per row; slot `k` of row `r` is at `k * nrows + r`. A row's entries
+/// fill its first slots, in CSR order; the other slots hold [`PAD_COL`] and 0.
+#[derive(Debug, Clone)]
+pub struct Ell<T> {
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    width: usize,
+    cols: Vec<u32>,
+    values: Vec<T>,
+}
+
+impl<T: Scalar> Ell<T> {
+    /// Converts `a`, padding every row to the longest one; refused with
+    /// [`FormatError::EllPadding`] when that takes over [`ELL_MAX_PADDING_RATIO`] times the CSR
+    /// bytes, and with [`crate::Error::TooLarge`] when a dimension does not fit 32 bits.
+    pub fn try_from_csr(a: CsrRef<'_, T>) -> Result<Self> {
+        check_u32_dims(&a)?;
+        let width = a.stats().max;
+        check_padding(&a, width)?;
+        Ok(Self::truncated(a, width))
+    }
+
+    /// The first `width` entries of every row of `a` (all of a shorter row): the ELL part of HYB.
+    /// `a` passed [`check_u32_dims`], and `width` [`check_padding`].
+    pub(crate) fn truncated(a: CsrRef<'_, T>, width: usize) -> Self {
+        let (nrows, offsets) = (a.nrows(), a.row_offsets());
+        let mut cols = vec![PAD_COL; nrows * width];
+        let mut values = vec![T::ZERO; nrows * width];
+        if nrows > 0 {
+            cols.par_chunks_mut(nrows).zip(values.par_chunks_mut(nrows)).enumerate().for_each(
+                |(k, (col_slots, value_slots))| {
+                    col_slots
+                        .par_chunks_mut(ROWS_PER_TASK)
+                        .zip(value_slots.par_chunks_mut(ROWS_PER_TASK))
+                        .enumerate()
+                        .for_each(|(task, (cs, vs))| {
+                            let first = task * ROWS_PER_TASK;
+                            for (i, (c, v)) in cs.iter_mut().zip(vs).enumerate() {
+                                let entry = offsets[first + i] + k;
+                                if entry < offsets[first + i + 1] {
+                                    *c = index32(a.col_indices()[entry]);
+                                    *v = a.values()[entry];
+                                }
+                            }
+                        });
+                },
+            );
+        }
+        let nnz = offsets.par_windows(2).map(|w| (w[1] - w[0]).min(width)).sum();
+        Self { nrows, ncols: a.ncols(), nnz, width, cols, values }
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Entries held (padding not counted).
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// Slots per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The `width * nrows` column indices, slot-major; [`PAD_COL`] marks padding.
+    pub fn cols(&self) -> &[u32] {
+        &self.cols
+    }
+
+    /// The `width * nrows` values, slot-major; 0 in padding.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// The entries as a CSR matrix, sorted, with repeated positions summed.
+    pub fn to_csr(&self) -> CsrMatrix<T> {
+        canonical_csr(self.nrows, self.ncols, self.entries())
+    }
+
+    /// The (row, column, value) of every entry, padding left out.
+    pub(crate) fn entries(&self) -> Vec<(usize, usize, T)> {
+        let mut entries = Vec::with_capacity(self.nnz);
+        for (slot, (&c, &v)) in self.cols.iter().zip(&self.values).enumerate() {
+            if c != PAD_COL {
+                entries.push((slot % self.nrows, c as usize, v));
+            }
+        }
+        entries
+    }
+}
+
+/// Refuses `width` slots per row of `a` when they take over [`ELL_MAX_PADDING_RATIO`] times the bytes
+/// of `a` in CSR with 32-bit indices, naming the longest row.
+pub(crate) fn check_padding<T>(a: &CsrRef<'_, T>, width: usize) -> Result<()> {
+    let slot_bytes = 4 + size_of::<T>() as u128;
+    let ell_bytes = a.nrows() as u128 * width as u128 * slot_bytes;
+    let csr_bytes = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot_bytes;
+    let limit_bytes = csr_bytes * u128::from(ELL_MAX_PADDING_RATIO);
+    if ell_bytes <= limit_bytes {
+        return Ok(());
+    }
+    let lengths = a.row_offsets().windows(2).map(|w| w[1] - w[0]);
+    let (longest_row, _) =
+        lengths.enumerate().fold((0, 0), |best, (r, len)| if len > best.1 { (r, len) } else { best });
+    Err(FormatError::EllPadding { longest_row, width, ell_bytes, limit_bytes }.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_column_major_with_padding_last() {
+        // [1 . 2]
+        // [. . .]
+        // [. 3 .]
+        let a = CsrRef::try_new(3, 3, &[0, 2, 2, 3], &[0, 2, 1], &[1.0f32, 2.0, 3.0]).unwrap();
+        let ell = Ell::try_from_csr(a).unwrap();
+        assert_eq!(ell.width(), 2);
+        assert_eq!(ell.nnz(), 3);
+        assert_eq!(ell.cols(), [0, PAD_COL, 1, 2, PAD_COL, PAD_COL]);
+        assert_eq!(ell.values(), [1.0, 0.0, 3.0, 2.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn one_long_row_is_refused_with_its_index() {
+        let mut offsets = vec![0];
+        for r in 0..100 {
+            offsets.push(offsets[r] + if r == 42 { 90 } else { 1 });
+        }
+        let nnz = offsets[100];
+        let cols: Vec<usize> = (0..nnz).map(|k| k % 100).collect();
+        let values = vec![1.0f64; nnz];
+        let a = CsrRef::try_new(100, 100, &offsets, &cols, &values).unwrap();
+        match Ell::try_from_csr(a) {
+            Err(crate::Error::Format(FormatError::EllPadding { longest_row, width, .. })) => {
+                assert_eq!((longest_row, width), (42, 90));
+            }
+            other => panic!("expected an EllPadding error, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Conversions from CSR to every other format and back, on random and edge-case matrices: each round
+//! trip must give the same matrix, compared as the set of (row, column, summed value) triples. Values
+//! are small integers, so sums of repeated positions are exact in any order.
+
+mod common;
+
+use common::{Csr, banded, edge_cases, rng};
+use gpu_spmv::{
+    Brc, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Error, FormatError, Hyb, Scalar,
+    brc_b2_candidates, brc_model_b2, hyb_ell_width,
+};
+use nalgebra_sparse::CsrMatrix;
+use std::collections::BTreeMap;
+
+/// The matrix as its distinct positions, sorted, each with the sum of its values there.
+fn csr_triples<T: Scalar>(a: &Csr<T>) -> Vec<(usize, usize, f64)> {
+    let view = a.view();
+    let mut map = BTreeMap::new();
+    for r in 0..a.nrows {
+        let (cols, vals) = view.row(r);
+        for (&c, v) in cols.iter().zip(vals) {
+            *map.entry((r, c)).or_insert(0.0) += v.to_f64();
+        }
+    }
+    map.into_iter().map(|((r, c), v)| (r, c, v)).collect()
+}
+
+/// The same for a matrix that is already sorted without repeats (what `to_csr` returns).
+fn matrix_triples<T: Scalar>(m: &CsrMatrix<T>) -> Vec<(usize, usize, f64)> {
+    m.triplet_iter().map(|(r, c, v)| (r, c, v.to_f64())).collect()
+}
+
+/// `a` with its values replaced by small integers (zeros among them).
+fn integer_valued<T: Scalar>(mut a: Csr<T>) -> Csr<T> {
+    for (k, v) in a.vals.iter_mut().enumerate() {
+        *v = T::from_f64(((k * 7919) % 15) as f64 - 7.0);
+    }
+    a
+}
+
+/// The matrices every conversion is tried on: the shared edge cases, and shapes that stress the
+/// formats (a row with half the entries, a band, a small unsorted rectangle, and enough rows for
+/// HYB's model to choose an ELL part of width 5).
+fn matrices<T: Scalar>(test: &str) -> Vec<(String, Csr<T>)> {
+    let mut rng = rng(test);
+    let mut all: Vec<(String, Csr<T>)> =
+        edge_cases::<T>(&mut rng).into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+    all.push((
+        "one row holds half the entries".into(),
+        Csr::random(&mut rng, 2001, 3000, false, |r| if r == 7 { 2000 } else { 1 }),
+    ));
+    all.push(("banded 1000 x 1037".into(), banded(&mut rng, 1000, 1037, 40, 3)));
+    all.push(("rectangular 33 x 7, unsorted".into(), Csr::random(&mut rng, 33, 7, false, |r| r % 9)));
+    all.push((
+        "6000 rows, HYB width 5".into(),
+        Csr::random(&mut rng, 6000, 500, false, |r| if r < 4100 { 5 + r % 3 } else { 1 }),
+    ));
+    all.into_iter().map(|(n, a)| (n, integer_valued(a))).collect()
+}
+
+/// Whether ELL refuses `a`: its padded bytes over `ELL_MAX_PADDING_RATIO` times its CSR bytes.
+fn ell_refuses<T: Scalar>(a: &Csr<T>) -> bool {
+    let slot = 4 + size_of::<T>() as u128;
+    let ell = a.nrows as u128 * a.view().stats().max as u128 * slot;
+    let csr = (a.nrows as u128 + 1) * 4 + a.vals.len() as u128 * slot;
+    ell > u128::from(ELL_MAX_PADDING_RATIO) * csr
+}
+
+fn round_trips<T: Scalar>() {
+    for (name, a) in matrices::<T>(&format!("round trips {}", T::NAME)) {
+        let expected = csr_triples(&a);
+        let same = |what: &str, m: CsrMatrix<T>| {
+            assert_eq!((m.nrows(), m.ncols()), (a.nrows, a.ncols), "{name}, {what}: shape");
+            assert_eq!(matrix_triples(&m), expected, "{name}, {what}");
+        };
+        let view = a.view();
+        let stats = view.stats();
+
+        match Ell::try_from_csr(view) {
+            Ok(ell) => {
+                assert!(!ell_refuses(&a), "{name}: ELL should have been refused");
+                assert_eq!(ell.nnz(), a.vals.len(), "{name}: ELL nnz");
+                same("ELL", ell.to_csr());
+            }
+            Err(Error::Format(FormatError::EllPadding { width, .. })) => {
+                assert!(ell_refuses(&a), "{name}: ELL refused without cause");
+                assert_eq!(width, stats.max, "{name}");
+            }
+            Err(e) => panic!("{name}: ELL: {e}"),
+        }
+
+        let coo = Coo::try_from_csr(view).unwrap();
+        assert!(coo.rows().windows(2).all(|w| w[0] <= w[1]), "{name}: COO rows not sorted");
+        same("COO", coo.to_csr());
+
+        let model_width = hyb_ell_width(view.row_offsets());
+        for width in [Some(model_width), Some(0), Some(1), Some(3), None] {
+            let hyb = match width {
+                Some(w) => Hyb::try_from_csr_with_width(view, w),
+                None => Hyb::try_from_csr(view),
+            };
+            match hyb {
+                Ok(hyb) => {
+                    assert_eq!(hyb.nnz(), a.vals.len(), "{name}: HYB nnz");
+                    same(&format!("HYB width {width:?}"), hyb.to_csr());
+                }
+                // A forced width may pad too much; the model's width never does.
+                Err(Error::Format(FormatError::EllPadding { .. }))
+                    if width.is_some_and(|w| w != model_width) => {}
+                Err(e) => panic!("{name}: HYB width {width:?}: {e}"),
+            }
+        }
+
+        let mut b2s = brc_b2_candidates(&stats);
+        b2s.extend([1, brc_model_b2(&stats), stats.max + 1]);
+        b2s.sort_unstable();
+        b2s.dedup();
+        for b2 in b2s {
+            let brc = Brc::try_from_csr(view, b2).unwrap();
+            let mut sorted = brc.permutation().to_vec();
+            sorted.sort_unstable();
+            assert!(sorted.iter().copied().eq(0..a.nrows as u32), "{name}: BRC permutation");
+            let lengths: Vec<usize> =
+                brc.permutation().iter().map(|&r| view.row(r as usize).0.len()).collect();
+            assert!(lengths.windows(2).all(|w| w[0] >= w[1]), "{name}: BRC rows not sorted by length");
+            assert!(brc.block_width().iter().all(|&w| w as usize <= b2), "{name}: BRC block wider than B2");
+            same(&format!("BRC B2 {b2}"), brc.to_csr());
+        }
+
+        for window in [DENSE_WINDOW, 64, 1] {
+            let dense = DenseBlocks::try_from_csr(view, window).unwrap();
+            assert!(dense.row_offsets().windows(2).all(|w| (w[1] - w[0]) % 16 == 0), "{name}: padding");
+            same(&format!("dense blocks, window {window}"), dense.to_csr());
+        }
+    }
+}
+
+#[test]
+fn round_trips_f32() {
+    round_trips::<f32>();
+}
+
+#[test]
+fn round_trips_f64() {
+    round_trips::<f64>();
+}
+
+#[test]
+fn bad_parameters_are_refused() {
+    let a = Csr::<f64> { nrows: 2, ncols: 2, offsets: vec![0, 1, 2], cols: vec![0, 1], vals: vec![1.0, 2.0] };
+    let err = Brc::try_from_csr(a.view(), 0).unwrap_err();
+    assert!(matches!(err, Error::Format(FormatError::InvalidParameter { .. })), "{err}");
+    for window in [0, 100_000] {
+        let err = DenseBlocks::try_from_csr(a.view(), window).unwrap_err();
+        assert!(matches!(err, Error::Format(FormatError::InvalidParameter { .. })), "{err}");
+    }
+}
+
+#[test]
+fn half_the_entries_in_one_row_make_ell_refuse_naming_it() {
+    let mut rng = rng("ell refusal");
+    let a = Csr::<f32>::random(&mut rng, 1000, 1000, true, |r| if r == 321 { 999 } else { 1 });
+    match Ell::try_from_csr(a.view()) {
+        Err(Error::Format(FormatError::EllPadding { longest_row, width, .. })) => {
+            assert_eq!(longest_row, 321);
+            assert_eq!(width, a.view().stats().max);
+        }
+        other => panic!("expected an EllPadding error, got {other:?}"),
+    }
+}

@@ -1,0 +1,310 @@
+//! The aligned (Baskaran & Bordawekar) and parametrised (Reguly & Giles) CSR kernels and the run-time
+//! tuner against the f64 reference: a representative set of parameters on every edge case, every
+//! configuration the tuner can reach on three matrices, the long-row split on a dc1-like matrix, and
+//! products run through `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
+//! with `beta = 0`. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
+
+mod common;
+
+use common::{Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
+use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
+use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar, TunedSpmv};
+use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS};
+use rand_chacha::ChaCha8Rng;
+
+/// One `(alpha, beta)` of a product, its starting `y` and its reference result.
+struct Case<T> {
+    alpha: T,
+    beta: T,
+    start: Vec<T>,
+    reference: Vec<f64>,
+    scale: Vec<f64>,
+}
+
+/// A matrix on the GPU with `x` and the reference results of three products, computed once and
+/// compared with the output of many kernels.
+struct Fixture<T> {
+    name: String,
+    da: DeviceCsr<T>,
+    dx: DeviceVector<T>,
+    dy: DeviceVector<T>,
+    cases: Vec<Case<T>>,
+    tolerance: f64,
+}
+
+impl<T: Scalar> Fixture<T> {
+    fn new(gpu: &Gpu, name: &str, a: &Csr<T>, rng: &mut ChaCha8Rng) -> Self {
+        let x = random_vector::<T>(rng, a.ncols);
+        let y0 = random_vector::<T>(rng, a.nrows);
+        let poison = vec![T::from_f64(f64::NAN); a.nrows];
+        let view = a.view();
+        let cases = [
+            (T::from_f64(1.0), T::ZERO, poison),
+            (T::from_f64(-1.5), T::from_f64(0.75), y0.clone()),
+            (T::ZERO, T::from_f64(3.0), y0),
+        ]
+        .into_iter()
+        .map(|(alpha, beta, start)| Case {
+            reference: spmv_f64(alpha, view, &x, beta, &start).expect("dimensions"),
+            scale: error_scale(alpha, view, &x, beta, &start),
+            alpha,
+            beta,
+            start,
+        })
+        .collect();
+        Self {
+            name: name.to_owned(),
+            da: gpu.upload_csr_parts(a.nrows, a.ncols, &a.offsets, &a.cols, &a.vals).unwrap(),
+            dx: gpu.upload_vector(&x).unwrap(),
+            dy: gpu.zeros(a.nrows).unwrap(),
+            cases,
+            tolerance: tolerance::<T>(view.stats().max),
+        }
+    }
+
+    /// Runs `kernel` for each of the first `cases` cases and checks the results.
+    fn check(&mut self, gpu: &Gpu, kernel: Kernel, cases: usize) {
+        for case in &self.cases[..cases] {
+            self.dy.copy_from_host(gpu, &case.start).unwrap();
+            gpu.spmv_with(kernel, case.alpha, &self.da, &self.dx, case.beta, &mut self.dy).unwrap();
+            let y = self.dy.to_host(gpu).unwrap();
+            let err = max_relative_error(&y, &case.reference, &case.scale);
+            assert!(
+                err <= self.tolerance,
+                "{}, {kernel:?}, alpha {}, beta {}: relative error {err:e} over {:e}",
+                self.name,
+                case.alpha,
+                case.beta,
+                self.tolerance
+            );
+        }
+    }
+}
+
+/// A matrix like dc1 (Reguly & Giles' cliff): 116,835 rows of 1 to 11 entries, but for two rows of
+/// 114,200 and 47,190 entries. Columns unsorted and repeated, so the lengths are exact.
+fn dc1_like<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    let n = 116_835;
+    Csr::random(rng, n, n, false, |r| match r {
+        1000 => 114_200,
+        80_000 => 47_190,
+        _ => 1 + (r * 7919) % 11,
+    })
+}
+
+/// Many long rows of uneven lengths (none a multiple of a chunk) among short ones.
+fn many_long_rows<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    Csr::random(rng, 2003, 5000, false, |r| if r % 7 == 0 { 100 + (r * 131) % 3000 } else { r % 5 })
+}
+
+/// Rows of 0 to 63 entries, sorted columns.
+fn random_rows<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    let lens: Vec<usize> = (0..20_011).map(|_| rand::Rng::random_range(&mut *rng, 0..64)).collect();
+    Csr::random(rng, 20_011, 20_011, true, |r| lens[r])
+}
+
+/// A representative set of the new kernels: every group, x path and coop, with block sizes and
+/// repeats from the smallest allowed to the largest, long rows split or not.
+fn representative_kernels() -> Vec<Kernel> {
+    let mut all = vec![Kernel::Auto];
+    for group in CSR_ALIGNED_GROUPS {
+        for cached_x in [true, false] {
+            for block_size in [32, 256] {
+                all.push(Kernel::CsrAligned { group, cached_x, block_size });
+            }
+        }
+    }
+    all.push(Kernel::CsrAligned { group: 16, cached_x: true, block_size: 1024 });
+    for coop in CSR_PARAM_COOPS {
+        for (repeat, block_size, split_long_rows) in
+            [(1, 128, true), (2, 96, true), (3, 64, true), (64, 512, true), (1, 1024, false)]
+        {
+            all.push(Kernel::CsrParam { coop, repeat, block_size, split_long_rows });
+        }
+    }
+    all
+}
+
+fn representative_kernels_on_every_matrix<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let mut matrices = edge_cases::<T>(&mut rng);
+    matrices.push(("random rows of 0..64", random_rows(&mut rng)));
+    matrices.push(("many long rows", many_long_rows(&mut rng)));
+    matrices.push(("dc1-like", dc1_like(&mut rng)));
+    for (name, a) in &matrices {
+        let mut fixture = Fixture::new(&gpu, name, a, &mut rng);
+        for kernel in representative_kernels() {
+            fixture.check(&gpu, kernel, 3);
+        }
+    }
+}
+
+#[test]
+fn gpu_csr_variants_f32() {
+    representative_kernels_on_every_matrix::<f32>("gpu_csr_variants_f32");
+}
+
+#[test]
+fn gpu_csr_variants_f64() {
+    representative_kernels_on_every_matrix::<f64>("gpu_csr_variants_f64");
+}
+
+/// Every configuration the tuner can reach (long rows split, as the tuner runs them) on matrices with
+/// and without long rows, for `beta = 0` (poisoned `y`) and `beta != 0`. The representative set above
+/// covers the kernel without the split.
+fn whole_tuning_space<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let matrices = [
+        ("random rows of 0..64", random_rows::<T>(&mut rng)),
+        ("many long rows", many_long_rows(&mut rng)),
+        ("one huge row among short ones", {
+            Csr::random(&mut rng, 3001, 100_000, true, |r| if r == 1234 { 60_000 } else { 1 + r % 5 })
+        }),
+    ];
+    let space = TunedSpmv::<T>::search_space();
+    for (name, a) in &matrices {
+        let mut fixture = Fixture::new(&gpu, name, a, &mut rng);
+        for &kernel in &space {
+            fixture.check(&gpu, kernel, 2);
+        }
+    }
+}
+
+#[test]
+fn gpu_tuning_space_f32() {
+    whole_tuning_space::<f32>("gpu_tuning_space_f32");
+}
+
+#[test]
+fn gpu_tuning_space_f64() {
+    whole_tuning_space::<f64>("gpu_tuning_space_f64");
+}
+
+/// dc1's two huge rows are split, the split gives the right result product after product (the row
+/// counters must return to zero), and a NaN in `x` reaches exactly the rows that read it, through the
+/// partial sums too.
+#[test]
+fn gpu_long_rows_of_dc1() {
+    let test = "gpu_long_rows_of_dc1";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = dc1_like::<f64>(&mut rng);
+    let mut fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
+    assert_eq!(fixture.da.long_row_count(), 2);
+    for _ in 0..5 {
+        fixture.check(&gpu, Kernel::Auto, 3);
+    }
+
+    let mut x = random_vector::<f64>(&mut rng, a.ncols);
+    let nan_col = a.view().row(1000).0[17];
+    x[nan_col] = f64::NAN;
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+    for kernel in
+        [Kernel::Auto, Kernel::CsrParam { coop: 1, repeat: 1, block_size: 64, split_long_rows: true }]
+    {
+        gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
+        for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
+            assert_eq!(v.is_nan(), a.view().row(r).0.contains(&nan_col), "{kernel:?}, row {r}");
+        }
+    }
+}
+
+/// Products through the tuner, each checked, until it converges (the test synchronises after each
+/// product, so every timing is read at the next call), then more with the chosen kernel.
+fn tuner_until_converged<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for (name, a) in
+        [("many long rows", many_long_rows::<T>(&mut rng)), ("random rows", random_rows(&mut rng))]
+    {
+        let mut fixture = Fixture::new(&gpu, name, &a, &mut rng);
+        let mut tuned = TunedSpmv::new(&gpu, &fixture.da).unwrap();
+        let mut after = 0;
+        for product in 0..400 {
+            let case = &fixture.cases[product % 3];
+            fixture.dy.copy_from_host(&gpu, &case.start).unwrap();
+            tuned.spmv(case.alpha, &fixture.dx, case.beta, &mut fixture.dy).unwrap();
+            let y = fixture.dy.to_host(&gpu).unwrap();
+            let err = max_relative_error(&y, &case.reference, &case.scale);
+            assert!(
+                err <= fixture.tolerance,
+                "{name}, product {product} ({:?}): error {err:e}",
+                tuned.best()
+            );
+            if tuned.converged().is_some() {
+                after += 1;
+                if after == 10 {
+                    break;
+                }
+            }
+        }
+        let chosen = tuned.converged().unwrap_or_else(|| panic!("{name}: not converged in 400 products"));
+        assert!(TunedSpmv::<T>::search_space().contains(&chosen), "{chosen:?}");
+        common::say(&format!("{test}, {name}: {chosen:?} after {} products", tuned.tuning_products()));
+    }
+}
+
+#[test]
+fn gpu_tuner_f32() {
+    tuner_until_converged::<f32>("gpu_tuner_f32");
+}
+
+#[test]
+fn gpu_tuner_f64() {
+    tuner_until_converged::<f64>("gpu_tuner_f64");
+}
+
+/// 40 products enqueued through the tuner without waiting in between, each into its own `y`: timings
+/// are then read whenever the GPU has passed them, and every product is still right.
+#[test]
+fn gpu_tuner_without_waiting() {
+    let test = "gpu_tuner_without_waiting";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = dc1_like::<f32>(&mut rng);
+    let fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
+    let mut tuned = TunedSpmv::new(&gpu, &fixture.da).unwrap();
+    let case = &fixture.cases[1];
+    let mut ys: Vec<DeviceVector<f32>> = (0..40).map(|_| gpu.upload_vector(&case.start).unwrap()).collect();
+    for y in &mut ys {
+        tuned.spmv(case.alpha, &fixture.dx, case.beta, y).unwrap();
+    }
+    for (i, y) in ys.iter().enumerate() {
+        let err = max_relative_error(&y.to_host(&gpu).unwrap(), &case.reference, &case.scale);
+        assert!(err <= fixture.tolerance, "product {i}: error {err:e}");
+    }
+}
+
+/// A matrix without entries needs no tuning; a matrix of another `Gpu` and bad parameters are refused,
+/// leaving `y` as it was.
+#[test]
+fn gpu_tuner_and_parameter_errors() {
+    let test = "gpu_tuner_and_parameter_errors";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let empty = gpu.upload_csr_parts(3, 2, &[0, 0, 0, 0], &[], &[] as &[f32]).unwrap();
+    let x = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
+    let mut y = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
+    let mut tuned = TunedSpmv::new(&gpu, &empty).unwrap();
+    assert_eq!(tuned.converged(), Some(Kernel::auto(empty.stats(), gpu.sm_count())));
+    tuned.spmv(1.0, &x, 2.0, &mut y).unwrap();
+    assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
+
+    let other = Gpu::new().unwrap();
+    assert!(matches!(TunedSpmv::new(&other, &empty), Err(Error::ForeignBuffer(_))));
+
+    let a = gpu.upload_csr_parts(3, 2, &[0, 1, 2, 2], &[0, 1], &[1.0f32, 1.0]).unwrap();
+    for kernel in [
+        Kernel::CsrParam { coop: 3, repeat: 1, block_size: 128, split_long_rows: true },
+        Kernel::CsrParam { coop: 4, repeat: 0, block_size: 128, split_long_rows: true },
+        Kernel::CsrParam { coop: 4, repeat: 1, block_size: 32, split_long_rows: true },
+        Kernel::CsrAligned { group: 4, cached_x: true, block_size: 128 },
+        Kernel::CsrAligned { group: 16, cached_x: false, block_size: 48 },
+    ] {
+        let err = gpu.spmv_with(kernel, 1.0, &a, &x, 0.0, &mut y).unwrap_err();
+        assert!(matches!(err, Error::InvalidKernel(_)), "{kernel:?}: {err}");
+    }
+    assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
+}

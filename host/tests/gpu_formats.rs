@@ -1,0 +1,252 @@
+//! The kernels of every format beyond CSR against the f64 reference, on fresh random and edge-case
+//! matrices, with the output poisoned before each launch where `beta == 0`. Without a GPU these tests
+//! print why and pass, unless `SPMV_REQUIRE_GPU=1`, which makes them fail instead.
+
+mod common;
+
+use common::{Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
+use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
+use gpu_spmv::{
+    Brc, BrcCombine, Coo, CooKernel, DENSE_WINDOW, DenseBlocks, DeviceMatrix, Ell, Error, FormatError, Gpu,
+    Hyb, Scalar, brc_b2_candidates, brc_model_b2,
+};
+use rand_chacha::ChaCha8Rng;
+
+/// A format with the parameters of its conversion and kernels.
+#[derive(Debug, Clone, Copy)]
+enum Variant {
+    Ell,
+    Coo(CooKernel),
+    /// HYB with the model's ELL width, or with this one.
+    Hyb(Option<usize>),
+    /// BRC with the model's B2, or with the smallest candidate (many split rows).
+    Brc {
+        smallest_b2: bool,
+        combine: BrcCombine,
+    },
+    DenseBlocks {
+        window: usize,
+    },
+}
+
+const VARIANTS: [Variant; 10] = [
+    Variant::Ell,
+    Variant::Coo(CooKernel::Atomic),
+    Variant::Coo(CooKernel::Segmented),
+    Variant::Hyb(None),
+    Variant::Hyb(Some(2)),
+    Variant::Brc { smallest_b2: false, combine: BrcCombine::Deterministic },
+    Variant::Brc { smallest_b2: false, combine: BrcCombine::Atomic },
+    Variant::Brc { smallest_b2: true, combine: BrcCombine::Deterministic },
+    Variant::DenseBlocks { window: DENSE_WINDOW },
+    Variant::DenseBlocks { window: 64 },
+];
+
+/// `a` converted and uploaded as `variant`; `None` when ELL refuses it for its padding (the only
+/// refusal these matrices may meet).
+fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn DeviceMatrix<T>>> {
+    let view = a.view();
+    let stats = view.stats();
+    let m: Box<dyn DeviceMatrix<T>> = match variant {
+        Variant::Ell => match Ell::try_from_csr(view) {
+            Ok(ell) => Box::new(gpu.upload_ell(&ell).unwrap()),
+            Err(Error::Format(FormatError::EllPadding { .. })) => return None,
+            Err(e) => panic!("ELL: {e}"),
+        },
+        Variant::Coo(kernel) => {
+            let mut coo = gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap();
+            coo.set_kernel(kernel);
+            Box::new(coo)
+        }
+        Variant::Hyb(width) => {
+            let hyb = match width {
+                Some(w) => Hyb::try_from_csr_with_width(view, w),
+                None => Hyb::try_from_csr(view),
+            };
+            match hyb {
+                Ok(hyb) => Box::new(gpu.upload_hyb(&hyb).unwrap()),
+                Err(Error::Format(FormatError::EllPadding { .. })) if width.is_some() => return None,
+                Err(e) => panic!("HYB: {e}"),
+            }
+        }
+        Variant::Brc { smallest_b2, combine } => {
+            let b2 = if smallest_b2 { brc_b2_candidates(&stats)[0] } else { brc_model_b2(&stats) };
+            let mut brc = gpu.upload_brc(&Brc::try_from_csr(view, b2).unwrap()).unwrap();
+            brc.set_combine(combine);
+            Box::new(brc)
+        }
+        Variant::DenseBlocks { window } => {
+            Box::new(gpu.upload_dense_blocks(&DenseBlocks::try_from_csr(view, window).unwrap()).unwrap())
+        }
+    };
+    assert_eq!((m.nrows(), m.ncols(), m.nnz()), (a.nrows, a.ncols, a.vals.len()), "{variant:?}: shape");
+    Some(m)
+}
+
+/// One product to check: its scalars, the `y` it starts from, and the f64 reference result with the
+/// magnitude its rounding errors scale with (computed once, shared by every format).
+struct Case<T> {
+    alpha: T,
+    beta: T,
+    start: Vec<T>,
+    reference: Vec<f64>,
+    scale: Vec<f64>,
+}
+
+/// The products every format runs on `a` with `x`: `beta = 0` with `y` poisoned by NaN (so an
+/// unwritten element shows), `beta != 0`, `alpha = 0`, and both 0.
+fn cases<T: Scalar>(a: &Csr<T>, x: &[T], rng: &mut ChaCha8Rng) -> Vec<Case<T>> {
+    let y0 = random_vector::<T>(rng, a.nrows);
+    let poison = vec![T::from_f64(f64::NAN); a.nrows];
+    let scalars = [
+        (T::from_f64(1.0), T::ZERO, &poison),
+        (T::from_f64(-1.5), T::from_f64(0.75), &y0),
+        (T::ZERO, T::from_f64(3.0), &y0),
+        (T::ZERO, T::ZERO, &poison),
+    ];
+    scalars
+        .into_iter()
+        .map(|(alpha, beta, start)| {
+            // With beta = 0 the reference must not see the poison either.
+            let y_in = if beta == T::ZERO { vec![T::ZERO; a.nrows] } else { start.clone() };
+            Case {
+                alpha,
+                beta,
+                start: start.clone(),
+                reference: spmv_f64(alpha, a.view(), x, beta, &y_in).unwrap(),
+                scale: error_scale(alpha, a.view(), x, beta, &y_in),
+            }
+        })
+        .collect()
+}
+
+/// Runs every case on `m` (holding `a`) and checks it against the reference.
+fn check_product<T: Scalar>(
+    gpu: &Gpu,
+    what: &str,
+    m: &dyn DeviceMatrix<T>,
+    a: &Csr<T>,
+    x: &[T],
+    cases: &[Case<T>],
+) {
+    let dx = gpu.upload_vector(x).unwrap();
+    let tol = tolerance::<T>(a.view().stats().max);
+    for case in cases {
+        let mut dy = gpu.upload_vector(&case.start).unwrap();
+        gpu.spmv(case.alpha, m, &dx, case.beta, &mut dy).unwrap();
+        let y = dy.to_host(gpu).unwrap();
+        let err = max_relative_error(&y, &case.reference, &case.scale);
+        let (alpha, beta) = (case.alpha, case.beta);
+        assert!(
+            err <= tol,
+            "{what}, alpha {alpha}, beta {beta}: relative error {err:e} over tolerance {tol:e}"
+        );
+    }
+}
+
+/// The matrices: the shared edge cases, and shapes that exercise each format's paths (a band that
+/// dense blocks hold in their windows, a row with half the entries for BRC's splits, enough rows for
+/// HYB's model to choose an ELL part).
+fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
+    let mut all: Vec<(String, Csr<T>)> =
+        edge_cases(rng).into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+    all.push(("banded 5001 x 5013".into(), banded(rng, 5001, 5013, 48, 3)));
+    all.push((
+        "one row holds half the entries".into(),
+        Csr::random(rng, 4099, 7001, false, |r| if r == 4000 { 6000 } else { r % 3 }),
+    ));
+    let lens: Vec<usize> = (0..20_011).map(|_| rand::Rng::random_range(rng, 0..64)).collect();
+    all.push((
+        "random 20011 x 20011, 0..64 per row".into(),
+        Csr::random(rng, 20_011, 20_011, true, |r| lens[r]),
+    ));
+    all
+}
+
+fn all_formats<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for (name, a) in matrices::<T>(&mut rng) {
+        let x = random_vector::<T>(&mut rng, a.ncols);
+        let cases = cases(&a, &x, &mut rng);
+        for variant in VARIANTS {
+            if let Some(m) = upload(&gpu, variant, &a) {
+                check_product(&gpu, &format!("{name}, {variant:?}"), m.as_ref(), &a, &x, &cases);
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_formats_f32() {
+    all_formats::<f32>("gpu_formats_f32");
+}
+
+#[test]
+fn gpu_formats_f64() {
+    all_formats::<f64>("gpu_formats_f64");
+}
+
+/// Padding never reads `x`: a NaN in `x` reaches exactly the rows with an entry in its column, in
+/// every format (a padding slot of value 0 at a real column would spread it to other rows).
+#[test]
+fn gpu_formats_nan_reaches_exactly_the_rows_that_read_it() {
+    let Some(gpu) = gpu_or_skip("gpu_formats_nan") else { return };
+    let mut rng = rng("gpu_formats_nan");
+    let a = Csr::<f64>::random(&mut rng, 3001, 2000, true, |r| if r == 5 { 700 } else { r % 40 });
+    let mut x = random_vector::<f64>(&mut rng, 2000);
+    x[0] = f64::NAN;
+    x[777] = f64::NAN;
+    let dx = gpu.upload_vector(&x).unwrap();
+    for variant in VARIANTS {
+        let Some(m) = upload(&gpu, variant, &a) else { continue };
+        let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+        gpu.spmv(1.0, m.as_ref(), &dx, 0.0, &mut dy).unwrap();
+        for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
+            let reads = a.view().row(r).0.iter().any(|&c| c == 0 || c == 777);
+            assert_eq!(v.is_nan(), reads, "{variant:?}, row {r}");
+        }
+    }
+}
+
+/// BRC's deterministic combination gives the same bits every run, split rows included.
+#[test]
+fn gpu_brc_deterministic_repeats_bit_for_bit() {
+    let Some(gpu) = gpu_or_skip("gpu_brc_deterministic") else { return };
+    let mut rng = rng("gpu_brc_deterministic");
+    let a = Csr::<f32>::random(&mut rng, 2000, 5000, true, |r| if r % 100 == 0 { 3000 } else { 1 + r % 9 });
+    let brc = Brc::try_from_csr(a.view(), 8).unwrap();
+    assert!(!brc.split_rows().is_empty());
+    let m = gpu.upload_brc(&brc).unwrap();
+    assert_eq!(m.combine(), BrcCombine::Deterministic);
+    let dx = gpu.upload_vector(&random_vector::<f32>(&mut rng, a.ncols)).unwrap();
+    let run = || {
+        let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
+        gpu.spmv(1.0, &m, &dx, 0.0, &mut dy).unwrap();
+        dy.to_host(&gpu).unwrap()
+    };
+    let first = run();
+    for _ in 0..5 {
+        assert!(run().iter().zip(&first).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+}
+
+/// Every format checks its operands before launching anything: `y` stays as it was.
+#[test]
+fn gpu_format_errors_leave_y_untouched() {
+    let Some(gpu) = gpu_or_skip("gpu_format_errors") else { return };
+    let a = Csr::<f32> { nrows: 2, ncols: 3, offsets: vec![0, 1, 2], cols: vec![0, 2], vals: vec![1.0, 2.0] };
+    let x_short = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
+    let mut y = gpu.upload_vector(&[4.0f32, 5.0]).unwrap();
+    let mut y_long = gpu.upload_vector(&[4.0f32, 5.0, 6.0]).unwrap();
+    let x = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
+    for variant in VARIANTS {
+        let m = upload(&gpu, variant, &a).unwrap();
+        let err = gpu.spmv(1.0, m.as_ref(), &x_short, 0.0, &mut y).unwrap_err();
+        assert!(matches!(err, Error::DimensionMismatch { what: "x", .. }), "{variant:?}: {err}");
+        let err = gpu.spmv(1.0, m.as_ref(), &x, 0.0, &mut y_long).unwrap_err();
+        assert!(matches!(err, Error::DimensionMismatch { what: "y", .. }), "{variant:?}: {err}");
+    }
+    assert_eq!(y.to_host(&gpu).unwrap(), [4.0, 5.0]);
+    assert_eq!(y_long.to_host(&gpu).unwrap(), [4.0, 5.0, 6.0]);
+}

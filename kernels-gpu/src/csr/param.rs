@@ -1,0 +1,167 @@
+//! CSR parametrised: one kernel with Reguly & Giles' three parameters ("Efficient sparse matrix-vector
+//! multiplication on cache-based GPUs", InPar 2012, their CSR kernel and its parameters): `COOP`
+//! threads per row (one PTX entry per value), `blockDim` threads per block (set at launch) and
+//! `repeat` rows per group (a field of [`CsrParamParams`]).
+//!
+//! Thread mapping: the rows are cut into tiles of `repeat * blockDim / COOP` consecutive rows. A block
+//! takes tiles `b, b + row_blocks, ...`; within a tile its `blockDim / COOP` groups handle, at step
+//! `i < repeat`, the consecutive rows `i * groups .. (i + 1) * groups`, so the groups of a warp read
+//! neighbouring rows. The lanes of a group stride through the row's entries together and sum by
+//! shuffles; the loop bounds depend on the block and tile only, so every lane reaches the shuffles.
+//!
+//! Long rows (our addition; the paper's dc1 shows the cliff: two rows of 114,200 and 47,190 entries
+//! among rows of 6.5 on average, which one group would walk alone while the rest of the GPU idles).
+//! At upload the host lists the rows of at least `long.min_len` entries (a length the host derives
+//! from the row count, the entry count and the SM count: see its `rule.rs`) and cuts each into chunks
+//! of [`LONG_ROW_CHUNK`] entries (`LongRowArgs`). The launch adds blocks after the `row_blocks` of the
+//! tiles; each of their warps takes one chunk (a warp rather than a block, so that its sum needs
+//! shuffles only, with no shared memory or block barrier):
+//! 1. the tile path skips long rows, and leaves their `y` alone;
+//! 2. a chunk warp sums its chunk, and lane 0 stores the sum in the chunk's slot of `partials`,
+//!    then `fence.acq_rel.gpu` and an atomic increment of its row's counter (release: whoever sees
+//!    the increment sees the slot);
+//! 3. the warp whose increment was the row's last (`atom.inc` returns `chunks - 1` and wraps the
+//!    counter back to 0, ready for the next product) fences again (acquire), shares that over the warp
+//!    with `bar.warp.sync`, and sums the row's slots in a fixed order (lane `l` takes slots `l, l + 32,
+//!    ...`, then the butterfly), so the result does not depend on which warp came last; it writes
+//!    `y = alpha * sum + beta * y`.
+//!
+//! One launch per product, no allocation and no host synchronisation: the slots and counters belong to
+//! the matrix, and products on one matrix are ordered by its `Gpu`'s single stream.
+
+use super::{entry_product, row_range};
+use crate::abi::{CsrParamParams, LONG_ROW_CHUNK, WARP_SIZE};
+use crate::arch::{
+    Load, atomic_inc_u32, block_dim, block_idx, fence_acq_rel_gpu, shfl_idx_b32, sync_warp, thread_idx,
+};
+use crate::real::{Real, store_axpby};
+use crate::reduce::group_sum;
+
+/// # Safety
+/// `p` describes a validated CSR matrix, vectors of matching lengths and the matrix's long-row split
+/// (or none); the block size is a multiple of 32 and the grid has `row_blocks` blocks plus enough
+/// blocks for one warp per chunk.
+#[inline(always)]
+unsafe fn csr_param<T: Real, const COOP: u32>(p: CsrParamParams<T>) {
+    let block = block_idx();
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if block < p.row_blocks {
+            row_tiles::<T, COOP>(&p, block);
+        } else {
+            let warps = block_dim() / WARP_SIZE;
+            let chunk = (block - p.row_blocks) as u64 * warps as u64 + (thread_idx() / WARP_SIZE) as u64;
+            if chunk < p.long.chunks as u64 {
+                long_row_chunk(&p, chunk as usize);
+            }
+        }
+    }
+}
+
+/// The tiles of block `block`: every row that is not long.
+///
+/// # Safety
+/// As [`csr_param`].
+#[inline(always)]
+unsafe fn row_tiles<T: Real, const COOP: u32>(p: &CsrParamParams<T>, block: u32) {
+    let rows = p.a.rows as u64;
+    let groups = (block_dim() / COOP) as u64;
+    let tile_rows = groups * p.repeat as u64;
+    let tiles = rows.div_ceil(tile_rows);
+    let (group, lane) = ((thread_idx() / COOP) as u64, thread_idx() % COOP);
+    let mut tile = block as u64;
+    while tile < tiles {
+        let mut first = tile * tile_rows;
+        let tile_end = first + tile_rows;
+        while first < tile_end && first < rows {
+            let row = first + group;
+            let mut sum = T::ZERO;
+            let mut mine = false;
+            if row < rows {
+                // SAFETY: `row < rows`; entries and columns are in range (host validation).
+                unsafe {
+                    let (start, end) = row_range(&p.a, row as usize);
+                    // A row has at most nnz <= u32::MAX entries.
+                    mine = !p.long.is_long((end - start) as u32);
+                    if mine {
+                        let mut k = start + lane as usize;
+                        while k < end {
+                            sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
+                            k += COOP as usize;
+                        }
+                    }
+                }
+            }
+            let total = group_sum::<T, COOP>(sum);
+            if mine && lane == 0 {
+                // SAFETY: `row < rows`, written by lane 0 of its group only.
+                unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
+            }
+            first += groups;
+        }
+        tile += p.row_blocks as u64;
+    }
+}
+
+/// Chunk `chunk` of a long row, summed by the calling warp; the row's last warp writes its `y`.
+///
+/// # Safety
+/// As [`csr_param`], and `chunk < p.long.chunks`; the whole warp calls it.
+#[inline(always)]
+unsafe fn long_row_chunk<T: Real>(p: &CsrParamParams<T>, chunk: usize) {
+    let long = &p.long;
+    let lane = (thread_idx() % WARP_SIZE) as usize;
+    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently, with
+    // every long row below `rows` and its chunks inside its entries.
+    unsafe {
+        let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
+        let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
+        let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
+        let count = u32::load_nc(long.first_chunk.as_ptr().add(j + 1)) as usize - first;
+        let (start, end) = row_range(&p.a, row);
+        let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
+        let to = end.min(from + LONG_ROW_CHUNK as usize);
+        let mut sum = T::ZERO;
+        let mut k = from + lane;
+        while k < to {
+            sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
+            k += WARP_SIZE as usize;
+        }
+        let total = group_sum::<T, WARP_SIZE>(sum);
+
+        let mut done = 0;
+        if lane == 0 {
+            long.partials.as_mut_ptr().add(chunk).write_volatile(total);
+            fence_acq_rel_gpu();
+            // `count` is at most chunks <= u32::MAX.
+            done = atomic_inc_u32(long.counters.as_mut_ptr().add(j), count as u32 - 1);
+            fence_acq_rel_gpu();
+        }
+        sync_warp();
+        if shfl_idx_b32(done, 0) as usize + 1 == count {
+            let mut sum = T::ZERO;
+            let mut slot = lane;
+            while slot < count {
+                sum = sum + long.partials.as_ptr().add(first + slot).read_volatile();
+                slot += WARP_SIZE as usize;
+            }
+            let total = group_sum::<T, WARP_SIZE>(sum);
+            if lane == 0 {
+                store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
+            }
+        }
+    }
+}
+
+crate::ptx_entry!(spmv_csr_param_c1_f32, CsrParamParams<f32>, csr_param::<f32, 1>);
+crate::ptx_entry!(spmv_csr_param_c2_f32, CsrParamParams<f32>, csr_param::<f32, 2>);
+crate::ptx_entry!(spmv_csr_param_c4_f32, CsrParamParams<f32>, csr_param::<f32, 4>);
+crate::ptx_entry!(spmv_csr_param_c8_f32, CsrParamParams<f32>, csr_param::<f32, 8>);
+crate::ptx_entry!(spmv_csr_param_c16_f32, CsrParamParams<f32>, csr_param::<f32, 16>);
+crate::ptx_entry!(spmv_csr_param_c32_f32, CsrParamParams<f32>, csr_param::<f32, 32>);
+crate::ptx_entry!(spmv_csr_param_c1_f64, CsrParamParams<f64>, csr_param::<f64, 1>);
+crate::ptx_entry!(spmv_csr_param_c2_f64, CsrParamParams<f64>, csr_param::<f64, 2>);
+crate::ptx_entry!(spmv_csr_param_c4_f64, CsrParamParams<f64>, csr_param::<f64, 4>);
+crate::ptx_entry!(spmv_csr_param_c8_f64, CsrParamParams<f64>, csr_param::<f64, 8>);
+crate::ptx_entry!(spmv_csr_param_c16_f64, CsrParamParams<f64>, csr_param::<f64, 16>);
+crate::ptx_entry!(spmv_csr_param_c32_f64, CsrParamParams<f64>, csr_param::<f64, 32>);
