@@ -3,6 +3,7 @@
 
 pub mod cusparse;
 pub mod device_info;
+pub mod formats;
 pub mod matrices;
 pub mod measure;
 pub mod plot;

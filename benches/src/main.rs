@@ -137,7 +137,10 @@ fn main() -> Result<()> {
         bail!("no matrix selected");
     }
 
-    let per_matrix = 1 + if gpu.is_some() { kernels.len() + cusparse::Algorithm::ALL.len() } else { 0 };
+    // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the
+    // Auto-without-split variant, cuSPARSE, about 10 format configurations and the search.
+    let per_matrix =
+        1 + if gpu.is_some() { kernels.len() + 1 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
     let bar = ProgressBar::new((list.len() * options.precisions.len() * per_matrix) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
     let mut results = Results {
@@ -147,12 +150,13 @@ fn main() -> Result<()> {
         matrices: Vec::new(),
         records: Vec::new(),
         tuning: Vec::new(),
+        notes: Vec::new(),
     };
     for m in list {
         bar.set_message(format!("{}: building", m.name));
         let a = (m.build)().with_context(|| format!("building {}", m.name))?;
         let stats = gpu_spmv::CsrRef::from(&a).stats();
-        let mut info = MatrixInfo::new(&m.name, &m.imitates, &stats);
+        let mut info = MatrixInfo::new(&m.name, &m.imitates, &stats, gpu.as_ref().map_or(1, Gpu::sm_count));
         for &precision in &options.precisions {
             let progress = |what: &str| {
                 bar.set_message(format!("{} {precision} {what}", m.name));
@@ -168,6 +172,7 @@ fn main() -> Result<()> {
             }
             results.records.extend(run.records);
             results.tuning.extend(run.tuning);
+            results.notes.extend(run.notes);
         }
         results.matrices.push(info);
     }
@@ -182,7 +187,11 @@ fn main() -> Result<()> {
     results.write(&dir)?;
     let plots = plot::write_plots(&results, &dir)?;
     println!("{}", results.summary());
-    println!("report: {} (with results.json and {})", dir.join("report.md").display(), plots.join(", "));
+    println!(
+        "report: {} (with results.json{})",
+        dir.join("report.md").display(),
+        plots.iter().map(|p| format!(", {p}")).collect::<String>()
+    );
     if let Some(old) = &options.compare {
         println!("{}", results.compare(&Results::read(old)?, 0.05));
     }

@@ -18,6 +18,19 @@ pub struct Results {
     pub records: Vec<Record>,
     /// The fixed rule and the tuner against the exhaustive search, per matrix and precision.
     pub tuning: Vec<Tuning>,
+    /// What did not run, and why.
+    pub notes: Vec<String>,
+}
+
+/// Reads a number that JSON could not hold: serde_json writes NaN and infinities as `null` (no GPU,
+/// so no floor; a NaN in a result), which reads back as NaN.
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// `value` formatted by `f`, or `n/a` when it is not finite (no GPU, no baseline).
+fn or_na(value: f64, f: impl Fn(f64) -> String) -> String {
+    if value.is_finite() { f(value) } else { "n/a".to_owned() }
 }
 
 /// The better of cuSPARSE's two CSR algorithms per (matrix, precision): the speedup baseline.
@@ -63,14 +76,14 @@ impl Results {
         for r in rows {
             let _ = writeln!(
                 out,
-                "| {} | {:.2} | {:.0}% | {:.1} | {:.0} | {:.0}% | {:.2}x | {:.1e} |",
+                "| {} | {:.2} | {:.0}% | {:.1} | {:.0} | {} | {} | {:.1e} |",
                 r.variant,
                 r.timing.median_us,
                 100.0 * r.timing.spread(),
                 r.gflops,
                 r.gbps,
-                100.0 * r.floor_fraction,
-                r.speedup_vs_cusparse,
+                or_na(r.floor_fraction, |v| format!("{:.0}%", 100.0 * v)),
+                or_na(r.speedup_vs_cusparse, |v| format!("{v:.2}x")),
                 r.max_rel_error
             );
         }
@@ -110,6 +123,16 @@ impl Results {
         );
         if !self.tuning.is_empty() {
             self.tuning_table(&mut out);
+        }
+        if self.records.iter().any(|r| r.conversion_ms.is_some()) {
+            self.formats_table(&mut out);
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(out, "Not run:\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "- {note}");
+            }
+            out.push('\n');
         }
         for m in &self.matrices {
             let _ = writeln!(
@@ -162,6 +185,88 @@ impl Results {
         out.push('\n');
     }
 
+    /// The fastest record of `family` on a matrix and precision.
+    fn fastest(&self, matrix: &str, precision: &str, family: &str) -> Option<&Record> {
+        self.records
+            .iter()
+            .filter(|r| r.matrix == matrix && r.precision == precision && r.family == family)
+            .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
+    }
+
+    /// Per format: its time, its conversion cost, and after how many products it pays off against
+    /// the fastest CSR kernel of ours and against the better cuSPARSE (Reguly & Giles' break-even:
+    /// conversion time over the time a product saves); and BRC's model B2 against the best B2 tried.
+    fn formats_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## Formats beyond CSR: conversion cost and break-even\n\n\
+             GB/s counts the CSR bytes (the same work), so the columns compare. *Break-even* is the \
+             conversion time over the time one product saves: the number of products after which \
+             converting pays off (never, when the format is not faster).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| matrix | prec | format | µs | GB/s | conversion ms | break-even vs best CSR | vs cuSPARSE |"
+        );
+        let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|");
+        let break_even = |conversion_ms: f64, format_us: f64, reference: Option<&Record>| match reference {
+            Some(r) if r.timing.median_us > format_us => {
+                format!("{:.0}", (conversion_ms * 1e3 / (r.timing.median_us - format_us)).ceil())
+            }
+            Some(_) => "never".to_owned(),
+            None => "n/a".to_owned(),
+        };
+        for r in self.records.iter().filter(|r| r.conversion_ms.is_some()) {
+            let conversion = r.conversion_ms.unwrap_or(f64::NAN);
+            let csr = self.fastest(&r.matrix, &r.precision, "gpu-spmv");
+            let cusparse = self.fastest(&r.matrix, &r.precision, "cuSPARSE");
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {:.0} | {:.1} | {} | {} |",
+                r.matrix,
+                r.precision,
+                r.variant,
+                r.timing.median_us,
+                r.gbps,
+                conversion,
+                break_even(conversion, r.timing.median_us, csr),
+                break_even(conversion, r.timing.median_us, cusparse),
+            );
+        }
+        let _ = writeln!(out, "\nBRC's block width: the model's B2 against the best B2 tried.\n");
+        let _ = writeln!(out, "| matrix | prec | model B2 | µs | best B2 | µs | model / best |");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
+        for m in &self.matrices {
+            for precision in ["f32", "f64"] {
+                let brc: Vec<&Record> = self
+                    .records
+                    .iter()
+                    .filter(|r| {
+                        r.matrix == m.name
+                            && r.precision == precision
+                            && r.variant.starts_with("brc-b")
+                            && !r.variant.ends_with("-atomic")
+                    })
+                    .collect();
+                let model = brc.iter().find(|r| r.variant == format!("brc-b{}", m.brc_model_b2));
+                let best = brc.iter().min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
+                if let (Some(model), Some(best)) = (model, best) {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {precision} | {} | {:.2} | {} | {:.2} | {:.0}% |",
+                        m.name,
+                        m.brc_model_b2,
+                        model.timing.median_us,
+                        best.variant.trim_start_matches("brc-b"),
+                        best.timing.median_us,
+                        100.0 * best.timing.median_us / model.timing.median_us
+                    );
+                }
+            }
+        }
+        out.push('\n');
+    }
+
     /// A compact terminal summary: per matrix and precision, the library's best kernel, Auto, and the
     /// better cuSPARSE.
     pub fn summary(&self) -> String {
@@ -189,16 +294,16 @@ impl Results {
                 let cusparse = of("cuSPARSE").map_or(f64::NAN, |r| r.timing.median_us);
                 let _ = writeln!(
                     out,
-                    "{:<22} {:<4} {:<26} {:>9.2} {:>7.0} {:>5.0}% {:>8.2} {:>8.2} {:>8.2}x",
+                    "{:<22} {:<4} {:<26} {:>9.2} {:>7.0} {:>6} {:>8} {:>8} {:>9}",
                     m.name,
                     precision,
                     best.variant,
                     best.timing.median_us,
                     best.gbps,
-                    100.0 * best.floor_fraction,
-                    auto,
-                    cusparse,
-                    best.speedup_vs_cusparse
+                    or_na(best.floor_fraction, |v| format!("{:.0}%", 100.0 * v)),
+                    or_na(auto, |v| format!("{v:.2}")),
+                    or_na(cusparse, |v| format!("{v:.2}")),
+                    or_na(best.speedup_vs_cusparse, |v| format!("{v:.2}x"))
                 );
             }
         }

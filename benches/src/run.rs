@@ -2,11 +2,12 @@
 //! against the f64 CPU result.
 
 use crate::cusparse::{self, Algorithm};
+use crate::formats::{convert, formats};
 use crate::measure::{Timing, time_cpu, time_gpu};
 use crate::variants::{Variant, auto_without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
-use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar, TunedSpmv};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar, TunedSpmv, brc_model_b2};
 use nalgebra_sparse::CsrMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -21,16 +22,23 @@ pub struct Record {
     pub family: String,
     pub timing: Timing,
     /// 2 nnz floating-point operations per product.
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub gflops: f64,
     /// Bytes of one pass over the CSR arrays plus x and y, over the median time.
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub gbps: f64,
     /// The bandwidth floor's time (the same bytes at the streaming-read bandwidth) over the median
     /// time: 1.0 means as fast as a kernel that only reads.
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub floor_fraction: f64,
     /// The better cuSPARSE CSR algorithm's median time over this one's.
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub speedup_vs_cusparse: f64,
     /// max over rows of |y - y_ref| / (|alpha| sum |a_ij x_j|), y_ref computed in f64.
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub max_rel_error: f64,
+    /// For formats beyond CSR: the conversion from CSR on the CPU, in milliseconds.
+    pub conversion_ms: Option<f64>,
 }
 
 /// A matrix's shape and row statistics, as reported.
@@ -47,10 +55,12 @@ pub struct MatrixInfo {
     /// Copies rotated between launches so that a matrix that fits in L2 is not timed from L2.
     pub copies_f32: usize,
     pub copies_f64: usize,
+    /// The B2 (block width) the BRC model picks for this matrix.
+    pub brc_model_b2: usize,
 }
 
 impl MatrixInfo {
-    pub fn new(name: &str, imitates: &str, stats: &RowStats) -> Self {
+    pub fn new(name: &str, imitates: &str, stats: &RowStats, sm_count: u32) -> Self {
         Self {
             name: name.to_owned(),
             imitates: imitates.to_owned(),
@@ -62,6 +72,7 @@ impl MatrixInfo {
             max: stats.max,
             copies_f32: 1,
             copies_f64: 1,
+            brc_model_b2: brc_model_b2(stats, sm_count),
         }
     }
 }
@@ -132,6 +143,7 @@ pub fn bench_matrix<T: Scalar>(
         floor_fraction: bytes / (setup.read_gbps * 1e3) / timing.median_us,
         speedup_vs_cusparse: f64::NAN,
         max_rel_error: err,
+        conversion_ms: None,
     };
     let mut records = Vec::new();
 
@@ -142,7 +154,7 @@ pub fn bench_matrix<T: Scalar>(
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
-        return Ok(MatrixRun { records, copies: 1, tuning: None });
+        return Ok(MatrixRun { records, copies: 1, tuning: None, notes: Vec::new() });
     };
     let copies = rotation_copies(bytes, setup.l2_bytes);
     let row_of_entry: Vec<u32> =
@@ -186,13 +198,35 @@ pub fn bench_matrix<T: Scalar>(
         records.push(record(&variant, timing, err));
     }
 
+    let mut notes = Vec::new();
+    for format in formats(view_stats, gpu.sm_count()) {
+        let variant = Variant::Format(format);
+        progress(&variant.key());
+        let converted = match convert(gpu, format, view, copies)? {
+            Ok(converted) => converted,
+            Err(refused) => {
+                notes.push(format!("{name}, {}: {} refused the matrix: {refused}", T::NAME, variant.key()));
+                continue;
+            }
+        };
+        let m = &converted.copies;
+        let timing = time_gpu(gpu, |i| {
+            let s = &mut sets[i % copies];
+            Ok(gpu.spmv(one, m[i % copies].as_ref(), &s.x, zero, &mut s.y)?)
+        })?;
+        let err =
+            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv(one, m[0].as_ref(), &s.x, zero, &mut s.y)?))?;
+        records
+            .push(Record { conversion_ms: Some(converted.conversion_ms), ..record(&variant, timing, err) });
+    }
+
     let tuning = if setup.exhaustive {
         progress("tuner and exhaustive search");
         Some(tune(gpu, name, rule, &mut sets, &check, copies)?)
     } else {
         None
     };
-    Ok(MatrixRun { records, copies, tuning })
+    Ok(MatrixRun { records, copies, tuning, notes })
 }
 
 /// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
@@ -211,7 +245,7 @@ pub struct Tuning {
     pub best_us: f64,
     /// Configurations the exhaustive search timed.
     pub searched: usize,
-    /// The largest error of any configuration timed.
+    /// The largest error of the rule's, the tuner's and the best configuration's products.
     pub max_rel_error: f64,
 }
 
@@ -221,6 +255,8 @@ pub struct MatrixRun {
     pub records: Vec<Record>,
     pub copies: usize,
     pub tuning: Option<Tuning>,
+    /// What did not run, and why (a format refusing the matrix).
+    pub notes: Vec<String>,
 }
 
 /// Products the tuner may take to converge before the bench gives up on it.
@@ -262,15 +298,19 @@ fn tune<T: Scalar>(
     let (tuned_us, err) = time_kernel(tuned, sets)?;
     max_err = max_err.max(err);
 
+    // Every configuration is timed; the winner's product is checked (the GPU tests check them all).
     let space = TunedSpmv::<T>::search_space();
     let mut best = (rule, rule_us);
     for &kernel in &space {
-        let (us, err) = time_kernel(kernel, sets)?;
-        max_err = max_err.max(err);
-        if us < best.1 {
-            best = (kernel, us);
+        let timing = time_gpu(gpu, |i| {
+            let s = &mut sets[i % copies];
+            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
+        })?;
+        if timing.median_us < best.1 {
+            best = (kernel, timing.median_us);
         }
     }
+    max_err = max_err.max(time_kernel(best.0, sets)?.1);
     Ok(Tuning {
         matrix: name.to_owned(),
         precision: T::NAME.to_owned(),

@@ -1,6 +1,7 @@
 //! The key table: every configuration the bench runs, with the short key reports and `--only` use.
 
 use crate::cusparse::Algorithm;
+use crate::formats::Format;
 use gpu_spmv::Kernel;
 use gpu_spmv::reference::CpuKernel;
 use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_VECTOR_COOPS};
@@ -14,6 +15,8 @@ pub enum Variant {
     Cusparse(Algorithm),
     /// A CPU kernel of the library.
     Cpu(CpuKernel),
+    /// A storage format of the library beyond CSR.
+    Format(Format),
 }
 
 impl Variant {
@@ -25,6 +28,7 @@ impl Variant {
             Variant::Cpu(CpuKernel::Serial) => "cpu-serial".into(),
             Variant::Cpu(CpuKernel::Rayon) => "cpu-rayon".into(),
             Variant::Cpu(CpuKernel::Chunked { chunk_cols }) => format!("cpu-chunked-{chunk_cols}"),
+            Variant::Format(format) => format.key(),
         }
     }
 
@@ -33,6 +37,7 @@ impl Variant {
             Variant::Ours(_) => "gpu-spmv",
             Variant::Cusparse(_) => "cuSPARSE",
             Variant::Cpu(_) => "CPU",
+            Variant::Format(_) => "format",
         }
     }
 }

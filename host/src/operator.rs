@@ -68,7 +68,7 @@ use sealed::{Launch, Operands};
 /// let a = CsrRef::from(&csr);
 ///
 /// let gpu = Gpu::new()?;
-/// let brc = gpu.upload_brc(&Brc::try_from_csr(a, brc_model_b2(&a.stats()))?)?;
+/// let brc = gpu.upload_brc(&Brc::try_from_csr(a, brc_model_b2(&a.stats(), gpu.sm_count()))?)?;
 /// let x = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
 /// let mut y = gpu.zeros::<f64>(brc.nrows())?;
 /// gpu.spmv(1.0, &brc, &x, 0.0, &mut y)?;

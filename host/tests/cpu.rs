@@ -68,8 +68,9 @@ fn nan_reaches_exactly_the_rows_that_read_it() {
     x[123] = f64::NAN;
     let mut y = vec![0.0; 500];
     spmv(CpuKernel::Rayon, 1.0, a.view(), &x, 0.0, &mut y).unwrap();
+    let view = a.view();
     for (r, v) in y.iter().enumerate() {
-        assert_eq!(v.is_nan(), a.view().row(r).0.contains(&123), "row {r}");
+        assert_eq!(v.is_nan(), view.row(r).0.contains(&123), "row {r}");
     }
 }
 

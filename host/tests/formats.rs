@@ -12,6 +12,9 @@ use gpu_spmv::{
 use nalgebra_sparse::CsrMatrix;
 use std::collections::BTreeMap;
 
+/// The SMs of an H100 SXM, for BRC's B2 model.
+const H100_SMS: u32 = 132;
+
 /// The matrix as its distinct positions, sorted, each with the sum of its values there.
 fn csr_triples<T: Scalar>(a: &Csr<T>) -> Vec<(usize, usize, f64)> {
     let view = a.view();
@@ -111,8 +114,8 @@ fn round_trips<T: Scalar>() {
             }
         }
 
-        let mut b2s = brc_b2_candidates(&stats);
-        b2s.extend([1, brc_model_b2(&stats), stats.max + 1]);
+        let mut b2s = brc_b2_candidates(&stats, H100_SMS);
+        b2s.extend([1, brc_model_b2(&stats, H100_SMS), stats.max + 1]);
         b2s.sort_unstable();
         b2s.dedup();
         for b2 in b2s {

@@ -108,13 +108,14 @@ fn gpu_nan_reaches_exactly_the_rows_that_read_it() {
     let a = Csr::<f64>::random(&mut rng, 3000, 2000, true, |r| r % 40);
     let mut x = random_vector::<f64>(&mut rng, 2000);
     x[777] = f64::NAN;
+    let view = a.view();
     let da = gpu.upload_csr_parts(a.nrows, a.ncols, &a.offsets, &a.cols, &a.vals).unwrap();
     let dx = gpu.upload_vector(&x).unwrap();
     for kernel in kernels() {
         let mut dy = gpu.zeros::<f64>(3000).unwrap();
         gpu.spmv_with(kernel, 1.0, &da, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
-            assert_eq!(v.is_nan(), a.view().row(r).0.contains(&777), "{kernel:?}, row {r}");
+            assert_eq!(v.is_nan(), view.row(r).0.contains(&777), "{kernel:?}, row {r}");
         }
     }
 }

@@ -198,7 +198,8 @@ fn gpu_long_rows_of_dc1() {
     }
 
     let mut x = random_vector::<f64>(&mut rng, a.ncols);
-    let nan_col = a.view().row(1000).0[17];
+    let view = a.view();
+    let nan_col = view.row(1000).0[17];
     x[nan_col] = f64::NAN;
     let dx = gpu.upload_vector(&x).unwrap();
     let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
@@ -207,7 +208,7 @@ fn gpu_long_rows_of_dc1() {
     {
         gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
-            assert_eq!(v.is_nan(), a.view().row(r).0.contains(&nan_col), "{kernel:?}, row {r}");
+            assert_eq!(v.is_nan(), view.row(r).0.contains(&nan_col), "{kernel:?}, row {r}");
         }
     }
 }

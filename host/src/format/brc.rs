@@ -24,20 +24,28 @@ const BLOCKS_PER_TASK: usize = 64;
 /// Pieces per block, B1, as a `usize`.
 const B1: usize = BRC_BLOCK_PIECES as usize;
 
-/// The width bound B2 of Ashari et al.'s model: `ceil(min(mean + standard deviation, longest row))`
-/// entries per row, at least 1. Rows longer than it are the outliers that would otherwise pad their
-/// block; the bench auto-tunes around it ([`brc_b2_candidates`]).
-pub fn brc_model_b2(stats: &RowStats) -> usize {
+/// Warps one SM holds at once (2048 threads on every GPU from Volta to Hopper).
+const RESIDENT_WARPS_PER_SM: usize = 64;
+
+/// The width bound B2: Ashari et al.'s model, `ceil(min(mean + standard deviation, longest row))`
+/// entries per row, capped so that the blocks (one warp each, 32 pieces of at most B2 entries) are
+/// at least as many as the GPU's `sm_count` SMs hold at once. Without the cap, a matrix of long rows
+/// gets too few blocks to fill the GPU: on the H100 the best B2 measured was a quarter of the model's
+/// for rows of 64 to 2,600 entries on average (`docs/PERF.md`). At least 1. The bench auto-tunes around
+/// it ([`brc_b2_candidates`]).
+pub fn brc_model_b2(stats: &RowStats, sm_count: u32) -> usize {
     let model = (stats.mean + stats.std_dev).min(stats.max as f64).ceil();
     #[allow(clippy::cast_possible_truncation)] // non-negative and at most the longest row
-    let b2 = model as usize;
-    b2.max(1)
+    let model = model as usize;
+    let resident_warps = sm_count as usize * RESIDENT_WARPS_PER_SM;
+    let filling = stats.nnz / (B1 * resident_warps).max(1);
+    model.min(filling).max(1)
 }
 
 /// The B2 values to auto-tune over: the model's value ([`brc_model_b2`]) times 1/4, 1/2, 1, 2 and 4,
 /// kept between 1 and the longest row, ascending and distinct.
-pub fn brc_b2_candidates(stats: &RowStats) -> Vec<usize> {
-    let model = brc_model_b2(stats);
+pub fn brc_b2_candidates(stats: &RowStats, sm_count: u32) -> Vec<usize> {
+    let model = brc_model_b2(stats, sm_count);
     let longest = stats.max.max(1);
     let mut candidates: Vec<usize> =
         [model / 4, model / 2, model, model * 2, model * 4].iter().map(|&b| b.clamp(1, longest)).collect();
@@ -280,23 +288,37 @@ fn for_each_slot(pieces: &[Piece], b: usize, block_len: usize, mut put: impl FnM
 mod tests {
     use super::*;
 
+    /// The SMs of an H100 SXM.
+    const SMS: u32 = 132;
+
+    /// Statistics of a matrix with enough entries that the occupancy cap does not bind.
     fn stats(mean: f64, std_dev: f64, max: usize) -> RowStats {
-        RowStats { rows: 100, cols: 100, nnz: 0, mean, std_dev, max, empty_rows: 0 }
+        RowStats { rows: 100, cols: 100, nnz: 1 << 40, mean, std_dev, max, empty_rows: 0 }
     }
 
     #[test]
     fn b2_model_is_mean_plus_deviation_capped_by_the_longest_row() {
-        assert_eq!(brc_model_b2(&stats(10.0, 2.5, 40)), 13);
-        assert_eq!(brc_model_b2(&stats(10.0, 40.0, 40)), 40);
-        assert_eq!(brc_model_b2(&stats(0.0, 0.0, 0)), 1);
-        assert_eq!(brc_model_b2(&stats(3.0, 0.0, 3)), 3);
+        assert_eq!(brc_model_b2(&stats(10.0, 2.5, 40), SMS), 13);
+        assert_eq!(brc_model_b2(&stats(10.0, 40.0, 40), SMS), 40);
+        assert_eq!(brc_model_b2(&stats(0.0, 0.0, 0), SMS), 1);
+        assert_eq!(brc_model_b2(&stats(3.0, 0.0, 3), SMS), 3);
+    }
+
+    #[test]
+    fn b2_model_leaves_enough_blocks_to_fill_the_gpu() {
+        // The suite's wide-400: 20 M entries, 400 +- 70 per row; one wave of warps holds
+        // 32 * 132 * 64 pieces, so B2 = 20e6 / 270,336 = 73 rather than 470.
+        let wide = RowStats { nnz: 20_000_000, ..stats(400.0, 70.0, 520) };
+        assert_eq!(brc_model_b2(&wide, SMS), 73);
+        let empty = RowStats { nnz: 0, ..stats(0.0, 0.0, 0) };
+        assert_eq!(brc_model_b2(&empty, SMS), 1);
     }
 
     #[test]
     fn b2_candidates_surround_the_model() {
-        assert_eq!(brc_b2_candidates(&stats(10.0, 2.0, 1000)), [3, 6, 12, 24, 48]);
-        assert_eq!(brc_b2_candidates(&stats(10.0, 2.0, 20)), [3, 6, 12, 20]);
-        assert_eq!(brc_b2_candidates(&stats(0.0, 0.0, 0)), [1]);
+        assert_eq!(brc_b2_candidates(&stats(10.0, 2.0, 1000), SMS), [3, 6, 12, 24, 48]);
+        assert_eq!(brc_b2_candidates(&stats(10.0, 2.0, 20), SMS), [3, 6, 12, 20]);
+        assert_eq!(brc_b2_candidates(&stats(0.0, 0.0, 0), SMS), [1]);
     }
 
     #[test]

@@ -1,0 +1,112 @@
+//! The storage formats beyond CSR, as the bench runs them: timed conversion from CSR on the CPU,
+//! upload, and the product through `Gpu::spmv`.
+
+use gpu_spmv::{
+    Brc, BrcCombine, Coo, CooKernel, CsrRef, DENSE_WINDOW, DenseBlocks, DeviceMatrix, Ell, Gpu, Hyb,
+    RowStats, Scalar, brc_b2_candidates, brc_model_b2,
+};
+use std::time::Instant;
+
+/// One format configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Ell,
+    Coo(CooKernel),
+    Hyb,
+    Brc { b2: usize, combine: BrcCombine },
+    DenseBlocks,
+}
+
+impl Format {
+    /// The short key of reports: `ell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
+    /// `-atomic` when split rows are combined by atomics), `dense-blocks`.
+    pub fn key(&self) -> String {
+        match *self {
+            Format::Ell => "ell".into(),
+            Format::Coo(CooKernel::Atomic) => "coo-atomic".into(),
+            Format::Coo(CooKernel::Segmented) => "coo-segmented".into(),
+            Format::Hyb => "hyb".into(),
+            Format::Brc { b2, combine: BrcCombine::Deterministic } => format!("brc-b{b2}"),
+            Format::Brc { b2, combine: BrcCombine::Atomic } => format!("brc-b{b2}-atomic"),
+            Format::DenseBlocks => "dense-blocks".into(),
+        }
+    }
+}
+
+/// A matrix converted to a format and uploaded `copies` times.
+pub struct Converted<T> {
+    /// Wall time of the conversion from CSR on the CPU (rayon), upload excluded.
+    pub conversion_ms: f64,
+    pub copies: Vec<Box<dyn DeviceMatrix<T>>>,
+}
+
+impl<T> std::fmt::Debug for Converted<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Converted")
+            .field("conversion_ms", &self.conversion_ms)
+            .field("copies", &self.copies.len())
+            .finish()
+    }
+}
+
+/// The formats the bench runs on a matrix of these statistics: each format once, BRC at every
+/// candidate B2 around the model's value (deterministic combination), and at the model's B2 with
+/// atomics.
+pub fn formats(stats: &RowStats, sm_count: u32) -> Vec<Format> {
+    let mut all =
+        vec![Format::Ell, Format::Coo(CooKernel::Atomic), Format::Coo(CooKernel::Segmented), Format::Hyb];
+    all.extend(
+        brc_b2_candidates(stats, sm_count)
+            .into_iter()
+            .map(|b2| Format::Brc { b2, combine: BrcCombine::Deterministic }),
+    );
+    all.push(Format::Brc { b2: brc_model_b2(stats, sm_count), combine: BrcCombine::Atomic });
+    all.push(Format::DenseBlocks);
+    all
+}
+
+/// Converts `a` to `format` (timed) and uploads it `copies` times. `Ok(Err(reason))` when the format
+/// refuses the matrix (ELL's padding limit, say): a result to report, not a failure of the run.
+pub fn convert<T: Scalar>(
+    gpu: &Gpu,
+    format: Format,
+    a: CsrRef<'_, T>,
+    copies: usize,
+) -> anyhow::Result<Result<Converted<T>, String>> {
+    let start = Instant::now();
+    match format {
+        Format::Ell => converted(start, Ell::try_from_csr(a), copies, |h| gpu.upload_ell(h)),
+        Format::Coo(kernel) => converted(start, Coo::try_from_csr(a), copies, |h| {
+            let mut d = gpu.upload_coo(h)?;
+            d.set_kernel(kernel);
+            Ok(d)
+        }),
+        Format::Hyb => converted(start, Hyb::try_from_csr(a), copies, |h| gpu.upload_hyb(h)),
+        Format::Brc { b2, combine } => converted(start, Brc::try_from_csr(a, b2), copies, |h| {
+            let mut d = gpu.upload_brc(h)?;
+            d.set_combine(combine);
+            Ok(d)
+        }),
+        Format::DenseBlocks => converted(start, DenseBlocks::try_from_csr(a, DENSE_WINDOW), copies, |h| {
+            gpu.upload_dense_blocks(h)
+        }),
+    }
+}
+
+/// The conversion's outcome, timed from `start`, uploaded `copies` times with `upload`.
+fn converted<T: Scalar, H, D: DeviceMatrix<T> + 'static>(
+    start: Instant,
+    host: gpu_spmv::Result<H>,
+    copies: usize,
+    upload: impl Fn(&H) -> gpu_spmv::Result<D>,
+) -> anyhow::Result<Result<Converted<T>, String>> {
+    let host = match host {
+        Ok(host) => host,
+        Err(refused) => return Ok(Err(refused.to_string())),
+    };
+    let conversion_ms = start.elapsed().as_secs_f64() * 1e3;
+    let copies = (0..copies)
+        .map(|_| -> anyhow::Result<Box<dyn DeviceMatrix<T>>> { Ok(Box::new(upload(&host)?)) })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Ok(Converted { conversion_ms, copies }))
+}
