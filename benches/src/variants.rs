@@ -45,10 +45,13 @@ impl Variant {
 /// Threads per block the aligned kernel is compared at (Baskaran & Bordawekar's range).
 const ALIGNED_BLOCK_SIZES: [u32; 4] = [64, 128, 256, 512];
 
-/// The library's GPU kernels the bench times on every matrix: Auto (the fixed rule, long rows split),
-/// the same rule without the split (`auto-nosplit`, see [`auto_without_split`]), thread per row, every
-/// cooperative width, and the aligned kernel at every group, x path and block size. The tuner and the
-/// exhaustive search over the parametrised kernel are measured separately (`run::tune`).
+/// Threads per block the balanced kernel is compared at: Auto's 128, and twice that.
+const BALANCED_BLOCK_SIZES: [u32; 2] = [128, 256];
+
+/// The library's GPU kernels the bench times on every matrix: Auto, thread per row, every cooperative
+/// width, the aligned kernel at every group, x path and block size, and the balanced kernel. The
+/// paper's fixed rule (with and without the long-row split), the tuner and the exhaustive search over
+/// the parametrised kernel are added per matrix (`run`).
 pub fn gpu_kernels() -> Vec<Kernel> {
     let mut kernels = vec![Kernel::Auto, Kernel::CsrScalar { block_size: 128 }];
     kernels.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size: 128 }));
@@ -61,11 +64,12 @@ pub fn gpu_kernels() -> Vec<Kernel> {
             }));
         }
     }
+    kernels.extend(BALANCED_BLOCK_SIZES.map(|block_size| Kernel::CsrBalanced { block_size }));
     kernels
 }
 
-/// The fixed rule's choice with long rows left to one group: what Auto would cost without the split.
-pub fn auto_without_split(kernel: Kernel) -> Option<Kernel> {
+/// A parametrised kernel with long rows left to one group: what the split saves.
+pub fn without_split(kernel: Kernel) -> Option<Kernel> {
     match kernel {
         Kernel::CsrParam { coop, repeat, block_size, split_long_rows: true } => {
             Some(Kernel::CsrParam { coop, repeat, block_size, split_long_rows: false })

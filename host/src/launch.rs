@@ -8,6 +8,7 @@ use crate::device::{DeviceCsr, DeviceVector, Gpu};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result};
+use kernels_gpu::abi::CsrBalancedParams;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use kernels_gpu::abi::{Axpby, CSR_VECTOR_COOPS, CsrParams, ScaleParams, StreamReadParams};
 use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CsrParamParams, MAX_GRID_X, WARP_SIZE};
@@ -174,6 +175,42 @@ pub(crate) fn csr_param<T: Scalar>(
     unsafe { launch(gpu, &gpu.kernels::<T>().csr_param[index], row_blocks + chunk_blocks, block, &params) }
 }
 
+/// The grid of the balanced kernel: `.0` blocks give each of `chunks` long-row chunks a warp, then
+/// `.1` blocks walk the `tasks` row tasks, a warp per task (with a grid stride, so they are capped
+/// to keep the grid within [`MAX_GRID_X`]; at least one block when there are tasks).
+pub(crate) fn balanced_grid(tasks: u32, chunks: u32, block: u32) -> Result<(u32, u32)> {
+    let warps = block / WARP_SIZE;
+    let chunk_blocks = chunks.div_ceil(warps);
+    let room = MAX_GRID_X.checked_sub(chunk_blocks).filter(|&room| room > 0).ok_or(Error::TooLarge {
+        what: "the long-row chunk count",
+        value: chunks as usize,
+        limit: MAX_GRID_X as usize,
+    })?;
+    Ok((chunk_blocks, tasks.div_ceil(warps).min(room)))
+}
+
+/// `spmv_csr_balanced_*`: a warp per row task of about equal work, and a warp per chunk of the
+/// matrix's rows of at least `BALANCED_LONG_ROW` entries. `block` is a multiple of the warp size
+/// (checked by `Kernel::resolve`).
+pub(crate) fn csr_balanced<T: Scalar>(gpu: &Gpu, p: &Product<'_, T>, block: u32) -> Result<()> {
+    let tasks = p.a.row_tasks();
+    let long = tasks.long_rows();
+    let (chunk_blocks, task_blocks) = balanced_grid(tasks.tasks(), long.chunks, block)?;
+    let params = CsrBalancedParams {
+        a: p.a.args(),
+        op: p.op,
+        task_rows: tasks.task_rows(),
+        tasks: tasks.tasks(),
+        chunk_blocks,
+        long,
+    };
+    // SAFETY: `Product` checked the operands; the tasks and the long-row arrays and scratch were built
+    // for this very matrix at upload (`DeviceRowTasks`); the grid has a warp for each chunk, then at
+    // least one block for the tasks (`Gpu::spmv_with` launches only for matrices with rows, so with
+    // tasks); whole warps per block keep the shuffles' member mask full.
+    unsafe { launch(gpu, &gpu.kernels::<T>().csr_balanced, chunk_blocks + task_blocks, block, &params) }
+}
+
 /// `spmv_scale_*`: `y = beta * y`, for products in which `A * x` contributes nothing.
 pub(crate) fn scale<T: Scalar>(gpu: &Gpu, p: &Product<'_, T>) -> Result<()> {
     // SAFETY: `y` has `rows` elements (checked by `Product`).
@@ -231,6 +268,20 @@ mod tests {
         assert_eq!(param_grid(1000, 4, 1, 128, 8).unwrap(), (32, 2));
         assert_eq!(param_grid(1000, 4, 1, 128, 9).unwrap(), (32, 3));
         assert_eq!(param_grid(1, 32, 1, 64, 1).unwrap(), (1, 1));
+    }
+
+    #[test]
+    fn balanced_grid_covers_chunks_then_tasks() {
+        // 4 warps per block of 128.
+        assert_eq!(balanced_grid(1, 0, 128).unwrap(), (0, 1));
+        assert_eq!(balanced_grid(9, 0, 128).unwrap(), (0, 3));
+        assert_eq!(balanced_grid(8, 5, 128).unwrap(), (2, 2));
+        assert_eq!(balanced_grid(100, 1, 32).unwrap(), (1, 100));
+        // Tasks beyond the grid's limit walk with a stride; the chunks keep a warp each.
+        let (chunks, tasks) = balanced_grid(u32::MAX, 1000, 32).unwrap();
+        assert_eq!(chunks, 1000);
+        assert_eq!(chunks + tasks, MAX_GRID_X);
+        assert!(balanced_grid(1, u32::MAX, 32).is_err());
     }
 
     #[test]

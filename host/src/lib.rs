@@ -41,6 +41,7 @@ pub mod probe;
 pub mod reference;
 mod rule;
 mod scalar;
+mod select;
 mod spmv;
 mod tune;
 
@@ -60,6 +61,10 @@ pub use format::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use operator::DeviceMatrix;
 pub use plan::Kernel;
 pub use scalar::{Precision, Scalar};
+pub use select::{
+    AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, PLAN_TIMED_PRODUCTS,
+    PLAN_WARMUP_PRODUCTS, Reason, Selection, Trial, break_even_products, cheapest_format, could_pay_off,
+};
 pub use tune::TunedSpmv;
 
 /// Results of this crate.

@@ -2,7 +2,7 @@
 //! rule of `rule.rs`).
 
 use crate::format::csr::RowStats;
-use crate::rule::fixed_rule;
+use crate::rule::{auto_config, fixed_rule, is_irregular};
 use crate::{Error, Result};
 use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, WARP_SIZE};
 
@@ -25,6 +25,11 @@ pub enum Kernel {
     /// to 1024. With `split_long_rows`, the matrix's long rows ([`crate::DeviceCsr::long_row_count`])
     /// are spread over several warps instead of being left to one group.
     CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
+    /// Row tasks of about equal work, one per warp, rows of at least
+    /// [`BALANCED_LONG_ROW`](kernels_gpu::abi::BALANCED_LONG_ROW) entries split over several warps
+    /// (CSR-Adaptive's row blocks, Greathouse & Daga 2014; `kernels-gpu/src/csr/balanced.rs`):
+    /// for matrices whose row lengths vary widely. `block_size` a multiple of 32 up to 1024.
+    CsrBalanced { block_size: u32 },
 }
 
 /// A [`Kernel`] after [`Kernel::resolve`]: `Auto` replaced by its choice, parameters checked.
@@ -36,6 +41,7 @@ pub(crate) enum Resolved {
     CsrVector { coop: u32, block_size: u32 },
     CsrAligned { group: u32, cached_x: bool, block_size: u32 },
     CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
+    CsrBalanced { block_size: u32 },
 }
 
 /// Threads per block of [`Kernel::Auto`]'s choices: Reguly & Giles (2012) found 128 best across their
@@ -43,19 +49,33 @@ pub(crate) enum Resolved {
 pub const AUTO_BLOCK_SIZE: u32 = 128;
 
 impl Kernel {
-    /// The kernel [`Kernel::Auto`] stands for on a GPU of `sm_count` SMs: the parametrised kernel with
-    /// Reguly & Giles' fixed rule (128 threads per block; `coop` the smallest power of two at least
-    /// `sqrt(mean row length)`, at most 32; `repeat` as large as leaves the grid enough blocks, see
-    /// `rule.rs`), long rows split. Constant time.
-    pub fn auto(stats: &RowStats, sm_count: u32) -> Kernel {
+    /// The kernel [`Kernel::Auto`] stands for, in constant time: for
+    /// matrices whose row lengths vary widely (a standard deviation above their mean, see `rule.rs`),
+    /// the balanced kernel with 128 threads per block; otherwise the parametrised kernel with `coop`
+    /// the smallest power of two at least `mean / 8` (at most 32), one row per group, 128 threads per
+    /// block, long rows split (`rule::auto_config`, calibrated on the H100 suite).
+    pub fn auto(stats: &RowStats) -> Kernel {
+        if is_irregular(stats) {
+            Kernel::CsrBalanced { block_size: AUTO_BLOCK_SIZE }
+        } else {
+            auto_config(stats).kernel()
+        }
+    }
+
+    /// Reguly & Giles' fixed rule for their parametrised kernel, scaled to a GPU of `sm_count` SMs
+    /// (`coop` the smallest power of two at least `sqrt(mean row length)`, `repeat` as large as leaves
+    /// the grid enough blocks, 128 threads per block; see `rule.rs`), long rows split: where
+    /// [`crate::TunedSpmv`] starts, and what the benchmark compares with the tuner and the exhaustive
+    /// search.
+    pub fn fixed_rule(stats: &RowStats, sm_count: u32) -> Kernel {
         fixed_rule(stats, sm_count).kernel()
     }
 
-    /// `self`, with [`Kernel::Auto`] resolved for a matrix of these statistics on a GPU of
-    /// `sm_count` SMs, after checking the parameters.
-    pub(crate) fn resolve(self, stats: &RowStats, sm_count: u32) -> Result<Resolved> {
+    /// `self`, with [`Kernel::Auto`] resolved for a matrix of these statistics, after checking the
+    /// parameters.
+    pub(crate) fn resolve(self, stats: &RowStats) -> Result<Resolved> {
         match self {
-            Kernel::Auto => Kernel::auto(stats, sm_count).resolve(stats, sm_count),
+            Kernel::Auto => Kernel::auto(stats).resolve(stats),
             Kernel::CsrScalar { block_size } => {
                 check_block_size(block_size)?;
                 Ok(Resolved::CsrScalar { block_size })
@@ -85,13 +105,17 @@ impl Kernel {
                 }
                 Ok(Resolved::CsrParam { coop, repeat, block_size, split_long_rows })
             }
+            Kernel::CsrBalanced { block_size } => {
+                check_block_size(block_size)?;
+                Ok(Resolved::CsrBalanced { block_size })
+            }
         }
     }
 }
 
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
-/// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split).
+/// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -106,6 +130,7 @@ impl std::fmt::Display for Kernel {
                 let split = if split_long_rows { "" } else { "-nosplit" };
                 write!(f, "csr-param-c{coop}-r{repeat}-b{block_size}{split}")
             }
+            Kernel::CsrBalanced { block_size } => write!(f, "csr-balanced-b{block_size}"),
         }
     }
 }
@@ -155,30 +180,56 @@ mod tests {
     }
 
     #[test]
-    fn auto_is_the_parametrised_kernel_with_the_fixed_rule() {
-        let coop = |mean| match Kernel::auto(&stats_with_mean(mean), SMS) {
+    fn auto_sizes_groups_at_eight_entries_per_lane() {
+        let coop = |mean| match Kernel::auto(&stats_with_mean(mean)) {
             Kernel::CsrParam { coop, repeat: 1, block_size: AUTO_BLOCK_SIZE, split_long_rows: true } => coop,
             other => panic!("{other:?}"),
         };
         assert_eq!(coop(0), 1);
         assert_eq!(coop(1), 1);
-        assert_eq!(coop(3), 2);
-        assert_eq!(coop(7), 4);
-        assert_eq!(coop(16), 4);
+        assert_eq!(coop(7), 1);
+        assert_eq!(coop(8), 1);
+        assert_eq!(coop(9), 2);
+        assert_eq!(coop(26), 4);
         assert_eq!(coop(64), 8);
-        assert_eq!(coop(300), 32);
+        assert_eq!(coop(200), 32);
         assert_eq!(coop(1_000_000), 32);
-        let resolved = Kernel::Auto.resolve(&stats_with_mean(7), SMS).unwrap();
+        let resolved = Kernel::Auto.resolve(&stats_with_mean(7)).unwrap();
         assert_eq!(
             resolved,
-            Resolved::CsrParam { coop: 4, repeat: 1, block_size: 128, split_long_rows: true }
+            Resolved::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true }
         );
+    }
+
+    #[test]
+    fn the_fixed_rule_is_the_papers() {
+        let rule = Kernel::fixed_rule(&stats_with_mean(7), SMS);
+        assert_eq!(rule, Kernel::CsrParam { coop: 4, repeat: 1, block_size: 128, split_long_rows: true });
+    }
+
+    #[test]
+    fn auto_balances_irregular_rows() {
+        // The three irregular matrices of the suite: web graph, circuit, short-wide.
+        for (rows, nnz, std_dev) in
+            [(6_500_000, 20_150_000, 26.6), (3_000_000, 18_600_000, 1830.0), (4284, 11_048_436, 3452.0)]
+        {
+            let mean = nnz as f64 / rows as f64;
+            let stats = RowStats { rows, nnz, mean, std_dev, ..stats_with_mean(1) };
+            assert_eq!(Kernel::auto(&stats), Kernel::CsrBalanced { block_size: AUTO_BLOCK_SIZE });
+            assert_eq!(
+                Kernel::Auto.resolve(&stats).unwrap(),
+                Resolved::CsrBalanced { block_size: AUTO_BLOCK_SIZE }
+            );
+        }
+        // A regular spread stays with the parametrised kernel.
+        let regular = RowStats { std_dev: 2.0, ..stats_with_mean(7) };
+        assert!(matches!(Kernel::auto(&regular), Kernel::CsrParam { .. }));
     }
 
     #[test]
     fn bad_parameters_are_refused() {
         let s = stats_with_mean(4);
-        let resolve = |k: Kernel| k.resolve(&s, SMS);
+        let resolve = |k: Kernel| k.resolve(&s);
         assert!(resolve(Kernel::CsrScalar { block_size: 100 }).is_err());
         assert!(resolve(Kernel::CsrScalar { block_size: 2048 }).is_err());
         assert!(resolve(Kernel::CsrVector { coop: 3, block_size: 128 }).is_err());
@@ -201,6 +252,12 @@ mod tests {
         assert!(param(3, 1, 128).is_err());
         assert!(param(64, 1, 128).is_err());
         assert!(param(4, 0, 128).is_err());
+        for block_size in [0, 16, 100, 1056] {
+            assert!(resolve(Kernel::CsrBalanced { block_size }).is_err(), "{block_size}");
+        }
+        for block_size in [32, 128, 1024] {
+            assert!(resolve(Kernel::CsrBalanced { block_size }).is_ok(), "{block_size}");
+        }
     }
 
     #[test]
@@ -211,5 +268,6 @@ mod tests {
         assert_eq!(aligned.to_string(), "csr-aligned-g16-plain-b256");
         let param = Kernel::CsrParam { coop: 2, repeat: 4, block_size: 96, split_long_rows: false };
         assert_eq!(param.to_string(), "csr-param-c2-r4-b96-nosplit");
+        assert_eq!(Kernel::CsrBalanced { block_size: 256 }.to_string(), "csr-balanced-b256");
     }
 }

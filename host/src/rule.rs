@@ -1,8 +1,10 @@
 //! The fixed rule of Reguly & Giles ("Efficient sparse matrix-vector multiplication on cache-based
 //! GPUs", InPar 2012) for the parametrised CSR kernel (`kernels-gpu/src/csr/param.rs`), scaled from
-//! their Fermi card to the GPU at hand, and the length from which a row counts as long for that kernel.
+//! their Fermi card to the GPU at hand (the tuner's starting point); [`crate::Kernel::Auto`]'s own
+//! configuration of that kernel, calibrated on the H100; the length from which a row counts as long;
+//! and when Auto takes the balanced kernel (`kernels-gpu/src/csr/balanced.rs`) instead.
 //!
-//! Everything here reads the row count, the entry count and the SM count only, so it runs in constant
+//! Everything here reads the matrix's row statistics and the SM count only, so it runs in constant
 //! time per product.
 
 use crate::format::csr::RowStats;
@@ -50,6 +52,47 @@ pub const LONG_ROW_MIN_STEPS: u64 = 4 * (LONG_ROW_CHUNK / WARP_SIZE) as u64;
 /// path once it exceeds the mean by this factor (a margin for the spread of ordinary rows).
 pub const LONG_ROW_SLACK: u64 = 4;
 
+/// The coefficient of variation of the row lengths (standard deviation over mean) above which
+/// [`crate::Kernel::Auto`] takes the balanced kernel. The parametrised kernel gives rows to groups of
+/// one width, so a warp waits for the longest of the rows it holds; the balanced kernel gives warps
+/// equal entries whatever the rows, at the price of a segmented scan per 32 entries. Our suite's
+/// regular matrices (stencils, FEM, banded, uniform rows) have at most 0.3 and run at 85-94% of the
+/// bandwidth floor with the parametrised kernel; its irregular ones (short-wide 1.3, web graph 8.6,
+/// circuit 295) lose to load imbalance. 1.0 lies between, with margin on both sides, until the H100
+/// bench of both kernels on the whole suite calibrates it.
+pub const IRREGULAR_ROW_CV: f64 = 1.0;
+
+/// Whether the row lengths vary enough for the balanced kernel (see [`IRREGULAR_ROW_CV`]). A matrix
+/// without entries is regular.
+pub fn is_irregular(stats: &RowStats) -> bool {
+    stats.mean > 0.0 && stats.std_dev > IRREGULAR_ROW_CV * stats.mean
+}
+
+/// Entries per lane [`crate::Kernel::Auto`] aims at when it sizes the groups of the parametrised
+/// kernel: `coop` is the smallest power of two at least `mean / 8`, at most 32. On the H100 this
+/// matched the best cooperative width the suite measured for every regular matrix: one lane for 5 to
+/// 7 entries per row, 4 for 26, 8 for 64, 32 for 200 and 400 (`docs/PERF.md`). Reguly & Giles'
+/// `sqrt(mean)` gives 4 lanes to rows of 5 to 7 entries, which cost up to 28% there: Hopper's sector
+/// loads make a lane walking its own short row nearly as efficient as a coalesced group, while extra
+/// lanes idle and add shuffles.
+pub const AUTO_ENTRIES_PER_LANE: f64 = 8.0;
+
+/// Threads per row of [`crate::Kernel::Auto`]'s parametrised kernel (see [`AUTO_ENTRIES_PER_LANE`]).
+pub fn auto_coop(stats: &RowStats) -> u32 {
+    let mean = if stats.rows == 0 { 0.0 } else { stats.nnz as f64 / stats.rows as f64 };
+    let lanes = mean / AUTO_ENTRIES_PER_LANE;
+    CSR_PARAM_COOPS.iter().copied().find(|&c| f64::from(c) >= lanes).unwrap_or(WARP_SIZE)
+}
+
+/// [`crate::Kernel::Auto`]'s configuration of the parametrised kernel for a regular matrix: `coop`
+/// from [`auto_coop`], 128 threads per block, one row per group (`repeat = 1`). The exhaustive search
+/// over the paper's parameter space found its best at `repeat` 1 or 2 on every matrix of the suite,
+/// and the fixed rule's 2 and 4 on the largest short-row matrices cost 3-28%: the H100 needs no more
+/// work per group to hide its launch cost.
+pub(crate) fn auto_config(stats: &RowStats) -> ParamConfig {
+    ParamConfig { coop: auto_coop(stats), repeat: 1, block_size: AUTO_BLOCK_SIZE }
+}
+
 /// Blocks the rule's grid must have at least on a GPU of `sm_count` SMs (see [`RULE_MIN_WAVES`]).
 pub fn min_blocks(sm_count: u32) -> u64 {
     u64::from(sm_count.max(1))
@@ -86,13 +129,13 @@ pub(crate) fn fixed_rule(stats: &RowStats, sm_count: u32) -> ParamConfig {
 }
 
 /// The length from which a row is long, and split into chunks by the parametrised kernel: a row whose
-/// group, of the rule's width, would take more than [`LONG_ROW_SLACK`] times the mean steps of the
+/// group, of Auto's width ([`auto_coop`], the narrowest a product starts with), would take more than [`LONG_ROW_SLACK`] times the mean steps of the
 /// product, and at least [`LONG_ROW_MIN_STEPS`] steps.
 pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
     let resident = u64::from(sm_count.max(1)) * u64::from(RESIDENT_THREADS_PER_SM);
     let mean_steps = (stats.nnz as u64).div_ceil(resident);
     let steps = LONG_ROW_MIN_STEPS.max(LONG_ROW_SLACK * mean_steps);
-    u32::try_from(u64::from(rule_coop(stats)) * steps).unwrap_or(u32::MAX)
+    u32::try_from(u64::from(auto_coop(stats)) * steps).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -167,13 +210,31 @@ mod tests {
     }
 
     #[test]
+    fn irregular_rows_by_their_coefficient_of_variation() {
+        // Only the mean and the standard deviation count.
+        let with = |mean: f64, std_dev: f64| RowStats { mean, std_dev, ..stats(1000, 1000) };
+        // The suite's regular matrices, and a spread of rows of 0 to 63 entries (cv 0.58).
+        assert!(!is_irregular(&with(27.0, 0.0)));
+        assert!(!is_irregular(&with(5.0, 1.5)));
+        assert!(!is_irregular(&with(31.5, 18.5)));
+        // Short-wide, web graph, circuit.
+        assert!(is_irregular(&with(2579.0, 3452.0)));
+        assert!(is_irregular(&with(3.1, 26.6)));
+        assert!(is_irregular(&with(6.2, 1830.0)));
+        // No entries, or no rows.
+        assert!(!is_irregular(&with(0.0, 0.0)));
+        assert!(!is_irregular(&stats(0, 0)));
+    }
+
+    #[test]
     fn long_rows_are_long_for_the_group_and_the_product() {
-        // dc1 on an H100: 766k entries over 270k resident threads is 3 steps; 4 * 3 < 32, so rows
-        // from 4 * 32 = 128 entries on are split, both of dc1's huge rows among them.
-        assert_eq!(long_row_min_len(&stats(116_835, 766_396), H100_SMS), 128);
+        // dc1 on an H100: 766k entries over 270k resident threads is 3 steps; 4 * 3 < 32, and Auto
+        // gives rows of 6.6 entries one lane, so rows from 32 entries on are split, both of dc1's huge
+        // rows among them.
+        assert_eq!(long_row_min_len(&stats(116_835, 766_396), H100_SMS), 32);
         // A large matrix of the same mean: 100M entries make 370 steps per thread.
         let mean_steps = 100_000_000u64.div_ceil(132 * 2048);
-        assert_eq!(long_row_min_len(&stats(15_000_000, 100_000_000), H100_SMS) as u64, 4 * 4 * mean_steps);
+        assert_eq!(long_row_min_len(&stats(15_000_000, 100_000_000), H100_SMS) as u64, 4 * mean_steps);
         // Wide rows get wide groups, and the floor scales with them.
         assert_eq!(long_row_min_len(&stats(1000, 300_000), H100_SMS), 32 * 32);
         // One thread per row: 32 entries make a row worth a warp.

@@ -37,7 +37,7 @@ impl Gpu {
         y: &mut DeviceVector<T>,
     ) -> Result<()> {
         let product = Product::new(self, alpha, a, x, beta, y)?;
-        let kernel = kernel.resolve(a.stats(), self.sm_count())?;
+        let kernel = kernel.resolve(a.stats())?;
         if a.nrows() == 0 {
             return Ok(());
         }
@@ -53,6 +53,7 @@ impl Gpu {
             Resolved::CsrParam { coop, repeat, block_size, split_long_rows } => {
                 launch::csr_param(self, &product, coop, repeat, block_size, split_long_rows)
             }
+            Resolved::CsrBalanced { block_size } => launch::csr_balanced(self, &product, block_size),
         }
     }
 }

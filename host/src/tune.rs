@@ -279,8 +279,8 @@ pub struct TunedSpmv<'a, T> {
 }
 
 impl<'a, T: Scalar> TunedSpmv<'a, T> {
-    /// A tuner for products with `a` on `gpu`, starting at the fixed rule ([`Kernel::Auto`]'s
-    /// choice). A matrix without entries needs no tuning: it starts converged.
+    /// A tuner for products with `a` on `gpu`, starting at Reguly & Giles' fixed rule
+    /// ([`Kernel::fixed_rule`]). A matrix without entries needs no tuning: it starts converged.
     pub fn new(gpu: &'a Gpu, a: &'a DeviceCsr<T>) -> Result<Self> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));

@@ -14,6 +14,7 @@ fn kernels() -> Vec<Kernel> {
     for block_size in [32, 128, 1024] {
         all.push(Kernel::CsrScalar { block_size });
         all.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size }));
+        all.push(Kernel::CsrBalanced { block_size });
     }
     all
 }
@@ -89,7 +90,11 @@ fn gpu_grid_beyond_32_bit_thread_ids() {
     let da = gpu.upload_csr_parts(a.nrows, a.ncols, &a.offsets, &a.cols, &a.vals).unwrap();
     let x: Vec<f32> = (1..=7).map(|v| v as f32).collect();
     let dx = gpu.upload_vector(&x).unwrap();
-    for kernel in [Kernel::CsrScalar { block_size: 32 }, Kernel::CsrVector { coop: 32, block_size: 128 }] {
+    for kernel in [
+        Kernel::CsrScalar { block_size: 32 },
+        Kernel::CsrVector { coop: 32, block_size: 128 },
+        Kernel::CsrBalanced { block_size: 32 },
+    ] {
         let mut dy = gpu.upload_vector(&vec![f32::NAN; rows]).unwrap();
         gpu.spmv_with(kernel, 1.0, &da, &dx, 0.0, &mut dy).unwrap();
         let y = dy.to_host(&gpu).unwrap();
@@ -129,9 +134,10 @@ fn gpu_errors_leave_y_untouched() {
     let mut y = gpu.upload_vector(&[4.0f32, 5.0]).unwrap();
     let err = gpu.spmv(1.0, &a, &x_short, 0.0, &mut y).unwrap_err();
     assert!(matches!(err, Error::DimensionMismatch { what: "x", .. }), "{err}");
-    let err =
-        gpu.spmv_with(Kernel::CsrVector { coop: 3, block_size: 128 }, 1.0, &a, &x, 0.0, &mut y).unwrap_err();
-    assert!(matches!(err, Error::InvalidKernel(_)), "{err}");
+    for kernel in [Kernel::CsrVector { coop: 3, block_size: 128 }, Kernel::CsrBalanced { block_size: 48 }] {
+        let err = gpu.spmv_with(kernel, 1.0, &a, &x, 0.0, &mut y).unwrap_err();
+        assert!(matches!(err, Error::InvalidKernel(_)), "{kernel:?}: {err}");
+    }
     let err = gpu.upload_csr_parts(2, 3, &[0, 1, 2], &[0, 3], &[1.0f32, 2.0]).unwrap_err();
     assert!(matches!(err, Error::InvalidCsr(_)), "{err}");
     assert_eq!(y.to_host(&gpu).unwrap(), [4.0, 5.0]);

@@ -1,7 +1,8 @@
-//! The aligned (Baskaran & Bordawekar) and parametrised (Reguly & Giles) CSR kernels and the run-time
-//! tuner against the f64 reference: a representative set of parameters on every edge case, every
-//! configuration the tuner can reach on three matrices, the long-row split on a dc1-like matrix, and
-//! products run through `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
+//! The aligned (Baskaran & Bordawekar), parametrised (Reguly & Giles) and balanced (CSR-Adaptive's
+//! row blocks) CSR kernels and the run-time tuner against the f64 reference: a representative set of
+//! parameters on every edge case, every configuration the tuner can reach on three matrices, the
+//! long-row split on a dc1-like matrix, the balanced kernel's task shapes, and products run through
+//! `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
 //! with `beta = 0`. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
 mod common;
@@ -9,7 +10,7 @@ mod common;
 use common::{Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar, TunedSpmv};
-use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS};
+use kernels_gpu::abi::{BALANCED_LONG_ROW, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS};
 use rand_chacha::ChaCha8Rng;
 
 /// One `(alpha, beta)` of a product, its starting `y` and its reference result.
@@ -97,6 +98,43 @@ fn many_long_rows<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
     Csr::random(rng, 2003, 5000, false, |r| if r % 7 == 0 { 100 + (r * 131) % 3000 } else { r % 5 })
 }
 
+/// A web graph's rows (webbase-like): lengths from a Pareto law of tail 1.4, mostly 1 to 3 entries,
+/// a few in the hundreds or thousands, one of 3,000 for sure; every 50th row empty.
+fn web_graph_like<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    let lens: Vec<usize> = (0..30_011)
+        .map(|r| {
+            let u: f64 = rand::Rng::random(&mut *rng);
+            match r {
+                7777 => 3000,
+                _ if r % 50 == 0 => 0,
+                _ => ((1.0 - u).powf(-1.0 / 1.4) as usize).min(6000),
+            }
+        })
+        .collect();
+    Csr::random(rng, 30_011, 30_011, false, |r| lens[r])
+}
+
+/// Rows whose lengths sit on the balanced kernel's boundaries: runs of 150 rows of each length of
+/// `LENS` (tasks of exactly 128 and 256 entries and one more, 64 rows of one entry, single rows of
+/// one and two spans, rows just below, at and above the split length), blocks of mixed lengths, and
+/// blocks of alternating empty and one-entry rows; rows start on and off the 32-entry steps.
+fn task_shapes<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    const LENS: [usize; 20] =
+        [0, 1, 2, 3, 4, 31, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257, 511, 512, 513, 2049];
+    let rows = 9_001;
+    let lens: Vec<usize> = (0..rows)
+        .map(|r| {
+            let block = r / 150;
+            match block % 3 {
+                0 => LENS[block / 3 % LENS.len()],
+                1 => LENS[(r * 7919) % LENS.len()],
+                _ => r % 2,
+            }
+        })
+        .collect();
+    Csr::random(rng, rows, 3_001, false, |r| lens[r])
+}
+
 /// Rows of 0 to 63 entries, sorted columns.
 fn random_rows<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
     let lens: Vec<usize> = (0..20_011).map(|_| rand::Rng::random_range(&mut *rng, 0..64)).collect();
@@ -122,6 +160,7 @@ fn representative_kernels() -> Vec<Kernel> {
             all.push(Kernel::CsrParam { coop, repeat, block_size, split_long_rows });
         }
     }
+    all.extend([32, 64, 128, 256, 1024].map(|block_size| Kernel::CsrBalanced { block_size }));
     all
 }
 
@@ -132,6 +171,8 @@ fn representative_kernels_on_every_matrix<T: Scalar>(test: &str) {
     matrices.push(("random rows of 0..64", random_rows(&mut rng)));
     matrices.push(("many long rows", many_long_rows(&mut rng)));
     matrices.push(("dc1-like", dc1_like(&mut rng)));
+    matrices.push(("web-graph-like", web_graph_like(&mut rng)));
+    matrices.push(("task shapes", task_shapes(&mut rng)));
     for (name, a) in &matrices {
         let mut fixture = Fixture::new(&gpu, name, a, &mut rng);
         for kernel in representative_kernels() {
@@ -182,9 +223,13 @@ fn gpu_tuning_space_f64() {
     whole_tuning_space::<f64>("gpu_tuning_space_f64");
 }
 
+/// The parametrised kernel with the fixed rule's parameters on dc1 (116,835 rows, mean 6.5).
+const DC1_RULE: Kernel = Kernel::CsrParam { coop: 4, repeat: 1, block_size: 128, split_long_rows: true };
+
 /// dc1's two huge rows are split, the split gives the right result product after product (the row
 /// counters must return to zero), and a NaN in `x` reaches exactly the rows that read it, through the
-/// partial sums too.
+/// partial sums too; for the parametrised and the balanced kernel (Auto's choice, dc1 being
+/// irregular).
 #[test]
 fn gpu_long_rows_of_dc1() {
     let test = "gpu_long_rows_of_dc1";
@@ -193,8 +238,11 @@ fn gpu_long_rows_of_dc1() {
     let a = dc1_like::<f64>(&mut rng);
     let mut fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
     assert_eq!(fixture.da.long_row_count(), 2);
+    assert_eq!(Kernel::auto(fixture.da.stats()), Kernel::CsrBalanced { block_size: 128 });
     for _ in 0..5 {
-        fixture.check(&gpu, Kernel::Auto, 3);
+        for kernel in [Kernel::Auto, DC1_RULE, Kernel::CsrBalanced { block_size: 64 }] {
+            fixture.check(&gpu, kernel, 3);
+        }
     }
 
     let mut x = random_vector::<f64>(&mut rng, a.ncols);
@@ -203,12 +251,56 @@ fn gpu_long_rows_of_dc1() {
     x[nan_col] = f64::NAN;
     let dx = gpu.upload_vector(&x).unwrap();
     let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
-    for kernel in
-        [Kernel::Auto, Kernel::CsrParam { coop: 1, repeat: 1, block_size: 64, split_long_rows: true }]
-    {
+    for kernel in [
+        Kernel::Auto,
+        DC1_RULE,
+        Kernel::CsrParam { coop: 1, repeat: 1, block_size: 64, split_long_rows: true },
+        Kernel::CsrBalanced { block_size: 1024 },
+    ] {
         gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
             assert_eq!(v.is_nan(), view.row(r).0.contains(&nan_col), "{kernel:?}, row {r}");
+        }
+    }
+}
+
+/// The balanced kernel product after product on its task boundaries and on a web graph (the long
+/// rows' counters must return to zero), and a NaN in `x` at a column of a split row and at a column
+/// of a short row reaching exactly the rows that read them.
+#[test]
+fn gpu_balanced_tasks() {
+    let test = "gpu_balanced_tasks";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for (name, a) in
+        [("task shapes", task_shapes::<f32>(&mut rng)), ("web-graph-like", web_graph_like(&mut rng))]
+    {
+        let mut fixture = Fixture::new(&gpu, name, &a, &mut rng);
+        for _ in 0..4 {
+            for block_size in [32, 128] {
+                fixture.check(&gpu, Kernel::CsrBalanced { block_size }, 3);
+            }
+        }
+
+        let view = a.view();
+        let row_of_len = |lens: std::ops::RangeInclusive<usize>| {
+            (0..a.nrows).find(|&r| lens.contains(&view.row(r).0.len())).expect("such a row")
+        };
+        let long = row_of_len(BALANCED_LONG_ROW as usize..=usize::MAX);
+        let short = row_of_len(1..=4);
+        let nan_cols = [view.row(long).0[BALANCED_LONG_ROW as usize / 2], view.row(short).0[0]];
+        let mut x = random_vector::<f32>(&mut rng, a.ncols);
+        for c in nan_cols {
+            x[c] = f32::NAN;
+        }
+        let dx = gpu.upload_vector(&x).unwrap();
+        let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
+        for kernel in [Kernel::CsrBalanced { block_size: 128 }, Kernel::CsrBalanced { block_size: 1024 }] {
+            gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
+            for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
+                let reads = view.row(r).0.iter().any(|c| nan_cols.contains(c));
+                assert_eq!(v.is_nan(), reads, "{name}, {kernel:?}, row {r}");
+            }
         }
     }
 }
@@ -289,7 +381,7 @@ fn gpu_tuner_and_parameter_errors() {
     let x = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
     let mut y = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut tuned = TunedSpmv::new(&gpu, &empty).unwrap();
-    assert_eq!(tuned.converged(), Some(Kernel::auto(empty.stats(), gpu.sm_count())));
+    assert_eq!(tuned.converged(), Some(Kernel::fixed_rule(empty.stats(), gpu.sm_count())));
     tuned.spmv(1.0, &x, 2.0, &mut y).unwrap();
     assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
 

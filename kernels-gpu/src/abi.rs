@@ -165,6 +165,42 @@ pub struct CsrParamParams<T> {
     pub long: LongRowArgs<T>,
 }
 
+/// Entries of one task of the balanced CSR kernel at most, unless the task is a single row: a
+/// [`LONG_ROW_CHUNK`], so that task warps and chunk warps have one grain. Little's law sets the size:
+/// an H100 streams 3.35 TB/s at about 0.7 us of DRAM latency, 2.3 MB in flight over 132 SMs, 18 KB
+/// per SM; a warp issues all loads of its task at once, 256 x 8 B (value and column, f32) = 2 KB, so
+/// 9 of an SM's 64 warp slots keep DRAM busy, with room for the `x` gathers and lower occupancy.
+/// Larger tasks would leave fewer, coarser tasks and more registers per lane for no more bandwidth.
+pub const BALANCED_TASK_ENTRIES: u32 = LONG_ROW_CHUNK;
+
+/// Rows of one task at most: two per lane, each lane keeping its rows' sums in registers. A task
+/// pays a fixed chain of four dependent memory round trips (its rows, their offsets, the entries, the
+/// `x` gathers); at one row per lane, rows of three entries (web graphs) make tasks of 100 entries,
+/// too few bytes per chain to keep DRAM busy at the occupancy the kernel's registers allow. Two rows
+/// per lane double that for one more shuffle per step.
+pub const BALANCED_TASK_ROWS: u32 = 2 * WARP_SIZE;
+
+/// Rows of at least this many entries are split into [`LONG_ROW_CHUNK`]s for the balanced kernel:
+/// a warp then spends at most two tasks' worth of steps on one row, and short-wide matrices (a few
+/// thousand rows of thousands of entries) still give the GPU tens of thousands of warps.
+pub const BALANCED_LONG_ROW: u32 = 2 * BALANCED_TASK_ENTRIES;
+
+/// `spmv_csr_balanced_*` (`csr/balanced.rs`): one warp per row task, one warp per long-row chunk.
+/// The first `chunk_blocks` blocks take the chunks of `long` (split at [`BALANCED_LONG_ROW`]), the
+/// blocks after them the tasks, with a stride of their own count.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrBalancedParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Axpby<T>,
+    /// `tasks + 1` ascending rows: task `t` is rows `task_rows[t] .. task_rows[t + 1]`, either one
+    /// row or at most [`BALANCED_TASK_ROWS`] rows of at most [`BALANCED_TASK_ENTRIES`] entries in all.
+    pub task_rows: DevicePtr<u32>,
+    pub tasks: u32,
+    pub chunk_blocks: u32,
+    pub long: LongRowArgs<T>,
+}
+
 /// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`
 /// for it: a value of 0 at a real column would still turn an infinite or NaN `x[col]` into NaN.
 /// Column indices are below the column count, itself at most `u32::MAX`, so none is `PAD_COL`.

@@ -36,6 +36,7 @@ pub(crate) struct KernelTable {
     pub csr_aligned_plain: Vec<CudaFunction>,
     /// Indexed like [`CSR_PARAM_COOPS`].
     pub csr_param: Vec<CudaFunction>,
+    pub csr_balanced: CudaFunction,
     pub scale: CudaFunction,
     /// The kernels of the formats beyond CSR.
     pub formats: FormatKernels,
@@ -57,6 +58,7 @@ impl KernelTable {
             csr_aligned_nc: aligned("nc")?,
             csr_aligned_plain: aligned("plain")?,
             csr_param: entries(module, CSR_PARAM_COOPS.iter().map(|c| format!("spmv_csr_param_c{c}_{ty}")))?,
+            csr_balanced: entry(format!("spmv_csr_balanced_{ty}"))?,
             scale: entry(format!("spmv_scale_{ty}"))?,
             formats: FormatKernels::load(module, ty)?,
         })

@@ -8,6 +8,7 @@ mod ell;
 mod format_kernels;
 mod hyb;
 mod long_rows;
+mod row_tasks;
 mod upload;
 
 pub use brc::{BrcCombine, DeviceBrc};

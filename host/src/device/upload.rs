@@ -2,6 +2,7 @@
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
+use super::row_tasks::DeviceRowTasks;
 use crate::format::csr::{CsrRef, RowStats};
 use crate::rule::long_row_min_len;
 use crate::scalar::Scalar;
@@ -22,6 +23,8 @@ pub struct DeviceCsr<T> {
     args: CsrArgs<T>,
     /// The rows the parametrised kernel splits into chunks, with its scratch for them.
     long_rows: DeviceLongRows<T>,
+    /// The balanced kernel's row tasks and long-row split.
+    row_tasks: DeviceRowTasks<T>,
 }
 
 /// A dense vector on the device.
@@ -89,6 +92,10 @@ impl<T: Scalar> DeviceCsr<T> {
 
     pub(crate) fn long_rows(&self) -> &DeviceLongRows<T> {
         &self.long_rows
+    }
+
+    pub(crate) fn row_tasks(&self) -> &DeviceRowTasks<T> {
+        &self.row_tasks
     }
 
     pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
@@ -190,7 +197,8 @@ impl Gpu {
         let stats = a.stats();
         let split = LongRowSplit::new(&offsets, long_row_min_len(&stats, self.sm_count()))?;
         let long_rows = DeviceLongRows::upload(self, &split)?;
-        Ok(DeviceCsr { row_offsets, col_indices, values, stats, args, long_rows })
+        let row_tasks = DeviceRowTasks::upload(self, &offsets)?;
+        Ok(DeviceCsr { row_offsets, col_indices, values, stats, args, long_rows, row_tasks })
     }
 
     /// Uploads a dense vector.

@@ -1,13 +1,18 @@
 //! CSR kernels, one variant per file, and the row walk they share.
 
 mod aligned;
+mod balanced;
+mod long_rows;
 mod param;
 mod scalar;
 mod vector;
 
-use crate::abi::CsrArgs;
+use crate::abi::{CsrArgs, LONG_ROW_CHUNK, WARP_SIZE};
 use crate::arch::Load;
 use crate::real::Real;
+
+/// Steps (entries per lane) of one [`span_sum`]: a long-row chunk, or a task of the balanced kernel.
+const SPAN_STEPS: usize = (LONG_ROW_CHUNK / WARP_SIZE) as usize;
 
 /// The half-open range of entries of `row`.
 ///
@@ -41,6 +46,58 @@ unsafe fn entry_product_via<T: Real, X: XLoad>(a: &CsrArgs<T>, x: *const T, k: u
         let col = u32::load_nc(a.col_indices.as_ptr().add(k)) as usize;
         T::load_nc(a.values.as_ptr().add(k)).fma(X::load(x.add(col)), sum)
     }
+}
+
+/// The values of entries `from + lane + 32 j` for `j < STEPS`, and the elements of `x` at their
+/// columns. Indices past `to` are clamped to `to - 1` (the caller drops what they read), so every load
+/// is unconditional and in one basic block: a lane issues all its column and value loads, then all
+/// its `x` loads, before the first product, instead of waiting out a load chain per step.
+///
+/// # Safety
+/// `from < to <= nnz`, and the host validated every column index against the length of `x`.
+#[inline(always)]
+unsafe fn span_loads<T: Real, const STEPS: usize>(
+    a: &CsrArgs<T>,
+    x: *const T,
+    from: usize,
+    to: usize,
+    lane: usize,
+) -> ([T; STEPS], [T; STEPS]) {
+    let mut cols = [0usize; STEPS];
+    let mut vals = [T::ZERO; STEPS];
+    for j in 0..STEPS {
+        let k = (from + lane + j * WARP_SIZE as usize).min(to - 1);
+        // SAFETY: `k < to <= nnz`.
+        unsafe {
+            cols[j] = u32::load_nc(a.col_indices.as_ptr().add(k)) as usize;
+            vals[j] = T::load_nc(a.values.as_ptr().add(k));
+        }
+    }
+    let mut xs = [T::ZERO; STEPS];
+    for j in 0..STEPS {
+        // SAFETY: every column index is below the length of `x` (caller).
+        xs[j] = unsafe { T::load_nc(x.add(cols[j])) };
+    }
+    (vals, xs)
+}
+
+/// `sum` plus the products of entries `from + lane, from + lane + 32, ...` below `to`, added in that
+/// order: a span of at most [`SPAN_STEPS`] steps, its loads issued together (see [`span_loads`]).
+///
+/// # Safety
+/// As [`span_loads`], and `to - from <= SPAN_STEPS * 32`.
+#[inline(always)]
+unsafe fn span_sum<T: Real>(a: &CsrArgs<T>, x: *const T, from: usize, to: usize, lane: usize, sum: T) -> T {
+    // SAFETY: forwarded from the caller.
+    let (vals, xs) = unsafe { span_loads::<T, SPAN_STEPS>(a, x, from, to, lane) };
+    let mut sum = sum;
+    for j in 0..SPAN_STEPS {
+        // The product before the test, which then only selects: with the product inside it, LLVM
+        // sinks the loads it alone uses into the branch, after the other steps' loads.
+        let next = vals[j].fma(xs[j], sum);
+        sum = if from + lane + j * (WARP_SIZE as usize) < to { next } else { sum };
+    }
+    sum
 }
 
 /// How a kernel reads `x`: a type parameter, so that one kernel source yields the variants that

@@ -13,9 +13,9 @@
 //! among rows of 6.5 on average, which one group would walk alone while the rest of the GPU idles).
 //! At upload the host lists the rows of at least `long.min_len` entries (a length the host derives
 //! from the row count, the entry count and the SM count: see its `rule.rs`) and cuts each into chunks
-//! of [`LONG_ROW_CHUNK`] entries (`LongRowArgs`). The launch adds blocks after the `row_blocks` of the
-//! tiles; each of their warps takes one chunk (a warp rather than a block, so that its sum needs
-//! shuffles only, with no shared memory or block barrier):
+//! of [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK) entries (`LongRowArgs`). The launch adds blocks
+//! after the `row_blocks` of the tiles; each of their warps takes one chunk (a warp rather than a
+//! block, so that its sum needs shuffles only, with no shared memory or block barrier):
 //! 1. the tile path skips long rows, and leaves their `y` alone;
 //! 2. a chunk warp sums its chunk, and lane 0 stores the sum in the chunk's slot of `partials`,
 //!    then `fence.acq_rel.gpu` and an atomic increment of its row's counter (release: whoever sees
@@ -26,14 +26,15 @@
 //!    ...`, then the butterfly), so the result does not depend on which warp came last; it writes
 //!    `y = alpha * sum + beta * y`.
 //!
+//! The chunk path lives in `long_rows.rs`, shared with the balanced kernel.
+//!
 //! One launch per product, no allocation and no host synchronisation: the slots and counters belong to
 //! the matrix, and products on one matrix are ordered by its `Gpu`'s single stream.
 
+use super::long_rows::{Stepwise, long_row_chunk};
 use super::{entry_product, row_range};
-use crate::abi::{CsrParamParams, LONG_ROW_CHUNK, WARP_SIZE};
-use crate::arch::{
-    Load, atomic_inc_u32, block_dim, block_idx, fence_acq_rel_gpu, shfl_idx_b32, sync_warp, thread_idx,
-};
+use crate::abi::{CsrParamParams, WARP_SIZE};
+use crate::arch::{block_dim, block_idx, thread_idx};
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
 
@@ -52,7 +53,7 @@ unsafe fn csr_param<T: Real, const COOP: u32>(p: CsrParamParams<T>) {
             let warps = block_dim() / WARP_SIZE;
             let chunk = (block - p.row_blocks) as u64 * warps as u64 + (thread_idx() / WARP_SIZE) as u64;
             if chunk < p.long.chunks as u64 {
-                long_row_chunk(&p, chunk as usize);
+                long_row_chunk::<T, Stepwise>(&p.a, &p.op, &p.long, chunk as usize);
             }
         }
     }
@@ -100,56 +101,6 @@ unsafe fn row_tiles<T: Real, const COOP: u32>(p: &CsrParamParams<T>, block: u32)
             first += groups;
         }
         tile += p.row_blocks as u64;
-    }
-}
-
-/// Chunk `chunk` of a long row, summed by the calling warp; the row's last warp writes its `y`.
-///
-/// # Safety
-/// As [`csr_param`], and `chunk < p.long.chunks`; the whole warp calls it.
-#[inline(always)]
-unsafe fn long_row_chunk<T: Real>(p: &CsrParamParams<T>, chunk: usize) {
-    let long = &p.long;
-    let lane = (thread_idx() % WARP_SIZE) as usize;
-    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently, with
-    // every long row below `rows` and its chunks inside its entries.
-    unsafe {
-        let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
-        let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
-        let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
-        let count = u32::load_nc(long.first_chunk.as_ptr().add(j + 1)) as usize - first;
-        let (start, end) = row_range(&p.a, row);
-        let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
-        let to = end.min(from + LONG_ROW_CHUNK as usize);
-        let mut sum = T::ZERO;
-        let mut k = from + lane;
-        while k < to {
-            sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
-            k += WARP_SIZE as usize;
-        }
-        let total = group_sum::<T, WARP_SIZE>(sum);
-
-        let mut done = 0;
-        if lane == 0 {
-            long.partials.as_mut_ptr().add(chunk).write_volatile(total);
-            fence_acq_rel_gpu();
-            // `count` is at most chunks <= u32::MAX.
-            done = atomic_inc_u32(long.counters.as_mut_ptr().add(j), count as u32 - 1);
-            fence_acq_rel_gpu();
-        }
-        sync_warp();
-        if shfl_idx_b32(done, 0) as usize + 1 == count {
-            let mut sum = T::ZERO;
-            let mut slot = lane;
-            while slot < count {
-                sum = sum + long.partials.as_ptr().add(first + slot).read_volatile();
-                slot += WARP_SIZE as usize;
-            }
-            let total = group_sum::<T, WARP_SIZE>(sum);
-            if lane == 0 {
-                store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
-            }
-        }
     }
 }
 

@@ -1,0 +1,171 @@
+//! The row tasks of the balanced CSR kernel (`kernels-gpu/src/csr/balanced.rs`, whose doc describes
+//! the scheme): consecutive rows cut into pieces of about one warp's work, one `u32` per task, built
+//! in one pass over the row offsets at upload; and the kernel's own long-row split, at
+//! [`BALANCED_LONG_ROW`] entries.
+
+use super::Gpu;
+use super::long_rows::{DeviceLongRows, LongRowSplit};
+use super::upload::{device_addr, narrow};
+use crate::Result;
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use kernels_gpu::abi::{BALANCED_LONG_ROW, BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, DevicePtr as AbiPtr};
+use kernels_gpu::abi::{LongRowArgs, WARP_SIZE};
+
+// A task of several rows fits one pass of the kernel's warp: 8 entries and 2 rows per lane. And
+// every long row is longer than a task holds, so it is alone in its task, which the task warps skip.
+const _: () = assert!(BALANCED_TASK_ENTRIES == 8 * WARP_SIZE && BALANCED_TASK_ROWS == 2 * WARP_SIZE);
+const _: () = assert!(BALANCED_LONG_ROW > BALANCED_TASK_ENTRIES);
+
+/// The first row of each task of `offsets` (valid CSR row offsets), then the row count: task `t` is
+/// rows `tasks[t] .. tasks[t + 1]`. Consecutive rows join a task while it holds fewer than
+/// [`BALANCED_TASK_ROWS`] rows and their entries stay within [`BALANCED_TASK_ENTRIES`]; a longer row
+/// is a task of its own. Every row lies in exactly one task; a matrix without rows has none.
+pub(crate) fn row_tasks(offsets: &[u32]) -> Result<Vec<u32>> {
+    let rows = offsets.len().saturating_sub(1);
+    let mut tasks = Vec::new();
+    // The open task's rows (0: none open) and entries.
+    let (mut task_rows, mut task_entries) = (0u32, 0u64);
+    for (row, w) in offsets.windows(2).enumerate() {
+        let len = u64::from(w[1] - w[0]);
+        if task_rows == 0
+            || task_rows == BALANCED_TASK_ROWS
+            || task_entries + len > u64::from(BALANCED_TASK_ENTRIES)
+        {
+            tasks.push(narrow("a row", row)?);
+            (task_rows, task_entries) = (0, 0);
+        }
+        task_rows += 1;
+        task_entries += len;
+    }
+    tasks.push(narrow("the row count", rows)?);
+    Ok(tasks)
+}
+
+/// The tasks and long-row split of one matrix on the device.
+#[derive(Debug)]
+pub(crate) struct DeviceRowTasks<T> {
+    // Only ever reached through `task_rows_ptr`; held so that it lives as long as the matrix.
+    _task_rows: CudaSlice<u32>,
+    task_rows_ptr: AbiPtr<u32>,
+    tasks: u32,
+    long_rows: DeviceLongRows<T>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> DeviceRowTasks<T> {
+    /// Builds the tasks and the split of the rows of `offsets` and uploads them.
+    pub fn upload(gpu: &Gpu, offsets: &[u32]) -> Result<Self> {
+        let task_rows = row_tasks(offsets)?;
+        let tasks = narrow("the row task count", task_rows.len() - 1)?;
+        let long_rows = DeviceLongRows::upload(gpu, &LongRowSplit::new(offsets, BALANCED_LONG_ROW)?)?;
+        let slice = gpu.upload(&task_rows)?;
+        let task_rows_ptr = AbiPtr::new(device_addr(&slice, gpu));
+        Ok(Self { _task_rows: slice, task_rows_ptr, tasks, long_rows })
+    }
+
+    /// `tasks + 1` rows: task `t` is rows `task_rows[t] .. task_rows[t + 1]`.
+    pub fn task_rows(&self) -> AbiPtr<u32> {
+        self.task_rows_ptr
+    }
+
+    /// How many tasks there are.
+    pub fn tasks(&self) -> u32 {
+        self.tasks
+    }
+
+    /// The kernel's view of the long rows, always split.
+    pub fn long_rows(&self) -> LongRowArgs<T> {
+        self.long_rows.args(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(lens: &[u32]) -> Vec<u32> {
+        std::iter::once(0)
+            .chain(lens.iter().scan(0, |end, &l| {
+                *end += l;
+                Some(*end)
+            }))
+            .collect()
+    }
+
+    /// Checks what every task list must satisfy: rows `0 .. rows` covered once in order, and every
+    /// task either one row or within both limits.
+    fn check(lens: &[u32], tasks: &[u32]) {
+        assert_eq!(tasks.first(), Some(&0));
+        assert_eq!(tasks.last().map(|&t| t as usize), Some(lens.len()));
+        for w in tasks.windows(2) {
+            let rows = &lens[w[0] as usize..w[1] as usize];
+            assert!(!rows.is_empty(), "empty task at row {}", w[0]);
+            if rows.len() > 1 {
+                assert!(rows.len() <= BALANCED_TASK_ROWS as usize, "task at row {}", w[0]);
+                assert!(rows.iter().sum::<u32>() <= BALANCED_TASK_ENTRIES, "task at row {}", w[0]);
+            }
+            if rows.iter().any(|&l| l >= BALANCED_LONG_ROW) {
+                assert_eq!(rows.len(), 1, "a long row shares task at row {}", w[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn no_rows_no_tasks() {
+        assert_eq!(row_tasks(&offsets(&[])).unwrap(), [0]);
+    }
+
+    #[test]
+    fn one_row() {
+        for len in [0, 1, BALANCED_TASK_ENTRIES, BALANCED_LONG_ROW, 1 << 30] {
+            assert_eq!(row_tasks(&offsets(&[len])).unwrap(), [0, 1], "{len}");
+        }
+    }
+
+    #[test]
+    fn short_rows_fill_tasks_up_to_the_entry_limit() {
+        // Rows of 100: two per task (a third would make 300 > 256).
+        let lens = [100; 7];
+        let tasks = row_tasks(&offsets(&lens)).unwrap();
+        assert_eq!(tasks, [0, 2, 4, 6, 7]);
+        check(&lens, &tasks);
+        // A task that fills exactly.
+        let lens = [128, 128, 1];
+        assert_eq!(row_tasks(&offsets(&lens)).unwrap(), [0, 2, 3]);
+    }
+
+    #[test]
+    fn rows_per_task_are_capped() {
+        // Rows of one entry, and empty rows: 64 per task, whatever their entries.
+        for len in [0, 1] {
+            let lens = vec![len; 200];
+            let tasks = row_tasks(&offsets(&lens)).unwrap();
+            assert_eq!(tasks, [0, 64, 128, 192, 200], "rows of {len}");
+            check(&lens, &tasks);
+        }
+    }
+
+    #[test]
+    fn long_and_medium_rows_are_alone() {
+        let w = BALANCED_TASK_ENTRIES;
+        let lens = [3, w + 1, 5, 0, BALANCED_LONG_ROW, 2 * BALANCED_LONG_ROW + 7, 1, w, 0, 0];
+        let tasks = row_tasks(&offsets(&lens)).unwrap();
+        // A full row of 256 entries may still take the empty rows after it.
+        assert_eq!(tasks, [0, 1, 2, 4, 5, 6, 7, 10]);
+        check(&lens, &tasks);
+    }
+
+    /// Every row in exactly one task, on uneven rows: a heavy tail among short rows, empty rows.
+    #[test]
+    fn tasks_cover_every_row_once() {
+        let lens: Vec<u32> = (0..20_000u32)
+            .map(|r| match r % 97 {
+                0 => 40 + (r * 7919) % 3000,
+                1..=9 => 0,
+                _ => (r * 31) % 9,
+            })
+            .collect();
+        let tasks = row_tasks(&offsets(&lens)).unwrap();
+        check(&lens, &tasks);
+        assert!(tasks.windows(2).all(|w| w[0] < w[1]));
+    }
+}

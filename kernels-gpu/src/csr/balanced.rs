@@ -1,0 +1,301 @@
+//! CSR balanced: row blocks of about equal work, one per warp (the row blocks of CSR-Adaptive:
+//! Greathouse & Daga, "Efficient Sparse Matrix-Vector Multiplication on GPUs using the CSR Storage
+//! Format", SC 2014, section 3; done per warp and with shuffles instead of per block through shared
+//! memory), so that a warp never waits for the longest of rows it happens to hold.
+//!
+//! At upload the host cuts the rows into tasks of consecutive rows (`task_rows`, one `u32` per task):
+//! at most [`BALANCED_TASK_ROWS`] rows holding at most [`BALANCED_TASK_ENTRIES`] entries in all, or a
+//! single row, longer than that or not fitting beside its neighbours. Rows of
+//! [`BALANCED_LONG_ROW`](crate::abi::BALANCED_LONG_ROW) entries or more are a task of their own that
+//! the task warps skip: they are cut into chunks for the long-row path shared with the parametrised
+//! kernel (`long_rows.rs`), whose warps are the first `chunk_blocks` blocks of the same launch. First,
+//! so that the last warp of a huge row sums its partial sums while the tasks still run rather than
+//! after them (blocks start roughly in index order).
+//!
+//! Thread mapping of a task of several rows `r0 .. r0 + n` with entries `k0 .. k1`:
+//! 1. lane `l` owns rows `r0 + 2 l` and `r0 + 2 l + 1` (those below `r0 + n`) and reads their
+//!    ranges; every lane loads the products of entries `k0 + l + 32 j`, all loads issued before the
+//!    first product (`span_loads`), for 4 steps when the task has at most 128 entries, else 8;
+//! 2. per step `j` (32 consecutive entries): each owner sets the bit of the first entry of each of its
+//!    rows that starts in the step; an OR over the warp gives the segment heads (bit 0 always set); an
+//!    inclusive segmented scan of shuffles sums each row's products up to each lane; for each of its
+//!    rows with entries in the step, an owner takes by an indexed shuffle the scan at the row's last
+//!    entry there, and adds it to the row's sum;
+//! 3. owners write `y = alpha * sum + beta * y`, two stores covering the task's rows.
+//!
+//! A task of one row is summed by the whole warp (CSR vector: lanes stride by 32, then a butterfly).
+//! Every shuffle is on a path whose bounds depend on the task only, so the whole warp reaches it.
+//! A row's sum never depends on timing: the scan, the steps and the chunks' partial sums all add in a
+//! fixed order.
+//!
+//! Versus CSR-Adaptive: its row blocks belong to a workgroup, whose threads stage the block's products
+//! in local memory and meet at a barrier; here a warp's registers hold its task, so no shared memory
+//! limits occupancy and no barrier stalls a block. Its "CSR-Stream" (a thread per row summing from
+//! local memory) becomes per-lane row ownership with a segmented scan, which stays balanced when the
+//! rows of a task differ in length; its "CSR-VectorL" for very long rows becomes the chunk path.
+
+use super::long_rows::{Batched, long_row_chunk};
+use super::{SPAN_STEPS, row_range, span_loads, span_sum};
+use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE};
+use crate::arch::{
+    Load, block_dim, block_idx, grid_dim, shfl_idx_b32, shfl_up_b32, shfl_xor_b32, thread_idx,
+};
+use crate::real::{Real, store_axpby};
+use crate::reduce::group_sum;
+
+const WARP: usize = WARP_SIZE as usize;
+
+/// An element that moves between lanes one 32-bit word at a time, as the shuffles do.
+trait Words: Real {
+    /// `shuffle` applied to each 32-bit word of `self`. Every lane of the warp must call it.
+    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self;
+}
+
+impl Words for f32 {
+    #[inline(always)]
+    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self {
+        f32::from_bits(shuffle(self.to_bits()))
+    }
+}
+
+impl Words for f64 {
+    #[inline(always)]
+    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self {
+        let bits = self.to_bits();
+        let lo = shuffle(bits as u32) as u64;
+        let hi = shuffle((bits >> 32) as u32) as u64;
+        f64::from_bits(hi << 32 | lo)
+    }
+}
+
+/// # Safety
+/// `p` describes a validated CSR matrix, vectors of matching lengths, tasks built by the host as
+/// [`CsrBalancedParams`] says, and the matrix's long-row split at the balanced kernel's length; the
+/// block size is a multiple of 32; the grid has `chunk_blocks` blocks, enough for one warp per chunk,
+/// then at least one block for the tasks.
+#[inline(always)]
+unsafe fn csr_balanced<T: Words>(p: CsrBalancedParams<T>) {
+    let block = block_idx();
+    let warps = u64::from(block_dim() / WARP_SIZE);
+    let warp = u64::from(thread_idx() / WARP_SIZE);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if block < p.chunk_blocks {
+            let chunk = u64::from(block) * warps + warp;
+            if chunk < u64::from(p.long.chunks) {
+                long_row_chunk::<T, Batched>(&p.a, &p.op, &p.long, chunk as usize);
+            }
+        } else {
+            let stride = u64::from(grid_dim() - p.chunk_blocks) * warps;
+            let mut task = u64::from(block - p.chunk_blocks) * warps + warp;
+            while task < u64::from(p.tasks) {
+                row_task(&p, task as usize);
+                task += stride;
+            }
+        }
+    }
+}
+
+/// Task `task`, by the calling warp.
+///
+/// # Safety
+/// As [`csr_balanced`], and `task < p.tasks`; the whole warp calls it.
+#[inline(always)]
+unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
+    let lane = (thread_idx() % WARP_SIZE) as usize;
+    // SAFETY: `task + 1 <= tasks`, and `task_rows` has `tasks + 1` ascending rows up to `rows`.
+    unsafe {
+        let first = u32::load_nc(p.task_rows.as_ptr().add(task)) as usize;
+        let rows = u32::load_nc(p.task_rows.as_ptr().add(task + 1)) as usize - first;
+        if rows == 1 {
+            return one_row(p, first, lane);
+        }
+        let offsets = p.a.row_offsets.as_ptr();
+        let k0 = u32::load_nc(offsets.add(first)) as usize;
+        let k1 = u32::load_nc(offsets.add(first + rows)) as usize;
+        // Half the steps for tasks that fit them: no loads or scan steps that cannot hold an entry.
+        if k1 - k0 <= BALANCED_TASK_ENTRIES as usize / 2 {
+            short_rows::<T, { SPAN_STEPS / 2 }>(p, first, rows, k0, k1, lane);
+        } else {
+            short_rows::<T, SPAN_STEPS>(p, first, rows, k0, k1, lane);
+        }
+    }
+}
+
+/// A task of one row: the whole warp sums it, span by span, unless it is long (the chunk warps own
+/// it then, `y` included).
+///
+/// # Safety
+/// As [`row_task`], and `row < rows`.
+#[inline(always)]
+unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, lane: usize) {
+    const SPAN: usize = SPAN_STEPS * WARP;
+    // SAFETY: `row < rows`; entries and columns are in range (host validation).
+    unsafe {
+        let (start, end) = row_range(&p.a, row);
+        // A row has at most nnz <= u32::MAX entries.
+        if p.long.is_long((end - start) as u32) {
+            return;
+        }
+        let mut sum = T::ZERO;
+        let mut from = start;
+        while from < end {
+            sum = span_sum(&p.a, p.op.x.as_ptr(), from, end.min(from + SPAN), lane, sum);
+            from += SPAN;
+        }
+        let total = group_sum::<T, WARP_SIZE>(sum);
+        if lane == 0 {
+            store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
+        }
+    }
+}
+
+/// Rows each lane owns in a task of several rows.
+const ROWS_PER_LANE: usize = (BALANCED_TASK_ROWS / WARP_SIZE) as usize;
+
+/// A row a lane owns in a task, located by steps and lanes from the task's first entry: worked out
+/// once, so that each step only compares them with its own (constant) number.
+#[derive(Clone, Copy)]
+struct OwnedRow {
+    /// The step of the row's first entry, and that entry's bit in the step's segment heads.
+    first_step: u32,
+    head: u32,
+    /// The step of the row's last entry, and its lane there.
+    last_step: u32,
+    last_lane: u32,
+}
+
+impl OwnedRow {
+    /// The row of entries `start .. end` of the task; an empty row is in no step.
+    #[inline(always)]
+    fn new(start: u32, end: u32) -> Self {
+        if start < end {
+            let last = end - 1;
+            OwnedRow {
+                first_step: start / WARP_SIZE,
+                head: 1 << (start % WARP_SIZE),
+                last_step: last / WARP_SIZE,
+                last_lane: last % WARP_SIZE,
+            }
+        } else {
+            OwnedRow { first_step: u32::MAX, head: 0, last_step: 0, last_lane: 0 }
+        }
+    }
+}
+
+/// A task of `rows` (2 to [`BALANCED_TASK_ROWS`]) rows from `first`, entries `k0 .. k1` with
+/// `k1 - k0 <= STEPS * 32`: lane `l` owns rows `first + 2 l` and `first + 2 l + 1` (see the module
+/// doc).
+///
+/// # Safety
+/// As [`row_task`]; `k0` and `k1` are the offsets of rows `first` and `first + rows`.
+#[inline(always)]
+unsafe fn short_rows<T: Words, const STEPS: usize>(
+    p: &CsrBalancedParams<T>,
+    first: usize,
+    rows: usize,
+    k0: usize,
+    k1: usize,
+    lane: usize,
+) {
+    // The lane's rows are entries `bounds[i] .. bounds[i + 1]`; rows past the task's are empty at
+    // `k1`. Relative to `k0`, all fit in u32: a task holds at most STEPS * 32 entries.
+    let mut bounds = [0u32; ROWS_PER_LANE + 1];
+    for (i, bound) in bounds.iter_mut().enumerate() {
+        let row = first + (ROWS_PER_LANE * lane + i).min(rows);
+        // SAFETY: `row <= first + rows <= rows of the matrix`, and the offsets have `rows + 1`.
+        let offset = unsafe { u32::load_nc(p.a.row_offsets.as_ptr().add(row)) } as usize;
+        *bound = (offset - k0) as u32;
+    }
+    let owned: [OwnedRow; ROWS_PER_LANE] = core::array::from_fn(|i| OwnedRow::new(bounds[i], bounds[i + 1]));
+    let mut sums = [T::ZERO; ROWS_PER_LANE];
+    if k0 < k1 {
+        let len = (k1 - k0) as u32;
+        // SAFETY: `k0 < k1 <= nnz`; columns are in range (host validation).
+        let (vals, xs) = unsafe { span_loads::<T, STEPS>(&p.a, p.op.x.as_ptr(), k0, k1, lane) };
+        let mut products = [T::ZERO; STEPS];
+        for (j, product) in products.iter_mut().enumerate() {
+            // Multiplied before the test, which then only selects (see `span_sum`).
+            let v = vals[j] * xs[j];
+            *product = if j as u32 * WARP_SIZE + (lane as u32) < len { v } else { T::ZERO };
+        }
+        // The steps written out, each with a constant index: LLVM does not unroll a loop with a body
+        // of this size, and indexing `products` by a loop counter would put it in local memory.
+        // Steps past `k1` add nothing (no row of the task has entries there); running them anyway
+        // keeps the steps in one basic block, so the scheduler overlaps their shuffle chains.
+        macro_rules! steps {
+            ($($j:literal)+) => {$(
+                if let Some(&product) = products.get($j) {
+                    row_step(&mut sums, product, $j, &owned, lane as u32);
+                }
+            )+};
+        }
+        const _: () = assert!(SPAN_STEPS <= 8, "write out more steps");
+        steps!(0 1 2 3 4 5 6 7);
+    }
+    for (i, &sum) in sums.iter().enumerate() {
+        let row = ROWS_PER_LANE * lane + i;
+        if row < rows {
+            // SAFETY: `first + row` is a row of the matrix, written by its owner lane only.
+            unsafe { store_axpby(p.op.y.as_mut_ptr(), first + row, p.op.alpha, sum, p.op.beta) };
+        }
+    }
+}
+
+/// Adds to `sums[i]` the products of the lane's row `owned[i]` among the 32 entries of step `step`,
+/// one per lane (`product`): the segment heads, the segmented scan, and for each row the shuffle
+/// from its last entry in the step. Every lane of the warp must call it.
+#[inline(always)]
+fn row_step<T: Words>(
+    sums: &mut [T; ROWS_PER_LANE],
+    product: T,
+    step: u32,
+    owned: &[OwnedRow; ROWS_PER_LANE],
+    lane: u32,
+) {
+    let mut heads = 1;
+    for row in owned {
+        heads |= if row.first_step == step { row.head } else { 0 };
+    }
+    let scan = segmented_scan(product, warp_or(heads), lane);
+    for (row, sum) in owned.iter().zip(sums.iter_mut()) {
+        // A row that goes on past the step has its step's last entry at lane 31.
+        let src = if row.last_step == step { row.last_lane } else { WARP_SIZE - 1 };
+        let part = scan.shuffle(|w| shfl_idx_b32(w, src));
+        if row.first_step <= step && step <= row.last_step {
+            *sum = *sum + part;
+        }
+    }
+}
+
+/// The OR of `bits` over the warp, by a butterfly. Every lane of the warp must call it.
+#[inline(always)]
+fn warp_or(mut bits: u32) -> u32 {
+    let mut mask = WARP_SIZE / 2;
+    while mask > 0 {
+        bits |= shfl_xor_b32(bits, mask);
+        mask /= 2;
+    }
+    bits
+}
+
+/// Inclusive sums of `v` within the segments of the warp that `heads` marks (bit `l`: a segment
+/// starts at lane `l`; bit 0 set). Hillis & Steele's scan: at distance `d`, a lane adds the value of
+/// lane `lane - d` when that lane is in its segment. Every lane of the warp must call it.
+#[inline(always)]
+fn segmented_scan<T: Words>(mut v: T, heads: u32, lane: u32) -> T {
+    // Lanes from the highest head at or below this lane; bit 0 is set, so there is one.
+    let into_segment = lane - (31 - (heads & (u32::MAX >> (31 - lane))).leading_zeros());
+    let mut d = 1;
+    while d < WARP_SIZE {
+        let below = v.shuffle(|w| shfl_up_b32(w, d));
+        if into_segment >= d {
+            v = v + below;
+        }
+        d *= 2;
+    }
+    v
+}
+
+crate::ptx_entry!(spmv_csr_balanced_f32, CsrBalancedParams<f32>, csr_balanced::<f32>);
+crate::ptx_entry!(spmv_csr_balanced_f64, CsrBalancedParams<f64>, csr_balanced::<f64>);

@@ -1,0 +1,138 @@
+//! The long-row chunk path shared by the parametrised kernel (`param.rs`, whose doc describes the
+//! scheme) and the balanced kernel (`balanced.rs`): a warp sums one [`LONG_ROW_CHUNK`]-entry chunk of
+//! a long row into the row's slot of `partials`, and the warp whose chunk completes the row sums the
+//! row's slots in a fixed order and writes its `y`. How a warp reads is a type parameter
+//! ([`ChunkReads`]), so that the parametrised kernel keeps the registers of full occupancy.
+
+use super::{SPAN_STEPS, entry_product, row_range, span_sum};
+use crate::abi::{Axpby, CsrArgs, LONG_ROW_CHUNK, LongRowArgs, WARP_SIZE};
+use crate::arch::{Load, atomic_inc_u32, fence_acq_rel_gpu, shfl_idx_b32, sync_warp, thread_idx};
+use crate::real::{Real, store_axpby};
+use crate::reduce::group_sum;
+
+/// Chunk `chunk` of a long row, summed by the calling warp; the row's last warp writes its `y`.
+///
+/// # Safety
+/// `a`, `op` and `long` describe a validated CSR matrix, vectors of matching lengths and the matrix's
+/// long-row split; `chunk < long.chunks`; the whole warp calls it.
+#[inline(always)]
+pub(super) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
+    a: &CsrArgs<T>,
+    op: &Axpby<T>,
+    long: &LongRowArgs<T>,
+    chunk: usize,
+) {
+    let lane = (thread_idx() % WARP_SIZE) as usize;
+    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently, with
+    // every long row below `rows` and its chunks inside its entries.
+    unsafe {
+        let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
+        let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
+        let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
+        let count = u32::load_nc(long.first_chunk.as_ptr().add(j + 1)) as usize - first;
+        let (start, end) = row_range(a, row);
+        let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
+        let to = end.min(from + LONG_ROW_CHUNK as usize);
+        let total = group_sum::<T, WARP_SIZE>(R::chunk_sum(a, op.x.as_ptr(), from, to, lane));
+
+        let mut done = 0;
+        if lane == 0 {
+            long.partials.as_mut_ptr().add(chunk).write_volatile(total);
+            fence_acq_rel_gpu();
+            // `count` is at most chunks <= u32::MAX.
+            done = atomic_inc_u32(long.counters.as_mut_ptr().add(j), count as u32 - 1);
+            fence_acq_rel_gpu();
+        }
+        sync_warp();
+        if shfl_idx_b32(done, 0) as usize + 1 == count {
+            let total =
+                group_sum::<T, WARP_SIZE>(R::partials_sum(long.partials.as_ptr().add(first), count, lane));
+            if lane == 0 {
+                store_axpby(op.y.as_mut_ptr(), row, op.alpha, total, op.beta);
+            }
+        }
+    }
+}
+
+/// How a chunk warp reads its chunk's entries and, if last, its row's partial sums. Both sums take
+/// lane `l`'s elements `l, l + 32, ...` in that order, so the two ways give the same results.
+pub(super) trait ChunkReads {
+    /// The lane's sum of the products of entries `from + lane, from + lane + 32, ...` below `to`.
+    ///
+    /// # Safety
+    /// `from < to <= nnz`, `to - from <= LONG_ROW_CHUNK`, and the host validated every column index
+    /// against the length of `x`.
+    unsafe fn chunk_sum<T: Real>(a: &CsrArgs<T>, x: *const T, from: usize, to: usize, lane: usize) -> T;
+
+    /// The lane's sum of slots `lane, lane + 32, ...` below `count` of `slots`. Volatile reads: the
+    /// slots were written by other warps of this kernel, and must be read from memory, after the
+    /// caller's acquire fence.
+    ///
+    /// # Safety
+    /// `count >= 1`, and `slots` holds `count` elements written before the caller's acquire fence.
+    unsafe fn partials_sum<T: Real>(slots: *const T, count: usize, lane: usize) -> T;
+}
+
+/// One load per step, as the row paths of the parametrised kernel: its registers stay within the 32
+/// of full occupancy, which its tile path needs on regular matrices.
+pub(super) struct Stepwise;
+
+/// Eight loads in flight per lane before any sum (`span_sum`, and the same for the partial sums):
+/// for the balanced kernel, whose tasks hold as many registers anyway. A row of 2.9 M entries has
+/// 11,000 partial sums, which one load at a time would make a tail of hundreds of L2 round trips.
+pub(super) struct Batched;
+
+impl ChunkReads for Stepwise {
+    #[inline(always)]
+    unsafe fn chunk_sum<T: Real>(a: &CsrArgs<T>, x: *const T, from: usize, to: usize, lane: usize) -> T {
+        let mut sum = T::ZERO;
+        let mut k = from + lane;
+        while k < to {
+            // SAFETY: `k < to <= nnz` (caller).
+            sum = unsafe { entry_product(a, x, k, sum) };
+            k += WARP_SIZE as usize;
+        }
+        sum
+    }
+
+    #[inline(always)]
+    unsafe fn partials_sum<T: Real>(slots: *const T, count: usize, lane: usize) -> T {
+        let mut sum = T::ZERO;
+        let mut slot = lane;
+        while slot < count {
+            // SAFETY: `slot < count` (caller).
+            sum = sum + unsafe { slots.add(slot).read_volatile() };
+            slot += WARP_SIZE as usize;
+        }
+        sum
+    }
+}
+
+impl ChunkReads for Batched {
+    #[inline(always)]
+    unsafe fn chunk_sum<T: Real>(a: &CsrArgs<T>, x: *const T, from: usize, to: usize, lane: usize) -> T {
+        // SAFETY: forwarded from the caller; a chunk is one span.
+        unsafe { span_sum(a, x, from, to, lane, T::ZERO) }
+    }
+
+    #[inline(always)]
+    unsafe fn partials_sum<T: Real>(slots: *const T, count: usize, lane: usize) -> T {
+        let mut sum = T::ZERO;
+        let mut base = 0;
+        while base < count {
+            let mut got = [T::ZERO; SPAN_STEPS];
+            for (j, v) in got.iter_mut().enumerate() {
+                // Clamped, so that all loads are unconditional; the extra values are dropped below.
+                let slot = (base + lane + j * WARP_SIZE as usize).min(count - 1);
+                // SAFETY: `slot < count` (caller).
+                *v = unsafe { slots.add(slot).read_volatile() };
+            }
+            for (j, &v) in got.iter().enumerate() {
+                let next = sum + v;
+                sum = if base + lane + j * (WARP_SIZE as usize) < count { next } else { sum };
+            }
+            base += SPAN_STEPS * WARP_SIZE as usize;
+        }
+        sum
+    }
+}
