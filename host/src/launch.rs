@@ -7,7 +7,7 @@
 use crate::device::{DeviceCsr, DeviceVector, Gpu};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaFunction, result};
+use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::CsrBalancedParams;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use kernels_gpu::abi::{Axpby, CSR_VECTOR_COOPS, CsrParams, ScaleParams, StreamReadParams};
@@ -77,7 +77,7 @@ unsafe fn launch_shared<P>(
     let mut args = [params as *const P as *mut c_void];
     // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
     // contract); the driver copies it before `launch_kernel` returns, so the borrow suffices.
-    unsafe {
+    let launched = unsafe {
         result::launch_kernel(
             f.cu_function(),
             (grid, 1, 1),
@@ -85,9 +85,19 @@ unsafe fn launch_shared<P>(
             shared_bytes,
             gpu.stream().cu_stream(),
             &mut args,
-        )?;
+        )
+    };
+    match launched {
+        // The driver refuses a block whose threads' registers exceed the SM's before anything runs:
+        // a kernel parameter the caller can change, so say which.
+        Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
+            let most = f.max_threads_per_block().map_or_else(|_| "fewer".to_owned(), |m| m.to_string());
+            Err(Error::InvalidKernel(format!(
+                "block size {block}: this kernel runs at most {most} threads per block on this GPU"
+            )))
+        }
+        other => Ok(other?),
     }
-    Ok(())
 }
 
 /// `spmv_csr_scalar_*`: a thread per row.

@@ -59,7 +59,7 @@ pub use format::dense_blocks::{
 pub use format::ell::{ELL_MAX_PADDING_RATIO, Ell};
 pub use format::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use operator::DeviceMatrix;
-pub use plan::Kernel;
+pub use plan::{BALANCED_MAX_BLOCK_SIZE, Kernel};
 pub use scalar::{Precision, Scalar};
 pub use select::{
     AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, PLAN_TIMED_PRODUCTS,

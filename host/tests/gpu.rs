@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
-use gpu_spmv::{Error, Gpu, Kernel, Scalar};
+use gpu_spmv::{BALANCED_MAX_BLOCK_SIZE, Error, Gpu, Kernel, Scalar};
 use kernels_gpu::abi::CSR_VECTOR_COOPS;
 
 /// Every kernel and launch shape the library offers.
@@ -14,7 +14,7 @@ fn kernels() -> Vec<Kernel> {
     for block_size in [32, 128, 1024] {
         all.push(Kernel::CsrScalar { block_size });
         all.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size }));
-        all.push(Kernel::CsrBalanced { block_size });
+        all.push(Kernel::CsrBalanced { block_size: block_size.min(BALANCED_MAX_BLOCK_SIZE) });
     }
     all
 }

@@ -160,7 +160,7 @@ fn representative_kernels() -> Vec<Kernel> {
             all.push(Kernel::CsrParam { coop, repeat, block_size, split_long_rows });
         }
     }
-    all.extend([32, 64, 128, 256, 1024].map(|block_size| Kernel::CsrBalanced { block_size }));
+    all.extend([32, 64, 128, 256, 512].map(|block_size| Kernel::CsrBalanced { block_size }));
     all
 }
 
@@ -255,7 +255,7 @@ fn gpu_long_rows_of_dc1() {
         Kernel::Auto,
         DC1_RULE,
         Kernel::CsrParam { coop: 1, repeat: 1, block_size: 64, split_long_rows: true },
-        Kernel::CsrBalanced { block_size: 1024 },
+        Kernel::CsrBalanced { block_size: 512 },
     ] {
         gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
@@ -295,7 +295,7 @@ fn gpu_balanced_tasks() {
         }
         let dx = gpu.upload_vector(&x).unwrap();
         let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
-        for kernel in [Kernel::CsrBalanced { block_size: 128 }, Kernel::CsrBalanced { block_size: 1024 }] {
+        for kernel in [Kernel::CsrBalanced { block_size: 128 }, Kernel::CsrBalanced { block_size: 512 }] {
             gpu.spmv_with(kernel, 1.0, &fixture.da, &dx, 0.0, &mut dy).unwrap();
             for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
                 let reads = view.row(r).0.iter().any(|c| nan_cols.contains(c));
