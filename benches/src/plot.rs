@@ -46,12 +46,15 @@ fn series(records: &[&Record], matrices: &[String]) -> Vec<String> {
     names
 }
 
+/// Width of the empty band right of the bars, in groups, where the legend sits clear of them.
+const LEGEND_GROUPS: f64 = 2.4;
+
 /// Grouped bars of `value(record)` per matrix (groups) and variant (bars), with an optional horizontal
-/// reference line; one SVG file.
+/// reference line; one SVG file. `decimals` is the precision of the y-axis labels.
 fn grouped_bars(
     path: &Path,
     title: &str,
-    y_label: &str,
+    (y_label, decimals): (&str, usize),
     records: &[&Record],
     value: impl Fn(&Record) -> f64,
     line: Option<(f64, &str)>,
@@ -61,7 +64,7 @@ fn grouped_bars(
     let names = series(records, &matrices);
     let get = |m: &str, v: &str| records.iter().find(|r| r.matrix == m && r.variant == v).map(|r| value(r));
     let top = records.iter().map(|r| value(r)).chain(line.map(|l| l.0)).fold(0.0, f64::max) * 1.15;
-    let width = 160 + 110 * matrices.len() as u32;
+    let width = 160 + 110 * (matrices.len() as u32 + 3);
     let root = SVGBackend::new(path, (width.max(900), 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     let groups = matrices.len() as f64;
@@ -70,12 +73,12 @@ fn grouped_bars(
         .margin(12)
         .x_label_area_size(70)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..groups, 0.0..top.max(1e-9))
+        .build_cartesian_2d(0.0..groups + LEGEND_GROUPS, 0.0..top.max(1e-9))
         .map_err(|e| anyhow!("{e}"))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(matrices.len().max(1) * 2 + 1)
+        .x_labels(((groups + LEGEND_GROUPS) * 2.0) as usize + 1)
         .x_label_formatter(&|x| {
             let i = x.floor() as usize;
             if (x - x.floor() - 0.5).abs() < 1e-6 {
@@ -84,7 +87,7 @@ fn grouped_bars(
                 String::new()
             }
         })
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.decimals$}"))
         .light_line_style(WHITE)
         .y_desc(y_label)
         .draw()
@@ -135,7 +138,7 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<String>> {
         grouped_bars(
             &dir.join(&name),
             &format!("Effective bandwidth, {precision}"),
-            "GB/s",
+            ("GB/s", 0),
             &records,
             |r| r.gbps,
             floor,
@@ -145,7 +148,7 @@ pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<String>> {
         grouped_bars(
             &dir.join(&name),
             &format!("Speedup over the better cuSPARSE CSR algorithm, {precision}"),
-            "speedup (x)",
+            ("speedup (x)", 1),
             &records,
             |r| r.speedup_vs_cusparse,
             Some((1.0, "cuSPARSE")),
