@@ -179,12 +179,8 @@ pub fn bench_matrix<T: Scalar>(
     for kernel in kernels {
         let variant = Variant::Ours(kernel);
         progress(&variant.key());
-        let timing = time_gpu(gpu, |i| {
-            let s = &mut sets[i % copies];
-            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
-        })?;
-        let err =
-            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?))?;
+        let timing = time_kernel(gpu, kernel, &mut sets)?;
+        let err = check_kernel(gpu, kernel, &mut sets, &check)?;
         records.push(record(&variant, timing, err));
     }
 
@@ -224,7 +220,7 @@ pub fn bench_matrix<T: Scalar>(
 
     let tuning = if setup.exhaustive {
         progress("tuner and exhaustive search");
-        Some(tune(gpu, name, rule, &mut sets, &check, copies)?)
+        Some(tune(gpu, name, rule, &mut sets, &check)?)
     } else {
         None
     };
@@ -270,19 +266,10 @@ fn tune<T: Scalar>(
     rule: Kernel,
     sets: &mut [Operands<T>],
     check: &Check<'_, T>,
-    copies: usize,
 ) -> Result<Tuning> {
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
-    let time_kernel = |kernel: Kernel, sets: &mut [Operands<T>]| -> Result<(f64, f64)> {
-        let timing = time_gpu(gpu, |i| {
-            let s = &mut sets[i % copies];
-            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
-        })?;
-        let err =
-            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?))?;
-        Ok((timing.median_us, err))
-    };
-    let (rule_us, mut max_err) = time_kernel(rule, sets)?;
+    let rule_us = time_kernel(gpu, rule, sets)?.median_us;
+    let mut max_err = check_kernel(gpu, rule, sets, check)?;
 
     let set = &mut sets[0];
     let mut tuner = TunedSpmv::new(gpu, &set.a)?;
@@ -297,22 +284,19 @@ fn tune<T: Scalar>(
     let tuned = tuner.best();
     let tuning_products = tuner.tuning_products();
     drop(tuner);
-    let (tuned_us, err) = time_kernel(tuned, sets)?;
-    max_err = max_err.max(err);
+    let tuned_us = time_kernel(gpu, tuned, sets)?.median_us;
+    max_err = max_err.max(check_kernel(gpu, tuned, sets, check)?);
 
     // Every configuration is timed; the winner's product is checked (the GPU tests check them all).
     let space = TunedSpmv::<T>::search_space();
     let mut best = (rule, rule_us);
     for &kernel in &space {
-        let timing = time_gpu(gpu, |i| {
-            let s = &mut sets[i % copies];
-            Ok(gpu.spmv_with(kernel, one, &s.a, &s.x, zero, &mut s.y)?)
-        })?;
-        if timing.median_us < best.1 {
-            best = (kernel, timing.median_us);
+        let us = time_kernel(gpu, kernel, sets)?.median_us;
+        if us < best.1 {
+            best = (kernel, us);
         }
     }
-    max_err = max_err.max(time_kernel(best.0, sets)?.1);
+    max_err = max_err.max(check_kernel(gpu, best.0, sets, check)?);
     Ok(Tuning {
         matrix: name.to_owned(),
         precision: T::NAME.to_owned(),
@@ -325,6 +309,27 @@ fn tune<T: Scalar>(
         best_us: best.1,
         searched: space.len(),
         max_rel_error: max_err,
+    })
+}
+
+/// Times `y = A x` with `kernel`, rotating over the operand sets.
+fn time_kernel<T: Scalar>(gpu: &Gpu, kernel: Kernel, sets: &mut [Operands<T>]) -> Result<Timing> {
+    let copies = sets.len();
+    time_gpu(gpu, |i| {
+        let s = &mut sets[i % copies];
+        Ok(gpu.spmv_with(kernel, T::from_f64(1.0), &s.a, &s.x, T::ZERO, &mut s.y)?)
+    })
+}
+
+/// The error of one product `y = A x` with `kernel` (see [`Check`]).
+fn check_kernel<T: Scalar>(
+    gpu: &Gpu,
+    kernel: Kernel,
+    sets: &mut [Operands<T>],
+    check: &Check<'_, T>,
+) -> Result<f64> {
+    check.run(gpu, &mut sets[0], |s| {
+        Ok(gpu.spmv_with(kernel, T::from_f64(1.0), &s.a, &s.x, T::ZERO, &mut s.y)?)
     })
 }
 

@@ -5,6 +5,7 @@
 //! `nrows` elements, and all buffers live in the launching context.
 
 use crate::device::{DeviceCsr, DeviceVector, Gpu};
+use crate::operator::check_operands;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
@@ -33,17 +34,7 @@ impl<'a, T: Scalar> Product<'a, T> {
         beta: T,
         y: &mut DeviceVector<T>,
     ) -> Result<Self> {
-        if !a.belongs_to(gpu) {
-            return Err(Error::ForeignBuffer("the matrix"));
-        }
-        x.check_gpu(gpu)?;
-        y.check_gpu(gpu)?;
-        if x.len() != a.ncols() {
-            return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x.len() });
-        }
-        if y.len() != a.nrows() {
-            return Err(Error::DimensionMismatch { what: "y", expected: a.nrows(), got: y.len() });
-        }
+        check_operands(gpu, a.belongs_to(gpu), (a.nrows(), a.ncols()), x, y)?;
         Ok(Self { a, op: Axpby { x: x.addr(gpu), y: y.addr(gpu), alpha, beta } })
     }
 }
@@ -219,12 +210,6 @@ pub(crate) fn csr_balanced<T: Scalar>(gpu: &Gpu, p: &Product<'_, T>, block: u32)
     // least one block for the tasks (`Gpu::spmv_with` launches only for matrices with rows, so with
     // tasks); whole warps per block keep the shuffles' member mask full.
     unsafe { launch(gpu, &gpu.kernels::<T>().csr_balanced, chunk_blocks + task_blocks, block, &params) }
-}
-
-/// `spmv_scale_*`: `y = beta * y`, for products in which `A * x` contributes nothing.
-pub(crate) fn scale<T: Scalar>(gpu: &Gpu, p: &Product<'_, T>) -> Result<()> {
-    // SAFETY: `y` has `rows` elements (checked by `Product`).
-    unsafe { scale_raw(gpu, p.op.y, p.op.beta, p.a.args().rows) }
 }
 
 /// `spmv_scale_*` on `len` elements at `y`.

@@ -83,6 +83,29 @@ pub trait DeviceMatrix<T: Scalar>: Launch<T> {
     fn nnz(&self) -> usize;
 }
 
+/// The checks every product makes before anything is launched: all buffers in `gpu`'s context (the
+/// matrix's answer is `matrix_on_gpu`), `x` of `ncols` and `y` of `nrows` elements.
+pub(crate) fn check_operands<T: Scalar>(
+    gpu: &Gpu,
+    matrix_on_gpu: bool,
+    (nrows, ncols): (usize, usize),
+    x: &DeviceVector<T>,
+    y: &DeviceVector<T>,
+) -> Result<()> {
+    if !matrix_on_gpu {
+        return Err(Error::ForeignBuffer("the matrix"));
+    }
+    x.check_gpu(gpu)?;
+    y.check_gpu(gpu)?;
+    if x.len() != ncols {
+        return Err(Error::DimensionMismatch { what: "x", expected: ncols, got: x.len() });
+    }
+    if y.len() != nrows {
+        return Err(Error::DimensionMismatch { what: "y", expected: nrows, got: y.len() });
+    }
+    Ok(())
+}
+
 /// `y = alpha * A * x + beta * y` on any format: the shared checks and degenerate cases, then the
 /// format's launches (see [`Gpu::spmv`]).
 pub(crate) fn spmv<T: Scalar, A: DeviceMatrix<T> + ?Sized>(
@@ -93,24 +116,30 @@ pub(crate) fn spmv<T: Scalar, A: DeviceMatrix<T> + ?Sized>(
     beta: T,
     y: &mut DeviceVector<T>,
 ) -> Result<()> {
-    if !a.belongs_to(gpu) {
-        return Err(Error::ForeignBuffer("the matrix"));
-    }
-    x.check_gpu(gpu)?;
-    y.check_gpu(gpu)?;
-    if x.len() != a.ncols() {
-        return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x.len() });
-    }
-    if y.len() != a.nrows() {
-        return Err(Error::DimensionMismatch { what: "y", expected: a.nrows(), got: y.len() });
-    }
-    if a.nrows() == 0 {
-        return Ok(());
-    }
-    if alpha == T::ZERO || a.nnz() == 0 {
-        return scale_vector(gpu, y, beta);
+    check_operands(gpu, a.belongs_to(gpu), (a.nrows(), a.ncols()), x, y)?;
+    if let Some(done) = without_matrix(gpu, alpha, (a.nrows(), a.nnz()), beta, y) {
+        return done;
     }
     a.launch(gpu, Operands { alpha, beta, x, y })
+}
+
+/// The products in which `A * x` contributes nothing, done without the matrix: nothing at all for a
+/// matrix without rows, `y = beta * y` when `alpha == 0` (BLAS reads neither `A` nor `x` then) or the
+/// matrix has no entries. `None` when the product needs the matrix.
+pub(crate) fn without_matrix<T: Scalar>(
+    gpu: &Gpu,
+    alpha: T,
+    (nrows, nnz): (usize, usize),
+    beta: T,
+    y: &mut DeviceVector<T>,
+) -> Option<Result<()>> {
+    if nrows == 0 {
+        Some(Ok(()))
+    } else if alpha == T::ZERO || nnz == 0 {
+        Some(scale_vector(gpu, y, beta))
+    } else {
+        None
+    }
 }
 
 impl<T: Scalar> Launch<T> for DeviceCsr<T> {

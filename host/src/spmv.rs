@@ -38,11 +38,8 @@ impl Gpu {
     ) -> Result<()> {
         let product = Product::new(self, alpha, a, x, beta, y)?;
         let kernel = kernel.resolve(a.stats())?;
-        if a.nrows() == 0 {
-            return Ok(());
-        }
-        if alpha == T::ZERO || a.nnz() == 0 {
-            return launch::scale(self, &product);
+        if let Some(done) = operator::without_matrix(self, alpha, (a.nrows(), a.nnz()), beta, y) {
+            return done;
         }
         match kernel {
             Resolved::CsrScalar { block_size } => launch::csr_scalar(self, &product, block_size),
