@@ -72,6 +72,20 @@ pub struct Prepared<'h> {
     value_type: sys::cudaDataType,
 }
 
+/// The signature `cusparseSpMV` and `cusparseSpMV_preprocess` share.
+type SpmvCall = unsafe fn(
+    sys::cusparseHandle_t,
+    sys::cusparseOperation_t,
+    *const c_void,
+    sys::cusparseConstSpMatDescr_t,
+    sys::cusparseConstDnVecDescr_t,
+    *const c_void,
+    sys::cusparseDnVecDescr_t,
+    sys::cudaDataType,
+    sys::cusparseSpMVAlg_t,
+    *mut c_void,
+) -> sys::cusparseStatus_t;
+
 /// A cuSPARSE status as a `Result` naming the call.
 fn check(status: sys::cusparseStatus_t, call: &str) -> Result<()> {
     status.result().map_err(|e| anyhow!("{call}: {e:?}"))
@@ -177,22 +191,7 @@ impl<'h> Prepared<'h> {
         if size > 0 {
             prepared.buffer = Some(gpu.stream().alloc_zeros::<u8>(size)?);
         }
-        // SAFETY: as above, with the work buffer of the size cuSPARSE asked for.
-        let status = unsafe {
-            sys::cusparseSpMV_preprocess(
-                handle.0,
-                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                &one as *const T as *const c_void,
-                prepared.mat,
-                prepared.x,
-                &zero as *const T as *const c_void,
-                prepared.y,
-                ty,
-                prepared.alg,
-                prepared.buffer_ptr(gpu),
-            )
-        };
-        check(status, "cusparseSpMV_preprocess")?;
+        prepared.call(gpu, sys::cusparseSpMV_preprocess, "cusparseSpMV_preprocess", one, zero)?;
         Ok(prepared)
     }
 
@@ -202,11 +201,17 @@ impl<'h> Prepared<'h> {
 
     /// Enqueues `y = alpha A x + beta y` on the `Gpu`'s stream.
     pub fn run<T: Scalar>(&self, gpu: &Gpu, alpha: T, beta: T) -> Result<()> {
+        self.call(gpu, sys::cusparseSpMV, "cusparseSpMV", alpha, beta)
+    }
+
+    /// `cusparseSpMV` or `cusparseSpMV_preprocess`, which take the same arguments, on the prepared
+    /// descriptors and work buffer.
+    fn call<T: Scalar>(&self, gpu: &Gpu, f: SpmvCall, name: &str, alpha: T, beta: T) -> Result<()> {
         anyhow::ensure!(value_type::<T>() == self.value_type, "scalar type differs from the prepared one");
-        // SAFETY: descriptors and buffer prepared in `new` for this value type; alpha and beta live
-        // across the call, which reads them before returning (host pointer mode).
+        // SAFETY: descriptors and work buffer were prepared in `new` for this value type; alpha and
+        // beta are host values of it (the handle's default host pointer mode), read before `f` returns.
         let status = unsafe {
-            sys::cusparseSpMV(
+            f(
                 self.handle.0,
                 sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
                 &alpha as *const T as *const c_void,
@@ -219,7 +224,7 @@ impl<'h> Prepared<'h> {
                 self.buffer_ptr(gpu),
             )
         };
-        check(status, "cusparseSpMV")
+        check(status, name)
     }
 }
 
