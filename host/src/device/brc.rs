@@ -64,7 +64,7 @@ impl Gpu {
         let split_rows = self.upload(a.split_rows())?;
         let split_ptr = self.upload(a.split_ptr())?;
         let slot_rows = self.upload(a.slot_rows())?;
-        let partials = if slots == 0 { self.stream().null()? } else { self.stream().alloc_zeros(slots)? };
+        let partials = self.alloc_zeros(slots)?;
         let addr = |s: &CudaSlice<u32>| AbiPtr::new(device_addr(s, self));
         let args = BrcArgs {
             block_ptr: addr(&block_ptr),

@@ -66,8 +66,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
         let rows = gpu.upload(&split.rows)?;
         let first_chunk = gpu.upload(&split.first_chunk)?;
         let chunk_row = gpu.upload(&split.chunk_row)?;
-        let partials = zeros(gpu, split.chunk_row.len())?;
-        let counters = zeros(gpu, split.rows.len())?;
+        let partials = gpu.alloc_zeros(split.chunk_row.len())?;
+        let counters = gpu.alloc_zeros(split.rows.len())?;
         let args = LongRowArgs {
             min_len: split.min_len,
             chunks: split.chunks(),
@@ -96,10 +96,6 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
     pub fn count(&self) -> usize {
         self.rows.len()
     }
-}
-
-fn zeros<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
-    Ok(if len == 0 { gpu.stream().null()? } else { gpu.stream().alloc_zeros(len)? })
 }
 
 #[cfg(test)]

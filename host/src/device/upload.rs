@@ -7,7 +7,7 @@ use crate::format::csr::{CsrRef, RowStats};
 use crate::rule::long_row_min_len;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{CsrArgs, DevicePtr as AbiPtr};
 use nalgebra_sparse::CsrMatrix;
 
@@ -210,13 +210,17 @@ impl Gpu {
     /// A device vector of `len` zeros.
     pub fn zeros<T: Scalar>(&self, len: usize) -> Result<DeviceVector<T>> {
         narrow("the vector length", len)?;
-        let data = if len == 0 { self.stream().null()? } else { self.stream().alloc_zeros(len)? };
-        Ok(DeviceVector { data })
+        Ok(DeviceVector { data: self.alloc_zeros(len)? })
     }
 
     /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses
     /// allocations of zero bytes.
-    pub(super) fn upload<E: cudarc::driver::DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
+    pub(super) fn upload<E: DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
         Ok(if data.is_empty() { self.stream().null()? } else { self.stream().clone_htod(data)? })
+    }
+
+    /// A new device buffer of `len` zeros; empty when `len == 0`, as for [`Gpu::upload`].
+    pub(super) fn alloc_zeros<E: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<E>> {
+        Ok(if len == 0 { self.stream().null()? } else { self.stream().alloc_zeros(len)? })
     }
 }
