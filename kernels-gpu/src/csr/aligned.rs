@@ -3,7 +3,7 @@
 //! half-warp thread mapping, aligned global memory access, and x through the texture cache).
 //!
 //! Thread mapping as in `vector.rs`: a warp holds `32 / GROUP` groups, one row each, rows assigned
-//! warp by warp (`index::coop_slot`) so that every lane reaches the shuffles of the reduction.
+//! warp by warp so that every lane reaches the shuffles of the reduction (`rows_by_groups` in `mod.rs`).
 //!
 //! Aligned access: a row rarely starts at a multiple of `GROUP`, so a group that began at the row's
 //! first entry would straddle two aligned segments of `GROUP` entries at every step. Instead the group
@@ -15,12 +15,9 @@
 //! `X` says how x is read: through the read-only data cache, the texture path of the paper, or with
 //! plain global loads, so that the paper's cached/uncached comparison can be repeated.
 
-use super::{PlainX, ReadOnlyX, XLoad, entry_product_via, row_range};
+use super::{PlainX, ReadOnlyX, XLoad, entry_product_via, rows_by_groups};
 use crate::abi::CsrParams;
-use crate::arch::{global_thread, grid_threads};
-use crate::index::coop_slot;
-use crate::real::{Real, store_axpby};
-use crate::reduce::group_sum;
+use crate::real::Real;
 
 /// The partial sum of one lane over its entries of the row `start..end`.
 ///
@@ -56,26 +53,10 @@ unsafe fn lane_sum<T: Real, X: XLoad, const GROUP: u32>(
 /// of 32.
 #[inline(always)]
 unsafe fn csr_aligned<T: Real, X: XLoad, const GROUP: u32>(p: CsrParams<T>) {
-    let slot = coop_slot(global_thread(), grid_threads(), GROUP);
-    let rows = p.a.rows as u64;
-    let mut first = slot.warp_first_row;
-    while first < rows {
-        let row = first + slot.group_in_warp as u64;
-        let mut sum = T::ZERO;
-        if row < rows {
-            // SAFETY: `row < rows`; the range is the row's own.
-            unsafe {
-                let (start, end) = row_range(&p.a, row as usize);
-                sum = lane_sum::<T, X, GROUP>(&p, start, end, slot.lane as usize);
-            }
-        }
-        let total = group_sum::<T, GROUP>(sum);
-        if row < rows && slot.lane == 0 {
-            // SAFETY: `row < rows`, written by lane 0 of its group only.
-            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
-        }
-        first += slot.row_stride;
-    }
+    // SAFETY: `rows_by_groups` passes a row's own range.
+    let lane_sum = |start, end, lane| unsafe { lane_sum::<T, X, GROUP>(&p, start, end, lane) };
+    // SAFETY: forwarded from the caller.
+    unsafe { rows_by_groups::<T, GROUP>(&p, lane_sum) }
 }
 
 crate::ptx_entry!(spmv_csr_aligned_g8_nc_f32, CsrParams<f32>, csr_aligned::<f32, ReadOnlyX, 8>);

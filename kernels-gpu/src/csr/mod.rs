@@ -7,9 +7,11 @@ mod param;
 mod scalar;
 mod vector;
 
-use crate::abi::{CsrArgs, LONG_ROW_CHUNK, WARP_SIZE};
-use crate::arch::Load;
-use crate::real::Real;
+use crate::abi::{CsrArgs, CsrParams, LONG_ROW_CHUNK, WARP_SIZE};
+use crate::arch::{Load, global_thread, grid_threads};
+use crate::index::coop_slot;
+use crate::real::{Real, store_axpby};
+use crate::reduce::group_sum;
 
 /// Steps (entries per lane) of one [`span_sum`]: a long-row chunk, or a task of the balanced kernel.
 const SPAN_STEPS: usize = (LONG_ROW_CHUNK / WARP_SIZE) as usize;
@@ -23,6 +25,40 @@ unsafe fn row_range<T>(a: &CsrArgs<T>, row: usize) -> (usize, usize) {
     let offsets = a.row_offsets.as_ptr();
     // SAFETY: `row + 1 <= rows`, and the offsets array has `rows + 1` elements.
     unsafe { (u32::load_nc(offsets.add(row)) as usize, u32::load_nc(offsets.add(row + 1)) as usize) }
+}
+
+/// The row walk of the cooperative kernels (`vector.rs`, `aligned.rs`): rows are dealt to warps in
+/// order, `COOP` lanes to a row (`index::coop_slot`); `lane_sum(start, end, lane)` is a lane's partial
+/// sum over its row's entries `start..end`; the group adds its lanes' sums with shuffles and lane 0
+/// writes `y`. The loop runs to the warp's bound, not the row's, so every lane of the warp reaches the
+/// shuffles with the full member mask.
+///
+/// # Safety
+/// `p` describes a validated CSR matrix and vectors of matching lengths; the block size is a multiple
+/// of 32.
+#[inline(always)]
+unsafe fn rows_by_groups<T: Real, const COOP: u32>(
+    p: &CsrParams<T>,
+    lane_sum: impl Fn(usize, usize, usize) -> T,
+) {
+    let slot = coop_slot(global_thread(), grid_threads(), COOP);
+    let rows = p.a.rows as u64;
+    let mut first = slot.warp_first_row;
+    while first < rows {
+        let row = first + slot.group_in_warp as u64;
+        let mut sum = T::ZERO;
+        if row < rows {
+            // SAFETY: `row < rows`.
+            let (start, end) = unsafe { row_range(&p.a, row as usize) };
+            sum = lane_sum(start, end, slot.lane as usize);
+        }
+        let total = group_sum::<T, COOP>(sum);
+        if row < rows && slot.lane == 0 {
+            // SAFETY: `row < rows`, written by lane 0 of its group only.
+            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
+        }
+        first += slot.row_stride;
+    }
 }
 
 /// `sum + A[k] * x[col[k]]`, x read through the read-only data cache.

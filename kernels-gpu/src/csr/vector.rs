@@ -6,42 +6,27 @@
 //! products with a butterfly of shuffles. Rows go to warps in order (see `index::coop_slot`), and the
 //! warp's loop bound is uniform, so every lane reaches the shuffles.
 
-use super::{entry_product, row_range};
+use super::{entry_product, rows_by_groups};
 use crate::abi::CsrParams;
-use crate::arch::{global_thread, grid_threads};
-use crate::index::coop_slot;
-use crate::real::{Real, store_axpby};
-use crate::reduce::group_sum;
+use crate::real::Real;
 
 /// # Safety
 /// `p` describes a validated CSR matrix and vectors of matching lengths; the block size is a multiple
 /// of 32.
 #[inline(always)]
 unsafe fn csr_vector<T: Real, const COOP: u32>(p: CsrParams<T>) {
-    let slot = coop_slot(global_thread(), grid_threads(), COOP);
-    let rows = p.a.rows as u64;
-    let mut first = slot.warp_first_row;
-    while first < rows {
-        let row = first + slot.group_in_warp as u64;
+    let lane_sum = |start: usize, end: usize, lane: usize| {
         let mut sum = T::ZERO;
-        if row < rows {
-            // SAFETY: `row < rows`; entries and columns are in range (host validation).
-            unsafe {
-                let (start, end) = row_range(&p.a, row as usize);
-                let mut k = start + slot.lane as usize;
-                while k < end {
-                    sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
-                    k += COOP as usize;
-                }
-            }
+        let mut k = start + lane;
+        while k < end {
+            // SAFETY: `k < end`, inside the row; columns are in range (host validation).
+            sum = unsafe { entry_product(&p.a, p.op.x.as_ptr(), k, sum) };
+            k += COOP as usize;
         }
-        let total = group_sum::<T, COOP>(sum);
-        if row < rows && slot.lane == 0 {
-            // SAFETY: `row < rows`, written by lane 0 of its group only.
-            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
-        }
-        first += slot.row_stride;
-    }
+        sum
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { rows_by_groups::<T, COOP>(&p, lane_sum) }
 }
 
 crate::ptx_entry!(spmv_csr_vector_c2_f32, CsrParams<f32>, csr_vector::<f32, 2>);
