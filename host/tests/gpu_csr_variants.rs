@@ -7,20 +7,10 @@
 
 mod common;
 
-use common::{Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
+use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar, TunedSpmv};
 use kernels_gpu::abi::{BALANCED_LONG_ROW, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS};
 use rand_chacha::ChaCha8Rng;
-
-/// One `(alpha, beta)` of a product, its starting `y` and its reference result.
-struct Case<T> {
-    alpha: T,
-    beta: T,
-    start: Vec<T>,
-    reference: Vec<f64>,
-    scale: Vec<f64>,
-}
 
 /// A matrix on the GPU with `x` and the reference results of three products, computed once and
 /// compared with the output of many kernels.
@@ -38,20 +28,13 @@ impl<T: Scalar> Fixture<T> {
         let x = random_vector::<T>(rng, a.ncols);
         let y0 = random_vector::<T>(rng, a.nrows);
         let poison = vec![T::from_f64(f64::NAN); a.nrows];
-        let view = a.view();
         let cases = [
             (T::from_f64(1.0), T::ZERO, poison),
             (T::from_f64(-1.5), T::from_f64(0.75), y0.clone()),
             (T::ZERO, T::from_f64(3.0), y0),
         ]
         .into_iter()
-        .map(|(alpha, beta, start)| Case {
-            reference: spmv_f64(alpha, view, &x, beta, &start).expect("dimensions"),
-            scale: error_scale(alpha, view, &x, beta, &start),
-            alpha,
-            beta,
-            start,
-        })
+        .map(|(alpha, beta, start)| Case::new(a, &x, alpha, beta, start))
         .collect();
         Self {
             name: name.to_owned(),
@@ -59,7 +42,7 @@ impl<T: Scalar> Fixture<T> {
             dx: gpu.upload_vector(&x).unwrap(),
             dy: gpu.zeros(a.nrows).unwrap(),
             cases,
-            tolerance: tolerance::<T>(view.stats().max),
+            tolerance: tolerance::<T>(a.view().stats().max),
         }
     }
 
@@ -69,15 +52,7 @@ impl<T: Scalar> Fixture<T> {
             self.dy.copy_from_host(gpu, &case.start).unwrap();
             gpu.spmv_with(kernel, case.alpha, &self.da, &self.dx, case.beta, &mut self.dy).unwrap();
             let y = self.dy.to_host(gpu).unwrap();
-            let err = max_relative_error(&y, &case.reference, &case.scale);
-            assert!(
-                err <= self.tolerance,
-                "{}, {kernel:?}, alpha {}, beta {}: relative error {err:e} over {:e}",
-                self.name,
-                case.alpha,
-                case.beta,
-                self.tolerance
-            );
+            case.assert_close(&format!("{}, {kernel:?}", self.name), &y, self.tolerance);
         }
     }
 }
@@ -321,11 +296,10 @@ fn tuner_until_converged<T: Scalar>(test: &str) {
             fixture.dy.copy_from_host(&gpu, &case.start).unwrap();
             tuned.spmv(case.alpha, &fixture.dx, case.beta, &mut fixture.dy).unwrap();
             let y = fixture.dy.to_host(&gpu).unwrap();
-            let err = max_relative_error(&y, &case.reference, &case.scale);
-            assert!(
-                err <= fixture.tolerance,
-                "{name}, product {product} ({:?}): error {err:e}",
-                tuned.best()
+            case.assert_close(
+                &format!("{name}, product {product} ({:?})", tuned.best()),
+                &y,
+                fixture.tolerance,
             );
             if tuned.converged().is_some() {
                 after += 1;
@@ -366,8 +340,7 @@ fn gpu_tuner_without_waiting() {
         tuned.spmv(case.alpha, &fixture.dx, case.beta, y).unwrap();
     }
     for (i, y) in ys.iter().enumerate() {
-        let err = max_relative_error(&y.to_host(&gpu).unwrap(), &case.reference, &case.scale);
-        assert!(err <= fixture.tolerance, "product {i}: error {err:e}");
+        case.assert_close(&format!("product {i}"), &y.to_host(&gpu).unwrap(), fixture.tolerance);
     }
 }
 

@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
+use common::{Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::{
     Brc, BrcCombine, Coo, CooKernel, DENSE_WINDOW, DenseBlocks, DeviceMatrix, Ell, Error, FormatError, Gpu,
     Hyb, Scalar, brc_b2_candidates, brc_model_b2,
@@ -91,16 +90,6 @@ fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn 
     Some(m)
 }
 
-/// One product to check: its scalars, the `y` it starts from, and the f64 reference result with the
-/// magnitude its rounding errors scale with (computed once, shared by every format).
-struct Case<T> {
-    alpha: T,
-    beta: T,
-    start: Vec<T>,
-    reference: Vec<f64>,
-    scale: Vec<f64>,
-}
-
 /// The products every format runs on `a` with `x`: `beta = 0` with `y` poisoned by NaN (so an
 /// unwritten element shows), `beta != 0`, `alpha = 0`, and both 0.
 fn cases<T: Scalar>(a: &Csr<T>, x: &[T], rng: &mut ChaCha8Rng) -> Vec<Case<T>> {
@@ -112,20 +101,7 @@ fn cases<T: Scalar>(a: &Csr<T>, x: &[T], rng: &mut ChaCha8Rng) -> Vec<Case<T>> {
         (T::ZERO, T::from_f64(3.0), &y0),
         (T::ZERO, T::ZERO, &poison),
     ];
-    scalars
-        .into_iter()
-        .map(|(alpha, beta, start)| {
-            // With beta = 0 the reference must not see the poison either.
-            let y_in = if beta == T::ZERO { vec![T::ZERO; a.nrows] } else { start.clone() };
-            Case {
-                alpha,
-                beta,
-                start: start.clone(),
-                reference: spmv_f64(alpha, a.view(), x, beta, &y_in).unwrap(),
-                scale: error_scale(alpha, a.view(), x, beta, &y_in),
-            }
-        })
-        .collect()
+    scalars.into_iter().map(|(alpha, beta, start)| Case::new(a, x, alpha, beta, start.clone())).collect()
 }
 
 /// Runs every case on `m` (holding `a`) and checks it against the reference.
@@ -142,13 +118,7 @@ fn check_product<T: Scalar>(
     for case in cases {
         let mut dy = gpu.upload_vector(&case.start).unwrap();
         gpu.spmv(case.alpha, m, &dx, case.beta, &mut dy).unwrap();
-        let y = dy.to_host(gpu).unwrap();
-        let err = max_relative_error(&y, &case.reference, &case.scale);
-        let (alpha, beta) = (case.alpha, case.beta);
-        assert!(
-            err <= tol,
-            "{what}, alpha {alpha}, beta {beta}: relative error {err:e} over tolerance {tol:e}"
-        );
+        case.assert_close(what, &dy.to_host(gpu).unwrap(), tol);
     }
 }
 

@@ -99,11 +99,12 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kernels_gpu::abi::LONG_ROW_CHUNK;
 
-    fn offsets(lens: &[u32]) -> Vec<u32> {
+    /// Row offsets of rows of these lengths.
+    pub(crate) fn offsets(lens: &[u32]) -> Vec<u32> {
         std::iter::once(0)
             .chain(lens.iter().scan(0, |end, &l| {
                 *end += l;

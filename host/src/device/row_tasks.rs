@@ -81,15 +81,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceRowTasks<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn offsets(lens: &[u32]) -> Vec<u32> {
-        std::iter::once(0)
-            .chain(lens.iter().scan(0, |end, &l| {
-                *end += l;
-                Some(*end)
-            }))
-            .collect()
-    }
+    use crate::device::long_rows::tests::offsets;
 
     /// Checks what every task list must satisfy: rows `0 .. rows` covered once in order, and every
     /// task either one row or within both limits.

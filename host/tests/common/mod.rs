@@ -91,15 +91,45 @@ pub fn tolerance<T: Scalar>(max_len: usize) -> f64 {
     T::EPSILON * 8.0 * (2.0 + (max_len as f64).sqrt())
 }
 
+/// One product to check: its scalars, the `y` it starts from, and the f64 reference result with the
+/// magnitude its rounding errors scale with, computed once to compare with many kernels' outputs.
+pub struct Case<T> {
+    pub alpha: T,
+    pub beta: T,
+    pub start: Vec<T>,
+    pub reference: Vec<f64>,
+    pub scale: Vec<f64>,
+}
+
+impl<T: Scalar> Case<T> {
+    /// The product `alpha A x + beta start` (with `beta = 0`, `start` may be poison: it is not read).
+    pub fn new(a: &Csr<T>, x: &[T], alpha: T, beta: T, start: Vec<T>) -> Self {
+        let view = a.view();
+        Case {
+            reference: spmv_f64(alpha, view, x, beta, &start).expect("dimensions"),
+            scale: error_scale(alpha, view, x, beta, &start),
+            alpha,
+            beta,
+            start,
+        }
+    }
+
+    /// Asserts that `y` is within `tol` of the reference (relative error, see [`max_relative_error`])
+    /// and returns the error.
+    pub fn assert_close(&self, what: &str, y: &[T], tol: f64) -> f64 {
+        let err = max_relative_error(y, &self.reference, &self.scale);
+        let (alpha, beta) = (self.alpha, self.beta);
+        assert!(
+            err <= tol,
+            "{what}, alpha {alpha}, beta {beta}: relative error {err:e} over tolerance {tol:e}"
+        );
+        err
+    }
+}
+
 /// Checks `y` (computed as `alpha A x + beta y0`) against the f64 reference and returns the error.
 pub fn check<T: Scalar>(what: &str, a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: &[T], y: &[T]) -> f64 {
-    let view = a.view();
-    let reference = spmv_f64(alpha, view, x, beta, y0).expect("dimensions");
-    let scale = error_scale(alpha, view, x, beta, y0);
-    let err = max_relative_error(y, &reference, &scale);
-    let tol = tolerance::<T>(view.stats().max);
-    assert!(err <= tol, "{what}: relative error {err:e} over tolerance {tol:e}");
-    err
+    Case::new(a, x, alpha, beta, y0.to_vec()).assert_close(what, y, tolerance::<T>(a.view().stats().max))
 }
 
 /// Writes straight to stderr, past the test harness's capture, so a skip is seen in every run.
