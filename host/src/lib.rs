@@ -32,7 +32,7 @@
 
 mod device;
 mod error;
-mod format;
+pub mod formats;
 pub mod io;
 mod launch;
 mod operator;
@@ -50,14 +50,14 @@ pub use device::{
     DeviceVector, Gpu,
 };
 pub use error::{CsrError, Error, FormatError};
-pub use format::brc::{Brc, brc_b2_candidates, brc_model_b2};
-pub use format::coo::Coo;
-pub use format::csr::{CsrRef, RowStats};
-pub use format::dense_blocks::{
+pub use formats::brc::{Brc, brc_b2_candidates, brc_model_b2};
+pub use formats::coo::Coo;
+pub use formats::csr::{CsrRef, RowStats};
+pub use formats::dense_blocks::{
     DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
 };
-pub use format::ell::{ELL_MAX_PADDING_RATIO, Ell};
-pub use format::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
+pub use formats::ell::{ELL_MAX_PADDING_RATIO, Ell};
+pub use formats::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use operator::DeviceMatrix;
 pub use plan::{BALANCED_MAX_BLOCK_SIZE, Kernel};
 pub use scalar::{Precision, Scalar};

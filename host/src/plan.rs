@@ -1,7 +1,7 @@
 //! Kernel choice: the [`Kernel`] enum, the checks of its parameters, and [`Kernel::Auto`] (the fixed
 //! rule of `rule.rs`).
 
-use crate::format::csr::RowStats;
+use crate::formats::csr::RowStats;
 use crate::rule::{auto_config, fixed_rule, is_irregular};
 use crate::{Error, Result};
 use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, WARP_SIZE};

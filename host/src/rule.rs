@@ -7,7 +7,7 @@
 //! Everything here reads the matrix's row statistics and the SM count only, so it runs in constant
 //! time per product.
 
-use crate::format::csr::RowStats;
+use crate::formats::csr::RowStats;
 use crate::plan::{AUTO_BLOCK_SIZE, Kernel};
 use kernels_gpu::abi::{CSR_PARAM_COOPS, LONG_ROW_CHUNK, WARP_SIZE};
 

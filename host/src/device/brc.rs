@@ -1,9 +1,10 @@
 //! BRC on the device ([`DeviceBrc`]), made by [`Gpu::upload_brc`], and how it combines split rows.
 
 use super::Gpu;
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
-use crate::format::brc::Brc;
+use crate::formats::brc::Brc;
+use crate::formats::convert::narrow;
 use crate::launch::formats::brc;
 use crate::operator::DeviceMatrix;
 use crate::operator::sealed::{Launch, Operands};

@@ -1,9 +1,10 @@
 //! COO on the device ([`DeviceCoo`]), made by [`Gpu::upload_coo`], and the choice of its kernel.
 
 use super::Gpu;
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
-use crate::format::coo::Coo;
+use crate::formats::convert::narrow;
+use crate::formats::coo::Coo;
 use crate::launch::formats::{coo, scale_vector};
 use crate::operator::DeviceMatrix;
 use crate::operator::sealed::{Launch, Operands};

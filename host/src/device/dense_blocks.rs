@@ -2,9 +2,10 @@
 
 use super::Gpu;
 use super::coo::{CooKernel, DeviceCoo};
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
-use crate::format::dense_blocks::DenseBlocks;
+use crate::formats::convert::narrow;
+use crate::formats::dense_blocks::DenseBlocks;
 use crate::launch::formats::{coo, dense_blocks};
 use crate::operator::DeviceMatrix;
 use crate::operator::sealed::{Launch, Operands};

@@ -1,9 +1,10 @@
 //! ELL on the device ([`DeviceEll`]), made by [`Gpu::upload_ell`].
 
 use super::Gpu;
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
-use crate::format::ell::Ell;
+use crate::formats::convert::narrow;
+use crate::formats::ell::Ell;
 use crate::launch::formats::ell;
 use crate::operator::DeviceMatrix;
 use crate::operator::sealed::{Launch, Operands};

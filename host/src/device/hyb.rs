@@ -4,7 +4,7 @@ use super::Gpu;
 use super::coo::{CooKernel, DeviceCoo};
 use super::ell::DeviceEll;
 use crate::Result;
-use crate::format::hyb::Hyb;
+use crate::formats::hyb::Hyb;
 use crate::launch::formats::{coo, ell};
 use crate::operator::DeviceMatrix;
 use crate::operator::sealed::{Launch, Operands};

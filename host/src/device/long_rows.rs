@@ -2,8 +2,9 @@
 //! scheme), and the scratch its chunk warps share: one partial sum per chunk, one counter per row.
 
 use super::Gpu;
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
+use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{DevicePtr as AbiPtr, LongRowArgs, long_row_chunks};
 

@@ -17,5 +17,4 @@ pub use coo::{CooKernel, DeviceCoo};
 pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;
 pub use hyb::DeviceHyb;
-pub(crate) use upload::narrow;
 pub use upload::{DeviceCsr, DeviceVector};

@@ -5,8 +5,9 @@
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
-use super::upload::{device_addr, narrow};
+use super::upload::device_addr;
 use crate::Result;
+use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{BALANCED_LONG_ROW, BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, DevicePtr as AbiPtr};
 use kernels_gpu::abi::{LongRowArgs, WARP_SIZE};

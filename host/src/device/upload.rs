@@ -3,7 +3,8 @@
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::row_tasks::DeviceRowTasks;
-use crate::format::csr::{CsrRef, RowStats};
+use crate::formats::convert::narrow;
+use crate::formats::csr::{CsrRef, RowStats};
 use crate::rule::long_row_min_len;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -31,13 +32,6 @@ pub struct DeviceCsr<T> {
 #[derive(Debug)]
 pub struct DeviceVector<T> {
     data: CudaSlice<T>,
-}
-
-/// Largest count the kernels' `u32` indices hold.
-const U32_LIMIT: usize = u32::MAX as usize;
-
-pub(crate) fn narrow(what: &'static str, value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| Error::TooLarge { what, value, limit: U32_LIMIT })
 }
 
 /// The raw device address of a slice. Stable for the slice's lifetime.

@@ -7,8 +7,9 @@
 use super::{launch, launch_shared, scale_raw};
 use crate::Result;
 use crate::device::{
-    BrcCombine, CooKernel, DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceVector, Gpu, narrow,
+    BrcCombine, CooKernel, DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceVector, Gpu,
 };
+use crate::formats::convert::narrow;
 use crate::operator::sealed::Operands;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{

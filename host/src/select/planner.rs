@@ -6,10 +6,10 @@ use super::break_even::{FormatCost, break_even_products, cheapest_format, could_
 use super::selection::{AutoFormat, Outcome, Reason, Selection, Trial};
 use super::timing::ProductTimer;
 use crate::device::{CooKernel, Gpu};
-use crate::format::coo::Coo;
-use crate::format::csr::CsrRef;
-use crate::format::ell::Ell;
-use crate::format::hyb::{Hyb, hyb_ell_width};
+use crate::formats::coo::Coo;
+use crate::formats::csr::CsrRef;
+use crate::formats::ell::Ell;
+use crate::formats::hyb::{Hyb, hyb_ell_width};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::sys;

@@ -5,8 +5,8 @@
 use super::coo::Coo;
 use super::ell::{Ell, check_padding};
 use crate::Result;
-use crate::format::convert::{canonical_csr, check_u32_dims};
-use crate::format::csr::CsrRef;
+use crate::formats::convert::{canonical_csr, check_u32_dims};
+use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use nalgebra_sparse::CsrMatrix;
 

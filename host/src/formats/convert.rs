@@ -1,12 +1,19 @@
 //! What the conversions from CSR share: the check that a matrix fits the kernels' 32-bit indices, the
 //! parallel fill of an array segment by segment, and the canonical CSR their `to_csr` returns.
 
-use crate::Result;
-use crate::device::narrow;
-use crate::format::csr::CsrRef;
+use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
+
+/// Largest count the kernels' `u32` indices hold.
+const U32_LIMIT: usize = u32::MAX as usize;
+
+/// `value` as the kernels' `u32`, or [`Error::TooLarge`] naming `what`.
+pub(crate) fn narrow(what: &'static str, value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::TooLarge { what, value, limit: U32_LIMIT })
+}
 
 /// Refuses, with [`crate::Error::TooLarge`], a matrix whose dimensions or entry count do not fit the
 /// kernels' `u32` indices. After it, every row and column index converts with [`index32`].

@@ -10,7 +10,7 @@
 
 use super::convert::{canonical_csr, check_u32_dims, index32, par_fill_segments};
 use crate::error::FormatError;
-use crate::format::csr::{CsrRef, RowStats};
+use crate::formats::csr::{CsrRef, RowStats};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{BRC_BLOCK_PIECES, BRC_SPLIT, PAD_COL};

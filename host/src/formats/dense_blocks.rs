@@ -14,8 +14,8 @@
 use super::convert::{canonical_csr, check_u32_dims, index32};
 use crate::Result;
 use crate::error::FormatError;
-use crate::format::coo::Coo;
-use crate::format::csr::CsrRef;
+use crate::formats::coo::Coo;
+use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{DENSE_BLOCK_ROWS, DENSE_NO_WINDOW, DENSE_ROW_THREADS, PAD_COL};
 use nalgebra_sparse::CsrMatrix;
@@ -86,7 +86,7 @@ impl<T: Scalar> DenseBlocks<T> {
             row_offsets.push(row_offsets[row_offsets.len() - 1] + len);
         }
         let stored = row_offsets[a.nrows()];
-        crate::device::narrow("the dense blocks' padded entry count", stored)?;
+        crate::formats::convert::narrow("the dense blocks' padded entry count", stored)?;
         let (mut cols, mut values) = (Vec::with_capacity(stored), Vec::with_capacity(stored));
         let (mut rest_rows, mut rest_cols, mut rest_values) = (Vec::new(), Vec::new(), Vec::new());
         for block in &blocks {

@@ -5,7 +5,7 @@
 use super::convert::{canonical_csr, check_u32_dims, index32};
 use crate::Result;
 use crate::error::FormatError;
-use crate::format::csr::CsrRef;
+use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::PAD_COL;
 use nalgebra_sparse::CsrMatrix;

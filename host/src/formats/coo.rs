@@ -3,7 +3,7 @@
 
 use super::convert::{canonical_csr, check_u32_dims, index32, par_fill_segments};
 use crate::Result;
-use crate::format::csr::CsrRef;
+use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use nalgebra_sparse::CsrMatrix;
 use std::borrow::Cow;
