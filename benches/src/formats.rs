@@ -1,10 +1,8 @@
 //! The storage formats beyond CSR, as the bench runs them: timed conversion from CSR on the CPU,
 //! upload, and the product through `Gpu::spmv`.
 
-use gpu_spmv::{
-    Brc, BrcCombine, Coo, CooKernel, CsrRef, DENSE_WINDOW, DenseBlocks, DeviceMatrix, Ell, Gpu, Hyb,
-    RowStats, Scalar, brc_b2_candidates, brc_model_b2,
-};
+use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_b2_candidates, brc_model_b2};
+use gpu_spmv::{BrcCombine, CooKernel, CsrRef, DeviceMatrix, DeviceVector, Gpu, Plan, RowStats, Scalar};
 use std::time::Instant;
 
 /// One format configuration.
@@ -33,11 +31,40 @@ impl Format {
     }
 }
 
+/// A device matrix of any format, with the strategy its products run.
+pub trait FormatMatrix<T: Scalar> {
+    /// The plan of the matrix's products on `gpu`.
+    fn plan<'a>(&'a self, gpu: &'a Gpu) -> gpu_spmv::Result<Box<dyn FormatPlan<T> + 'a>>;
+}
+
+/// A [`Plan`] of any format.
+pub trait FormatPlan<T: Scalar> {
+    fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> gpu_spmv::Result<()>;
+}
+
+impl<T: Scalar, A: DeviceMatrix<T>> FormatPlan<T> for Plan<'_, T, A> {
+    fn spmv(&self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> gpu_spmv::Result<()> {
+        Plan::spmv(self, alpha, x, beta, y)
+    }
+}
+
+/// A device matrix and the strategy of its products.
+struct WithKernel<T: Scalar, A: DeviceMatrix<T>> {
+    matrix: A,
+    kernel: A::Kernel,
+}
+
+impl<T: Scalar, A: DeviceMatrix<T>> FormatMatrix<T> for WithKernel<T, A> {
+    fn plan<'a>(&'a self, gpu: &'a Gpu) -> gpu_spmv::Result<Box<dyn FormatPlan<T> + 'a>> {
+        Ok(Box::new(gpu.plan(&self.matrix, self.kernel)?))
+    }
+}
+
 /// A matrix converted to a format and uploaded `copies` times.
 pub struct Converted<T> {
     /// Wall time of the conversion from CSR on the CPU (rayon), upload excluded.
     pub conversion_ms: f64,
-    pub copies: Vec<Box<dyn DeviceMatrix<T>>>,
+    pub copies: Vec<Box<dyn FormatMatrix<T>>>,
 }
 
 impl<T> std::fmt::Debug for Converted<T> {
@@ -75,29 +102,29 @@ pub fn convert<T: Scalar>(
 ) -> anyhow::Result<Result<Converted<T>, String>> {
     let start = Instant::now();
     match format {
-        Format::Ell => converted(start, Ell::try_from_csr(a), copies, |h| gpu.upload_ell(h)),
-        Format::Coo(kernel) => converted(start, Coo::try_from_csr(a), copies, |h| {
-            let mut d = gpu.upload_coo(h)?;
-            d.set_kernel(kernel);
-            Ok(d)
-        }),
-        Format::Hyb => converted(start, Hyb::try_from_csr(a), copies, |h| gpu.upload_hyb(h)),
-        Format::Brc { b2, combine } => converted(start, Brc::try_from_csr(a, b2), copies, |h| {
-            let mut d = gpu.upload_brc(h)?;
-            d.set_combine(combine);
-            Ok(d)
-        }),
-        Format::DenseBlocks => converted(start, DenseBlocks::try_from_csr(a, DENSE_WINDOW), copies, |h| {
-            gpu.upload_dense_blocks(h)
-        }),
+        Format::Ell => converted(start, Ell::try_from_csr(a), copies, (), |h| gpu.upload_ell(h)),
+        Format::Coo(kernel) => converted(start, Coo::try_from_csr(a), copies, kernel, |h| gpu.upload_coo(h)),
+        Format::Hyb => {
+            converted(start, Hyb::try_from_csr(a), copies, CooKernel::Segmented, |h| gpu.upload_hyb(h))
+        }
+        Format::Brc { b2, combine } => {
+            converted(start, Brc::try_from_csr(a, b2), copies, combine, |h| gpu.upload_brc(h))
+        }
+        Format::DenseBlocks => {
+            converted(start, DenseBlocks::try_from_csr(a, DENSE_WINDOW), copies, CooKernel::Segmented, |h| {
+                gpu.upload_dense_blocks(h)
+            })
+        }
     }
 }
 
-/// The conversion's outcome, timed from `start`, uploaded `copies` times with `upload`.
+/// The conversion's outcome, timed from `start`, uploaded `copies` times with `upload`, to be
+/// multiplied with `kernel`.
 fn converted<T: Scalar, H, D: DeviceMatrix<T> + 'static>(
     start: Instant,
     host: gpu_spmv::Result<H>,
     copies: usize,
+    kernel: D::Kernel,
     upload: impl Fn(&H) -> gpu_spmv::Result<D>,
 ) -> anyhow::Result<Result<Converted<T>, String>> {
     let host = match host {
@@ -106,7 +133,9 @@ fn converted<T: Scalar, H, D: DeviceMatrix<T> + 'static>(
     };
     let conversion_ms = start.elapsed().as_secs_f64() * 1e3;
     let copies = (0..copies)
-        .map(|_| -> anyhow::Result<Box<dyn DeviceMatrix<T>>> { Ok(Box::new(upload(&host)?)) })
+        .map(|_| -> anyhow::Result<Box<dyn FormatMatrix<T>>> {
+            Ok(Box::new(WithKernel { matrix: upload(&host)?, kernel }))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Ok(Converted { conversion_ms, copies }))
 }

@@ -6,8 +6,10 @@ use crate::formats::{convert, formats};
 use crate::measure::{Timing, time_cpu, time_gpu};
 use crate::variants::{Variant, without_split};
 use anyhow::{Context, Result};
+use gpu_spmv::formats::brc_model_b2;
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
-use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar, TunedSpmv, brc_model_b2};
+use gpu_spmv::tune::TunedSpmv;
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -207,13 +209,12 @@ pub fn bench_matrix<T: Scalar>(
                 continue;
             }
         };
-        let m = &converted.copies;
+        let plans = converted.copies.iter().map(|m| m.plan(gpu)).collect::<gpu_spmv::Result<Vec<_>>>()?;
         let timing = time_gpu(gpu, |i| {
             let s = &mut sets[i % copies];
-            Ok(gpu.spmv(one, m[i % copies].as_ref(), &s.x, zero, &mut s.y)?)
+            Ok(plans[i % copies].spmv(one, &s.x, zero, &mut s.y)?)
         })?;
-        let err =
-            check.run(gpu, &mut sets[0], |s| Ok(gpu.spmv(one, m[0].as_ref(), &s.x, zero, &mut s.y)?))?;
+        let err = check.run(gpu, &mut sets[0], |s| Ok(plans[0].spmv(one, &s.x, zero, &mut s.y)?))?;
         records
             .push(Record { conversion_ms: Some(converted.conversion_ms), ..record(&variant, timing, err) });
     }
@@ -312,12 +313,15 @@ fn tune<T: Scalar>(
     })
 }
 
-/// Times `y = A x` with `kernel`, rotating over the operand sets.
+/// Times `y = A x` with `kernel`, rotating over the operand sets, each with its plan.
 fn time_kernel<T: Scalar>(gpu: &Gpu, kernel: Kernel, sets: &mut [Operands<T>]) -> Result<Timing> {
     let copies = sets.len();
+    let (plans, mut vectors): (Vec<_>, Vec<_>) =
+        sets.iter_mut().map(|s| (gpu.plan(&s.a, kernel), (&s.x, &mut s.y))).unzip();
+    let plans = plans.into_iter().collect::<gpu_spmv::Result<Vec<_>>>()?;
     time_gpu(gpu, |i| {
-        let s = &mut sets[i % copies];
-        Ok(gpu.spmv_with(kernel, T::from_f64(1.0), &s.a, &s.x, T::ZERO, &mut s.y)?)
+        let (x, y) = &mut vectors[i % copies];
+        Ok(plans[i % copies].spmv(T::from_f64(1.0), *x, T::ZERO, *y)?)
     })
 }
 

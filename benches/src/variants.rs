@@ -4,7 +4,6 @@ use crate::cusparse::Algorithm;
 use crate::formats::Format;
 use gpu_spmv::Kernel;
 use gpu_spmv::reference::CpuKernel;
-use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_VECTOR_COOPS};
 
 /// Who computes a product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +53,8 @@ const BALANCED_BLOCK_SIZES: [u32; 2] = [128, 256];
 /// the parametrised kernel are added per matrix (`run`).
 pub fn gpu_kernels() -> Vec<Kernel> {
     let mut kernels = vec![Kernel::Auto, Kernel::CsrScalar { block_size: 128 }];
-    kernels.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size: 128 }));
-    for group in CSR_ALIGNED_GROUPS {
+    kernels.extend(Kernel::VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size: 128 }));
+    for group in Kernel::ALIGNED_GROUPS {
         for cached_x in [true, false] {
             kernels.extend(ALIGNED_BLOCK_SIZES.map(|block_size| Kernel::CsrAligned {
                 group,

@@ -17,55 +17,47 @@
 //! let x = gpu.upload_vector(&[1.0f32, 2.0, 3.0])?;
 //! let mut y = gpu.zeros::<f32>(3)?;
 //! gpu.spmv(1.0, &a, &x, 0.0, &mut y)?; // Kernel::Auto
-//! gpu.spmv_with(Kernel::CsrVector { coop: 4, block_size: 128 }, 2.0, &a, &x, 1.0, &mut y)?;
+//! let vector = gpu.plan(&a, Kernel::CsrVector { coop: 4, block_size: 128 })?;
+//! vector.spmv(2.0, &x, 1.0, &mut y)?; // a plan: prepared once, for many products
 //! assert_eq!(y.to_host(&gpu)?, vec![6.0, 9.0, -6.0]);
 //! # Ok(())
 //! # }
 //! ```
 //!
 //! Products are enqueued on the [`Gpu`]'s stream and return at once: no allocation, no host
-//! synchronisation, one launch. Reading a vector back ([`DeviceVector::to_host`]) waits for them.
-//! Every argument is checked before anything is launched, so an error leaves `y` as it was.
+//! synchronisation. Reading a vector back ([`DeviceVector::to_host`]) waits for them. Every argument
+//! is checked before anything is launched, so an error leaves `y` as it was.
+//!
+//! The crate is built in layers, each importing only from those below it (`docs/ARCHITECTURE.md`):
+//! host formats ([`formats`], [`io`], [`reference`]) → device data (`device`: the [`Gpu`], buffers,
+//! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
+//! measurement ([`select`], [`tune`]) → this facade.
 
 // Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
 #![warn(clippy::cast_possible_truncation)]
 
-mod device;
 mod error;
+mod scalar;
+
 pub mod formats;
 pub mod io;
-mod launch;
-mod operator;
-mod plan;
-pub mod probe;
 pub mod reference;
-mod rule;
-mod scalar;
-mod select;
-mod spmv;
-mod tune;
+
+mod device;
+
+mod enqueue;
+
+pub mod select;
+pub mod tune;
 
 pub use device::{
-    BrcCombine, CooKernel, DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb,
-    DeviceVector, Gpu,
+    DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceVector, Gpu, VectorMut,
+    VectorRef,
 };
+pub use enqueue::{BrcCombine, CooKernel, DeviceMatrix, Kernel, Plan, probe};
 pub use error::{CsrError, Error, FormatError};
-pub use formats::brc::{Brc, brc_b2_candidates, brc_model_b2};
-pub use formats::coo::Coo;
-pub use formats::csr::{CsrRef, RowStats};
-pub use formats::dense_blocks::{
-    DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
-};
-pub use formats::ell::{ELL_MAX_PADDING_RATIO, Ell};
-pub use formats::hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
-pub use operator::DeviceMatrix;
-pub use plan::{BALANCED_MAX_BLOCK_SIZE, Kernel};
+pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};
-pub use select::{
-    AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, PLAN_TIMED_PRODUCTS,
-    PLAN_WARMUP_PRODUCTS, Reason, Selection, Trial, break_even_products, cheapest_format, could_pay_off,
-};
-pub use tune::TunedSpmv;
 
 /// Results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -7,13 +7,12 @@
 //! and [`TunedSpmv`], which runs products with the parameters the search asks for and times them with
 //! CUDA events, read only once they have completed, so that tuning never waits on the GPU.
 
-use crate::device::{DeviceCsr, DeviceVector, Gpu};
-use crate::plan::{AUTO_BLOCK_SIZE, Kernel};
-use crate::rule::{MAX_REPEAT, ParamConfig, fixed_rule};
+use crate::device::{DeviceCsr, Gpu, VectorMut, VectorRef};
+use crate::enqueue::{Kernel, MAX_REPEAT, ParamConfig, Plan, fixed_rule};
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, sys};
-use kernels_gpu::abi::CSR_PARAM_COOPS;
+use kernels_gpu::abi::{BLOCK_SIZE, CSR_PARAM_COOPS};
 
 /// A step is kept only when it makes products faster by more than this fraction (Reguly & Giles'
 /// 5%): smaller differences are within the noise of one timing.
@@ -45,7 +44,7 @@ fn block_step(precision: Precision) -> u32 {
 /// the jump's 192 in the precision's steps between [`TUNE_MIN_BLOCK_SIZE`] and [`TUNE_MAX_BLOCK_SIZE`].
 pub(crate) fn search_space(precision: Precision) -> Vec<Kernel> {
     let step = block_step(precision);
-    let lowest = AUTO_BLOCK_SIZE - (AUTO_BLOCK_SIZE - TUNE_MIN_BLOCK_SIZE) / step * step;
+    let lowest = BLOCK_SIZE - (BLOCK_SIZE - TUNE_MIN_BLOCK_SIZE) / step * step;
     let blocks: Vec<u32> = (lowest..=TUNE_MAX_BLOCK_SIZE).step_by(step as usize).collect();
     let repeats = std::iter::successors(Some(1u32), |r| Some(r * 2)).take_while(|&r| r <= MAX_REPEAT);
     let mut space = Vec::new();
@@ -259,7 +258,7 @@ struct Timer {
 /// # let a = gpu.upload_csr_parts(1, 1, &[0, 1], &[0], &[2.0f32])?;
 /// # let x = gpu.upload_vector(&[1.0f32])?;
 /// # let mut y = gpu.zeros::<f32>(1)?;
-/// let mut tuned = gpu_spmv::TunedSpmv::new(&gpu, &a)?;
+/// let mut tuned = gpu_spmv::tune::TunedSpmv::new(&gpu, &a)?;
 /// for _ in 0..100 {
 ///     tuned.spmv(1.0, &x, 0.0, &mut y)?;
 ///     let _residual = y.to_host(&gpu)?; // the caller's own synchronisation
@@ -269,13 +268,20 @@ struct Timer {
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct TunedSpmv<'a, T> {
+pub struct TunedSpmv<'a, T: Scalar> {
     gpu: &'a Gpu,
     a: &'a DeviceCsr<T>,
     search: Search,
-    /// `None` once converged: the events are released with it.
-    timer: Option<Timer>,
+    /// Where the search stands: timing candidates, or converged with the plan of its choice.
+    state: State<'a, T>,
     tuning_products: u64,
+}
+
+#[derive(Debug)]
+enum State<'a, T: Scalar> {
+    Tuning(Timer),
+    /// The events were released with the timer; products run the plan.
+    Converged(Plan<'a, T, DeviceCsr<T>>),
 }
 
 impl<'a, T: Scalar> TunedSpmv<'a, T> {
@@ -286,13 +292,14 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return Err(Error::ForeignBuffer("the matrix"));
         }
         let start = fixed_rule(a.stats(), gpu.sm_count());
-        if a.nnz() == 0 {
-            let search = Search::converged_at(start, T::PRECISION);
-            return Ok(Self { gpu, a, search, timer: None, tuning_products: 0 });
-        }
-        let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-        let timer = Timer { start: event()?, end: event()?, pending: None };
-        Ok(Self { gpu, a, search: Search::new(start, T::PRECISION), timer: Some(timer), tuning_products: 0 })
+        let (search, state) = if a.nnz() == 0 {
+            (Search::converged_at(start, T::PRECISION), State::Converged(gpu.plan(a, start.kernel())?))
+        } else {
+            let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+            let timer = Timer { start: event()?, end: event()?, pending: None };
+            (Search::new(start, T::PRECISION), State::Tuning(timer))
+        };
+        Ok(Self { gpu, a, search, state, tuning_products: 0 })
     }
 
     /// Every kernel configuration the tuner can reach for `T`, for an exhaustive search to compare
@@ -302,9 +309,14 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
     }
 
     /// `y = alpha * A * x + beta * y`, as [`Gpu::spmv`], with the kernel the tuner is at.
-    pub fn spmv(&mut self, alpha: T, x: &DeviceVector<T>, beta: T, y: &mut DeviceVector<T>) -> Result<()> {
-        let Some(timer) = &mut self.timer else {
-            return self.gpu.spmv_with(self.search.best().kernel(), alpha, self.a, x, beta, y);
+    pub fn spmv<X, Y>(&mut self, alpha: T, x: &X, beta: T, y: &mut Y) -> Result<()>
+    where
+        X: VectorRef<T> + ?Sized,
+        Y: VectorMut<T> + ?Sized,
+    {
+        let timer = match &mut self.state {
+            State::Converged(plan) => return plan.spmv(alpha, x, beta, y),
+            State::Tuning(timer) => timer,
         };
         if let Some(config) = timer.pending
             && timer.end.try_is_complete()?
@@ -313,8 +325,10 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             timer.pending = None;
         }
         let Some(next) = self.search.next() else {
-            self.timer = None;
-            return self.gpu.spmv_with(self.search.best().kernel(), alpha, self.a, x, beta, y);
+            let plan = self.gpu.plan(self.a, self.search.best().kernel())?;
+            let product = plan.spmv(alpha, x, beta, y);
+            self.state = State::Converged(plan);
+            return product;
         };
         self.tuning_products += 1;
         // While a timing is in flight, or for a product that runs no SpMV kernel, run the candidate
@@ -323,8 +337,9 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             let config = timer.pending.unwrap_or(next);
             return self.gpu.spmv_with(config.kernel(), alpha, self.a, x, beta, y);
         }
+        let plan = self.gpu.plan(self.a, next.kernel())?;
         timer.start.record(self.gpu.stream())?;
-        self.gpu.spmv_with(next.kernel(), alpha, self.a, x, beta, y)?;
+        plan.spmv(alpha, x, beta, y)?;
         timer.end.record(self.gpu.stream())?;
         timer.pending = Some(next);
         Ok(())
@@ -352,7 +367,7 @@ mod tests {
     use std::collections::HashSet;
 
     fn rule(coop: u32, repeat: u32) -> ParamConfig {
-        ParamConfig { coop, repeat, block_size: AUTO_BLOCK_SIZE }
+        ParamConfig { coop, repeat, block_size: BLOCK_SIZE }
     }
 
     /// Runs a search to the end with `time` as the cost of a configuration; returns the best and the

@@ -5,10 +5,11 @@
 mod common;
 
 use common::{Csr, banded, edge_cases, rng};
-use gpu_spmv::{
-    Brc, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Error, FormatError, Hyb, Scalar,
-    brc_b2_candidates, brc_model_b2, hyb_ell_width,
+use gpu_spmv::formats::{
+    Brc, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates, brc_model_b2,
+    hyb_ell_width,
 };
+use gpu_spmv::{Error, FormatError, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use std::collections::BTreeMap;
 

@@ -5,16 +5,15 @@
 mod common;
 
 use common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
-use gpu_spmv::{BALANCED_MAX_BLOCK_SIZE, Error, Gpu, Kernel, Scalar};
-use kernels_gpu::abi::CSR_VECTOR_COOPS;
+use gpu_spmv::{Error, Gpu, Kernel, Scalar};
 
 /// Every kernel and launch shape the library offers.
 fn kernels() -> Vec<Kernel> {
     let mut all = vec![Kernel::Auto];
     for block_size in [32, 128, 1024] {
         all.push(Kernel::CsrScalar { block_size });
-        all.extend(CSR_VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size }));
-        all.push(Kernel::CsrBalanced { block_size: block_size.min(BALANCED_MAX_BLOCK_SIZE) });
+        all.extend(Kernel::VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size }));
+        all.push(Kernel::CsrBalanced { block_size: block_size.min(Kernel::BALANCED_MAX_BLOCK_SIZE) });
     }
     all
 }

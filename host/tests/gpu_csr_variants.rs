@@ -8,8 +8,8 @@
 mod common;
 
 use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar, TunedSpmv};
-use kernels_gpu::abi::{BALANCED_LONG_ROW, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS};
+use gpu_spmv::tune::TunedSpmv;
+use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 
 /// A matrix on the GPU with `x` and the reference results of three products, computed once and
@@ -120,7 +120,7 @@ fn random_rows<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
 /// repeats from the smallest allowed to the largest, long rows split or not.
 fn representative_kernels() -> Vec<Kernel> {
     let mut all = vec![Kernel::Auto];
-    for group in CSR_ALIGNED_GROUPS {
+    for group in Kernel::ALIGNED_GROUPS {
         for cached_x in [true, false] {
             for block_size in [32, 256] {
                 all.push(Kernel::CsrAligned { group, cached_x, block_size });
@@ -128,7 +128,7 @@ fn representative_kernels() -> Vec<Kernel> {
         }
     }
     all.push(Kernel::CsrAligned { group: 16, cached_x: true, block_size: 1024 });
-    for coop in CSR_PARAM_COOPS {
+    for coop in Kernel::PARAM_COOPS {
         for (repeat, block_size, split_long_rows) in
             [(1, 128, true), (2, 96, true), (3, 64, true), (64, 512, true), (1, 1024, false)]
         {
@@ -212,7 +212,7 @@ fn gpu_long_rows_of_dc1() {
     let mut rng = rng(test);
     let a = dc1_like::<f64>(&mut rng);
     let mut fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
-    assert_eq!(fixture.da.long_row_count(), 2);
+    assert_eq!(gpu.plan(&fixture.da, DC1_RULE).unwrap().split_rows(), 2);
     assert_eq!(Kernel::auto(fixture.da.stats()), Kernel::CsrBalanced { block_size: 128 });
     for _ in 0..5 {
         for kernel in [Kernel::Auto, DC1_RULE, Kernel::CsrBalanced { block_size: 64 }] {
@@ -261,9 +261,9 @@ fn gpu_balanced_tasks() {
         let row_of_len = |lens: std::ops::RangeInclusive<usize>| {
             (0..a.nrows).find(|&r| lens.contains(&view.row(r).0.len())).expect("such a row")
         };
-        let long = row_of_len(BALANCED_LONG_ROW as usize..=usize::MAX);
+        let long = row_of_len(Kernel::BALANCED_LONG_ROW as usize..=usize::MAX);
         let short = row_of_len(1..=4);
-        let nan_cols = [view.row(long).0[BALANCED_LONG_ROW as usize / 2], view.row(short).0[0]];
+        let nan_cols = [view.row(long).0[Kernel::BALANCED_LONG_ROW as usize / 2], view.row(short).0[0]];
         let mut x = random_vector::<f32>(&mut rng, a.ncols);
         for c in nan_cols {
             x[c] = f32::NAN;

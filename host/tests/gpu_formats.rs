@@ -5,10 +5,8 @@
 mod common;
 
 use common::{Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::{
-    Brc, BrcCombine, Coo, CooKernel, DENSE_WINDOW, DenseBlocks, DeviceMatrix, Ell, Error, FormatError, Gpu,
-    Hyb, Scalar, brc_b2_candidates, brc_model_b2,
-};
+use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_b2_candidates, brc_model_b2};
+use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, DeviceVector, Error, FormatError, Gpu, Scalar};
 use rand_chacha::ChaCha8Rng;
 
 /// A format with the parameters of its conversion and kernels.
@@ -45,21 +43,51 @@ const VARIANTS: [Variant; 10] = [
     Variant::DenseBlocks { window: 64 },
 ];
 
+/// A device matrix of any format with the strategy of its products.
+trait Product<T: Scalar> {
+    fn spmv(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &DeviceVector<T>,
+        beta: T,
+        y: &mut DeviceVector<T>,
+    ) -> gpu_spmv::Result<()>;
+    fn shape(&self) -> (usize, usize, usize);
+}
+
+struct WithKernel<T: Scalar, A: DeviceMatrix<T>>(A, A::Kernel);
+
+impl<T: Scalar, A: DeviceMatrix<T>> Product<T> for WithKernel<T, A> {
+    fn spmv(
+        &self,
+        gpu: &Gpu,
+        alpha: T,
+        x: &DeviceVector<T>,
+        beta: T,
+        y: &mut DeviceVector<T>,
+    ) -> gpu_spmv::Result<()> {
+        gpu.spmv_with(self.1, alpha, &self.0, x, beta, y)
+    }
+
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.0.nrows(), self.0.ncols(), self.0.nnz())
+    }
+}
+
 /// `a` converted and uploaded as `variant`; `None` when ELL refuses it for its padding (the only
 /// refusal these matrices may meet).
-fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn DeviceMatrix<T>>> {
+fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn Product<T>>> {
     let view = a.view();
     let stats = view.stats();
-    let m: Box<dyn DeviceMatrix<T>> = match variant {
+    let m: Box<dyn Product<T>> = match variant {
         Variant::Ell => match Ell::try_from_csr(view) {
-            Ok(ell) => Box::new(gpu.upload_ell(&ell).unwrap()),
+            Ok(ell) => Box::new(WithKernel(gpu.upload_ell(&ell).unwrap(), ())),
             Err(Error::Format(FormatError::EllPadding { .. })) => return None,
             Err(e) => panic!("ELL: {e}"),
         },
         Variant::Coo(kernel) => {
-            let mut coo = gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap();
-            coo.set_kernel(kernel);
-            Box::new(coo)
+            Box::new(WithKernel(gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap(), kernel))
         }
         Variant::Hyb(width) => {
             let hyb = match width {
@@ -67,7 +95,7 @@ fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn 
                 None => Hyb::try_from_csr(view),
             };
             match hyb {
-                Ok(hyb) => Box::new(gpu.upload_hyb(&hyb).unwrap()),
+                Ok(hyb) => Box::new(WithKernel(gpu.upload_hyb(&hyb).unwrap(), CooKernel::Segmented)),
                 Err(Error::Format(FormatError::EllPadding { .. })) if width.is_some() => return None,
                 Err(e) => panic!("HYB: {e}"),
             }
@@ -78,15 +106,14 @@ fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn 
             } else {
                 brc_model_b2(&stats, MODEL_SMS)
             };
-            let mut brc = gpu.upload_brc(&Brc::try_from_csr(view, b2).unwrap()).unwrap();
-            brc.set_combine(combine);
-            Box::new(brc)
+            Box::new(WithKernel(gpu.upload_brc(&Brc::try_from_csr(view, b2).unwrap()).unwrap(), combine))
         }
         Variant::DenseBlocks { window } => {
-            Box::new(gpu.upload_dense_blocks(&DenseBlocks::try_from_csr(view, window).unwrap()).unwrap())
+            let blocks = DenseBlocks::try_from_csr(view, window).unwrap();
+            Box::new(WithKernel(gpu.upload_dense_blocks(&blocks).unwrap(), CooKernel::Segmented))
         }
     };
-    assert_eq!((m.nrows(), m.ncols(), m.nnz()), (a.nrows, a.ncols, a.vals.len()), "{variant:?}: shape");
+    assert_eq!(m.shape(), (a.nrows, a.ncols, a.vals.len()), "{variant:?}: shape");
     Some(m)
 }
 
@@ -108,7 +135,7 @@ fn cases<T: Scalar>(a: &Csr<T>, x: &[T], rng: &mut ChaCha8Rng) -> Vec<Case<T>> {
 fn check_product<T: Scalar>(
     gpu: &Gpu,
     what: &str,
-    m: &dyn DeviceMatrix<T>,
+    m: &dyn Product<T>,
     a: &Csr<T>,
     x: &[T],
     cases: &[Case<T>],
@@ -117,7 +144,7 @@ fn check_product<T: Scalar>(
     let tol = tolerance::<T>(a.view().stats().max);
     for case in cases {
         let mut dy = gpu.upload_vector(&case.start).unwrap();
-        gpu.spmv(case.alpha, m, &dx, case.beta, &mut dy).unwrap();
+        m.spmv(gpu, case.alpha, &dx, case.beta, &mut dy).unwrap();
         case.assert_close(what, &dy.to_host(gpu).unwrap(), tol);
     }
 }
@@ -180,7 +207,7 @@ fn gpu_formats_nan_reaches_exactly_the_rows_that_read_it() {
     for variant in VARIANTS {
         let Some(m) = upload(&gpu, variant, &a) else { continue };
         let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
-        gpu.spmv(1.0, m.as_ref(), &dx, 0.0, &mut dy).unwrap();
+        m.spmv(&gpu, 1.0, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
             let reads = view.row(r).0.iter().any(|&c| c == 0 || c == 777);
             assert_eq!(v.is_nan(), reads, "{variant:?}, row {r}");
@@ -197,7 +224,7 @@ fn gpu_brc_deterministic_repeats_bit_for_bit() {
     let brc = Brc::try_from_csr(a.view(), 8).unwrap();
     assert!(!brc.split_rows().is_empty());
     let m = gpu.upload_brc(&brc).unwrap();
-    assert_eq!(m.combine(), BrcCombine::Deterministic);
+    assert_eq!(gpu.plan(&m, Default::default()).unwrap().kernel(), BrcCombine::Deterministic);
     let dx = gpu.upload_vector(&random_vector::<f32>(&mut rng, a.ncols)).unwrap();
     let run = || {
         let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
@@ -221,9 +248,9 @@ fn gpu_format_errors_leave_y_untouched() {
     let x = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
     for variant in VARIANTS {
         let m = upload(&gpu, variant, &a).unwrap();
-        let err = gpu.spmv(1.0, m.as_ref(), &x_short, 0.0, &mut y).unwrap_err();
+        let err = m.spmv(&gpu, 1.0, &x_short, 0.0, &mut y).unwrap_err();
         assert!(matches!(err, Error::DimensionMismatch { what: "x", .. }), "{variant:?}: {err}");
-        let err = gpu.spmv(1.0, m.as_ref(), &x, 0.0, &mut y_long).unwrap_err();
+        let err = m.spmv(&gpu, 1.0, &x, 0.0, &mut y_long).unwrap_err();
         assert!(matches!(err, Error::DimensionMismatch { what: "y", .. }), "{variant:?}: {err}");
     }
     assert_eq!(y.to_host(&gpu).unwrap(), [4.0, 5.0]);

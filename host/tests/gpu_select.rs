@@ -6,10 +6,12 @@
 mod common;
 
 use common::{Csr, check, gpu_or_skip, random_vector, rng};
-use gpu_spmv::{
-    AutoFormat, AutoMatrix, Coo, DeviceMatrix, Ell, FormatCost, Gpu, Hyb, MIN_PLANNED_PRODUCTS, Outcome,
-    Reason, Scalar, Selection, break_even_products, cheapest_format,
+use gpu_spmv::formats::{Coo, Ell, Hyb};
+use gpu_spmv::select::{
+    AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, Reason, Selection,
+    break_even_products, cheapest_format,
 };
+use gpu_spmv::{DeviceMatrix, Gpu, Scalar};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 

@@ -1,5 +1,7 @@
 //! The launch ABI shared by the kernels and the host: one `#[repr(C)]` parameter struct per kernel,
-//! passed by value as the kernel's only parameter, and the constants both sides must agree on.
+//! passed by value as the kernel's only parameter; the constants both sides must agree on (the GPU's
+//! per-SM limits, launch block sizes, the variants each kernel family is compiled for); and the PTX
+//! entry names, which the host looks up from the same tables (see [`Entry`]).
 //!
 //! Device addresses travel as [`DevicePtr`] (a `u64` tagged with its element type), so the structs have
 //! the same layout on the host and on the device and carry no host pointers.
@@ -13,8 +15,136 @@ pub const WARP_SIZE: u32 = 32;
 /// capped at this size rather than failing on very large matrices.
 pub const MAX_GRID_X: u32 = (1 << 31) - 1;
 
+/// The most threads a block may have (every GPU since Fermi).
+pub const MAX_BLOCK_SIZE: u32 = 1024;
+
+/// Threads an SM keeps resident: 2048 on the data-centre GPUs since Kepler (V100, A100, H100).
+pub const RESIDENT_THREADS_PER_SM: u32 = 2048;
+
+/// Warps an SM keeps resident: 64 from Volta to Hopper.
+pub const RESIDENT_WARPS_PER_SM: u32 = RESIDENT_THREADS_PER_SM / WARP_SIZE;
+
+/// Threads per block of `Kernel::Auto`'s CSR choices and of the ELL, COO and BRC kernels: Reguly &
+/// Giles (2012) found 128 best across their suite; it leaves the scheduler 16 blocks per SM, and is a
+/// multiple of the warp, as the segmented and BRC kernels need.
+pub const BLOCK_SIZE: u32 = 128;
+
+/// Threads per block of `spmv_scale_*`: an element per thread and no shared state, so a larger block
+/// only saves the scheduler work.
+pub const SCALE_BLOCK_SIZE: u32 = 256;
+
+/// The fewest threads per block of `spmv_csr_param_*`: the bottom of Reguly & Giles' range, two warps.
+pub const CSR_PARAM_MIN_BLOCK_SIZE: u32 = 64;
+
+/// The most threads per block of `spmv_csr_balanced_*`: its f64 version takes 70 registers a thread,
+/// and 1024 threads of 70 registers exceed an SM's 65,536; 512 is the largest power of two that fits.
+pub const CSR_BALANCED_MAX_BLOCK_SIZE: u32 = 512;
+
+/// Threads per block of the streaming-read probe, and its blocks per SM: enough 16-byte loads in
+/// flight to saturate HBM.
+pub const PROBE_BLOCK_SIZE: u32 = 512;
+pub const PROBE_BLOCKS_PER_SM: u32 = 4;
+
+/// The two PTX entries of one kernel, one per element type: `spmv_<kernel>_f32` and `spmv_<kernel>_f64`.
+/// The tables below are the one list of the entries the host looks up; the kernels export exactly
+/// these names, which a host test checks against the committed PTX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub f32: &'static str,
+    pub f64: &'static str,
+}
+
+/// The [`Entry`] of the kernel named `$kernel` (an expression `concat!` accepts).
+macro_rules! entry {
+    ($kernel:expr) => {
+        Entry { f32: concat!("spmv_", $kernel, "_f32"), f64: concat!("spmv_", $kernel, "_f64") }
+    };
+}
+
+/// A kernel family compiled once per value of a parameter: the values, and the entries in their
+/// order, `spmv_<prefix><value><suffix>_<type>`, both from one list.
+macro_rules! family {
+    ($prefix:literal, $suffix:literal; $($value:literal),+) => {
+        ([$($value),+], [$(entry!(concat!($prefix, $value, $suffix))),+])
+    };
+}
+
+/// `spmv_csr_scalar_*`.
+pub const CSR_SCALAR: Entry = entry!("csr_scalar");
+
+const CSR_VECTOR_FAMILY: ([u32; 5], [Entry; 5]) = family!("csr_vector_c", ""; 2, 4, 8, 16, 32);
+
 /// Threads per row the cooperative CSR kernel is compiled for; one PTX entry per value.
-pub const CSR_VECTOR_COOPS: [u32; 5] = [2, 4, 8, 16, 32];
+pub const CSR_VECTOR_COOPS: [u32; 5] = CSR_VECTOR_FAMILY.0;
+
+/// `spmv_csr_vector_c<coop>_*`, indexed like [`CSR_VECTOR_COOPS`].
+pub const CSR_VECTOR: [Entry; 5] = CSR_VECTOR_FAMILY.1;
+
+const CSR_ALIGNED_NC_FAMILY: ([u32; 3], [Entry; 3]) = family!("csr_aligned_g", "_nc"; 8, 16, 32);
+const CSR_ALIGNED_PLAIN_FAMILY: ([u32; 3], [Entry; 3]) = family!("csr_aligned_g", "_plain"; 8, 16, 32);
+const _: () = assert!(same_values(&CSR_ALIGNED_NC_FAMILY.0, &CSR_ALIGNED_PLAIN_FAMILY.0));
+
+/// Threads per row the aligned CSR kernel is compiled for: Baskaran & Bordawekar's half warp and its
+/// two neighbours. One PTX entry per value, x-load path and type.
+pub const CSR_ALIGNED_GROUPS: [u32; 3] = CSR_ALIGNED_NC_FAMILY.0;
+
+/// `spmv_csr_aligned_g<group>_nc_*` (x through the read-only data cache), indexed like
+/// [`CSR_ALIGNED_GROUPS`].
+pub const CSR_ALIGNED_NC: [Entry; 3] = CSR_ALIGNED_NC_FAMILY.1;
+
+/// `spmv_csr_aligned_g<group>_plain_*` (x with plain global loads), indexed like
+/// [`CSR_ALIGNED_GROUPS`].
+pub const CSR_ALIGNED_PLAIN: [Entry; 3] = CSR_ALIGNED_PLAIN_FAMILY.1;
+
+const CSR_PARAM_FAMILY: ([u32; 6], [Entry; 6]) = family!("csr_param_c", ""; 1, 2, 4, 8, 16, 32);
+
+/// Threads per row (`coop`) the parametrised CSR kernel is compiled for: the powers of two up to a
+/// warp that Reguly & Giles' rule and tuner choose from. One PTX entry per value and type.
+pub const CSR_PARAM_COOPS: [u32; 6] = CSR_PARAM_FAMILY.0;
+
+/// `spmv_csr_param_c<coop>_*`, indexed like [`CSR_PARAM_COOPS`].
+pub const CSR_PARAM: [Entry; 6] = CSR_PARAM_FAMILY.1;
+
+/// `spmv_csr_balanced_*`.
+pub const CSR_BALANCED: Entry = entry!("csr_balanced");
+
+/// `spmv_scale_*`.
+pub const SCALE: Entry = entry!("scale");
+
+/// `spmv_ell_*`.
+pub const ELL: Entry = entry!("ell");
+
+/// `spmv_coo_atomic_*` and `spmv_coo_segmented_*`.
+pub const COO_ATOMIC: Entry = entry!("coo_atomic");
+pub const COO_SEGMENTED: Entry = entry!("coo_segmented");
+
+/// `spmv_brc_partials_*` and `spmv_brc_combine_*` (deterministic), `spmv_brc_prescale_*` and
+/// `spmv_brc_atomic_*`.
+pub const BRC_PARTIALS: Entry = entry!("brc_partials");
+pub const BRC_COMBINE: Entry = entry!("brc_combine");
+pub const BRC_PRESCALE: Entry = entry!("brc_prescale");
+pub const BRC_ATOMIC: Entry = entry!("brc_atomic");
+
+/// `spmv_dense_blocks_*`.
+pub const DENSE_BLOCKS: Entry = entry!("dense_blocks");
+
+/// The streaming-read probe's entry (f32 only: it measures bytes, not arithmetic).
+pub const PROBE_STREAM_READ: &str = "probe_stream_read";
+
+/// Whether two lists of variants are equal, in a constant context.
+const fn same_values(a: &[u32], b: &[u32]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// A device address of `T` elements, as the kernel sees it.
 #[repr(transparent)]
@@ -105,14 +235,6 @@ pub struct StreamReadParams {
     pub sentinel: f32,
 }
 
-/// Threads per row the aligned CSR kernel is compiled for: Baskaran & Bordawekar's half warp and its
-/// two neighbours. One PTX entry per value, x-load path and type.
-pub const CSR_ALIGNED_GROUPS: [u32; 3] = [8, 16, 32];
-
-/// Threads per row (`coop`) the parametrised CSR kernel is compiled for: the powers of two up to a
-/// warp that Reguly & Giles' rule and tuner choose from. One PTX entry per value and type.
-pub const CSR_PARAM_COOPS: [u32; 6] = [1, 2, 4, 8, 16, 32];
-
 /// Entries of a long row that one warp of the parametrised kernel sums: 8 per lane, so a chunk takes
 /// the steps a 256-entry row takes at 32 threads per row, the widest regular group.
 pub const LONG_ROW_CHUNK: u32 = 256;
@@ -139,6 +261,19 @@ pub struct LongRowArgs<T> {
 }
 
 impl<T> LongRowArgs<T> {
+    /// No row is long: the chunk path is off, and the kernels read none of the arrays.
+    pub const fn unsplit() -> Self {
+        Self {
+            min_len: u32::MAX,
+            chunks: 0,
+            rows: DevicePtr::new(0),
+            first_chunk: DevicePtr::new(0),
+            chunk_row: DevicePtr::new(0),
+            partials: DevicePtr::new(0),
+            counters: DevicePtr::new(0),
+        }
+    }
+
     /// Whether a row of `len` entries is left to the chunk warps.
     pub const fn is_long(&self, len: u32) -> bool {
         self.chunks != 0 && len >= self.min_len

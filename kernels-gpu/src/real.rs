@@ -34,14 +34,19 @@ impl Real for f64 {
         core::f64::math::mul_add(self, b, c)
     }
 
-    /// Two 32-bit shuffles: the hardware moves one word per lane.
     #[inline(always)]
     fn shfl_xor(self, mask: u32) -> Self {
-        let bits = self.to_bits();
-        let lo = shfl_xor_b32(bits as u32, mask) as u64;
-        let hi = shfl_xor_b32((bits >> 32) as u32, mask) as u64;
-        f64::from_bits(hi << 32 | lo)
+        shuffle_f64(self, |w| shfl_xor_b32(w, mask))
     }
+}
+
+/// Applies a 32-bit shuffle to both words of an f64: the hardware moves one word per lane.
+#[inline(always)]
+pub fn shuffle_f64(v: f64, shuffle: impl Fn(u32) -> u32) -> f64 {
+    let bits = v.to_bits();
+    let lo = shuffle(bits as u32) as u64;
+    let hi = shuffle((bits >> 32) as u32) as u64;
+    f64::from_bits(hi << 32 | lo)
 }
 
 /// Writes `alpha * sum + beta * y[row]` to `y[row]`, without reading `y` when `beta == 0` so that

@@ -1,33 +1,19 @@
-//! BRC on the device ([`DeviceBrc`]), made by [`Gpu::upload_brc`], and how it combines split rows.
+//! BRC on the device ([`DeviceBrc`]), made by [`Gpu::upload_brc`].
 
 use super::Gpu;
-use super::upload::device_addr;
+use super::memory::addr;
 use crate::Result;
 use crate::formats::brc::Brc;
 use crate::formats::convert::narrow;
-use crate::launch::formats::brc;
-use crate::operator::DeviceMatrix;
-use crate::operator::sealed::{Launch, Operands};
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
-use kernels_gpu::abi::{BrcArgs, BrcSplitArgs, DevicePtr as AbiPtr};
-use std::sync::Arc;
-
-/// How the pieces of a split row are added up (`kernels-gpu/src/formats/brc.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BrcCombine {
-    /// Each piece writes its sum to a slot of a scratch buffer; a second kernel sums each split row's
-    /// slots in order. The result is the same from run to run.
-    #[default]
-    Deterministic,
-    /// A first kernel scales the split rows by `beta`; each piece then adds its sum atomically.
-    Atomic,
-}
+use kernels_gpu::abi::{BrcArgs, BrcSplitArgs};
 
 /// A [`Brc`] matrix on the device, with the scratch buffer of its split rows (one element per piece
 /// of a split row). Its product is one or two launches on the [`Gpu`]'s stream: the block kernel,
-/// and, when some row was split, the combining kernel of the chosen [`BrcCombine`] (after the block
-/// kernel for [`BrcCombine::Deterministic`], before it for [`BrcCombine::Atomic`]). Products with
+/// and, when some row was split, the combining kernel of the chosen
+/// [`BrcCombine`](crate::BrcCombine) (after the block kernel for the deterministic combine, before it
+/// for the atomic one). Products with
 /// one matrix are ordered by that stream, so they never share the scratch buffer.
 #[derive(Debug)]
 pub struct DeviceBrc<T> {
@@ -44,14 +30,12 @@ pub struct DeviceBrc<T> {
     ncols: usize,
     nnz: usize,
     b2: usize,
-    combine: BrcCombine,
     args: BrcArgs<T>,
     split: BrcSplitArgs<T>,
 }
 
 impl Gpu {
-    /// Uploads a BRC matrix and allocates its scratch buffer, to be multiplied with
-    /// [`BrcCombine::Deterministic`] until [`DeviceBrc::set_combine`] says otherwise.
+    /// Uploads a BRC matrix and allocates its scratch buffer.
     pub fn upload_brc<T: Scalar>(&self, a: &Brc<T>) -> Result<DeviceBrc<T>> {
         let pieces = narrow("BRC's piece count", a.targets().len())?;
         let blocks = narrow("BRC's block count", a.block_width().len())?;
@@ -66,21 +50,20 @@ impl Gpu {
         let split_ptr = self.upload(a.split_ptr())?;
         let slot_rows = self.upload(a.slot_rows())?;
         let partials = self.alloc_zeros(slots)?;
-        let addr = |s: &CudaSlice<u32>| AbiPtr::new(device_addr(s, self));
         let args = BrcArgs {
-            block_ptr: addr(&block_ptr),
-            block_width: addr(&block_width),
-            targets: addr(&targets),
-            cols: addr(&cols),
-            values: AbiPtr::new(device_addr(&values, self)),
+            block_ptr: addr(&block_ptr, self),
+            block_width: addr(&block_width, self),
+            targets: addr(&targets, self),
+            cols: addr(&cols, self),
+            values: addr(&values, self),
             pieces,
             blocks,
         };
         let split = BrcSplitArgs {
-            split_rows: addr(&split_rows),
-            split_ptr: addr(&split_ptr),
-            slot_rows: addr(&slot_rows),
-            partials: AbiPtr::new(device_addr(&partials, self)),
+            split_rows: addr(&split_rows, self),
+            split_ptr: addr(&split_ptr, self),
+            slot_rows: addr(&slot_rows, self),
+            partials: addr(&partials, self),
             split_count,
         };
         Ok(DeviceBrc {
@@ -97,7 +80,6 @@ impl Gpu {
             ncols: a.ncols(),
             nnz: a.nnz(),
             b2: a.b2(),
-            combine: BrcCombine::default(),
             args,
             split,
         })
@@ -105,14 +87,16 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceBrc<T> {
-    /// How products combine the pieces of split rows.
-    pub fn combine(&self) -> BrcCombine {
-        self.combine
+    pub fn nrows(&self) -> usize {
+        self.nrows
     }
 
-    /// Chooses how later products combine the pieces of split rows.
-    pub fn set_combine(&mut self, combine: BrcCombine) {
-        self.combine = combine;
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.nnz
     }
 
     /// The width bound the matrix was built with.
@@ -144,28 +128,8 @@ impl<T: Scalar> DeviceBrc<T> {
     pub(crate) fn split_args(&self) -> BrcSplitArgs<T> {
         self.split
     }
-}
 
-impl<T: Scalar> Launch<T> for DeviceBrc<T> {
-    fn belongs_to(&self, gpu: &Gpu) -> bool {
-        Arc::ptr_eq(self.values.context(), gpu.context())
-    }
-
-    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
-        brc(gpu, self, self.combine, &op)
-    }
-}
-
-impl<T: Scalar> DeviceMatrix<T> for DeviceBrc<T> {
-    fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    fn nnz(&self) -> usize {
-        self.nnz
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(self.values.context())
     }
 }

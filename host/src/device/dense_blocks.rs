@@ -1,22 +1,18 @@
 //! Dense blocks on the device ([`DeviceDenseBlocks`]), made by [`Gpu::upload_dense_blocks`].
 
 use super::Gpu;
-use super::coo::{CooKernel, DeviceCoo};
-use super::upload::device_addr;
+use super::coo::DeviceCoo;
+use super::memory::addr;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::dense_blocks::DenseBlocks;
-use crate::launch::formats::{coo, dense_blocks};
-use crate::operator::DeviceMatrix;
-use crate::operator::sealed::{Launch, Operands};
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
-use kernels_gpu::abi::{DenseBlockArgs, DevicePtr as AbiPtr};
-use std::sync::Arc;
+use kernels_gpu::abi::DenseBlockArgs;
 
 /// A [`DenseBlocks`] matrix on the device. Its product is the dense-block kernel, which writes `y =
 /// alpha * A_blocks * x + beta * y` (every row, `y` unread when `beta == 0`), then, when the remainder
-/// has entries, the segmented COO kernel adding `alpha * A_rest * x`: two launches on the [`Gpu`]'s
+/// has entries, the COO kernel adding `alpha * A_rest * x`: two launches on the [`Gpu`]'s
 /// stream, in order.
 #[derive(Debug)]
 pub struct DeviceDenseBlocks<T> {
@@ -40,10 +36,10 @@ impl Gpu {
         let cols = self.upload(a.cols())?;
         let values = self.upload(a.values())?;
         let args = DenseBlockArgs {
-            window_start: AbiPtr::new(device_addr(&window_start, self)),
-            row_offsets: AbiPtr::new(device_addr(&row_offsets, self)),
-            cols: AbiPtr::new(device_addr(&cols, self)),
-            values: AbiPtr::new(device_addr(&values, self)),
+            window_start: addr(&window_start, self),
+            row_offsets: addr(&row_offsets, self),
+            cols: addr(&cols, self),
+            values: addr(&values, self),
             rows,
             ncols,
             window,
@@ -54,6 +50,19 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceDenseBlocks<T> {
+    pub fn nrows(&self) -> usize {
+        self.args.rows as usize
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.args.ncols as usize
+    }
+
+    /// Entries of the matrix it was built from (padding not counted).
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
     /// Columns per window.
     pub fn window(&self) -> usize {
         self.args.window as usize
@@ -73,32 +82,8 @@ impl<T: Scalar> DeviceDenseBlocks<T> {
     pub(crate) fn args(&self) -> DenseBlockArgs<T> {
         self.args
     }
-}
 
-impl<T: Scalar> Launch<T> for DeviceDenseBlocks<T> {
-    fn belongs_to(&self, gpu: &Gpu) -> bool {
-        Arc::ptr_eq(self.values.context(), gpu.context()) && self.remainder.belongs_to(gpu)
-    }
-
-    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
-        dense_blocks(gpu, self, &op)?;
-        if self.remainder.nnz() > 0 {
-            coo(gpu, &self.remainder, CooKernel::Segmented, &op)?;
-        }
-        Ok(())
-    }
-}
-
-impl<T: Scalar> DeviceMatrix<T> for DeviceDenseBlocks<T> {
-    fn nrows(&self) -> usize {
-        self.args.rows as usize
-    }
-
-    fn ncols(&self) -> usize {
-        self.args.ncols as usize
-    }
-
-    fn nnz(&self) -> usize {
-        self.nnz
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(self.values.context()) && self.remainder.belongs_to(gpu)
     }
 }

@@ -1,19 +1,15 @@
 //! ELL on the device ([`DeviceEll`]), made by [`Gpu::upload_ell`].
 
 use super::Gpu;
-use super::upload::device_addr;
+use super::memory::addr;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::ell::Ell;
-use crate::launch::formats::ell;
-use crate::operator::DeviceMatrix;
-use crate::operator::sealed::{Launch, Operands};
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
-use kernels_gpu::abi::{DevicePtr as AbiPtr, EllArgs};
-use std::sync::Arc;
+use kernels_gpu::abi::EllArgs;
 
-/// An [`Ell`] matrix on the device. Its product is one launch of `spmv_ell_*`.
+/// An [`Ell`] matrix on the device. Its product is one launch of `spmv_ell_*`, a thread per row.
 #[derive(Debug)]
 pub struct DeviceEll<T> {
     cols: CudaSlice<u32>,
@@ -30,17 +26,25 @@ impl Gpu {
         let width = narrow("the ELL width", a.width())?;
         let cols = self.upload(a.cols())?;
         let values = self.upload(a.values())?;
-        let args = EllArgs {
-            cols: AbiPtr::new(device_addr(&cols, self)),
-            values: AbiPtr::new(device_addr(&values, self)),
-            rows,
-            width,
-        };
+        let args = EllArgs { cols: addr(&cols, self), values: addr(&values, self), rows, width };
         Ok(DeviceEll { cols, values, ncols: a.ncols(), nnz: a.nnz(), args })
     }
 }
 
 impl<T: Scalar> DeviceEll<T> {
+    pub fn nrows(&self) -> usize {
+        self.args.rows as usize
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Entries of the matrix it was built from (padding not counted).
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
     /// Slots per row.
     pub fn width(&self) -> usize {
         self.args.width as usize
@@ -64,28 +68,8 @@ impl<T: Scalar> DeviceEll<T> {
     pub(crate) fn args(&self) -> EllArgs<T> {
         self.args
     }
-}
 
-impl<T: Scalar> Launch<T> for DeviceEll<T> {
-    fn belongs_to(&self, gpu: &Gpu) -> bool {
-        Arc::ptr_eq(self.values.context(), gpu.context())
-    }
-
-    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
-        ell(gpu, self, &op)
-    }
-}
-
-impl<T: Scalar> DeviceMatrix<T> for DeviceEll<T> {
-    fn nrows(&self) -> usize {
-        self.args.rows as usize
-    }
-
-    fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    fn nnz(&self) -> usize {
-        self.nnz
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(self.values.context())
     }
 }

@@ -1,18 +1,15 @@
 //! HYB on the device ([`DeviceHyb`]), made by [`Gpu::upload_hyb`].
 
 use super::Gpu;
-use super::coo::{CooKernel, DeviceCoo};
+use super::coo::DeviceCoo;
 use super::ell::DeviceEll;
 use crate::Result;
 use crate::formats::hyb::Hyb;
-use crate::launch::formats::{coo, ell};
-use crate::operator::DeviceMatrix;
-use crate::operator::sealed::{Launch, Operands};
 use crate::scalar::Scalar;
 
 /// A [`Hyb`] matrix on the device. Its product is the ELL kernel, which writes `y = alpha * A_ell *
 /// x + beta * y` (every row, `y` unread when `beta == 0`), then, when the COO part has entries, the
-/// segmented COO kernel adding `alpha * A_coo * x`: two launches on the [`Gpu`]'s stream, in order.
+/// COO kernel adding `alpha * A_coo * x`: two launches on the [`Gpu`]'s stream, in order.
 #[derive(Debug)]
 pub struct DeviceHyb<T> {
     ell: DeviceEll<T>,
@@ -27,6 +24,18 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceHyb<T> {
+    pub fn nrows(&self) -> usize {
+        self.ell.nrows()
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.ell.ncols()
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.ell.nnz() + self.coo.nnz()
+    }
+
     /// The ELL part.
     pub fn ell(&self) -> &DeviceEll<T> {
         &self.ell
@@ -41,32 +50,8 @@ impl<T: Scalar> DeviceHyb<T> {
     pub fn device_bytes(&self) -> usize {
         self.ell.device_bytes() + self.coo.device_bytes()
     }
-}
 
-impl<T: Scalar> Launch<T> for DeviceHyb<T> {
-    fn belongs_to(&self, gpu: &Gpu) -> bool {
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
         self.ell.belongs_to(gpu) && self.coo.belongs_to(gpu)
-    }
-
-    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
-        ell(gpu, &self.ell, &op)?;
-        if self.coo.nnz() > 0 {
-            coo(gpu, &self.coo, CooKernel::Segmented, &op)?;
-        }
-        Ok(())
-    }
-}
-
-impl<T: Scalar> DeviceMatrix<T> for DeviceHyb<T> {
-    fn nrows(&self) -> usize {
-        self.ell.nrows()
-    }
-
-    fn ncols(&self) -> usize {
-        self.ell.ncols()
-    }
-
-    fn nnz(&self) -> usize {
-        self.ell.nnz() + self.coo.nnz()
     }
 }

@@ -2,11 +2,11 @@
 //! scheme), and the scratch its chunk warps share: one partial sum per chunk, one counter per row.
 
 use super::Gpu;
-use super::upload::device_addr;
+use super::memory::addr;
 use crate::Result;
 use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{DevicePtr as AbiPtr, LongRowArgs, long_row_chunks};
+use kernels_gpu::abi::{LongRowArgs, long_row_chunks};
 
 /// Where the long rows are, built on the host in one pass over the row offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,19 +50,19 @@ impl LongRowSplit {
 /// A [`LongRowSplit`] on the device with the kernel's scratch. Empty when the matrix has no long rows.
 #[derive(Debug)]
 pub(crate) struct DeviceLongRows<T> {
+    // The buffers are only ever reached through `args`, which points into them; they are held here so
+    // that they live as long as the matrix.
     rows: CudaSlice<u32>,
-    // The buffers below are only ever reached through `args`, which points into them; they are held
-    // here so that they live as long as the matrix.
-    _first_chunk: CudaSlice<u32>,
-    _chunk_row: CudaSlice<u32>,
-    /// Written by the kernel: products on the matrix are ordered by its `Gpu`'s one stream.
-    _partials: CudaSlice<T>,
+    first_chunk: CudaSlice<u32>,
+    chunk_row: CudaSlice<u32>,
+    /// Written by the kernel: products on one matrix must be ordered (one stream does it).
+    partials: CudaSlice<T>,
     /// Zero between products: each product's last chunk of a row wraps its counter back to 0.
-    _counters: CudaSlice<u32>,
+    counters: CudaSlice<u32>,
     args: LongRowArgs<T>,
 }
 
-impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
+impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
     pub fn upload(gpu: &Gpu, split: &LongRowSplit) -> Result<Self> {
         let rows = gpu.upload(&split.rows)?;
         let first_chunk = gpu.upload(&split.first_chunk)?;
@@ -72,30 +72,34 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceLongRows<T> {
         let args = LongRowArgs {
             min_len: split.min_len,
             chunks: split.chunks(),
-            rows: AbiPtr::new(device_addr(&rows, gpu)),
-            first_chunk: AbiPtr::new(device_addr(&first_chunk, gpu)),
-            chunk_row: AbiPtr::new(device_addr(&chunk_row, gpu)),
-            partials: AbiPtr::new(device_addr(&partials, gpu)),
-            counters: AbiPtr::new(device_addr(&counters, gpu)),
+            rows: addr(&rows, gpu),
+            first_chunk: addr(&first_chunk, gpu),
+            chunk_row: addr(&chunk_row, gpu),
+            partials: addr(&partials, gpu),
+            counters: addr(&counters, gpu),
         };
-        Ok(Self {
-            rows,
-            _first_chunk: first_chunk,
-            _chunk_row: chunk_row,
-            _partials: partials,
-            _counters: counters,
-            args,
-        })
+        Ok(Self { rows, first_chunk, chunk_row, partials, counters, args })
     }
 
-    /// The kernel's view, long rows split (`split`) or left to the row path.
-    pub fn args(&self, split: bool) -> LongRowArgs<T> {
-        LongRowArgs { chunks: if split { self.args.chunks } else { 0 }, ..self.args }
+    /// The kernels' view.
+    pub fn args(&self) -> LongRowArgs<T> {
+        self.args
     }
 
     /// How many rows are long.
     pub fn count(&self) -> usize {
         self.rows.len()
+    }
+
+    /// Rows of at least this many entries are long.
+    pub fn min_len(&self) -> u32 {
+        self.args.min_len
+    }
+
+    /// Bytes on the device, scratch included.
+    pub fn device_bytes(&self) -> usize {
+        (self.rows.len() + self.first_chunk.len() + self.chunk_row.len() + self.counters.len()) * 4
+            + self.partials.len() * size_of::<T>()
     }
 }
 

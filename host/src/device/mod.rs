@@ -1,20 +1,27 @@
-//! The GPU side: context and module ([`Gpu`]), and data uploaded to it.
+//! Layer 2, device data: the [`Gpu`] (context, stream, the kernels' module and entry table), every
+//! buffer the crate allocates, the device form of each format with the kernels' argument views of
+//! it, and the data of the CSR strategies that cut rows. Nothing here launches a kernel or chooses
+//! one; it imports only the host formats and the crate's errors and scalars.
 
 mod brc;
-mod context;
 mod coo;
+mod csr;
 mod dense_blocks;
 mod ell;
-mod format_kernels;
+mod gpu;
 mod hyb;
+mod kernels;
 mod long_rows;
+mod memory;
 mod row_tasks;
-mod upload;
+mod vector;
 
-pub use brc::{BrcCombine, DeviceBrc};
-pub use context::Gpu;
-pub use coo::{CooKernel, DeviceCoo};
+pub use brc::DeviceBrc;
+pub use coo::DeviceCoo;
+pub use csr::DeviceCsr;
 pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;
+pub use gpu::Gpu;
 pub use hyb::DeviceHyb;
-pub use upload::{DeviceCsr, DeviceVector};
+pub(crate) use vector::sealed::{Operand, OperandMut};
+pub use vector::{DeviceVector, VectorMut, VectorRef};

@@ -1,11 +1,11 @@
 //! The row tasks of the balanced CSR kernel (`kernels-gpu/src/csr/balanced.rs`, whose doc describes
 //! the scheme): consecutive rows cut into pieces of about one warp's work, one `u32` per task, built
-//! in one pass over the row offsets at upload; and the kernel's own long-row split, at
+//! in one pass over the row offsets when the kernel is first planned for the matrix; and the kernel's own long-row split, at
 //! [`BALANCED_LONG_ROW`] entries.
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
-use super::upload::device_addr;
+use super::memory::addr;
 use crate::Result;
 use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
@@ -46,21 +46,21 @@ pub(crate) fn row_tasks(offsets: &[u32]) -> Result<Vec<u32>> {
 #[derive(Debug)]
 pub(crate) struct DeviceRowTasks<T> {
     // Only ever reached through `task_rows_ptr`; held so that it lives as long as the matrix.
-    _task_rows: CudaSlice<u32>,
+    task_rows: CudaSlice<u32>,
     task_rows_ptr: AbiPtr<u32>,
     tasks: u32,
     long_rows: DeviceLongRows<T>,
 }
 
-impl<T: DeviceRepr + ValidAsZeroBits> DeviceRowTasks<T> {
+impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
     /// Builds the tasks and the split of the rows of `offsets` and uploads them.
     pub fn upload(gpu: &Gpu, offsets: &[u32]) -> Result<Self> {
         let task_rows = row_tasks(offsets)?;
         let tasks = narrow("the row task count", task_rows.len() - 1)?;
         let long_rows = DeviceLongRows::upload(gpu, &LongRowSplit::new(offsets, BALANCED_LONG_ROW)?)?;
-        let slice = gpu.upload(&task_rows)?;
-        let task_rows_ptr = AbiPtr::new(device_addr(&slice, gpu));
-        Ok(Self { _task_rows: slice, task_rows_ptr, tasks, long_rows })
+        let task_rows = gpu.upload(&task_rows)?;
+        let task_rows_ptr = addr(&task_rows, gpu);
+        Ok(Self { task_rows, task_rows_ptr, tasks, long_rows })
     }
 
     /// `tasks + 1` rows: task `t` is rows `task_rows[t] .. task_rows[t + 1]`.
@@ -73,9 +73,14 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceRowTasks<T> {
         self.tasks
     }
 
-    /// The kernel's view of the long rows, always split.
+    /// The kernel's view of the long rows.
     pub fn long_rows(&self) -> LongRowArgs<T> {
-        self.long_rows.args(true)
+        self.long_rows.args()
+    }
+
+    /// Bytes on the device, the long-row split included.
+    pub fn device_bytes(&self) -> usize {
+        self.task_rows.len() * 4 + self.long_rows.device_bytes()
     }
 }
 

@@ -1,4 +1,7 @@
-//! Host-side sparse formats: validation, statistics and conversions from CSR.
+//! Layer 1, host formats: the checked CSR view and its row statistics, and the storage formats
+//! converted from it on the CPU (ELL, COO, HYB, BRC, dense blocks), each with its validation and
+//! its model constants. Pure data: nothing here touches a GPU. Upload a format with the `Gpu`'s
+//! `upload_*` methods.
 
 pub(crate) mod brc;
 pub(crate) mod convert;
@@ -7,3 +10,12 @@ pub(crate) mod csr;
 pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
+
+pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
+pub use coo::Coo;
+pub use csr::{CsrRef, RowStats};
+pub use dense_blocks::{
+    DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
+};
+pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
+pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};

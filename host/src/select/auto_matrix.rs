@@ -1,15 +1,16 @@
 //! [`AutoMatrix`]: a matrix on the device in the format the planner chose.
 
 use super::selection::AutoFormat;
-use crate::Result;
 use crate::device::{DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, Gpu};
-use crate::operator::DeviceMatrix;
-use crate::operator::sealed::{Launch, Operands};
+use crate::enqueue::DeviceMatrix;
+use crate::enqueue::sealed::{Enqueue, Product};
 use crate::scalar::Scalar;
+use crate::{Kernel, Result};
 
 /// A matrix on the device in the format that minimises the total time of the products the caller
 /// announced, conversion included ([`Gpu::upload_for_products`]). [`Gpu::spmv`] takes it like any
-/// format; each variant's product is that format's (see its type).
+/// format, with the strategy the planner measured (CSR's [`Kernel::Auto`], the segmented COO
+/// kernel); its own strategy type is `()`.
 #[derive(Debug)]
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one per matrix: boxing would add an indirection to every product
@@ -18,6 +19,15 @@ pub enum AutoMatrix<T> {
     Coo(DeviceCoo<T>),
     Hyb(DeviceHyb<T>),
     Ell(DeviceEll<T>),
+}
+
+/// The launches of the format an [`AutoMatrix`] holds.
+#[derive(Debug)]
+pub enum AutoLaunch<T: Scalar> {
+    Csr(<DeviceCsr<T> as Enqueue<T>>::Launch),
+    Coo(<DeviceCoo<T> as Enqueue<T>>::Launch),
+    Hyb(<DeviceHyb<T> as Enqueue<T>>::Launch),
+    Ell(<DeviceEll<T> as Enqueue<T>>::Launch),
 }
 
 impl<T: Scalar> AutoMatrix<T> {
@@ -30,37 +40,59 @@ impl<T: Scalar> AutoMatrix<T> {
             AutoMatrix::Ell(_) => AutoFormat::Ell,
         }
     }
-
-    fn inner(&self) -> &dyn DeviceMatrix<T> {
-        match self {
-            AutoMatrix::Csr(a) => a,
-            AutoMatrix::Coo(a) => a,
-            AutoMatrix::Hyb(a) => a,
-            AutoMatrix::Ell(a) => a,
-        }
-    }
 }
 
-impl<T: Scalar> Launch<T> for AutoMatrix<T> {
+/// `$body` with `$a` bound to the matrix an [`AutoMatrix`] holds, whatever its format.
+macro_rules! with_inner {
+    ($matrix:expr, $a:ident => $body:expr) => {
+        match $matrix {
+            AutoMatrix::Csr($a) => $body,
+            AutoMatrix::Coo($a) => $body,
+            AutoMatrix::Hyb($a) => $body,
+            AutoMatrix::Ell($a) => $body,
+        }
+    };
+}
+
+impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
+    type Kernel = ();
+    type Launch = AutoLaunch<T>;
+
     fn belongs_to(&self, gpu: &Gpu) -> bool {
-        self.inner().belongs_to(gpu)
+        with_inner!(self, a => a.belongs_to(gpu))
     }
 
-    fn launch(&self, gpu: &Gpu, op: Operands<'_, T>) -> Result<()> {
-        self.inner().launch(gpu, op)
+    fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), AutoLaunch<T>)> {
+        let launch = match self {
+            AutoMatrix::Csr(a) => AutoLaunch::Csr(a.prepare(gpu, Kernel::Auto)?.1),
+            AutoMatrix::Coo(a) => AutoLaunch::Coo(a.prepare(gpu, Default::default())?.1),
+            AutoMatrix::Hyb(a) => AutoLaunch::Hyb(a.prepare(gpu, Default::default())?.1),
+            AutoMatrix::Ell(a) => AutoLaunch::Ell(a.prepare(gpu, ())?.1),
+        };
+        Ok(((), launch))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &AutoLaunch<T>, p: &Product<T>) -> Result<()> {
+        match (self, launch) {
+            (AutoMatrix::Csr(a), AutoLaunch::Csr(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Coo(a), AutoLaunch::Coo(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Hyb(a), AutoLaunch::Hyb(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Ell(a), AutoLaunch::Ell(l)) => a.enqueue(gpu, l, p),
+            _ => unreachable!("`prepare` makes the launch of the matrix's own format"),
+        }
     }
 }
 
 impl<T: Scalar> DeviceMatrix<T> for AutoMatrix<T> {
     fn nrows(&self) -> usize {
-        self.inner().nrows()
+        with_inner!(self, a => a.nrows())
     }
 
     fn ncols(&self) -> usize {
-        self.inner().ncols()
+        with_inner!(self, a => a.ncols())
     }
 
     fn nnz(&self) -> usize {
-        self.inner().nnz()
+        with_inner!(self, a => a.nnz())
     }
 }

@@ -1,4 +1,4 @@
-//! Choosing a matrix's storage format by measurement, for a known number of products
+//! Layer 4, choice by measurement (with [`crate::tune`]): a matrix's storage format, for a known number of products
 //! ([`Gpu::upload_for_products`](crate::Gpu::upload_for_products)).
 //!
 //! A format beyond CSR must first be converted, which on the H100 bench took 15 to 650 ms for 20

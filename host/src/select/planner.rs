@@ -5,7 +5,7 @@ use super::auto_matrix::AutoMatrix;
 use super::break_even::{FormatCost, break_even_products, cheapest_format, could_pay_off};
 use super::selection::{AutoFormat, Outcome, Reason, Selection, Trial};
 use super::timing::ProductTimer;
-use crate::device::{CooKernel, Gpu};
+use crate::device::Gpu;
 use crate::formats::coo::Coo;
 use crate::formats::csr::CsrRef;
 use crate::formats::ell::Ell;
@@ -19,8 +19,8 @@ use std::time::Instant;
 /// returns CSR at once. No format pays off in fewer products than its conversion takes CSR products
 /// (a product cannot take less than no time): on the H100 bench the cheapest conversion of any format,
 /// over its ten matrices of 20 million entries in both precisions, took 78 CSR products (COO of the
-/// power-law matrix in `f64`). The planning itself runs [`crate::PLAN_WARMUP_PRODUCTS`] +
-/// [`crate::PLAN_TIMED_PRODUCTS`] = 12 products per format, 48 with all of them.
+/// power-law matrix in `f64`). The planning itself runs [`PLAN_WARMUP_PRODUCTS`](super::PLAN_WARMUP_PRODUCTS) +
+/// [`PLAN_TIMED_PRODUCTS`](super::PLAN_TIMED_PRODUCTS) = 12 products per format, 48 with all of them.
 pub const MIN_PLANNED_PRODUCTS: u64 = 100;
 
 /// A format the planner tries besides CSR.
@@ -74,11 +74,7 @@ impl Candidate {
 impl<T: Scalar> Converted<T> {
     fn upload(&self, gpu: &Gpu) -> Result<AutoMatrix<T>> {
         Ok(match self {
-            Converted::Coo(coo) => {
-                let mut coo = gpu.upload_coo(coo)?;
-                coo.set_kernel(CooKernel::Segmented);
-                AutoMatrix::Coo(coo)
-            }
+            Converted::Coo(coo) => AutoMatrix::Coo(gpu.upload_coo(coo)?),
             Converted::Hyb(hyb) => AutoMatrix::Hyb(gpu.upload_hyb(hyb)?),
             Converted::Ell(ell) => AutoMatrix::Ell(gpu.upload_ell(ell)?),
         })
@@ -115,8 +111,8 @@ impl Gpu {
     /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB and ELL (when its padding
     /// limit allows) converts on the host and uploads, timing both on the CPU, and times the product;
     /// a candidate whose host conversion alone exceeds CSR's products is not uploaded. It keeps the
-    /// smallest of conversion + `products` x product time ([`crate::cheapest_format`]; a lone
-    /// candidate wins exactly from its [`crate::break_even_products`] count), CSR on a tie, and frees
+    /// smallest of conversion + `products` x product time ([`cheapest_format`]; a lone
+    /// candidate wins exactly from its [`break_even_products`] count), CSR on a tie, and frees
     /// the others' device memory. Speed is measured, not predicted from row statistics, which on the
     /// H100 bench did not tell when a format beats CSR.
     ///

@@ -11,9 +11,9 @@ pub enum AutoFormat {
     Csr,
     /// COO with [`crate::CooKernel::Segmented`].
     CooSegmented,
-    /// HYB with the ELL width of [`crate::hyb_ell_width`].
+    /// HYB with the ELL width of [`crate::formats::hyb_ell_width`].
     Hyb,
-    /// ELL, tried only when [`crate::ELL_MAX_PADDING_RATIO`] allows it.
+    /// ELL, tried only when [`crate::formats::ELL_MAX_PADDING_RATIO`] allows it.
     Ell,
 }
 
@@ -33,11 +33,11 @@ impl AutoFormat {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// Converted, uploaded and timed; `break_even` is [`crate::break_even_products`] against CSR
+    /// Converted, uploaded and timed; `break_even` is [`super::break_even_products`] against CSR
     /// (`None`: never, the format is not faster).
     Measured { cost: FormatCost, break_even: Option<u64> },
     /// Converted on the host in `conversion_ms`, which alone is longer than CSR's products: neither
-    /// uploaded nor timed (see [`crate::could_pay_off`]).
+    /// uploaded nor timed (see [`super::could_pay_off`]).
     ConversionTooSlow { conversion_ms: f64 },
     /// Not tried: for this matrix its product is that of `same_as` (HYB whose ELL part would be empty
     /// is COO; HYB whose COO part would be empty is ELL).
@@ -59,7 +59,7 @@ pub struct Trial {
 pub enum Reason {
     /// The matrix has no rows or no entries: every format's product is the same scaling of `y`.
     NoEntries,
-    /// Fewer products than [`crate::MIN_PLANNED_PRODUCTS`]: CSR, nothing measured or converted.
+    /// Fewer products than [`super::MIN_PLANNED_PRODUCTS`]: CSR, nothing measured or converted.
     FewProducts,
     /// Measured: the chosen format has the smallest total time, conversion included, over the
     /// products (CSR when no candidate is below it).

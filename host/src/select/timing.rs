@@ -1,7 +1,7 @@
 //! Timing products for the planner with CUDA events, on scratch vectors of its own.
 
 use crate::device::{DeviceVector, Gpu};
-use crate::operator::DeviceMatrix;
+use crate::enqueue::DeviceMatrix;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, sys};
@@ -42,12 +42,13 @@ impl<T: Scalar> ProductTimer<T> {
     /// synchronises once per format.
     pub(super) fn median_ms<A: DeviceMatrix<T> + ?Sized>(&mut self, gpu: &Gpu, a: &A) -> Result<f64> {
         let one = T::from_f64(1.0);
+        let plan = gpu.plan(a, Default::default())?;
         for _ in 0..PLAN_WARMUP_PRODUCTS {
-            gpu.spmv(one, a, &self.x, T::ZERO, &mut self.y)?;
+            plan.spmv(one, &self.x, T::ZERO, &mut self.y)?;
         }
         self.events[0].record(gpu.stream())?;
         for event in &self.events[1..] {
-            gpu.spmv(one, a, &self.x, T::ZERO, &mut self.y)?;
+            plan.spmv(one, &self.x, T::ZERO, &mut self.y)?;
             event.record(gpu.stream())?;
         }
         let mut times = self

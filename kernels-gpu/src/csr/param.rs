@@ -11,9 +11,10 @@
 //!
 //! Long rows (our addition; the paper's dc1 shows the cliff: two rows of 114,200 and 47,190 entries
 //! among rows of 6.5 on average, which one group would walk alone while the rest of the GPU idles).
-//! At upload the host lists the rows of at least `long.min_len` entries (a length the host derives
-//! from the row count, the entry count and the SM count: see its `rule.rs`) and cuts each into chunks
-//! of [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK) entries (`LongRowArgs`). The launch adds blocks
+//! When the kernel is first planned for a matrix, the host lists the rows of at least `long.min_len`
+//! entries (a length it derives from the row count, the entry count and the SM count: see its
+//! `rule.rs`) and cuts each into chunks of [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK) entries
+//! (`LongRowArgs`). The launch adds blocks
 //! after the `row_blocks` of the tiles; each of their warps takes one chunk (a warp rather than a
 //! block, so that its sum needs shuffles only, with no shared memory or block barrier):
 //! 1. the tile path skips long rows, and leaves their `y` alone;

@@ -10,7 +10,7 @@ mod dense_blocks;
 mod ell;
 
 use crate::arch::{AtomicAdd, shfl_down_b32, shfl_up_b32};
-use crate::real::Real;
+use crate::real::{Real, shuffle_f64};
 
 /// An element type the accumulating kernels work on: [`Real`] plus an atomic add and the shifting
 /// shuffles of the segmented reduction.
@@ -21,15 +21,6 @@ pub(crate) trait FormatReal: Real + AtomicAdd {
     /// The value of lane `lane + delta` (a lane above `31 - delta` gets its own value). Every lane of
     /// the warp must execute it.
     fn shfl_down(self, delta: u32) -> Self;
-}
-
-/// Applies a 32-bit shuffle to both words of an f64: the hardware moves one word per lane.
-#[inline(always)]
-fn shuffle_f64(v: f64, shuffle: impl Fn(u32) -> u32) -> f64 {
-    let bits = v.to_bits();
-    let lo = shuffle(bits as u32) as u64;
-    let hi = shuffle((bits >> 32) as u32) as u64;
-    f64::from_bits(hi << 32 | lo)
 }
 
 impl FormatReal for f32 {

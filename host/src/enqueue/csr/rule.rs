@@ -1,15 +1,15 @@
 //! The fixed rule of Reguly & Giles ("Efficient sparse matrix-vector multiplication on cache-based
 //! GPUs", InPar 2012) for the parametrised CSR kernel (`kernels-gpu/src/csr/param.rs`), scaled from
-//! their Fermi card to the GPU at hand (the tuner's starting point); [`crate::Kernel::Auto`]'s own
+//! their Fermi card to the GPU at hand (the tuner's starting point); [`Kernel::Auto`]'s own
 //! configuration of that kernel, calibrated on the H100; the length from which a row counts as long;
 //! and when Auto takes the balanced kernel (`kernels-gpu/src/csr/balanced.rs`) instead.
 //!
 //! Everything here reads the matrix's row statistics and the SM count only, so it runs in constant
 //! time per product.
 
+use super::kernel::Kernel;
 use crate::formats::csr::RowStats;
-use crate::plan::{AUTO_BLOCK_SIZE, Kernel};
-use kernels_gpu::abi::{CSR_PARAM_COOPS, LONG_ROW_CHUNK, WARP_SIZE};
+use kernels_gpu::abi::{BLOCK_SIZE, CSR_PARAM_COOPS, LONG_ROW_CHUNK, RESIDENT_THREADS_PER_SM, WARP_SIZE};
 
 /// One launch configuration of the parametrised kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,9 +26,6 @@ impl ParamConfig {
         Kernel::CsrParam { coop, repeat, block_size, split_long_rows: true }
     }
 }
-
-/// Threads an SM keeps resident: 2048 on the data-centre GPUs since Kepler (V100, A100, H100).
-pub const RESIDENT_THREADS_PER_SM: u32 = 2048;
 
 /// Full waves of resident blocks the rule's grid must cover at least. Reguly & Giles asked for at
 /// least 1500 blocks on a 14-SM Fermi card, which holds 8 blocks of 128 threads per SM (its limit of
@@ -53,7 +50,7 @@ pub const LONG_ROW_MIN_STEPS: u64 = 4 * (LONG_ROW_CHUNK / WARP_SIZE) as u64;
 pub const LONG_ROW_SLACK: u64 = 4;
 
 /// The coefficient of variation of the row lengths (standard deviation over mean) above which
-/// [`crate::Kernel::Auto`] takes the balanced kernel. The parametrised kernel gives rows to groups of
+/// [`Kernel::Auto`] takes the balanced kernel. The parametrised kernel gives rows to groups of
 /// one width, so a warp waits for the longest of the rows it holds; the balanced kernel gives warps
 /// equal entries whatever the rows, at the price of a segmented scan per 32 entries. Our suite's
 /// regular matrices (stencils, FEM, banded, uniform rows) have at most 0.3 and run at 85-94% of the
@@ -68,7 +65,7 @@ pub fn is_irregular(stats: &RowStats) -> bool {
     stats.mean > 0.0 && stats.std_dev > IRREGULAR_ROW_CV * stats.mean
 }
 
-/// Entries per lane [`crate::Kernel::Auto`] aims at when it sizes the groups of the parametrised
+/// Entries per lane [`Kernel::Auto`] aims at when it sizes the groups of the parametrised
 /// kernel: `coop` is the smallest power of two at least `mean / 8`, at most 32. On the H100 this
 /// matched the best cooperative width the suite measured for every regular matrix: one lane for 5 to
 /// 7 entries per row, 4 for 26, 8 for 64, 32 for 200 and 400 (`docs/PERF.md`). Reguly & Giles'
@@ -77,34 +74,30 @@ pub fn is_irregular(stats: &RowStats) -> bool {
 /// lanes idle and add shuffles.
 pub const AUTO_ENTRIES_PER_LANE: f64 = 8.0;
 
-/// Threads per row of [`crate::Kernel::Auto`]'s parametrised kernel (see [`AUTO_ENTRIES_PER_LANE`]).
+/// Threads per row of [`Kernel::Auto`]'s parametrised kernel (see [`AUTO_ENTRIES_PER_LANE`]).
 pub fn auto_coop(stats: &RowStats) -> u32 {
-    let mean = if stats.rows == 0 { 0.0 } else { stats.nnz as f64 / stats.rows as f64 };
-    let lanes = mean / AUTO_ENTRIES_PER_LANE;
+    let lanes = stats.mean / AUTO_ENTRIES_PER_LANE;
     CSR_PARAM_COOPS.iter().copied().find(|&c| f64::from(c) >= lanes).unwrap_or(WARP_SIZE)
 }
 
-/// [`crate::Kernel::Auto`]'s configuration of the parametrised kernel for a regular matrix: `coop`
+/// [`Kernel::Auto`]'s configuration of the parametrised kernel for a regular matrix: `coop`
 /// from [`auto_coop`], 128 threads per block, one row per group (`repeat = 1`). The exhaustive search
 /// over the paper's parameter space found its best at `repeat` 1 or 2 on every matrix of the suite,
 /// and the fixed rule's 2 and 4 on the largest short-row matrices cost 3-28%: the H100 needs no more
 /// work per group to hide its launch cost.
 pub(crate) fn auto_config(stats: &RowStats) -> ParamConfig {
-    ParamConfig { coop: auto_coop(stats), repeat: 1, block_size: AUTO_BLOCK_SIZE }
+    ParamConfig { coop: auto_coop(stats), repeat: 1, block_size: BLOCK_SIZE }
 }
 
 /// Blocks the rule's grid must have at least on a GPU of `sm_count` SMs (see [`RULE_MIN_WAVES`]).
 pub fn min_blocks(sm_count: u32) -> u64 {
-    u64::from(sm_count.max(1))
-        * u64::from(RESIDENT_THREADS_PER_SM / AUTO_BLOCK_SIZE)
-        * u64::from(RULE_MIN_WAVES)
+    u64::from(sm_count.max(1)) * u64::from(RESIDENT_THREADS_PER_SM / BLOCK_SIZE) * u64::from(RULE_MIN_WAVES)
 }
 
 /// Threads per row: the smallest power of two at least `sqrt(mean row length)`, at most 32 (enough
 /// lanes to coalesce a row's loads, few enough that short rows keep most lanes busy).
 pub fn rule_coop(stats: &RowStats) -> u32 {
-    let mean = if stats.rows == 0 { 0.0 } else { stats.nnz as f64 / stats.rows as f64 };
-    let root = mean.sqrt();
+    let root = stats.mean.sqrt();
     CSR_PARAM_COOPS.iter().copied().find(|&c| f64::from(c) >= root).unwrap_or(WARP_SIZE)
 }
 
@@ -124,8 +117,8 @@ pub fn rule_repeat(rows: usize, coop: u32, block_size: u32, sm_count: u32) -> u3
 /// The rule's configuration for a matrix of these statistics on a GPU of `sm_count` SMs.
 pub(crate) fn fixed_rule(stats: &RowStats, sm_count: u32) -> ParamConfig {
     let coop = rule_coop(stats);
-    let repeat = rule_repeat(stats.rows, coop, AUTO_BLOCK_SIZE, sm_count);
-    ParamConfig { coop, repeat, block_size: AUTO_BLOCK_SIZE }
+    let repeat = rule_repeat(stats.rows, coop, BLOCK_SIZE, sm_count);
+    ParamConfig { coop, repeat, block_size: BLOCK_SIZE }
 }
 
 /// The length from which a row is long, and split into chunks by the parametrised kernel: a row whose

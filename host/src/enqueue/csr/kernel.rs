@@ -1,62 +1,65 @@
-//! Kernel choice: the [`Kernel`] enum, the checks of its parameters, and [`Kernel::Auto`] (the fixed
-//! rule of `rule.rs`).
+//! [`Kernel`]: how a CSR product runs, the checks of its parameters, and the parameter sets the
+//! kernels are compiled for.
 
+use super::rule::{auto_config, fixed_rule, is_irregular};
 use crate::formats::csr::RowStats;
-use crate::rule::{auto_config, fixed_rule, is_irregular};
 use crate::{Error, Result};
-use kernels_gpu::abi::{CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, WARP_SIZE};
+use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 
-/// Which kernel computes a product, with its launch parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which kernel computes a CSR product, with its launch parameters: the strategy of a
+/// [`DeviceCsr`](crate::DeviceCsr), chosen per call ([`Gpu::spmv_with`](crate::Gpu::spmv_with)) or
+/// once in a [`Plan`](crate::Plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Kernel {
     /// Chosen from the matrix's row statistics by [`Kernel::auto`], in constant time.
+    #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
     CsrScalar { block_size: u32 },
-    /// `coop` threads per row, `coop` in 2, 4, 8, 16, 32 (`kernels-gpu/src/csr/vector.rs`).
+    /// `coop` threads per row, `coop` one of [`Kernel::VECTOR_COOPS`] (`kernels-gpu/src/csr/vector.rs`).
     CsrVector { coop: u32, block_size: u32 },
-    /// `group` threads per row, `group` in 8, 16, 32, with loads aligned to `group` entries, and `x`
-    /// through the read-only data cache when `cached_x` (Baskaran & Bordawekar, 2008;
-    /// `kernels-gpu/src/csr/aligned.rs`).
+    /// `group` threads per row, `group` one of [`Kernel::ALIGNED_GROUPS`], with loads aligned to
+    /// `group` entries, and `x` through the read-only data cache when `cached_x` (Baskaran &
+    /// Bordawekar, 2008; `kernels-gpu/src/csr/aligned.rs`).
     CsrAligned { group: u32, cached_x: bool, block_size: u32 },
     /// Reguly & Giles' parametrised kernel (2012; `kernels-gpu/src/csr/param.rs`): `coop` threads per
-    /// row (1, 2, 4, 8, 16 or 32), `repeat >= 1` rows per group, `block_size` a multiple of 32 from 64
-    /// to 1024. With `split_long_rows`, the matrix's long rows ([`crate::DeviceCsr::long_row_count`])
-    /// are spread over several warps instead of being left to one group.
+    /// row (one of [`Kernel::PARAM_COOPS`]), `repeat >= 1` rows per group, `block_size` a multiple of
+    /// 32 from [`Kernel::PARAM_MIN_BLOCK_SIZE`] to 1024. With `split_long_rows`, the matrix's long
+    /// rows are spread over several warps instead of being left to one group.
     CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
-    /// Row tasks of about equal work, one per warp, rows of at least
-    /// [`BALANCED_LONG_ROW`](kernels_gpu::abi::BALANCED_LONG_ROW) entries split over several warps
-    /// (CSR-Adaptive's row blocks, Greathouse & Daga 2014; `kernels-gpu/src/csr/balanced.rs`):
-    /// for matrices whose row lengths vary widely. `block_size` a multiple of 32 up to 1024.
+    /// Row tasks of about equal work, one per warp, rows of at least [`Kernel::BALANCED_LONG_ROW`]
+    /// entries split over several warps (CSR-Adaptive's row blocks, Greathouse & Daga 2014;
+    /// `kernels-gpu/src/csr/balanced.rs`): for matrices whose row lengths vary widely. `block_size`
+    /// a multiple of 32 up to [`Kernel::BALANCED_MAX_BLOCK_SIZE`].
     CsrBalanced { block_size: u32 },
 }
-
-/// A [`Kernel`] after [`Kernel::resolve`]: `Auto` replaced by its choice, parameters checked.
-// The variants keep the names of `Kernel`'s, which share the format as a prefix.
-#[allow(clippy::enum_variant_names)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Resolved {
-    CsrScalar { block_size: u32 },
-    CsrVector { coop: u32, block_size: u32 },
-    CsrAligned { group: u32, cached_x: bool, block_size: u32 },
-    CsrParam { coop: u32, repeat: u32, block_size: u32, split_long_rows: bool },
-    CsrBalanced { block_size: u32 },
-}
-
-/// Threads per block of [`Kernel::Auto`]'s choices: Reguly & Giles (2012) found 128 best across their
-/// suite, and it leaves the scheduler many blocks per SM.
-pub const AUTO_BLOCK_SIZE: u32 = 128;
 
 impl Kernel {
-    /// The kernel [`Kernel::Auto`] stands for, in constant time: for
-    /// matrices whose row lengths vary widely (a standard deviation above their mean, see `rule.rs`),
-    /// the balanced kernel with 128 threads per block; otherwise the parametrised kernel with `coop`
-    /// the smallest power of two at least `mean / 8` (at most 32), one row per group, 128 threads per
-    /// block, long rows split (`rule::auto_config`, calibrated on the H100 suite).
+    /// The widths `coop` of [`Kernel::CsrVector`].
+    pub const VECTOR_COOPS: [u32; 5] = abi::CSR_VECTOR_COOPS;
+    /// The widths `group` of [`Kernel::CsrAligned`].
+    pub const ALIGNED_GROUPS: [u32; 3] = abi::CSR_ALIGNED_GROUPS;
+    /// The widths `coop` of [`Kernel::CsrParam`].
+    pub const PARAM_COOPS: [u32; 6] = abi::CSR_PARAM_COOPS;
+    /// The smallest block of [`Kernel::CsrParam`]: it is offered from 64 to 1024 threads per block,
+    /// the range the benchmark compares (the tuner itself stays within Reguly & Giles' 96 to 512).
+    pub const PARAM_MIN_BLOCK_SIZE: u32 = abi::CSR_PARAM_MIN_BLOCK_SIZE;
+    /// The largest block of [`Kernel::CsrBalanced`] (its registers).
+    pub const BALANCED_MAX_BLOCK_SIZE: u32 = abi::CSR_BALANCED_MAX_BLOCK_SIZE;
+    /// Rows of at least this many entries are split over several warps by [`Kernel::CsrBalanced`].
+    pub const BALANCED_LONG_ROW: u32 = abi::BALANCED_LONG_ROW;
+    /// The largest block of every kernel.
+    pub const MAX_BLOCK_SIZE: u32 = abi::MAX_BLOCK_SIZE;
+
+    /// The kernel [`Kernel::Auto`] stands for, in constant time: for matrices whose row lengths
+    /// vary widely (a standard deviation above their mean, see `rule.rs`), the balanced kernel with
+    /// 128 threads per block; otherwise the parametrised kernel with `coop` the smallest power of two
+    /// at least `mean / 8` (at most 32), one row per group, 128 threads per block, long rows split
+    /// (`rule::auto_config`, calibrated on the H100 suite).
     pub fn auto(stats: &RowStats) -> Kernel {
         if is_irregular(stats) {
-            Kernel::CsrBalanced { block_size: AUTO_BLOCK_SIZE }
+            Kernel::CsrBalanced { block_size: BLOCK_SIZE }
         } else {
             auto_config(stats).kernel()
         }
@@ -65,57 +68,54 @@ impl Kernel {
     /// Reguly & Giles' fixed rule for their parametrised kernel, scaled to a GPU of `sm_count` SMs
     /// (`coop` the smallest power of two at least `sqrt(mean row length)`, `repeat` as large as leaves
     /// the grid enough blocks, 128 threads per block; see `rule.rs`), long rows split: where
-    /// [`crate::TunedSpmv`] starts, and what the benchmark compares with the tuner and the exhaustive
-    /// search.
+    /// [`TunedSpmv`](crate::tune::TunedSpmv) starts, and what the benchmark compares with the tuner
+    /// and the exhaustive search.
     pub fn fixed_rule(stats: &RowStats, sm_count: u32) -> Kernel {
         fixed_rule(stats, sm_count).kernel()
     }
 
-    /// `self`, with [`Kernel::Auto`] resolved for a matrix of these statistics, after checking the
-    /// parameters.
-    pub(crate) fn resolve(self, stats: &RowStats) -> Result<Resolved> {
+    /// Checks the parameters against what the PTX entries and their launch support (`Auto` has
+    /// none).
+    pub(crate) fn check(self) -> Result<()> {
         match self {
-            Kernel::Auto => Kernel::auto(stats).resolve(stats),
-            Kernel::CsrScalar { block_size } => {
-                check_block_size(block_size)?;
-                Ok(Resolved::CsrScalar { block_size })
-            }
+            Kernel::Auto => {}
+            Kernel::CsrScalar { block_size } => check_block_size(block_size)?,
             Kernel::CsrVector { coop, block_size } => {
                 check_block_size(block_size)?;
-                check_width("coop", coop, "cooperative", &CSR_VECTOR_COOPS)?;
-                Ok(Resolved::CsrVector { coop, block_size })
+                check_width("coop", coop, "cooperative", &Self::VECTOR_COOPS)?;
             }
-            Kernel::CsrAligned { group, cached_x, block_size } => {
+            Kernel::CsrAligned { group, block_size, .. } => {
                 check_block_size(block_size)?;
-                check_width("group", group, "aligned", &CSR_ALIGNED_GROUPS)?;
-                Ok(Resolved::CsrAligned { group, cached_x, block_size })
+                check_width("group", group, "aligned", &Self::ALIGNED_GROUPS)?;
             }
-            Kernel::CsrParam { coop, repeat, block_size, split_long_rows } => {
-                if !(PARAM_MIN_BLOCK_SIZE..=1024).contains(&block_size)
+            Kernel::CsrParam { coop, repeat, block_size, .. } => {
+                if !(Self::PARAM_MIN_BLOCK_SIZE..=Self::MAX_BLOCK_SIZE).contains(&block_size)
                     || !block_size.is_multiple_of(WARP_SIZE)
                 {
                     return Err(Error::InvalidKernel(format!(
                         "block size {block_size}: the parametrised kernel takes a multiple of {WARP_SIZE} \
-                         between {PARAM_MIN_BLOCK_SIZE} and 1024"
+                         between {} and {}",
+                        Self::PARAM_MIN_BLOCK_SIZE,
+                        Self::MAX_BLOCK_SIZE
                     )));
                 }
-                check_width("coop", coop, "parametrised", &CSR_PARAM_COOPS)?;
+                check_width("coop", coop, "parametrised", &Self::PARAM_COOPS)?;
                 if repeat == 0 {
                     return Err(Error::InvalidKernel("repeat 0: each group handles at least one row".into()));
                 }
-                Ok(Resolved::CsrParam { coop, repeat, block_size, split_long_rows })
             }
             Kernel::CsrBalanced { block_size } => {
                 check_block_size(block_size)?;
-                if block_size > BALANCED_MAX_BLOCK_SIZE {
+                if block_size > Self::BALANCED_MAX_BLOCK_SIZE {
                     return Err(Error::InvalidKernel(format!(
-                        "block size {block_size}: the balanced kernel takes at most \
-                         {BALANCED_MAX_BLOCK_SIZE} threads per block (its registers)"
+                        "block size {block_size}: the balanced kernel takes at most {} threads per block \
+                         (its registers)",
+                        Self::BALANCED_MAX_BLOCK_SIZE
                     )));
                 }
-                Ok(Resolved::CsrBalanced { block_size })
             }
         }
+        Ok(())
     }
 }
 
@@ -141,14 +141,6 @@ impl std::fmt::Display for Kernel {
     }
 }
 
-/// The largest block of the balanced kernel: in f64 it holds 70 registers per thread (ptxas for
-/// sm_90), so 1024 threads would need 71,680 of an SM's 65,536 and the launch would fail.
-pub const BALANCED_MAX_BLOCK_SIZE: u32 = 512;
-
-/// The smallest block of the parametrised kernel: it is offered from 64 to 1024 threads per block,
-/// the range the benchmark compares (the tuner itself stays within 96 to 512, as Reguly & Giles').
-pub const PARAM_MIN_BLOCK_SIZE: u32 = 64;
-
 /// Threads per row `value` must be one of `compiled`, the widths the kernel has PTX entries for.
 fn check_width(name: &str, value: u32, kernel: &str, compiled: &[u32]) -> Result<()> {
     if compiled.contains(&value) {
@@ -159,11 +151,12 @@ fn check_width(name: &str, value: u32, kernel: &str, compiled: &[u32]) -> Result
     )))
 }
 
-/// Blocks of whole warps, at most 1024 threads (the CUDA limit).
+/// Blocks of whole warps, at most [`Kernel::MAX_BLOCK_SIZE`] threads (the CUDA limit).
 fn check_block_size(block_size: u32) -> Result<()> {
-    if block_size == 0 || block_size > 1024 || !block_size.is_multiple_of(WARP_SIZE) {
+    if block_size == 0 || block_size > Kernel::MAX_BLOCK_SIZE || !block_size.is_multiple_of(WARP_SIZE) {
         return Err(Error::InvalidKernel(format!(
-            "block size {block_size}: it must be a multiple of {WARP_SIZE} between {WARP_SIZE} and 1024"
+            "block size {block_size}: it must be a multiple of {WARP_SIZE} between {WARP_SIZE} and {}",
+            Kernel::MAX_BLOCK_SIZE
         )));
     }
     Ok(())
@@ -192,7 +185,7 @@ mod tests {
     #[test]
     fn auto_sizes_groups_at_eight_entries_per_lane() {
         let coop = |mean| match Kernel::auto(&stats_with_mean(mean)) {
-            Kernel::CsrParam { coop, repeat: 1, block_size: AUTO_BLOCK_SIZE, split_long_rows: true } => coop,
+            Kernel::CsrParam { coop, repeat: 1, block_size: BLOCK_SIZE, split_long_rows: true } => coop,
             other => panic!("{other:?}"),
         };
         assert_eq!(coop(0), 1);
@@ -204,10 +197,9 @@ mod tests {
         assert_eq!(coop(64), 8);
         assert_eq!(coop(200), 32);
         assert_eq!(coop(1_000_000), 32);
-        let resolved = Kernel::Auto.resolve(&stats_with_mean(7)).unwrap();
         assert_eq!(
-            resolved,
-            Resolved::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true }
+            Kernel::auto(&stats_with_mean(7)),
+            Kernel::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true }
         );
     }
 
@@ -225,11 +217,7 @@ mod tests {
         {
             let mean = nnz as f64 / rows as f64;
             let stats = RowStats { rows, nnz, mean, std_dev, ..stats_with_mean(1) };
-            assert_eq!(Kernel::auto(&stats), Kernel::CsrBalanced { block_size: AUTO_BLOCK_SIZE });
-            assert_eq!(
-                Kernel::Auto.resolve(&stats).unwrap(),
-                Resolved::CsrBalanced { block_size: AUTO_BLOCK_SIZE }
-            );
+            assert_eq!(Kernel::auto(&stats), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         }
         // A regular spread stays with the parametrised kernel.
         let regular = RowStats { std_dev: 2.0, ..stats_with_mean(7) };
@@ -237,9 +225,17 @@ mod tests {
     }
 
     #[test]
+    fn auto_is_never_its_own_choice() {
+        for mean in [0, 1, 7, 64, 300] {
+            assert_ne!(Kernel::auto(&stats_with_mean(mean)), Kernel::Auto);
+            let irregular = RowStats { std_dev: 10.0 * mean as f64, ..stats_with_mean(mean) };
+            assert_ne!(Kernel::auto(&irregular), Kernel::Auto);
+        }
+    }
+
+    #[test]
     fn bad_parameters_are_refused() {
-        let s = stats_with_mean(4);
-        let resolve = |k: Kernel| k.resolve(&s);
+        let resolve = |k: Kernel| k.check();
         assert!(resolve(Kernel::CsrScalar { block_size: 100 }).is_err());
         assert!(resolve(Kernel::CsrScalar { block_size: 2048 }).is_err());
         assert!(resolve(Kernel::CsrVector { coop: 3, block_size: 128 }).is_err());

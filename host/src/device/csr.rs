@@ -1,0 +1,159 @@
+//! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, and the data
+//! of the kernel strategies that cut its rows, built the first time a strategy needs it.
+
+use super::Gpu;
+use super::long_rows::{DeviceLongRows, LongRowSplit};
+use super::memory::addr;
+use super::row_tasks::DeviceRowTasks;
+use crate::Result;
+use crate::formats::convert::narrow;
+use crate::formats::csr::{CsrRef, RowStats};
+use crate::scalar::Scalar;
+use cudarc::driver::CudaSlice;
+use kernels_gpu::abi::CsrArgs;
+use nalgebra_sparse::CsrMatrix;
+use std::sync::OnceLock;
+
+/// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
+/// rows (kept for kernel selection, which then runs in constant time).
+///
+/// An upload copies the three arrays and nothing else. The strategies that cut rows (the
+/// parametrised kernel's long-row split, the balanced kernel's row tasks) build their data from the
+/// row offsets, which the matrix also keeps on the host (4 bytes a row), the first time they are
+/// planned for it ([`Gpu::plan`](crate::Gpu::plan), or a first product), and keep it for later ones.
+#[derive(Debug)]
+pub struct DeviceCsr<T> {
+    row_offsets: CudaSlice<u32>,
+    col_indices: CudaSlice<u32>,
+    values: CudaSlice<T>,
+    stats: RowStats,
+    /// The kernels' view of the arrays above, built once here rather than at every product.
+    args: CsrArgs<T>,
+    host_offsets: Vec<u32>,
+    long_rows: OnceLock<DeviceLongRows<T>>,
+    row_tasks: OnceLock<DeviceRowTasks<T>>,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    pub fn nrows(&self) -> usize {
+        self.stats.rows
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.stats.cols
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+
+    /// Row-length statistics, computed at upload.
+    pub fn stats(&self) -> &RowStats {
+        &self.stats
+    }
+
+    /// The `nrows + 1` row offsets on the device.
+    pub fn row_offsets(&self) -> &CudaSlice<u32> {
+        &self.row_offsets
+    }
+
+    /// The `nnz` column indices on the device.
+    pub fn col_indices(&self) -> &CudaSlice<u32> {
+        &self.col_indices
+    }
+
+    /// The `nnz` values on the device.
+    pub fn values(&self) -> &CudaSlice<T> {
+        &self.values
+    }
+
+    /// Bytes of the matrix on the device, with the data its strategies have built so far.
+    pub fn device_bytes(&self) -> usize {
+        let arrays =
+            (self.row_offsets.len() + self.col_indices.len()) * 4 + self.values.len() * size_of::<T>();
+        arrays
+            + self.long_rows.get().map_or(0, DeviceLongRows::device_bytes)
+            + self.row_tasks.get().map_or(0, DeviceRowTasks::device_bytes)
+    }
+
+    pub(crate) fn args(&self) -> CsrArgs<T> {
+        self.args
+    }
+
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(self.values.context())
+    }
+
+    /// The rows of at least `min_len` entries, split into chunks for the parametrised kernel, with its
+    /// scratch: built on the first call, the same for every later one. `min_len` is a function of the
+    /// matrix's statistics and the GPU alone (the caller's contract), so later calls ask the same.
+    pub(crate) fn long_rows(&self, gpu: &Gpu, min_len: u32) -> Result<&DeviceLongRows<T>> {
+        if let Some(built) = self.long_rows.get() {
+            debug_assert_eq!(built.min_len(), min_len.max(1));
+            return Ok(built);
+        }
+        let built = DeviceLongRows::upload(gpu, &LongRowSplit::new(&self.host_offsets, min_len)?)?;
+        Ok(self.long_rows.get_or_init(|| built))
+    }
+
+    /// The balanced kernel's row tasks and long-row split: built on the first call.
+    pub(crate) fn row_tasks(&self, gpu: &Gpu) -> Result<&DeviceRowTasks<T>> {
+        if let Some(built) = self.row_tasks.get() {
+            return Ok(built);
+        }
+        let built = DeviceRowTasks::upload(gpu, &self.host_offsets)?;
+        Ok(self.row_tasks.get_or_init(|| built))
+    }
+}
+
+impl Gpu {
+    /// Uploads a [`CsrMatrix`] (valid by construction).
+    pub fn upload_csr<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<DeviceCsr<T>> {
+        self.upload_csr_ref(CsrRef::from(a))
+    }
+
+    /// Checks raw CSR arrays (see [`CsrRef::try_new`]) and uploads them.
+    pub fn upload_csr_parts<T: Scalar>(
+        &self,
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &[usize],
+        col_indices: &[usize],
+        values: &[T],
+    ) -> Result<DeviceCsr<T>> {
+        self.upload_csr_ref(CsrRef::try_new(nrows, ncols, row_offsets, col_indices, values)?)
+    }
+
+    /// Uploads a checked CSR matrix, narrowing its indices to `u32`: refused with
+    /// [`Error::TooLarge`](crate::Error::TooLarge) when a dimension or the entry count does not fit.
+    pub fn upload_csr_ref<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<DeviceCsr<T>> {
+        let rows = narrow("the row count", a.nrows())?;
+        narrow("the column count", a.ncols())?;
+        narrow("the entry count", a.nnz())?;
+        // Offsets are at most nnz and column indices below ncols, so these cannot fail after the checks
+        // above; they are checked anyway rather than cast.
+        let host_offsets =
+            a.row_offsets().iter().map(|&o| narrow("a row offset", o)).collect::<Result<Vec<_>>>()?;
+        let cols =
+            a.col_indices().iter().map(|&c| narrow("a column index", c)).collect::<Result<Vec<_>>>()?;
+        let row_offsets = self.upload(&host_offsets)?;
+        let col_indices = self.upload(&cols)?;
+        let values = self.upload(a.values())?;
+        let args = CsrArgs {
+            row_offsets: addr(&row_offsets, self),
+            col_indices: addr(&col_indices, self),
+            values: addr(&values, self),
+            rows,
+        };
+        Ok(DeviceCsr {
+            row_offsets,
+            col_indices,
+            values,
+            stats: a.stats(),
+            args,
+            host_offsets,
+            long_rows: OnceLock::new(),
+            row_tasks: OnceLock::new(),
+        })
+    }
+}

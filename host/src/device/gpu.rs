@@ -1,0 +1,132 @@
+//! [`Gpu`]: the CUDA context and stream products run on, and the kernels' module.
+
+use super::kernels::Kernels;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys};
+use cudarc::nvrtc::Ptx;
+use kernels_gpu::abi::PROBE_STREAM_READ;
+use std::sync::{Arc, OnceLock};
+
+/// The kernels, built by `cargo xtask ptx` (virtual architecture sm_70; the driver compiles it for
+/// the GPU at hand when the module loads).
+pub(crate) const PTX: &str = include_str!("../../ptx/kernels.ptx");
+
+/// A GPU ready to run products: a CUDA context, the stream every product and copy of this `Gpu` is
+/// enqueued on, and the kernels, loaded once.
+///
+/// [`Gpu::new`] creates its own context and stream; [`Gpu::from_stream`] runs on a caller's, so that
+/// products are ordered with the caller's own work on that stream. Cheap to share by reference;
+/// `Send` and `Sync` (cudarc's context and stream are), though products enqueued from several threads
+/// at once on one stream land in an unspecified order.
+#[derive(Debug)]
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    kernels: Kernels,
+    /// The bandwidth probe, loaded on its first use: only the benchmark measures the device.
+    probe: OnceLock<CudaFunction>,
+    sm_count: u32,
+    name: String,
+}
+
+impl Gpu {
+    /// The first GPU, with a context and a stream of its own.
+    pub fn new() -> Result<Self> {
+        Self::with_ordinal(0)
+    }
+
+    /// GPU number `ordinal`, with a context and a stream of its own. Fails with [`Error::NoDevice`]
+    /// when the CUDA driver library cannot be loaded or reports too few devices, so callers can fall
+    /// back to the CPU.
+    pub fn with_ordinal(ordinal: usize) -> Result<Self> {
+        // SAFETY: only tries to open the driver library by its usual names; nothing is called in it.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoDevice("the CUDA driver library (libcuda) was not found".into()));
+        }
+        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(e.to_string()))?;
+        if ordinal >= usize::try_from(count).unwrap_or(0) {
+            return Err(Error::NoDevice(format!("GPU {ordinal} asked for, the driver reports {count}")));
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        // SAFETY: this context is ours, and every operation of this library runs on the one stream
+        // below, so cudarc's events that order buffer use across streams are not needed (and would
+        // cost an event record per operand of every product).
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream()?;
+        Self::on(stream)
+    }
+
+    /// A `Gpu` on a caller's stream (and so its context): products and copies are enqueued on
+    /// `stream`, in order with whatever else the caller enqueues there, and nothing here ever waits
+    /// for work it did not enqueue, except [`Gpu::synchronize`] and reading a vector back.
+    ///
+    /// The context's settings stay the caller's: with cudarc's event tracking on (its default), every
+    /// operand of a product records and waits on cudarc's events, which orders buffers shared with
+    /// other streams but costs host time per product; a caller that orders its streams itself can
+    /// turn it off (`CudaContext::disable_event_tracking`), as [`Gpu::new`] does for its own context.
+    /// Several `Gpu`s may share a context; each loads the kernels once.
+    pub fn from_stream(stream: Arc<CudaStream>) -> Result<Self> {
+        Self::on(stream)
+    }
+
+    fn on(stream: Arc<CudaStream>) -> Result<Self> {
+        let ctx = stream.context().clone();
+        let module = ctx.load_module(Ptx::from_src(PTX))?;
+        let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(Self {
+            kernels: Kernels::load(&module)?,
+            probe: OnceLock::new(),
+            sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
+            name: ctx.name()?,
+            module,
+            ctx,
+            stream,
+        })
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Streaming multiprocessors on the device (at least 1).
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    /// The CUDA context (for interoperation: timing events, another library on [`Gpu::stream`]).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every product and copy of this `Gpu` is enqueued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Waits until all work enqueued on [`Gpu::stream`] so far has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    /// Whether `ctx` is this `Gpu`'s context: buffers of another cannot be used here.
+    pub(crate) fn owns(&self, ctx: &Arc<CudaContext>) -> bool {
+        Arc::ptr_eq(ctx, &self.ctx)
+    }
+
+    /// The kernels of element type `T`.
+    pub(crate) fn kernels<T: Scalar>(&self) -> &super::kernels::KernelTable {
+        self.kernels.of::<T>()
+    }
+
+    /// The streaming-read probe, loaded on the first call.
+    pub(crate) fn probe_stream_read(&self) -> Result<&CudaFunction> {
+        if let Some(f) = self.probe.get() {
+            return Ok(f);
+        }
+        let f = self.module.load_function(PROBE_STREAM_READ)?;
+        Ok(self.probe.get_or_init(|| f))
+    }
+}

@@ -1,0 +1,127 @@
+//! The PTX entries the host launches, looked up once when the module loads, by the names of
+//! `kernels_gpu::abi`'s tables (the kernels export exactly those; a test below checks the PTX).
+
+use crate::Result;
+use crate::scalar::{Precision, Scalar};
+use cudarc::driver::{CudaFunction, CudaModule};
+use kernels_gpu::abi::{self, Entry};
+use std::sync::Arc;
+
+/// The entries of one element type. Generic over what an entry is looked up as: a [`CudaFunction`]
+/// when the module loads, its name in the test that compares the table with the PTX.
+#[derive(Debug)]
+pub(crate) struct KernelTable<F = CudaFunction> {
+    pub csr_scalar: F,
+    /// Indexed like `abi::CSR_VECTOR_COOPS`.
+    pub csr_vector: Vec<F>,
+    /// Indexed like `abi::CSR_ALIGNED_GROUPS`; x through the read-only data cache.
+    pub csr_aligned_nc: Vec<F>,
+    /// Indexed like `abi::CSR_ALIGNED_GROUPS`; x with plain global loads.
+    pub csr_aligned_plain: Vec<F>,
+    /// Indexed like `abi::CSR_PARAM_COOPS`.
+    pub csr_param: Vec<F>,
+    pub csr_balanced: F,
+    pub scale: F,
+    pub ell: F,
+    pub coo_atomic: F,
+    pub coo_segmented: F,
+    pub brc_partials: F,
+    pub brc_combine: F,
+    pub brc_prescale: F,
+    pub brc_atomic: F,
+    pub dense_blocks: F,
+}
+
+impl<F> KernelTable<F> {
+    /// Looks up every entry for the element type whose name `pick` takes from an [`Entry`].
+    fn load<E>(
+        pick: fn(&Entry) -> &'static str,
+        mut lookup: impl FnMut(&'static str) -> std::result::Result<F, E>,
+    ) -> std::result::Result<Self, E> {
+        let mut all = |entries: &[Entry]| {
+            entries.iter().map(|e| lookup(pick(e))).collect::<std::result::Result<Vec<F>, E>>()
+        };
+        Ok(Self {
+            csr_vector: all(&abi::CSR_VECTOR)?,
+            csr_aligned_nc: all(&abi::CSR_ALIGNED_NC)?,
+            csr_aligned_plain: all(&abi::CSR_ALIGNED_PLAIN)?,
+            csr_param: all(&abi::CSR_PARAM)?,
+            csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
+            csr_balanced: lookup(pick(&abi::CSR_BALANCED))?,
+            scale: lookup(pick(&abi::SCALE))?,
+            ell: lookup(pick(&abi::ELL))?,
+            coo_atomic: lookup(pick(&abi::COO_ATOMIC))?,
+            coo_segmented: lookup(pick(&abi::COO_SEGMENTED))?,
+            brc_partials: lookup(pick(&abi::BRC_PARTIALS))?,
+            brc_combine: lookup(pick(&abi::BRC_COMBINE))?,
+            brc_prescale: lookup(pick(&abi::BRC_PRESCALE))?,
+            brc_atomic: lookup(pick(&abi::BRC_ATOMIC))?,
+            dense_blocks: lookup(pick(&abi::DENSE_BLOCKS))?,
+        })
+    }
+}
+
+/// The entries of both element types.
+#[derive(Debug)]
+pub(crate) struct Kernels {
+    f32: KernelTable,
+    f64: KernelTable,
+}
+
+impl Kernels {
+    pub fn load(module: &Arc<CudaModule>) -> Result<Self> {
+        Ok(Self {
+            f32: KernelTable::load(|e| e.f32, |name| module.load_function(name))?,
+            f64: KernelTable::load(|e| e.f64, |name| module.load_function(name))?,
+        })
+    }
+
+    pub fn of<T: Scalar>(&self) -> &KernelTable {
+        match T::PRECISION {
+            Precision::Single => &self.f32,
+            Precision::Double => &self.f64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::gpu::PTX;
+    use std::collections::BTreeSet;
+
+    /// Every name in the table, both element types.
+    fn table_names() -> BTreeSet<&'static str> {
+        let mut names = BTreeSet::new();
+        for pick in [(|e: &Entry| e.f32) as fn(&Entry) -> &'static str, |e: &Entry| e.f64] {
+            KernelTable::load(pick, |name| {
+                names.insert(name);
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        }
+        names
+    }
+
+    /// The `.entry` names of the committed PTX.
+    fn ptx_entries() -> BTreeSet<&'static str> {
+        PTX.lines()
+            .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
+            .map(|rest| rest.split('(').next().unwrap_or(rest).trim())
+            .collect()
+    }
+
+    /// A name the host looks up that the kernels do not export would fail only at `Gpu::new`, and a
+    /// kernel no table names is dead code: both are caught here, without a GPU.
+    #[test]
+    fn the_tables_name_every_ptx_entry_and_nothing_else() {
+        let mut host = table_names();
+        host.insert(abi::PROBE_STREAM_READ);
+        let ptx = ptx_entries();
+        assert!(ptx.len() > 40, "no entries parsed from the PTX: {ptx:?}");
+        let missing: Vec<_> = host.difference(&ptx).collect();
+        let unused: Vec<_> = ptx.difference(&host).collect();
+        assert!(missing.is_empty(), "looked up but not in the PTX: {missing:?}");
+        assert!(unused.is_empty(), "in the PTX but looked up by no table: {unused:?}");
+    }
+}

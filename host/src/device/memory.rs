@@ -1,0 +1,29 @@
+//! Device buffers: uploads, zeroed allocations and the raw addresses the kernels' argument structs
+//! hold. Every buffer of this crate is allocated here, on the [`Gpu`]'s stream.
+
+use super::Gpu;
+use crate::Result;
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use kernels_gpu::abi::DevicePtr as AbiPtr;
+
+impl Gpu {
+    /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses
+    /// allocations of zero bytes.
+    pub(crate) fn upload<E: DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
+        Ok(if data.is_empty() { self.stream().null()? } else { self.stream().clone_htod(data)? })
+    }
+
+    /// A new device buffer of `len` zeros; empty when `len == 0`, as for [`Gpu::upload`].
+    pub(crate) fn alloc_zeros<E: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<E>> {
+        Ok(if len == 0 { self.stream().null()? } else { self.stream().alloc_zeros(len)? })
+    }
+}
+
+/// The address of a buffer of this crate, for a kernel's argument struct. Stable for the buffer's
+/// lifetime, so the structs are built once, when the buffer is made.
+pub(crate) fn addr<E>(slice: &CudaSlice<E>, gpu: &Gpu) -> AbiPtr<E> {
+    // The guard orders other streams after this one when cudarc tracks events; the buffers reached
+    // through these addresses are used on `gpu`'s stream only, which orders them by itself.
+    let (addr, _guard) = slice.device_ptr(gpu.stream());
+    AbiPtr::new(addr)
+}

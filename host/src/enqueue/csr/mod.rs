@@ -1,0 +1,223 @@
+//! CSR products: the strategy ([`Kernel`]), its constant-time choices (`rule.rs`), and the
+//! prepared launch of each kernel, one per PTX entry family.
+
+mod kernel;
+mod rule;
+
+pub use kernel::Kernel;
+pub(crate) use rule::{MAX_REPEAT, ParamConfig, fixed_rule};
+
+use super::DeviceMatrix;
+use super::launch::{Prepared, unset_axpby};
+use super::plan::Plan;
+use super::sealed::{Enqueue, Product};
+use crate::device::{DeviceCsr, Gpu};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use kernels_gpu::abi::{
+    CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrParamParams, CsrParams,
+    LongRowArgs, MAX_GRID_X, WARP_SIZE,
+};
+use kernels_gpu::index::{coop_threads, grid_blocks};
+use rule::long_row_min_len;
+
+/// The prepared launch of a CSR product, by the kernel's parameter struct.
+#[derive(Debug)]
+pub enum CsrLaunch<T> {
+    /// The scalar, vector and aligned kernels: a thread or a group of threads per row.
+    Rows(Prepared<CsrParams<T>>),
+    /// The parametrised kernel, and how many rows its plan splits.
+    Param { launch: Prepared<CsrParamParams<T>>, split_rows: usize },
+    /// The balanced kernel.
+    Balanced(Prepared<CsrBalancedParams<T>>),
+}
+
+/// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
+/// check has made sure it is there).
+fn variant(compiled: &[u32], value: u32) -> usize {
+    compiled.iter().position(|&v| v == value).unwrap_or_default()
+}
+
+impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
+    type Kernel = Kernel;
+    type Launch = CsrLaunch<T>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceCsr::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: Kernel) -> Result<(Kernel, CsrLaunch<T>)> {
+        kernel.check()?;
+        let table = gpu.kernels::<T>();
+        let a = self.args();
+        let op = unset_axpby();
+        let rows = |f, group: u32, block: u32| {
+            let grid = grid_blocks(coop_threads(a.rows, group), block);
+            // SAFETY: the kernel walks rows `0 .. a.rows` of the matrix's arrays (valid CSR by
+            // construction of `DeviceCsr`) with a grid stride, reading `x` at the matrix's columns and
+            // writing `y` at its rows; `Kernel::check` made the block whole warps, which keeps the
+            // group shuffles' member mask full.
+            CsrLaunch::Rows(unsafe { Prepared::new(f, grid, block, 0, CsrParams { a, op }) })
+        };
+        let launch = match kernel {
+            // `Kernel::auto` never answers `Auto`.
+            Kernel::Auto => return self.prepare(gpu, Kernel::auto(self.stats())),
+            Kernel::CsrScalar { block_size } => rows(&table.csr_scalar, 1, block_size),
+            Kernel::CsrVector { coop, block_size } => {
+                rows(&table.csr_vector[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)
+            }
+            Kernel::CsrAligned { group, cached_x, block_size } => {
+                let family = if cached_x { &table.csr_aligned_nc } else { &table.csr_aligned_plain };
+                rows(&family[variant(&CSR_ALIGNED_GROUPS, group)], group, block_size)
+            }
+            Kernel::CsrParam { coop, repeat, block_size, split_long_rows } => {
+                let (long, split_rows) = if split_long_rows {
+                    let split = self.long_rows(gpu, long_row_min_len(self.stats(), gpu.sm_count()))?;
+                    (split.args(), split.count())
+                } else {
+                    (LongRowArgs::unsplit(), 0)
+                };
+                let (row_blocks, chunk_blocks) = param_grid(a.rows, coop, repeat, block_size, long.chunks)?;
+                let params = CsrParamParams { a, op, repeat, row_blocks, long };
+                let f = &table.csr_param[variant(&CSR_PARAM_COOPS, coop)];
+                // SAFETY: as for the row kernels; the long-row arrays and scratch were built for this
+                // very matrix (`DeviceCsr::long_rows`) and live as long as it; the grid has the
+                // `row_blocks` the tiles expect, then a warp for each chunk.
+                let launch = unsafe { Prepared::new(f, row_blocks + chunk_blocks, block_size, 0, params) };
+                CsrLaunch::Param { launch, split_rows }
+            }
+            Kernel::CsrBalanced { block_size } => {
+                let tasks = self.row_tasks(gpu)?;
+                let long = tasks.long_rows();
+                let (chunk_blocks, task_blocks) = balanced_grid(tasks.tasks(), long.chunks, block_size)?;
+                let params = CsrBalancedParams {
+                    a,
+                    op,
+                    task_rows: tasks.task_rows(),
+                    tasks: tasks.tasks(),
+                    chunk_blocks,
+                    long,
+                };
+                // SAFETY: as for the row kernels; the tasks, the long-row arrays and scratch were built
+                // for this very matrix (`DeviceCsr::row_tasks`); the grid has a warp for each chunk,
+                // then at least one block for the tasks (a product launches only for a matrix with
+                // rows, so with tasks).
+                let launch = unsafe {
+                    Prepared::new(&table.csr_balanced, chunk_blocks + task_blocks, block_size, 0, params)
+                };
+                CsrLaunch::Balanced(launch)
+            }
+        };
+        Ok((kernel, launch))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &CsrLaunch<T>, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe {
+            match launch {
+                CsrLaunch::Rows(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::Param { launch, .. } => launch.enqueue(gpu, p.axpby()),
+                CsrLaunch::Balanced(l) => l.enqueue(gpu, p.axpby()),
+            }
+        }
+    }
+}
+
+impl<T: Scalar> DeviceMatrix<T> for DeviceCsr<T> {
+    fn nrows(&self) -> usize {
+        DeviceCsr::nrows(self)
+    }
+
+    fn ncols(&self) -> usize {
+        DeviceCsr::ncols(self)
+    }
+
+    fn nnz(&self) -> usize {
+        DeviceCsr::nnz(self)
+    }
+}
+
+impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
+    /// How many rows the plan's kernel spreads over several warps: the long rows of the
+    /// parametrised kernel with `split_long_rows` (rows long enough that one group would be the
+    /// product's critical path); 0 for the other kernels. (The balanced kernel splits the rows of
+    /// at least [`Kernel::BALANCED_LONG_ROW`] entries.)
+    pub fn split_rows(&self) -> usize {
+        match self.prepared() {
+            CsrLaunch::Param { split_rows, .. } => *split_rows,
+            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) => 0,
+        }
+    }
+}
+
+/// The grid of the parametrised kernel: `.0` blocks walk the tiles of `repeat * block / coop` rows
+/// (with a grid stride, so they are capped to keep the grid within [`MAX_GRID_X`]), then `.1` blocks
+/// give each of `chunks` long-row chunks a warp.
+fn param_grid(rows: u32, coop: u32, repeat: u32, block: u32, chunks: u32) -> Result<(u32, u32)> {
+    let chunk_blocks = chunks.div_ceil(block / WARP_SIZE);
+    let room = grid_room(chunk_blocks, chunks)?;
+    let tile_rows = u64::from(block / coop) * u64::from(repeat);
+    let tiles = u64::from(rows).div_ceil(tile_rows);
+    // `min` with a u32 value: the conversion cannot fail.
+    let row_blocks = u32::try_from(tiles.min(u64::from(room))).unwrap_or(room);
+    Ok((row_blocks, chunk_blocks))
+}
+
+/// The grid of the balanced kernel: `.0` blocks give each of `chunks` long-row chunks a warp, then
+/// `.1` blocks walk the `tasks` row tasks, a warp per task (with a grid stride, so they are capped
+/// to keep the grid within [`MAX_GRID_X`]; at least one block when there are tasks).
+fn balanced_grid(tasks: u32, chunks: u32, block: u32) -> Result<(u32, u32)> {
+    let warps = block / WARP_SIZE;
+    let chunk_blocks = chunks.div_ceil(warps);
+    Ok((chunk_blocks, tasks.div_ceil(warps).min(grid_room(chunk_blocks, chunks)?)))
+}
+
+/// The blocks left in a grid of at most [`MAX_GRID_X`] once `chunk_blocks` take the `chunks`
+/// long-row chunks: at least one, or the chunks are refused.
+fn grid_room(chunk_blocks: u32, chunks: u32) -> Result<u32> {
+    MAX_GRID_X.checked_sub(chunk_blocks).filter(|&room| room > 0).ok_or(Error::TooLarge {
+        what: "the long-row chunk count",
+        value: chunks as usize,
+        limit: MAX_GRID_X as usize,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_grid_covers_tiles_then_chunks() {
+        // 32 rows per tile: 1000 rows make 32 tiles.
+        assert_eq!(param_grid(1000, 4, 1, 128, 0).unwrap(), (32, 0));
+        assert_eq!(param_grid(1000, 4, 3, 128, 0).unwrap(), (11, 0));
+        assert_eq!(param_grid(1000, 1, 64, 1024, 0).unwrap(), (1, 0));
+        // 4 warps per block of 128: 5 chunks take 2 blocks, 8 chunks 2, 9 chunks 3.
+        assert_eq!(param_grid(1000, 4, 1, 128, 5).unwrap(), (32, 2));
+        assert_eq!(param_grid(1000, 4, 1, 128, 8).unwrap(), (32, 2));
+        assert_eq!(param_grid(1000, 4, 1, 128, 9).unwrap(), (32, 3));
+        assert_eq!(param_grid(1, 32, 1, 64, 1).unwrap(), (1, 1));
+    }
+
+    #[test]
+    fn balanced_grid_covers_chunks_then_tasks() {
+        // 4 warps per block of 128.
+        assert_eq!(balanced_grid(1, 0, 128).unwrap(), (0, 1));
+        assert_eq!(balanced_grid(9, 0, 128).unwrap(), (0, 3));
+        assert_eq!(balanced_grid(8, 5, 128).unwrap(), (2, 2));
+        assert_eq!(balanced_grid(100, 1, 32).unwrap(), (1, 100));
+        // Tasks beyond the grid's limit walk with a stride; the chunks keep a warp each.
+        let (chunks, tasks) = balanced_grid(u32::MAX, 1000, 32).unwrap();
+        assert_eq!(chunks, 1000);
+        assert_eq!(chunks + tasks, MAX_GRID_X);
+        assert!(balanced_grid(1, u32::MAX, 32).is_err());
+    }
+
+    #[test]
+    fn param_grid_stays_within_the_limit() {
+        // Two rows per tile: 2^31 tiles, more than a grid holds; the tiles' blocks grid-stride.
+        let (rows, chunks) = param_grid(u32::MAX, 32, 1, 64, 1000).unwrap();
+        assert_eq!(chunks, 500);
+        assert_eq!(rows + chunks, MAX_GRID_X);
+    }
+}

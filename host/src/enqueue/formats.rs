@@ -1,0 +1,277 @@
+//! Products of the formats beyond CSR: their strategies ([`CooKernel`], [`BrcCombine`]) and
+//! launches. Each device matrix is valid by construction (its upload narrowed every index, and its
+//! conversion put every column below `ncols` or at `PAD_COL`), and each [`Product`] was checked
+//! against it: `x` has `ncols` elements, `y` has `nrows`, all in the `Gpu`'s context.
+
+use super::DeviceMatrix;
+use super::launch::{Prepared, unset_accumulate, unset_axpby};
+use super::sealed::{Enqueue, Product};
+use crate::Result;
+use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, Gpu};
+use crate::formats::convert::narrow;
+use crate::scalar::Scalar;
+use kernels_gpu::abi::{
+    BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS, DenseBlockParams, EllParams,
+    RESIDENT_WARPS_PER_SM, WARP_SIZE,
+};
+use kernels_gpu::index::grid_blocks;
+
+/// How the COO kernel adds the entries' products to `y` (`kernels-gpu/src/formats/coo.rs`): the
+/// strategy of [`DeviceCoo`], and of the COO parts of [`DeviceHyb`] and [`DeviceDenseBlocks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CooKernel {
+    /// One atomic add per entry: the baseline of the papers.
+    Atomic,
+    /// A warp per interval of entries, a segmented reduction of each run of equal rows, one atomic
+    /// per run (Bell & Garland 2008).
+    #[default]
+    Segmented,
+}
+
+/// How the pieces of a split row are added up (`kernels-gpu/src/formats/brc.rs`): the strategy of
+/// [`DeviceBrc`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BrcCombine {
+    /// Each piece writes its sum to a slot of a scratch buffer; a second kernel sums each split row's
+    /// slots in order. The result is the same from run to run.
+    #[default]
+    Deterministic,
+    /// A first kernel scales the split rows by `beta`; each piece then adds its sum atomically.
+    Atomic,
+}
+
+/// The warps and the interval of entries per warp (a multiple of 32, so every warp starts on an
+/// aligned entry) of the segmented COO kernel for `nnz` entries on `sm_count` SMs: at most as many
+/// warps as the GPU holds at once (more would only shorten the intervals and add atomics at their
+/// ends), together covering every entry, each but the last with a full interval.
+fn coo_intervals(nnz: u64, sm_count: u32) -> (u64, u64) {
+    let max_warps = (u64::from(sm_count) * u64::from(RESIDENT_WARPS_PER_SM)).max(1);
+    let warp = u64::from(WARP_SIZE);
+    let interval = nnz.div_ceil(max_warps).next_multiple_of(warp).max(warp);
+    (nnz.div_ceil(interval).max(1), interval)
+}
+
+/// The launch of the COO kernel `kernel` for `a`: `y += alpha * A * x`, after the product's other
+/// launches have made `y` hold `beta * y` on the stream.
+fn prepare_coo<T: Scalar>(gpu: &Gpu, a: &DeviceCoo<T>, kernel: CooKernel) -> Prepared<CooParams<T>> {
+    let table = gpu.kernels::<T>();
+    let nnz = u64::from(a.args().nnz);
+    let (f, grid, interval) = match kernel {
+        CooKernel::Atomic => (&table.coo_atomic, grid_blocks(nnz, BLOCK_SIZE), 0),
+        CooKernel::Segmented => {
+            let (warps, interval) = coo_intervals(nnz, gpu.sm_count());
+            (&table.coo_segmented, grid_blocks(warps * u64::from(WARP_SIZE), BLOCK_SIZE), interval)
+        }
+    };
+    let params = CooParams { a: a.args(), op: unset_accumulate(), interval };
+    // SAFETY: the matrix's rows are rows of `y` and its columns columns of `x`; the atomic kernel
+    // grid-strides over the entries, and the segmented kernel's warps times `interval` cover them
+    // (`coo_intervals`), in blocks of whole warps.
+    unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) }
+}
+
+fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Prepared<EllParams<T>> {
+    let params = EllParams { a: a.args(), op: unset_axpby() };
+    let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
+    // SAFETY: the matrix holds `width * rows` slots, each `PAD_COL` or a column of `x`; `y` has `rows`
+    // elements. The kernel grid-strides over the rows.
+    unsafe { Prepared::new(&gpu.kernels::<T>().ell, grid, BLOCK_SIZE, 0, params) }
+}
+
+/// Implements [`DeviceMatrix`] by the inherent methods of the same names.
+macro_rules! device_matrix {
+    ($($format:ident),+) => {$(
+        impl<T: Scalar> DeviceMatrix<T> for $format<T> {
+            fn nrows(&self) -> usize {
+                $format::nrows(self)
+            }
+
+            fn ncols(&self) -> usize {
+                $format::ncols(self)
+            }
+
+            fn nnz(&self) -> usize {
+                $format::nnz(self)
+            }
+        }
+    )+};
+}
+
+device_matrix!(DeviceEll, DeviceCoo, DeviceHyb, DeviceBrc, DeviceDenseBlocks);
+
+/// ELL: one launch of `spmv_ell_*`, `y = alpha * A * x + beta * y`.
+impl<T: Scalar> Enqueue<T> for DeviceEll<T> {
+    type Kernel = ();
+    type Launch = Prepared<EllParams<T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceEll::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
+        Ok(((), prepare_ell(gpu, self)))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.axpby()) }
+    }
+}
+
+/// COO: `y = beta * y`, then the [`CooKernel`]'s additions.
+impl<T: Scalar> Enqueue<T> for DeviceCoo<T> {
+    type Kernel = CooKernel;
+    type Launch = Prepared<CooParams<T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceCoo::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: CooKernel) -> Result<(CooKernel, Self::Launch)> {
+        Ok((kernel, prepare_coo(gpu, self, kernel)))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        p.scale_y(gpu)?;
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.accumulate()) }
+    }
+}
+
+/// The launches of a product whose first kernel writes every row of `y` and whose COO remainder, if
+/// it has entries, adds to it.
+#[derive(Debug)]
+pub struct WithRemainder<P, T> {
+    first: Prepared<P>,
+    remainder: Option<Prepared<CooParams<T>>>,
+}
+
+/// HYB: the ELL kernel (`y = alpha * A_ell * x + beta * y`), then the COO part's additions by the
+/// [`CooKernel`] (Bell & Garland 2008, section 4.5).
+impl<T: Scalar> Enqueue<T> for DeviceHyb<T> {
+    type Kernel = CooKernel;
+    type Launch = WithRemainder<EllParams<T>, T>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceHyb::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: CooKernel) -> Result<(CooKernel, Self::Launch)> {
+        let remainder = (self.coo().nnz() > 0).then(|| prepare_coo(gpu, self.coo(), kernel));
+        Ok((kernel, WithRemainder { first: prepare_ell(gpu, self.ell()), remainder }))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, whose parts have its shape and for which
+        // `prepare` made `launch`; the stream orders the COO additions after the ELL kernel's writes.
+        unsafe {
+            launch.first.enqueue(gpu, p.axpby())?;
+            launch.remainder.as_ref().map_or(Ok(()), |coo| coo.enqueue(gpu, p.accumulate()))
+        }
+    }
+}
+
+/// Dense blocks: the dense-block kernel (`y = alpha * A_blocks * x + beta * y`), then the remainder's
+/// additions by the [`CooKernel`].
+impl<T: Scalar> Enqueue<T> for DeviceDenseBlocks<T> {
+    type Kernel = CooKernel;
+    type Launch = WithRemainder<DenseBlockParams<T>, T>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceDenseBlocks::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: CooKernel) -> Result<(CooKernel, Self::Launch)> {
+        let params = DenseBlockParams { a: self.args(), op: unset_axpby() };
+        let grid = grid_blocks(u64::from(params.a.rows).div_ceil(u64::from(DENSE_BLOCK_ROWS)), 1);
+        let shared_bytes = narrow("the dense-block window's bytes", self.window() * size_of::<T>())?;
+        let f = &gpu.kernels::<T>().dense_blocks;
+        // SAFETY: every window lies inside `x` up to `ncols`, every column offset is `PAD_COL` or below
+        // `window` (by construction of `DeviceDenseBlocks`), the window is at most 48 KiB (checked by
+        // the conversion), and the block has the `DENSE_BLOCK_THREADS` threads the kernel's barriers
+        // expect.
+        let first = unsafe { Prepared::new(f, grid, DENSE_BLOCK_THREADS, shared_bytes, params) };
+        let remainder = (self.remainder().nnz() > 0).then(|| prepare_coo(gpu, self.remainder(), kernel));
+        Ok((kernel, WithRemainder { first, remainder }))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: as for HYB.
+        unsafe {
+            launch.first.enqueue(gpu, p.axpby())?;
+            launch.remainder.as_ref().map_or(Ok(()), |coo| coo.enqueue(gpu, p.accumulate()))
+        }
+    }
+}
+
+/// The two launches of a BRC product, in order.
+#[derive(Debug)]
+pub struct BrcLaunch<T> {
+    first: Prepared<BrcParams<T>>,
+    second: Prepared<BrcParams<T>>,
+}
+
+/// BRC: for [`BrcCombine::Deterministic`], `spmv_brc_partials_*` then `spmv_brc_combine_*`; for
+/// [`BrcCombine::Atomic`], `spmv_brc_prescale_*` then `spmv_brc_atomic_*`. The split-row kernel is
+/// skipped (a grid of 0) when no row was split.
+impl<T: Scalar> Enqueue<T> for DeviceBrc<T> {
+    type Kernel = BrcCombine;
+    type Launch = BrcLaunch<T>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceBrc::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, combine: BrcCombine) -> Result<(BrcCombine, Self::Launch)> {
+        let params = BrcParams { a: self.args(), split: self.split_args(), op: unset_axpby() };
+        let table = gpu.kernels::<T>();
+        let block_grid = grid_blocks(u64::from(params.a.blocks) * u64::from(WARP_SIZE), BLOCK_SIZE);
+        let split_grid = grid_blocks(u64::from(params.split.split_count), BLOCK_SIZE);
+        // SAFETY: the blocks' slots lie inside the entry arrays, columns are `PAD_COL` or columns of
+        // `x`, targets are rows of `y` or slots of the scratch buffer, whose rows are rows of `y` (by
+        // construction of `DeviceBrc`). The block kernels grid-stride over blocks, a warp each; the
+        // split-row kernels over split rows.
+        let launch = unsafe {
+            let blocks = |f| Prepared::new(f, block_grid, BLOCK_SIZE, 0, params);
+            let splits = |f| Prepared::new(f, split_grid, BLOCK_SIZE, 0, params);
+            match combine {
+                BrcCombine::Deterministic => {
+                    BrcLaunch { first: blocks(&table.brc_partials), second: splits(&table.brc_combine) }
+                }
+                BrcCombine::Atomic => {
+                    BrcLaunch { first: splits(&table.brc_prescale), second: blocks(&table.brc_atomic) }
+                }
+            }
+        };
+        Ok((combine, launch))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`; the stream
+        // orders the two launches.
+        unsafe {
+            launch.first.enqueue(gpu, p.axpby())?;
+            launch.second.enqueue(gpu, p.axpby())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coo_intervals_cover_every_entry_in_whole_warps() {
+        let most = |sm_count: u32| u64::from(sm_count) * u64::from(RESIDENT_WARPS_PER_SM);
+        for nnz in [0u64, 1, 31, 32, 33, 1000, 132 * 64 * 32, 132 * 64 * 32 + 1, 1 << 33] {
+            for sm_count in [1, 132] {
+                let (warps, interval) = coo_intervals(nnz, sm_count);
+                assert!(warps >= 1 && warps <= most(sm_count), "{nnz}, {sm_count}");
+                assert!(interval % 32 == 0 && interval >= 32, "{nnz}, {sm_count}");
+                assert!(warps * interval >= nnz, "{nnz}, {sm_count}");
+                // Every warp but a lone one for an empty matrix has entries.
+                assert!((warps - 1) * interval < nnz.max(1), "{nnz}, {sm_count}");
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The crate's only kernel launches: [`Prepared`], one PTX entry with its grid and parameter struct
+//! built when a product is planned, launched with the product's operands; and `y = beta * y`.
+
+use crate::device::Gpu;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaFunction, result, sys};
+use kernels_gpu::abi::{
+    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams, DenseBlockParams,
+    DevicePtr as AbiPtr, EllParams, SCALE_BLOCK_SIZE, ScaleParams,
+};
+use kernels_gpu::index::grid_blocks;
+use std::ffi::c_void;
+
+/// A kernel parameter struct whose dense operands a product fills in: [`Axpby`] for the kernels that
+/// write `y = alpha * A * x + beta * y`, [`Accumulate`] for those that add `alpha * A * x` to a `y`
+/// already scaled.
+pub trait WithOperands: Copy {
+    type Operands;
+    fn with(self, op: Self::Operands) -> Self;
+}
+
+macro_rules! with_operands {
+    ($($params:ident: $operands:ident),+) => {$(
+        impl<T: Copy> WithOperands for $params<T> {
+            type Operands = $operands<T>;
+            fn with(self, op: $operands<T>) -> Self {
+                Self { op, ..self }
+            }
+        }
+    )+};
+}
+
+with_operands!(
+    CsrParams: Axpby,
+    CsrParamParams: Axpby,
+    CsrBalancedParams: Axpby,
+    EllParams: Axpby,
+    BrcParams: Axpby,
+    DenseBlockParams: Axpby,
+    CooParams: Accumulate
+);
+
+/// The operands of a [`Prepared`] launch before a product sets them.
+pub(crate) fn unset_axpby<T: Scalar>() -> Axpby<T> {
+    Axpby { x: AbiPtr::new(0), y: AbiPtr::new(0), alpha: T::ZERO, beta: T::ZERO }
+}
+
+/// As [`unset_axpby`], for the accumulating kernels.
+pub(crate) fn unset_accumulate<T: Scalar>() -> Accumulate<T> {
+    Accumulate { x: AbiPtr::new(0), y: AbiPtr::new(0), alpha: T::ZERO }
+}
+
+/// One launch of a product, prepared once: the entry, the grid, the dynamic shared memory, and the
+/// parameter struct with everything but the operands, which [`Prepared::enqueue`] sets.
+#[derive(Debug, Clone)]
+pub struct Prepared<P> {
+    f: CudaFunction,
+    grid: u32,
+    block: u32,
+    shared_bytes: u32,
+    params: P,
+}
+
+impl<P: WithOperands> Prepared<P> {
+    /// # Safety
+    /// `f` is the PTX entry whose parameter struct is `P`; launched as `grid` blocks of `block`
+    /// threads with `shared_bytes` of dynamic shared memory (at most the 48 KiB every GPU grants
+    /// without opt-in), with `params` and the operands of any product whose `x` has the matrix's
+    /// column count and `y` its row count in the context of the matrix's buffers, it makes only
+    /// accesses within those buffers and the ones `params` points to, and the latter live as long as
+    /// the matrix `params` was built from.
+    pub(crate) unsafe fn new(f: &CudaFunction, grid: u32, block: u32, shared_bytes: u32, params: P) -> Self {
+        Self { f: f.clone(), grid, block, shared_bytes, params }
+    }
+
+    /// Enqueues the launch on `gpu`'s stream with the operands `op`.
+    ///
+    /// # Safety
+    /// `op` are the operands of a product checked against the matrix `self` was prepared for (a
+    /// [`Product`](super::product::Product)'s), and that matrix is alive.
+    pub(crate) unsafe fn enqueue(&self, gpu: &Gpu, op: P::Operands) -> Result<()> {
+        let params = self.params.with(op);
+        // SAFETY: `Prepared::new`'s contract, with the operands the caller vouches for.
+        unsafe { launch(gpu, &self.f, self.grid, self.block, self.shared_bytes, &params) }
+    }
+}
+
+/// Launches `f` with `params` as its single by-value parameter. Nothing is launched for a grid of 0.
+///
+/// # Safety
+/// `f` is the PTX entry whose parameter struct is `P`, and `params` satisfies that kernel's contract
+/// (every address valid for the accesses the kernel makes, given the sizes in `params`, with this
+/// grid, block and dynamic shared memory).
+unsafe fn launch<P>(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    grid: u32,
+    block: u32,
+    shared_bytes: u32,
+    params: &P,
+) -> Result<()> {
+    if grid == 0 {
+        return Ok(());
+    }
+    let mut args = [std::ptr::from_ref(params).cast_mut().cast::<c_void>()];
+    // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
+    // contract); the driver copies it before `launch_kernel` returns, so the borrow suffices.
+    let launched = unsafe {
+        result::launch_kernel(
+            f.cu_function(),
+            (grid, 1, 1),
+            (block, 1, 1),
+            shared_bytes,
+            gpu.stream().cu_stream(),
+            &mut args,
+        )
+    };
+    match launched {
+        // The driver refuses a block whose threads' registers exceed the SM's before anything runs:
+        // a kernel parameter the caller can change, so say which.
+        Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
+            let most = f.max_threads_per_block().map_or_else(|_| "fewer".to_owned(), |m| m.to_string());
+            Err(Error::InvalidKernel(format!(
+                "block size {block}: this kernel runs at most {most} threads per block on this GPU"
+            )))
+        }
+        other => Ok(other?),
+    }
+}
+
+/// `spmv_scale_*`: `y = beta * y` over `len` elements at `y` (0 when `beta == 0`, `y` unread).
+///
+/// # Safety
+/// `y` is an address of `gpu`'s context holding `len` elements.
+pub(crate) unsafe fn scale<T: Scalar>(gpu: &Gpu, y: AbiPtr<T>, beta: T, len: u32) -> Result<()> {
+    let params = ScaleParams { y, beta, len };
+    let grid = grid_blocks(u64::from(len), SCALE_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
+    unsafe { launch(gpu, &gpu.kernels::<T>().scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+}
+
+/// `probe_stream_read` with `params`, `grid` blocks of `block` threads.
+///
+/// # Safety
+/// `params.data` holds at least `4 * params.len4` floats and `params.sink` at least one, 16-byte
+/// aligned, in `gpu`'s context.
+pub(crate) unsafe fn probe_stream_read(
+    gpu: &Gpu,
+    params: &kernels_gpu::abi::StreamReadParams,
+    grid: u32,
+    block: u32,
+) -> Result<()> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { launch(gpu, gpu.probe_stream_read()?, grid, block, 0, params) }
+}

@@ -1,0 +1,90 @@
+//! Layer 3, enqueue: a product on the device, checked once and launched. [`DeviceMatrix`] is what
+//! every device format implements to enqueue itself: its strategy type (how its products can run),
+//! a launch prepared once per [`Plan`], and the launches. [`Gpu::plan`] prepares, [`Plan::spmv`]
+//! runs the one product path (`product::run`: the checks, the degenerate products, the format's
+//! launches), and [`Gpu::spmv`] is a plan of the format's default strategy used once.
+//!
+//! The strategies that need only the matrix's statistics to choose (CSR's [`Kernel::Auto`] and
+//! Reguly & Giles' fixed rule, `csr/rule.rs`) live with the kernels they choose from; choices that
+//! measure (the tuner, the format planner) are the layer above. Imports only the layers below.
+
+mod csr;
+mod formats;
+mod launch;
+mod plan;
+pub mod probe;
+mod product;
+
+pub use csr::Kernel;
+pub(crate) use csr::{MAX_REPEAT, ParamConfig, fixed_rule};
+pub use formats::{BrcCombine, CooKernel};
+pub use plan::Plan;
+
+use crate::Result;
+use crate::device::Gpu;
+use crate::scalar::Scalar;
+use std::fmt::Debug;
+
+pub(crate) mod sealed {
+    pub use super::product::Product;
+    use super::*;
+
+    /// The crate-private half of [`DeviceMatrix`]: it cannot be named outside the crate, so no other
+    /// type implements it, and its [`Enqueue::enqueue`] takes a [`Product`], which only the checked
+    /// product path makes.
+    pub trait Enqueue<T: Scalar> {
+        /// How the format's products can run: [`Kernel`] for CSR, [`CooKernel`] for COO (and for
+        /// the COO part of HYB and dense blocks), [`BrcCombine`] for BRC, `()` for ELL. The default
+        /// is what [`Gpu::spmv`] uses.
+        type Kernel: Copy + Debug + Default + PartialEq;
+
+        /// A product's launches, prepared once: the resolved kernel's entries, grids and argument
+        /// structs, pointing into the matrix's buffers.
+        type Launch: Debug;
+
+        /// Whether every buffer of the matrix lives in `gpu`'s context.
+        fn belongs_to(&self, gpu: &Gpu) -> bool;
+
+        /// Checks `kernel`, resolves it (a CSR `Kernel::Auto` becomes its choice), builds the data
+        /// the strategy needs if the matrix has none yet, and prepares the launches.
+        fn prepare(&self, gpu: &Gpu, kernel: Self::Kernel) -> Result<(Self::Kernel, Self::Launch)>;
+
+        /// Enqueues the product `p` with the launches `prepare` made for this matrix.
+        fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()>;
+    }
+}
+
+/// A matrix on the device in one of the crate's formats: CSR ([`DeviceCsr`](crate::DeviceCsr)),
+/// ELL, COO, HYB, BRC, dense blocks, or the planner's [`AutoMatrix`](crate::select::AutoMatrix).
+/// [`Gpu::spmv`] and [`Gpu::plan`] take any of them; every product returns `y` in the caller's row
+/// order, whatever order the format keeps its rows in. Sealed: implemented by this crate's device
+/// types only. Each type's doc says its strategy type (`Kernel`) and its launches.
+///
+/// ```no_run
+/// use gpu_spmv::formats::{Brc, brc_model_b2};
+/// use gpu_spmv::{BrcCombine, CsrRef, Gpu};
+/// use nalgebra_sparse::{CooMatrix, CsrMatrix};
+///
+/// # fn main() -> Result<(), gpu_spmv::Error> {
+/// let mut coo = CooMatrix::new(2, 3);
+/// coo.push(0, 0, 2.0f64);
+/// coo.push(1, 2, -1.0);
+/// let csr = CsrMatrix::from(&coo);
+/// let a = CsrRef::from(&csr);
+///
+/// let gpu = Gpu::new()?;
+/// let brc = gpu.upload_brc(&Brc::try_from_csr(a, brc_model_b2(&a.stats(), gpu.sm_count()))?)?;
+/// let x = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
+/// let mut y = gpu.zeros::<f64>(2)?;
+/// gpu.spmv(1.0, &brc, &x, 0.0, &mut y)?; // BrcCombine::Deterministic, the default
+/// gpu.spmv_with(BrcCombine::Atomic, 1.0, &brc, &x, 1.0, &mut y)?;
+/// assert_eq!(y.to_host(&gpu)?, vec![4.0, -6.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub trait DeviceMatrix<T: Scalar>: sealed::Enqueue<T> {
+    fn nrows(&self) -> usize;
+    fn ncols(&self) -> usize;
+    /// Entries of the matrix it was built from (padding not counted).
+    fn nnz(&self) -> usize;
+}

@@ -1,0 +1,85 @@
+//! One product, checked once: [`run`] makes every check a product needs, handles the products that
+//! need no matrix, and only then hands a [`Product`] to the format's launches.
+
+use super::DeviceMatrix;
+use super::launch::scale;
+use crate::device::{Gpu, VectorMut, VectorRef};
+use crate::formats::convert::narrow;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use kernels_gpu::abi::{Accumulate, Axpby, DevicePtr as AbiPtr};
+
+/// The operands of one product, checked against its matrix and the [`Gpu`]: `x` has the matrix's
+/// column count and `y` its row count, both in the matrix's context, the matrix has rows and entries,
+/// and `alpha != 0`. Only [`run`] makes one.
+#[derive(Debug)]
+pub struct Product<T> {
+    alpha: T,
+    beta: T,
+    x: AbiPtr<T>,
+    y: AbiPtr<T>,
+    rows: u32,
+}
+
+impl<T: Scalar> Product<T> {
+    /// The kernels' view for `y = alpha * A * x + beta * y`.
+    pub(crate) fn axpby(&self) -> Axpby<T> {
+        Axpby { x: self.x, y: self.y, alpha: self.alpha, beta: self.beta }
+    }
+
+    /// The kernels' view for `y += alpha * A * x`, after [`Product::scale_y`].
+    pub(crate) fn accumulate(&self) -> Accumulate<T> {
+        Accumulate { x: self.x, y: self.y, alpha: self.alpha }
+    }
+
+    /// Enqueues `y = beta * y`: the first launch of the products whose later kernels accumulate.
+    pub(crate) fn scale_y(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: `y` was checked to hold `rows` elements of `gpu`'s context.
+        unsafe { scale(gpu, self.y, self.beta, self.rows) }
+    }
+}
+
+/// `y = alpha * A * x + beta * y` with `a`'s prepared `launch`: every check first, so that an error
+/// leaves `y` as it was and launches nothing; then nothing at all for a matrix without rows, and
+/// `y = beta * y` alone when `A * x` contributes nothing (`alpha == 0`, where BLAS reads neither `A`
+/// nor `x`, or a matrix without entries); otherwise the format's launches.
+pub(crate) fn run<T, A, X, Y>(
+    gpu: &Gpu,
+    a: &A,
+    launch: &A::Launch,
+    alpha: T,
+    x: &X,
+    beta: T,
+    y: &mut Y,
+) -> Result<()>
+where
+    T: Scalar,
+    A: DeviceMatrix<T> + ?Sized,
+    X: VectorRef<T> + ?Sized,
+    Y: VectorMut<T> + ?Sized,
+{
+    if !a.belongs_to(gpu) {
+        return Err(Error::ForeignBuffer("the matrix"));
+    }
+    if !gpu.owns(x.context()) {
+        return Err(Error::ForeignBuffer("x"));
+    }
+    if !gpu.owns(y.context()) {
+        return Err(Error::ForeignBuffer("y"));
+    }
+    if x.len() != a.ncols() {
+        return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x.len() });
+    }
+    if y.len() != a.nrows() {
+        return Err(Error::DimensionMismatch { what: "y", expected: a.nrows(), got: y.len() });
+    }
+    let rows = narrow("the row count", a.nrows())?;
+    if rows == 0 {
+        return Ok(());
+    }
+    // The guards live until the launches are enqueued (see `VectorRef`).
+    let (x, _x_guard) = x.read(gpu.stream());
+    let (y, _y_guard) = y.write(gpu.stream());
+    let p = Product { alpha, beta, x: AbiPtr::new(x), y: AbiPtr::new(y), rows };
+    if alpha == T::ZERO || a.nnz() == 0 { p.scale_y(gpu) } else { a.enqueue(gpu, launch, &p) }
+}
