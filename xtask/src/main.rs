@@ -2,7 +2,8 @@
 //!
 //! - `ptx [--check]`: build `kernels-gpu` to PTX with the pinned nightly (installed when missing) and
 //!   write `host/ptx/kernels.ptx`; with `--check`, fail if the committed file differs from a fresh build.
-//! - `test`: the whole test suite (the GPU tests skip, saying why, on a machine without a GPU).
+//! - `test`: the whole test suite and the library's examples (the GPU tests and examples skip,
+//!   saying why, on a machine without a GPU).
 //! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
 
 mod ptx;
@@ -52,7 +53,23 @@ fn cargo() -> Command {
 fn test(extra: &[String]) -> Result<(), String> {
     run(cargo().args(["test", "--workspace", "--all-targets"]).args(extra))?;
     // Doc tests are not part of --all-targets.
-    run(cargo().args(["test", "--workspace", "--doc"]))
+    run(cargo().args(["test", "--workspace", "--doc"]))?;
+    // The examples run too (they say why they skip without a GPU): what they show must keep working.
+    for example in examples()? {
+        println!("example {example}:");
+        run(cargo().args(["run", "--quiet", "--package", "gpu-spmv", "--example", &example]))?;
+    }
+    Ok(())
+}
+
+/// The names of the library's examples, `host/examples/*.rs`, sorted.
+fn examples() -> Result<Vec<String>, String> {
+    let dir = root().join("host/examples");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(str::to_owned)).collect();
+    names.sort();
+    Ok(names)
 }
 
 fn bench(extra: &[String]) -> Result<(), String> {
