@@ -151,6 +151,7 @@ fn main() -> Result<()> {
         records: Vec::new(),
         tuning: Vec::new(),
         notes: Vec::new(),
+        uploads: Vec::new(),
     };
     for m in list {
         bar.set_message(format!("{}: building", m.name));
@@ -173,6 +174,7 @@ fn main() -> Result<()> {
             results.records.extend(run.records);
             results.tuning.extend(run.tuning);
             results.notes.extend(run.notes);
+            results.uploads.extend(run.upload);
         }
         results.matrices.push(info);
     }

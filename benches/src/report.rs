@@ -1,7 +1,7 @@
 //! The run's results: the terminal table, `report.md`, `results.json`, and `--compare`.
 
 use crate::device_info::DeviceInfo;
-use crate::run::{MatrixInfo, Record, Tuning};
+use crate::run::{MatrixInfo, Record, Tuning, Upload};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,6 +20,9 @@ pub struct Results {
     pub tuning: Vec<Tuning>,
     /// What did not run, and why.
     pub notes: Vec<String>,
+    /// What uploading each matrix cost, per precision (absent from runs before it was measured).
+    #[serde(default)]
+    pub uploads: Vec<Upload>,
 }
 
 /// Reads a number that JSON could not hold: serde_json writes NaN and infinities as `null` (no GPU,
@@ -127,6 +130,9 @@ impl Results {
         if self.records.iter().any(|r| r.conversion_ms.is_some()) {
             self.formats_table(&mut out);
         }
+        if !self.uploads.is_empty() {
+            self.uploads_table(&mut out);
+        }
         if !self.notes.is_empty() {
             let _ = writeln!(out, "Not run:\n");
             for note in &self.notes {
@@ -196,6 +202,32 @@ impl Results {
     /// Per format: its time, its conversion cost, and after how many products it pays off against
     /// the fastest CSR kernel of ours and against the better cuSPARSE (Reguly & Giles' break-even:
     /// conversion time over the time a product saves); and BRC's model B2 against the best B2 tried.
+    /// The cost of an upload: the CSR arrays alone, and with every row-cutting strategy's data built
+    /// too (what an upload cost before strategies built their data when first planned).
+    fn uploads_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## Upload\n\nCSR arrays alone, and with the long-row split and the balanced kernel's row tasks \
+             built and uploaded too; timed to completion.\n\n\
+             | matrix | prec | CSR ms | CSR MB | with strategies ms | with strategies MB |\n\
+             |---|---|---:|---:|---:|---:|"
+        );
+        for u in &self.uploads {
+            let mb = |bytes: usize| bytes as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} | {:.1} | {:.2} | {:.1} |",
+                u.matrix,
+                u.precision,
+                u.csr_ms,
+                mb(u.csr_bytes),
+                u.with_strategies_ms,
+                mb(u.with_strategies_bytes)
+            );
+        }
+        out.push('\n');
+    }
+
     fn formats_table(&self, out: &mut String) {
         let _ = writeln!(
             out,

@@ -79,6 +79,47 @@ impl MatrixInfo {
     }
 }
 
+/// What uploading a CSR matrix costs (the first copy of the operands, timed to completion): the
+/// arrays alone, as `upload_csr` does, and with the data of every strategy that cuts rows built too
+/// (the parametrised kernel's long-row split, the balanced kernel's row tasks), as every upload did
+/// before strategies built their own data when first planned.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Upload {
+    pub matrix: String,
+    pub precision: String,
+    pub csr_ms: f64,
+    pub csr_bytes: usize,
+    pub with_strategies_ms: f64,
+    pub with_strategies_bytes: usize,
+}
+
+/// Uploads `view` twice, timing the arrays alone and then with every strategy's data (see
+/// [`Upload`]).
+fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<Upload> {
+    let timed = |with_strategies: bool| -> Result<(f64, usize)> {
+        gpu.synchronize()?;
+        let start = std::time::Instant::now();
+        let a = gpu.upload_csr_ref(view)?;
+        if with_strategies {
+            let param = Kernel::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true };
+            gpu.plan(&a, param)?;
+            gpu.plan(&a, Kernel::CsrBalanced { block_size: 128 })?;
+        }
+        gpu.synchronize()?;
+        Ok((start.elapsed().as_secs_f64() * 1e3, a.device_bytes()))
+    };
+    let (csr_ms, csr_bytes) = timed(false)?;
+    let (with_strategies_ms, with_strategies_bytes) = timed(true)?;
+    Ok(Upload {
+        matrix: name.to_owned(),
+        precision: T::NAME.to_owned(),
+        csr_ms,
+        csr_bytes,
+        with_strategies_ms,
+        with_strategies_bytes,
+    })
+}
+
 /// The fewest bytes a CSR product moves: row offsets, column indices and values read once, x read
 /// once, y written once (beta = 0).
 pub fn csr_bytes(rows: usize, cols: usize, nnz: usize, value_bytes: usize) -> f64 {
@@ -156,8 +197,9 @@ pub fn bench_matrix<T: Scalar>(
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
-        return Ok(MatrixRun { records, copies: 1, tuning: None, notes: Vec::new() });
+        return Ok(MatrixRun { records, copies: 1, tuning: None, notes: Vec::new(), upload: None });
     };
+    let upload = Some(upload_cost(gpu, name, view)?);
     let copies = rotation_copies(bytes, setup.l2_bytes);
     let row_of_entry: Vec<u32> =
         (0..a.nrows()).flat_map(|r| std::iter::repeat_n(r as u32, offsets[r + 1] - offsets[r])).collect();
@@ -225,7 +267,7 @@ pub fn bench_matrix<T: Scalar>(
     } else {
         None
     };
-    Ok(MatrixRun { records, copies, tuning, notes })
+    Ok(MatrixRun { records, copies, tuning, notes, upload })
 }
 
 /// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
@@ -256,6 +298,7 @@ pub struct MatrixRun {
     pub tuning: Option<Tuning>,
     /// What did not run, and why (a format refusing the matrix).
     pub notes: Vec<String>,
+    pub upload: Option<Upload>,
 }
 
 /// Products the tuner may take to converge before the bench gives up on it.
