@@ -339,3 +339,145 @@ pub struct DenseBlockParams<T> {
     pub a: DenseBlockArgs<T>,
     pub op: Axpby<T>,
 }
+
+/// Threads per block of every CG vector kernel (`cg.rs`), whose block sums and shared memory assume
+/// exactly this many: 8 warps, so that 8 blocks fill the 2048 thread slots of an SM.
+pub const CG_BLOCK_THREADS: u32 = 256;
+
+/// The most blocks a CG vector kernel is launched with; [`crate::index::cg_blocks`] gives the grid.
+/// An H100 (and an H200) holds 132 SMs x 8 blocks of [`CG_BLOCK_THREADS`] = 1056 resident blocks, so
+/// 1024 is one wave that keeps every SM streaming; more blocks would only add partial sums and
+/// arrivals on the counter. A power of two, so that each thread of the last block sums the same
+/// number of partials ([`CG_MAX_BLOCKS`] / [`CG_BLOCK_THREADS`] = 4) in stage 2.
+pub const CG_MAX_BLOCKS: u32 = 1024;
+
+/// The most sums one CG kernel reduces at once: `cg_init_*` takes rᵀz, rᵀr and bᵀb.
+pub const CG_MAX_SUMS: u32 = 3;
+
+/// Elements of the partial-sum scratch of a CG solve: one slot per block for each of the
+/// [`CG_MAX_SUMS`] sums (sum `k` of block `b` at `k * CG_MAX_BLOCKS + b`). The kernels overwrite it
+/// at every launch; its contents never matter between launches.
+pub const CG_PARTIALS: u32 = CG_MAX_SUMS * CG_MAX_BLOCKS;
+
+/// Bytes of dynamic shared memory every CG kernel is launched with, for elements of `elem_bytes`
+/// bytes: one slot per warp for each of the [`CG_MAX_SUMS`] sums of the block reduction (192 bytes
+/// for f64).
+pub const fn cg_shared_bytes(elem_bytes: u32) -> u32 {
+    CG_MAX_SUMS * (CG_BLOCK_THREADS / WARP_SIZE) * elem_bytes
+}
+
+/// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
+pub const CG_NOT_STARTED: u32 = 0;
+/// [`CgState::status`]: iterating; the only status in which `cg_pq_*` and `cg_update_*` do anything.
+pub const CG_RUNNING: u32 = 1;
+/// [`CgState::status`]: `rᵀr <= tol_rr`, the relative residual reached the tolerance.
+pub const CG_CONVERGED: u32 = 2;
+/// [`CgState::status`]: [`CgParams::max_iterations`] iterations done without converging.
+pub const CG_MAX_ITERATIONS: u32 = 3;
+/// [`CgState::status`]: `pᵀAp` was not a positive finite number (or `alpha` overflowed): the matrix
+/// is not symmetric positive definite, or holds NaN or infinities. `x` keeps the last iterate.
+pub const CG_BREAKDOWN_PAP: u32 = 4;
+/// [`CgState::status`]: with the residual above the tolerance, `rᵀz` (`rᵀr` without a
+/// preconditioner) was not a positive finite number: a preconditioner that is not positive definite,
+/// or a NaN in the residual. `x` holds the iterate of the step that produced it.
+pub const CG_BREAKDOWN_RZ: u32 = 5;
+
+/// The scalars of a CG solve, kept on the device so that an iteration needs no host synchronisation.
+/// The host allocates it zeroed, and reads it back at its convergence checks (`status`, `iterations`,
+/// `rr / bb`). Each field is written by the last block of one kernel (see `cg.rs`) and read by later
+/// kernels on the stream.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CgState<T> {
+    /// `(rel_tol * |b|)^2`: the solve has converged when `rr <= tol_rr` (`cg_init_*`).
+    pub tol_rr: T,
+    /// `rᵀz` of the current residual (`rᵀr` without a preconditioner): the numerator of `alpha`.
+    pub rz: T,
+    /// `rᵀr` of the current residual (the recurrence's, not a recomputed `b - Ax`).
+    pub rr: T,
+    /// `bᵀb`, so that the relative residual is `sqrt(rr / bb)` (`cg_init_*`).
+    pub bb: T,
+    /// `pᵀAp` of the latest iteration (`cg_pq_*`), kept for the breakdown report.
+    pub pq: T,
+    /// `rz / pq` of the latest iteration (`cg_pq_*`).
+    pub alpha: T,
+    /// `rz_new / rz` of the latest iteration (`cg_update_*`).
+    pub beta: T,
+    /// Iterations done: updates of `r` (`cg_update_*`), each followed by its update of `x`.
+    pub iterations: u32,
+    /// One of `CG_NOT_STARTED`, `CG_RUNNING`, `CG_CONVERGED`, `CG_MAX_ITERATIONS`,
+    /// `CG_BREAKDOWN_PAP`, `CG_BREAKDOWN_RZ`.
+    pub status: u32,
+    /// 1 from an update of `r` to the update of `x` and `p` that completes its iteration
+    /// (`cg_step_*`), 0 otherwise: the step runs once per iteration even after the solve stopped.
+    pub step_pending: u32,
+    /// Blocks of the running kernel that have stored their partial sums; the last one to arrive
+    /// resets it to 0 (`atom.inc` wraps), so it is 0 between launches. Zeroed with the state.
+    pub arrivals: u32,
+}
+
+/// `cg_init_{plain,jacobi}_*`, `cg_pq_*`, `cg_update_{plain,jacobi}_*` and `cg_step_{plain,jacobi}_*`
+/// (`cg.rs`): the vectors of one CG solve of `n` unknowns, its scratch and its state. Every kernel of
+/// the solve takes the same struct, so one value serves the whole captured iteration. Launch with
+/// [`crate::index::cg_blocks`]`(n)` blocks of [`CG_BLOCK_THREADS`] threads and
+/// [`cg_shared_bytes`] of dynamic shared memory; the grid depends on `n` alone, so the sums are
+/// reduced in the same order on every run and every GPU.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CgParams<T> {
+    /// The right-hand side; read by `cg_init_*` only.
+    pub b: DevicePtr<T>,
+    /// The iterate.
+    pub x: DevicePtr<T>,
+    /// The residual: `b - A x0` before `cg_init_*` (the host computes it with a product of the
+    /// library), updated in place.
+    pub r: DevicePtr<T>,
+    /// The search direction; `cg_init_*` writes it.
+    pub p: DevicePtr<T>,
+    /// `A p`, written by the product launched before `cg_pq_*` in each iteration.
+    pub q: DevicePtr<T>,
+    /// The inverse of the diagonal of `A` (Jacobi preconditioner), read by the `jacobi` variants only.
+    pub inv_diag: DevicePtr<T>,
+    /// [`CG_PARTIALS`] elements of scratch.
+    pub partials: DevicePtr<T>,
+    /// One [`CgState`], zeroed before `cg_init_*`.
+    pub state: DevicePtr<CgState<T>>,
+    /// Stop when `|r| <= rel_tol * |b|`.
+    pub rel_tol: T,
+    pub max_iterations: u32,
+    pub n: u32,
+}
+
+/// Nodes per element the LMA kernels are compiled for: the tensor-product Lagrange quadrilaterals of
+/// degree 1 to 4 (Q1 to Q4, (k + 1)^2 nodes). One PTX entry per value, variant and type.
+pub const LMA_NODES_PER_ELEMENT: [u32; 4] = [4, 9, 16, 25];
+
+/// A slot of the LMA element-to-node map that names no unknown: a node with a Dirichlet condition,
+/// eliminated from the system. Node indices are below the node count, which the host keeps below
+/// `u32::MAX`, so no node has this index.
+pub const LMA_NO_NODE: u32 = u32::MAX;
+
+/// The local matrix approach (Reguly & Giles 2012, section 8): `elements` dense `m x m` element
+/// matrices and their element-to-node map, both entry-major so that a thread per element reads
+/// coalesced: node `k` of element `e` at `nodes[k * elements + e]`, entry `(i, j)` of its matrix at
+/// `values[(i * m + j) * elements + e]`. The operator is `y = sum_e P_eᵀ K_e P_e x`; a slot holding
+/// [`LMA_NO_NODE`] has zeros in its row and column of `K_e`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LmaArgs<T> {
+    pub nodes: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub elements: u32,
+}
+
+/// `spmv_lma_atomic_m<m>_*` and `spmv_lma_colour_m<m>_*` (`formats/lma.rs`): one thread per element
+/// of `first .. first + count` (all elements for the atomic kernel, one colour for the coloured one).
+/// `y` must already hold `beta * y` (a launch of `spmv_scale_*`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LmaParams<T> {
+    pub a: LmaArgs<T>,
+    pub op: Accumulate<T>,
+    pub first: u32,
+    pub count: u32,
+}
