@@ -7,3 +7,4 @@ pub(crate) mod csr;
 pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
+pub mod lma;
