@@ -3,6 +3,7 @@
 
 pub mod cusparse;
 pub mod device_info;
+pub mod fem;
 pub mod formats;
 pub mod matrices;
 pub mod measure;

@@ -37,6 +37,9 @@ pub enum Error {
     /// A file or reader could not be read (`path` is `None` for a reader).
     #[error("cannot read {}: {source}", .path.as_ref().map_or("the input".into(), |p| p.display().to_string()))]
     Io { path: Option<std::path::PathBuf>, source: std::io::Error },
+    /// A solver refused its input, or broke down on it.
+    #[error("conjugate gradients: {0}")]
+    Solve(#[from] SolveError),
     /// A Matrix Market input is malformed, or of a kind the reader does not take; `line` counts from 1.
     #[error("Matrix Market{}: {message}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
     MatrixMarket { line: Option<usize>, message: String },
@@ -71,7 +74,30 @@ pub enum FormatError {
          {ell_bytes} bytes, over the limit of {limit_bytes}"
     )]
     EllPadding { longest_row: usize, width: usize, ell_bytes: u128, limit_bytes: u128 },
+    /// An element of a local-matrix (LMA) operator names a node past the node count.
+    #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
+    LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },
     /// A parameter of the conversion is out of its range.
     #[error("{what} is {value}, but it must be {expected}")]
     InvalidParameter { what: &'static str, value: usize, expected: &'static str },
+}
+
+/// Why conjugate gradients refused a system or stopped without a solution.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SolveError {
+    /// CG needs a square matrix.
+    #[error("the matrix is {rows} x {cols}, not square")]
+    NotSquare { rows: usize, cols: usize },
+    /// The Jacobi preconditioner needs a positive diagonal, which every symmetric positive definite
+    /// matrix has.
+    #[error("diagonal entry {row} is {value}: not positive, so the matrix is not positive definite")]
+    NonPositiveDiagonal { row: usize, value: f64 },
+    /// `pᵀAp` (`what = "pᵀAp"`) or `rᵀz` (`"rᵀz"`) was not a positive finite number at iteration
+    /// `iteration` (counted from 0): the matrix (or the preconditioner) is not symmetric positive
+    /// definite, or holds NaN or infinities.
+    #[error(
+        "breakdown at iteration {iteration}: {what} = {value}; the matrix is not symmetric positive definite"
+    )]
+    Breakdown { iteration: usize, what: &'static str, value: f64 },
 }

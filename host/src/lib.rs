@@ -31,7 +31,7 @@
 //! The crate is built in layers, each importing only from those below it (`docs/ARCHITECTURE.md`):
 //! host formats ([`formats`], [`io`], [`reference`]) → device data (`device`: the [`Gpu`], buffers,
 //! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
-//! measurement ([`select`], [`tune`]) → this facade.
+//! measurement and solvers ([`select`], [`tune`], [`solve`]) → this facade.
 
 // Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
 #![warn(clippy::cast_possible_truncation)]
@@ -48,13 +48,14 @@ mod device;
 mod enqueue;
 
 pub mod select;
+pub mod solve;
 pub mod tune;
 
 pub use device::{
-    DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceVector, Gpu, VectorMut,
-    VectorRef,
+    DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, DeviceVector, Gpu,
+    VectorMut, VectorRef,
 };
-pub use enqueue::{BrcCombine, CooKernel, DeviceMatrix, Kernel, Plan, probe};
+pub use enqueue::{BrcCombine, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
 pub use error::{CsrError, Error, FormatError};
 pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};

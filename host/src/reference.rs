@@ -1,6 +1,8 @@
 //! CPU kernels with the same contract as the GPU ones: `y = alpha * A * x + beta * y`, `y` not read
 //! when `beta == 0`. The serial loop in f64 is the oracle of every test.
 
+pub mod cg;
+
 use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use crate::{Error, Result};

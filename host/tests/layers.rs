@@ -15,7 +15,7 @@ const TIERS: &[&[&str]] = &[
     &["io", "reference"],
     &["device"],
     &["enqueue"],
-    &["select", "tune"],
+    &["select", "solve", "tune"],
 ];
 
 fn tier(module: &str) -> Option<usize> {

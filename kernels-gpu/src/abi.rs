@@ -45,9 +45,9 @@ pub const CSR_BALANCED_MAX_BLOCK_SIZE: u32 = 512;
 pub const PROBE_BLOCK_SIZE: u32 = 512;
 pub const PROBE_BLOCKS_PER_SM: u32 = 4;
 
-/// The two PTX entries of one kernel, one per element type: `spmv_<kernel>_f32` and `spmv_<kernel>_f64`.
-/// The tables below are the one list of the entries the host looks up; the kernels export exactly
-/// these names, which a host test checks against the committed PTX.
+/// The two PTX entries of one kernel, one per element type: `<kernel>_f32` and `<kernel>_f64`. The
+/// tables below are the one list of the entries the host looks up; the kernels export exactly these
+/// names, which a host test checks against the committed PTX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     pub f32: &'static str,
@@ -57,12 +57,12 @@ pub struct Entry {
 /// The [`Entry`] of the kernel named `$kernel` (an expression `concat!` accepts).
 macro_rules! entry {
     ($kernel:expr) => {
-        Entry { f32: concat!("spmv_", $kernel, "_f32"), f64: concat!("spmv_", $kernel, "_f64") }
+        Entry { f32: concat!($kernel, "_f32"), f64: concat!($kernel, "_f64") }
     };
 }
 
 /// A kernel family compiled once per value of a parameter: the values, and the entries in their
-/// order, `spmv_<prefix><value><suffix>_<type>`, both from one list.
+/// order, `<prefix><value><suffix>_<type>`, both from one list.
 macro_rules! family {
     ($prefix:literal, $suffix:literal; $($value:literal),+) => {
         ([$($value),+], [$(entry!(concat!($prefix, $value, $suffix))),+])
@@ -70,9 +70,9 @@ macro_rules! family {
 }
 
 /// `spmv_csr_scalar_*`.
-pub const CSR_SCALAR: Entry = entry!("csr_scalar");
+pub const CSR_SCALAR: Entry = entry!("spmv_csr_scalar");
 
-const CSR_VECTOR_FAMILY: ([u32; 5], [Entry; 5]) = family!("csr_vector_c", ""; 2, 4, 8, 16, 32);
+const CSR_VECTOR_FAMILY: ([u32; 5], [Entry; 5]) = family!("spmv_csr_vector_c", ""; 2, 4, 8, 16, 32);
 
 /// Threads per row the cooperative CSR kernel is compiled for; one PTX entry per value.
 pub const CSR_VECTOR_COOPS: [u32; 5] = CSR_VECTOR_FAMILY.0;
@@ -80,8 +80,8 @@ pub const CSR_VECTOR_COOPS: [u32; 5] = CSR_VECTOR_FAMILY.0;
 /// `spmv_csr_vector_c<coop>_*`, indexed like [`CSR_VECTOR_COOPS`].
 pub const CSR_VECTOR: [Entry; 5] = CSR_VECTOR_FAMILY.1;
 
-const CSR_ALIGNED_NC_FAMILY: ([u32; 3], [Entry; 3]) = family!("csr_aligned_g", "_nc"; 8, 16, 32);
-const CSR_ALIGNED_PLAIN_FAMILY: ([u32; 3], [Entry; 3]) = family!("csr_aligned_g", "_plain"; 8, 16, 32);
+const CSR_ALIGNED_NC_FAMILY: ([u32; 3], [Entry; 3]) = family!("spmv_csr_aligned_g", "_nc"; 8, 16, 32);
+const CSR_ALIGNED_PLAIN_FAMILY: ([u32; 3], [Entry; 3]) = family!("spmv_csr_aligned_g", "_plain"; 8, 16, 32);
 const _: () = assert!(same_values(&CSR_ALIGNED_NC_FAMILY.0, &CSR_ALIGNED_PLAIN_FAMILY.0));
 
 /// Threads per row the aligned CSR kernel is compiled for: Baskaran & Bordawekar's half warp and its
@@ -96,7 +96,7 @@ pub const CSR_ALIGNED_NC: [Entry; 3] = CSR_ALIGNED_NC_FAMILY.1;
 /// [`CSR_ALIGNED_GROUPS`].
 pub const CSR_ALIGNED_PLAIN: [Entry; 3] = CSR_ALIGNED_PLAIN_FAMILY.1;
 
-const CSR_PARAM_FAMILY: ([u32; 6], [Entry; 6]) = family!("csr_param_c", ""; 1, 2, 4, 8, 16, 32);
+const CSR_PARAM_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmv_csr_param_c", ""; 1, 2, 4, 8, 16, 32);
 
 /// Threads per row (`coop`) the parametrised CSR kernel is compiled for: the powers of two up to a
 /// warp that Reguly & Giles' rule and tuner choose from. One PTX entry per value and type.
@@ -106,27 +106,27 @@ pub const CSR_PARAM_COOPS: [u32; 6] = CSR_PARAM_FAMILY.0;
 pub const CSR_PARAM: [Entry; 6] = CSR_PARAM_FAMILY.1;
 
 /// `spmv_csr_balanced_*`.
-pub const CSR_BALANCED: Entry = entry!("csr_balanced");
+pub const CSR_BALANCED: Entry = entry!("spmv_csr_balanced");
 
 /// `spmv_scale_*`.
-pub const SCALE: Entry = entry!("scale");
+pub const SCALE: Entry = entry!("spmv_scale");
 
 /// `spmv_ell_*`.
-pub const ELL: Entry = entry!("ell");
+pub const ELL: Entry = entry!("spmv_ell");
 
 /// `spmv_coo_atomic_*` and `spmv_coo_segmented_*`.
-pub const COO_ATOMIC: Entry = entry!("coo_atomic");
-pub const COO_SEGMENTED: Entry = entry!("coo_segmented");
+pub const COO_ATOMIC: Entry = entry!("spmv_coo_atomic");
+pub const COO_SEGMENTED: Entry = entry!("spmv_coo_segmented");
 
 /// `spmv_brc_partials_*` and `spmv_brc_combine_*` (deterministic), `spmv_brc_prescale_*` and
 /// `spmv_brc_atomic_*`.
-pub const BRC_PARTIALS: Entry = entry!("brc_partials");
-pub const BRC_COMBINE: Entry = entry!("brc_combine");
-pub const BRC_PRESCALE: Entry = entry!("brc_prescale");
-pub const BRC_ATOMIC: Entry = entry!("brc_atomic");
+pub const BRC_PARTIALS: Entry = entry!("spmv_brc_partials");
+pub const BRC_COMBINE: Entry = entry!("spmv_brc_combine");
+pub const BRC_PRESCALE: Entry = entry!("spmv_brc_prescale");
+pub const BRC_ATOMIC: Entry = entry!("spmv_brc_atomic");
 
 /// `spmv_dense_blocks_*`.
-pub const DENSE_BLOCKS: Entry = entry!("dense_blocks");
+pub const DENSE_BLOCKS: Entry = entry!("spmv_dense_blocks");
 
 /// The streaming-read probe's entry (f32 only: it measures bytes, not arithmetic).
 pub const PROBE_STREAM_READ: &str = "probe_stream_read";
@@ -473,4 +473,168 @@ pub struct DenseBlockArgs<T> {
 pub struct DenseBlockParams<T> {
     pub a: DenseBlockArgs<T>,
     pub op: Axpby<T>,
+}
+
+/// Threads per block of every CG vector kernel (`cg.rs`), whose block sums and shared memory assume
+/// exactly this many: 8 warps, so that 8 blocks fill the 2048 thread slots of an SM.
+pub const CG_BLOCK_THREADS: u32 = 256;
+
+/// The most blocks a CG vector kernel is launched with; [`crate::index::cg_blocks`] gives the grid.
+/// An H100 (and an H200) holds 132 SMs x 8 blocks of [`CG_BLOCK_THREADS`] = 1056 resident blocks, so
+/// 1024 is one wave that keeps every SM streaming; more blocks would only add partial sums and
+/// arrivals on the counter. A power of two, so that each thread of the last block sums the same
+/// number of partials ([`CG_MAX_BLOCKS`] / [`CG_BLOCK_THREADS`] = 4) in stage 2.
+pub const CG_MAX_BLOCKS: u32 = 1024;
+
+/// The most sums one CG kernel reduces at once: `cg_init_*` takes rᵀz, rᵀr and bᵀb.
+pub const CG_MAX_SUMS: u32 = 3;
+
+/// Elements of the partial-sum scratch of a CG solve: one slot per block for each of the
+/// [`CG_MAX_SUMS`] sums (sum `k` of block `b` at `k * CG_MAX_BLOCKS + b`). The kernels overwrite it
+/// at every launch; its contents never matter between launches.
+pub const CG_PARTIALS: u32 = CG_MAX_SUMS * CG_MAX_BLOCKS;
+
+/// Bytes of dynamic shared memory every CG kernel is launched with, for elements of `elem_bytes`
+/// bytes: one slot per warp for each of the [`CG_MAX_SUMS`] sums of the block reduction (192 bytes
+/// for f64).
+pub const fn cg_shared_bytes(elem_bytes: u32) -> u32 {
+    CG_MAX_SUMS * (CG_BLOCK_THREADS / WARP_SIZE) * elem_bytes
+}
+
+/// `cg_init_plain_*` and `cg_init_jacobi_*`.
+pub const CG_INIT_PLAIN: Entry = entry!("cg_init_plain");
+pub const CG_INIT_JACOBI: Entry = entry!("cg_init_jacobi");
+/// `cg_pq_*`.
+pub const CG_PQ: Entry = entry!("cg_pq");
+/// `cg_update_plain_*` and `cg_update_jacobi_*`.
+pub const CG_UPDATE_PLAIN: Entry = entry!("cg_update_plain");
+pub const CG_UPDATE_JACOBI: Entry = entry!("cg_update_jacobi");
+/// `cg_step_plain_*` and `cg_step_jacobi_*`.
+pub const CG_STEP_PLAIN: Entry = entry!("cg_step_plain");
+pub const CG_STEP_JACOBI: Entry = entry!("cg_step_jacobi");
+
+/// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
+pub const CG_NOT_STARTED: u32 = 0;
+/// [`CgState::status`]: iterating; the only status in which `cg_pq_*` and `cg_update_*` do anything.
+pub const CG_RUNNING: u32 = 1;
+/// [`CgState::status`]: `rᵀr <= tol_rr`, the relative residual reached the tolerance.
+pub const CG_CONVERGED: u32 = 2;
+/// [`CgState::status`]: [`CgParams::max_iterations`] iterations done without converging.
+pub const CG_MAX_ITERATIONS: u32 = 3;
+/// [`CgState::status`]: `pᵀAp` was not a positive finite number (or `alpha` overflowed): the matrix
+/// is not symmetric positive definite, or holds NaN or infinities. `x` keeps the last iterate.
+pub const CG_BREAKDOWN_PAP: u32 = 4;
+/// [`CgState::status`]: with the residual above the tolerance, `rᵀz` (`rᵀr` without a
+/// preconditioner) was not a positive finite number: a preconditioner that is not positive definite,
+/// or a NaN in the residual. `x` holds the iterate of the step that produced it.
+pub const CG_BREAKDOWN_RZ: u32 = 5;
+
+/// The scalars of a CG solve, kept on the device so that an iteration needs no host synchronisation.
+/// The host allocates it zeroed, and reads it back at its convergence checks (`status`, `iterations`,
+/// `rr / bb`). Each field is written by the last block of one kernel (see `cg.rs`) and read by later
+/// kernels on the stream.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CgState<T> {
+    /// `(rel_tol * |b|)^2`: the solve has converged when `rr <= tol_rr` (`cg_init_*`).
+    pub tol_rr: T,
+    /// `rᵀz` of the current residual (`rᵀr` without a preconditioner): the numerator of `alpha`.
+    pub rz: T,
+    /// `rᵀr` of the current residual (the recurrence's, not a recomputed `b - Ax`).
+    pub rr: T,
+    /// `bᵀb`, so that the relative residual is `sqrt(rr / bb)` (`cg_init_*`).
+    pub bb: T,
+    /// `pᵀAp` of the latest iteration (`cg_pq_*`), kept for the breakdown report.
+    pub pq: T,
+    /// `rz / pq` of the latest iteration (`cg_pq_*`).
+    pub alpha: T,
+    /// `rz_new / rz` of the latest iteration (`cg_update_*`).
+    pub beta: T,
+    /// Iterations done: updates of `r` (`cg_update_*`), each followed by its update of `x`.
+    pub iterations: u32,
+    /// One of `CG_NOT_STARTED`, `CG_RUNNING`, `CG_CONVERGED`, `CG_MAX_ITERATIONS`,
+    /// `CG_BREAKDOWN_PAP`, `CG_BREAKDOWN_RZ`.
+    pub status: u32,
+    /// 1 from an update of `r` to the update of `x` and `p` that completes its iteration
+    /// (`cg_step_*`), 0 otherwise: the step runs once per iteration even after the solve stopped.
+    pub step_pending: u32,
+    /// Blocks of the running kernel that have stored their partial sums; the last one to arrive
+    /// resets it to 0 (`atom.inc` wraps), so it is 0 between launches. Zeroed with the state.
+    pub arrivals: u32,
+}
+
+/// `cg_init_{plain,jacobi}_*`, `cg_pq_*`, `cg_update_{plain,jacobi}_*` and `cg_step_{plain,jacobi}_*`
+/// (`cg.rs`): the vectors of one CG solve of `n` unknowns, its scratch and its state. Every kernel of
+/// the solve takes the same struct, so one value serves the whole captured iteration. Launch with
+/// [`crate::index::cg_blocks`]`(n)` blocks of [`CG_BLOCK_THREADS`] threads and
+/// [`cg_shared_bytes`] of dynamic shared memory; the grid depends on `n` alone, so the sums are
+/// reduced in the same order on every run and every GPU.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CgParams<T> {
+    /// The right-hand side; read by `cg_init_*` only.
+    pub b: DevicePtr<T>,
+    /// The iterate.
+    pub x: DevicePtr<T>,
+    /// The residual: `b - A x0` before `cg_init_*` (the host computes it with a product of the
+    /// library), updated in place.
+    pub r: DevicePtr<T>,
+    /// The search direction; `cg_init_*` writes it.
+    pub p: DevicePtr<T>,
+    /// `A p`, written by the product launched before `cg_pq_*` in each iteration.
+    pub q: DevicePtr<T>,
+    /// The inverse of the diagonal of `A` (Jacobi preconditioner), read by the `jacobi` variants only.
+    pub inv_diag: DevicePtr<T>,
+    /// [`CG_PARTIALS`] elements of scratch.
+    pub partials: DevicePtr<T>,
+    /// One [`CgState`], zeroed before `cg_init_*`.
+    pub state: DevicePtr<CgState<T>>,
+    /// Stop when `|r| <= rel_tol * |b|`.
+    pub rel_tol: T,
+    pub max_iterations: u32,
+    pub n: u32,
+}
+
+const LMA_ATOMIC_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_atomic_m", ""; 4, 9, 16, 25);
+const LMA_COLOUR_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_colour_m", ""; 4, 9, 16, 25);
+const _: () = assert!(same_values(&LMA_ATOMIC_FAMILY.0, &LMA_COLOUR_FAMILY.0));
+
+/// Nodes per element the LMA kernels are compiled for: the tensor-product Lagrange quadrilaterals of
+/// degree 1 to 4 (Q1 to Q4, (k + 1)^2 nodes). One PTX entry per value, variant and type.
+pub const LMA_NODES_PER_ELEMENT: [u32; 4] = LMA_ATOMIC_FAMILY.0;
+
+/// `spmv_lma_atomic_m<m>_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_ATOMIC: [Entry; 4] = LMA_ATOMIC_FAMILY.1;
+
+/// `spmv_lma_colour_m<m>_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_COLOUR: [Entry; 4] = LMA_COLOUR_FAMILY.1;
+
+/// A slot of the LMA element-to-node map that names no unknown: a node with a Dirichlet condition,
+/// eliminated from the system. Node indices are below the node count, which the host keeps below
+/// `u32::MAX`, so no node has this index.
+pub const LMA_NO_NODE: u32 = u32::MAX;
+
+/// The local matrix approach (Reguly & Giles 2012, section 8): `elements` dense `m x m` element
+/// matrices and their element-to-node map, both entry-major so that a thread per element reads
+/// coalesced: node `k` of element `e` at `nodes[k * elements + e]`, entry `(i, j)` of its matrix at
+/// `values[(i * m + j) * elements + e]`. The operator is `y = sum_e P_eᵀ K_e P_e x`; a slot holding
+/// [`LMA_NO_NODE`] has zeros in its row and column of `K_e`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LmaArgs<T> {
+    pub nodes: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub elements: u32,
+}
+
+/// `spmv_lma_atomic_m<m>_*` and `spmv_lma_colour_m<m>_*` (`formats/lma.rs`): one thread per element
+/// of `first .. first + count` (all elements for the atomic kernel, one colour for the coloured one).
+/// `y` must already hold `beta * y` (a launch of `spmv_scale_*`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct LmaParams<T> {
+    pub a: LmaArgs<T>,
+    pub op: Accumulate<T>,
+    pub first: u32,
+    pub count: u32,
 }

@@ -257,3 +257,25 @@ pub unsafe fn sync_threads() {
     // SAFETY: guaranteed by the caller.
     unsafe { nvptx::_syncthreads() }
 }
+
+/// `bar.red.or.pred` (CUDA's `__syncthreads_or`): a `bar.sync 0` that also returns, in every thread
+/// of the block, whether `pred` held in any of them.
+///
+/// # Safety
+/// Every thread of the block reaches the same call (block-uniform control flow).
+#[inline(always)]
+pub unsafe fn sync_threads_or(pred: bool) -> bool {
+    let any: u32;
+    // SAFETY: guaranteed by the caller. Not `nomem`: like `bar.sync`, it orders memory operations.
+    unsafe {
+        asm!(
+            "{{ .reg .pred %or_in, %or_out;",
+            "setp.ne.u32 %or_in, {p}, 0;",
+            "bar.red.or.pred %or_out, 0, %or_in;",
+            "selp.u32 {any}, 1, 0, %or_out; }}",
+            any = out(reg32) any, p = in(reg32) u32::from(pred),
+            options(nostack),
+        );
+    }
+    any != 0
+}

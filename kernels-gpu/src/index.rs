@@ -1,13 +1,22 @@
 //! Index arithmetic shared by the kernels and the host: how many blocks a launch gets and which row a
 //! thread works on. Plain functions, so they are unit-tested on the host.
 
-use crate::abi::{MAX_GRID_X, WARP_SIZE};
+use crate::abi::{CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, WARP_SIZE};
 
 /// Blocks for `items` work items of `per_block` items each, capped at [`MAX_GRID_X`]. Every kernel
 /// walks its items with a grid stride, so the cap bounds the launch without losing work.
 pub const fn grid_blocks(items: u64, per_block: u32) -> u32 {
     let blocks = items.div_ceil(per_block as u64);
     if blocks > MAX_GRID_X as u64 { MAX_GRID_X } else { blocks as u32 }
+}
+
+/// Blocks of a CG vector kernel over `n` elements: one element per thread up to [`CG_MAX_BLOCKS`]
+/// blocks, a grid stride beyond. A function of `n` alone, so that which block sums which elements,
+/// and hence every rounding of the dot products, is the same on every run and every GPU. 0 for
+/// `n == 0`: the host launches nothing then.
+pub const fn cg_blocks(n: u32) -> u32 {
+    let blocks = n.div_ceil(CG_BLOCK_THREADS);
+    if blocks > CG_MAX_BLOCKS { CG_MAX_BLOCKS } else { blocks }
 }
 
 /// Threads a cooperative kernel needs to give each of `rows` rows a group of `coop` threads.
@@ -78,6 +87,16 @@ mod tests {
             }
             assert!(hits.iter().all(|&h| h == 1), "coop {coop}");
         }
+    }
+
+    #[test]
+    fn cg_grid_covers_small_vectors_and_caps_large_ones() {
+        assert_eq!(cg_blocks(0), 0);
+        assert_eq!(cg_blocks(1), 1);
+        assert_eq!(cg_blocks(CG_BLOCK_THREADS), 1);
+        assert_eq!(cg_blocks(CG_BLOCK_THREADS + 1), 2);
+        assert_eq!(cg_blocks(CG_MAX_BLOCKS * CG_BLOCK_THREADS + 1), CG_MAX_BLOCKS);
+        assert_eq!(cg_blocks(u32::MAX), CG_MAX_BLOCKS);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - Everything else exists only for `target_arch = "nvptx64"`: the intrinsics wrapper ([`arch`]), the
 //!   warp reductions and one module per kernel family. `cargo xtask ptx` builds it.
 //!
-//! PTX entry points are named `spmv_<format>_<variant>_<type>`.
+//! PTX entry points are named `spmv_<format>_<variant>_<type>`, and the conjugate gradient vector
+//! kernels `cg_<step>_<variant>_<type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -23,6 +24,8 @@ pub mod index;
 
 #[cfg(target_arch = "nvptx64")]
 mod arch;
+#[cfg(target_arch = "nvptx64")]
+mod cg;
 #[cfg(target_arch = "nvptx64")]
 mod csr;
 #[cfg(target_arch = "nvptx64")]

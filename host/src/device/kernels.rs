@@ -30,6 +30,23 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     pub brc_prescale: F,
     pub brc_atomic: F,
     pub dense_blocks: F,
+    /// Indexed like `abi::LMA_NODES_PER_ELEMENT`.
+    pub lma_atomic: Vec<F>,
+    /// Indexed like `abi::LMA_NODES_PER_ELEMENT`.
+    pub lma_colour: Vec<F>,
+    pub cg: CgKernels<F>,
+}
+
+/// The conjugate-gradient kernels of one element type (`kernels-gpu/src/cg.rs`).
+#[derive(Debug)]
+pub(crate) struct CgKernels<F = CudaFunction> {
+    pub init_plain: F,
+    pub init_jacobi: F,
+    pub pq: F,
+    pub update_plain: F,
+    pub update_jacobi: F,
+    pub step_plain: F,
+    pub step_jacobi: F,
 }
 
 impl<F> KernelTable<F> {
@@ -46,6 +63,8 @@ impl<F> KernelTable<F> {
             csr_aligned_nc: all(&abi::CSR_ALIGNED_NC)?,
             csr_aligned_plain: all(&abi::CSR_ALIGNED_PLAIN)?,
             csr_param: all(&abi::CSR_PARAM)?,
+            lma_atomic: all(&abi::LMA_ATOMIC)?,
+            lma_colour: all(&abi::LMA_COLOUR)?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
             csr_balanced: lookup(pick(&abi::CSR_BALANCED))?,
             scale: lookup(pick(&abi::SCALE))?,
@@ -57,6 +76,15 @@ impl<F> KernelTable<F> {
             brc_prescale: lookup(pick(&abi::BRC_PRESCALE))?,
             brc_atomic: lookup(pick(&abi::BRC_ATOMIC))?,
             dense_blocks: lookup(pick(&abi::DENSE_BLOCKS))?,
+            cg: CgKernels {
+                init_plain: lookup(pick(&abi::CG_INIT_PLAIN))?,
+                init_jacobi: lookup(pick(&abi::CG_INIT_JACOBI))?,
+                pq: lookup(pick(&abi::CG_PQ))?,
+                update_plain: lookup(pick(&abi::CG_UPDATE_PLAIN))?,
+                update_jacobi: lookup(pick(&abi::CG_UPDATE_JACOBI))?,
+                step_plain: lookup(pick(&abi::CG_STEP_PLAIN))?,
+                step_jacobi: lookup(pick(&abi::CG_STEP_JACOBI))?,
+            },
         })
     }
 }

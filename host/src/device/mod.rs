@@ -1,4 +1,4 @@
-//! Layer 2, device data: the [`Gpu`] (context, stream, the kernels' module and entry table), every
+//! Tier 3, device data: the [`Gpu`] (context, stream, the kernels' module and entry table), every
 //! buffer the crate allocates, the device form of each format with the kernels' argument views of
 //! it, and the data of the CSR strategies that cut rows. Nothing here launches a kernel or chooses
 //! one; it imports only the host formats and the crate's errors and scalars.
@@ -11,6 +11,7 @@ mod ell;
 mod gpu;
 mod hyb;
 mod kernels;
+mod lma;
 mod long_rows;
 mod memory;
 mod row_tasks;
@@ -23,5 +24,7 @@ pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;
 pub use gpu::Gpu;
 pub use hyb::DeviceHyb;
+pub use lma::DeviceLma;
+pub(crate) use memory::addr;
 pub(crate) use vector::sealed::{Operand, OperandMut};
 pub use vector::{DeviceVector, VectorMut, VectorRef};

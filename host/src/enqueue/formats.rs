@@ -7,12 +7,12 @@ use super::DeviceMatrix;
 use super::launch::{Prepared, unset_accumulate, unset_axpby};
 use super::sealed::{Enqueue, Product};
 use crate::Result;
-use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, Gpu};
+use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, Gpu};
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
     BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS, DenseBlockParams, EllParams,
-    RESIDENT_WARPS_PER_SM, WARP_SIZE,
+    LMA_NODES_PER_ELEMENT, LmaParams, RESIDENT_WARPS_PER_SM, WARP_SIZE,
 };
 use kernels_gpu::index::grid_blocks;
 
@@ -38,6 +38,18 @@ pub enum BrcCombine {
     Deterministic,
     /// A first kernel scales the split rows by `beta`; each piece then adds its sum atomically.
     Atomic,
+}
+
+/// How the element products of the local matrix approach reach `y` (`kernels-gpu/src/formats/lma.rs`):
+/// the strategy of [`DeviceLma`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LmaKernel {
+    /// All elements in one launch, each adding to its nodes' `y` with atomics: the order of the
+    /// adds, and so the last bits of `y`, vary from run to run.
+    Atomic,
+    /// One launch per colour of elements that share no node, plain adds: the same `y` every run.
+    #[default]
+    Coloured,
 }
 
 /// The warps and the interval of entries per warp (a multiple of 32, so every warp starts on an
@@ -97,7 +109,7 @@ macro_rules! device_matrix {
     )+};
 }
 
-device_matrix!(DeviceEll, DeviceCoo, DeviceHyb, DeviceBrc, DeviceDenseBlocks);
+device_matrix!(DeviceEll, DeviceCoo, DeviceHyb, DeviceBrc, DeviceDenseBlocks, DeviceLma);
 
 /// ELL: one launch of `spmv_ell_*`, `y = alpha * A * x + beta * y`.
 impl<T: Scalar> Enqueue<T> for DeviceEll<T> {
@@ -253,6 +265,54 @@ impl<T: Scalar> Enqueue<T> for DeviceBrc<T> {
             launch.first.enqueue(gpu, p.axpby())?;
             launch.second.enqueue(gpu, p.axpby())
         }
+    }
+}
+
+/// LMA: `y = beta * y`, then the element products, in one atomic launch or one launch per colour
+/// (Reguly & Giles 2012, section 8).
+impl<T: Scalar> Enqueue<T> for DeviceLma<T> {
+    type Kernel = LmaKernel;
+    type Launch = Vec<Prepared<LmaParams<T>>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceLma::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: LmaKernel) -> Result<(LmaKernel, Self::Launch)> {
+        let table = gpu.kernels::<T>();
+        let m = LMA_NODES_PER_ELEMENT.iter().position(|&m| m as usize == self.nodes_per_element());
+        // `Gpu::upload_lma` refused every other element size.
+        let m = m.unwrap_or_default();
+        let (f, ranges): (_, Vec<(u32, u32)>) = match kernel {
+            LmaKernel::Atomic => (&table.lma_atomic[m], vec![(0, self.args().elements)]),
+            LmaKernel::Coloured => (
+                &table.lma_colour[m],
+                self.colour_offsets().windows(2).map(|w| (w[0], w[1] - w[0])).collect(),
+            ),
+        };
+        let launches = ranges
+            .into_iter()
+            .map(|(first, count)| {
+                let params = LmaParams { a: self.args(), op: unset_accumulate(), first, count };
+                let grid = grid_blocks(u64::from(count), BLOCK_SIZE);
+                // SAFETY: every node slot holds a node below the node count (the rows of `y` and
+                // the columns of `x`) or `LMA_NO_NODE`, which the kernel skips (by construction of
+                // `Lma`); elements `first .. first + count` exist; the kernel grid-strides over
+                // them. A colour's elements share no node, so its launch has no write conflicts.
+                unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) }
+            })
+            .collect();
+        Ok((kernel, launches))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        p.scale_y(gpu)?;
+        for colour in launch {
+            // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`; the
+            // stream orders the colours.
+            unsafe { colour.enqueue(gpu, p.accumulate())? };
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams, DenseBlockParams,
-    DevicePtr as AbiPtr, EllParams, SCALE_BLOCK_SIZE, ScaleParams,
+    DevicePtr as AbiPtr, EllParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -38,7 +38,8 @@ with_operands!(
     EllParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
-    CooParams: Accumulate
+    CooParams: Accumulate,
+    LmaParams: Accumulate
 );
 
 /// The operands of a [`Prepared`] launch before a product sets them.
@@ -77,8 +78,9 @@ impl<P: WithOperands> Prepared<P> {
     /// Enqueues the launch on `gpu`'s stream with the operands `op`.
     ///
     /// # Safety
-    /// `op` are the operands of a product checked against the matrix `self` was prepared for (a
-    /// [`Product`](super::product::Product)'s), and that matrix is alive.
+    /// `op` meets the contract the caller of [`Prepared::new`] stated for the operands (for a
+    /// product: those of a [`Product`](super::product::Product) checked against the matrix `self`
+    /// was prepared for), and every buffer `self` points to is alive.
     pub(crate) unsafe fn enqueue(&self, gpu: &Gpu, op: P::Operands) -> Result<()> {
         let params = self.params.with(op);
         // SAFETY: `Prepared::new`'s contract, with the operands the caller vouches for.
@@ -138,6 +140,20 @@ pub(crate) unsafe fn scale<T: Scalar>(gpu: &Gpu, y: AbiPtr<T>, beta: T, len: u32
     let grid = grid_blocks(u64::from(len), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
     unsafe { launch(gpu, &gpu.kernels::<T>().scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+}
+
+/// Enqueues a copy of `len` elements from `src` to `dst`.
+///
+/// # Safety
+/// `src` and `dst` hold `len` elements each in `gpu`'s context, and do not overlap.
+pub(crate) unsafe fn copy<T>(gpu: &Gpu, dst: AbiPtr<T>, src: AbiPtr<T>, len: u32) -> Result<()> {
+    let bytes = len as usize * size_of::<T>();
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract; both are device buffers of `gpu`'s context, and the copy is
+    // ordered on its stream.
+    Ok(unsafe { result::memcpy_dtod_async(dst.addr(), src.addr(), bytes, gpu.stream().cu_stream()) }?)
 }
 
 /// `probe_stream_read` with `params`, `grid` blocks of `block` threads.

@@ -1,4 +1,4 @@
-//! Layer 3, enqueue: a product on the device, checked once and launched. [`DeviceMatrix`] is what
+//! Tier 4, enqueue: a product on the device, checked once and launched. [`DeviceMatrix`] is what
 //! every device format implements to enqueue itself: its strategy type (how its products can run),
 //! a launch prepared once per [`Plan`], and the launches. [`Gpu::plan`] prepares, [`Plan::spmv`]
 //! runs the one product path (`product::run`: the checks, the degenerate products, the format's
@@ -8,6 +8,7 @@
 //! Reguly & Giles' fixed rule, `csr/rule.rs`) live with the kernels they choose from; choices that
 //! measure (the tuner, the format planner) are the layer above. Imports only the layers below.
 
+pub(crate) mod cg;
 mod csr;
 mod formats;
 mod launch;
@@ -17,7 +18,7 @@ mod product;
 
 pub use csr::Kernel;
 pub(crate) use csr::{MAX_REPEAT, ParamConfig, fixed_rule};
-pub use formats::{BrcCombine, CooKernel};
+pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use plan::Plan;
 
 use crate::Result;
@@ -34,8 +35,8 @@ pub(crate) mod sealed {
     /// product path makes.
     pub trait Enqueue<T: Scalar> {
         /// How the format's products can run: [`Kernel`] for CSR, [`CooKernel`] for COO (and for
-        /// the COO part of HYB and dense blocks), [`BrcCombine`] for BRC, `()` for ELL. The default
-        /// is what [`Gpu::spmv`] uses.
+        /// the COO part of HYB and dense blocks), [`BrcCombine`] for BRC, [`LmaKernel`] for the
+        /// local matrix approach, `()` for ELL. The default is what [`Gpu::spmv`] uses.
         type Kernel: Copy + Debug + Default + PartialEq;
 
         /// A product's launches, prepared once: the resolved kernel's entries, grids and argument

@@ -1,7 +1,7 @@
-//! Layer 1, host formats: the checked CSR view and its row statistics, and the storage formats
-//! converted from it on the CPU (ELL, COO, HYB, BRC, dense blocks), each with its validation and
-//! its model constants. Pure data: nothing here touches a GPU. Upload a format with the `Gpu`'s
-//! `upload_*` methods.
+//! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
+//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks), and the local matrix approach (element
+//! matrices and their nodes), each with its validation and its model constants. Pure data: nothing
+//! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
 
 pub(crate) mod brc;
 pub(crate) mod convert;
@@ -10,6 +10,7 @@ pub(crate) mod csr;
 pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
+pub(crate) mod lma;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use coo::Coo;
@@ -19,3 +20,4 @@ pub use dense_blocks::{
 };
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
+pub use lma::{Lma, NO_NODE};

@@ -1,5 +1,5 @@
-//! Layer 4, choice by measurement (with [`crate::tune`]): a matrix's storage format, for a known number of products
-//! ([`Gpu::upload_for_products`](crate::Gpu::upload_for_products)).
+//! Tier 5, choice by measurement (with [`crate::tune`]): a matrix's storage format, for a known
+//! number of products ([`Gpu::upload_for_products`](crate::Gpu::upload_for_products)).
 //!
 //! A format beyond CSR must first be converted, which on the H100 bench took 15 to 650 ms for 20
 //! million entries, while the best CSR kernel was rarely beaten, and by formats whose speed the row

@@ -8,6 +8,7 @@ mod brc;
 mod coo;
 mod dense_blocks;
 mod ell;
+mod lma;
 
 use crate::arch::{AtomicAdd, shfl_down_b32, shfl_up_b32};
 use crate::real::{Real, shuffle_f64};

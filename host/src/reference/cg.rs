@@ -1,0 +1,334 @@
+//! Conjugate gradients on the CPU (Hestenes & Stiefel 1952; with the Jacobi preconditioner as in
+//! Saad, "Iterative Methods for Sparse Linear Systems", 2nd ed., algorithm 9.1): the oracle the GPU
+//! solver is compared to, for its iteration counts and its solution.
+//!
+//! It follows the GPU recurrence (`kernels-gpu/src/cg.rs`) step for step, in the element type `T`:
+//! the same fused updates (`r = fma(-alpha, q, r)`, `x = fma(alpha, p, x)`, `p = fma(beta, p, z)`),
+//! `z = D⁻¹ r` with `D⁻¹` rounded to `T`, the same stopping tests in the same order, and the residual
+//! of the recurrence, not a recomputed `b - A x`. Only the dot products differ: summed here in f64 and
+//! rounded to `T`, on the GPU in `T` by a fixed tree, so the two agree to a rounding of `T` per dot
+//! product, and their iteration counts agree within a few iterations.
+
+pub use crate::error::SolveError;
+use crate::formats::csr::CsrRef;
+use crate::formats::lma::Lma;
+use crate::reference::{CpuKernel, spmv};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+
+/// A square operator CG can apply: `y = A x` and the diagonal of `A`.
+pub trait LinearOperator<T> {
+    fn nrows(&self) -> usize;
+    fn ncols(&self) -> usize;
+    /// `y = A x`, overwriting `y`; `x` has [`Self::ncols`] elements and `y` [`Self::nrows`].
+    fn apply(&self, x: &[T], y: &mut [T]);
+    /// The [`Self::nrows`] diagonal entries (repeated entries summed).
+    fn diagonal(&self) -> Vec<T>;
+}
+
+impl<T: Scalar> LinearOperator<T> for CsrRef<'_, T> {
+    fn nrows(&self) -> usize {
+        CsrRef::nrows(self)
+    }
+
+    fn ncols(&self) -> usize {
+        CsrRef::ncols(self)
+    }
+
+    fn apply(&self, x: &[T], y: &mut [T]) {
+        spmv(CpuKernel::Rayon, T::from_f64(1.0), *self, x, T::ZERO, y)
+            .expect("CG checked the vector lengths against the matrix");
+    }
+
+    fn diagonal(&self) -> Vec<T> {
+        (0..CsrRef::nrows(self))
+            .map(|r| {
+                let (cols, vals) = self.row(r);
+                cols.iter().zip(vals).filter(|&(&c, _)| c == r).fold(T::ZERO, |d, (_, &v)| d + v)
+            })
+            .collect()
+    }
+}
+
+impl<T: Scalar> LinearOperator<T> for Lma<T> {
+    fn nrows(&self) -> usize {
+        self.node_count()
+    }
+
+    fn ncols(&self) -> usize {
+        self.node_count()
+    }
+
+    fn apply(&self, x: &[T], y: &mut [T]) {
+        self.spmv(T::from_f64(1.0), x, T::ZERO, y)
+            .expect("CG checked the vector lengths against the operator");
+    }
+
+    fn diagonal(&self) -> Vec<T> {
+        Lma::diagonal(self)
+    }
+}
+
+/// The preconditioner of a CG solve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preconditioner {
+    /// Plain CG: `z = r`.
+    None,
+    /// Jacobi: `z = D⁻¹ r`, `D` the diagonal of `A`.
+    Jacobi,
+}
+
+/// When a CG solve stops, and with what preconditioner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgOptions {
+    /// Converged once `|r| <= rel_tol * |b|`.
+    pub rel_tol: f64,
+    /// Stop after this many iterations (updates of `x`) without converging.
+    pub max_iterations: usize,
+    pub preconditioner: Preconditioner,
+}
+
+/// Why a CG solve that did not fail stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgStop {
+    /// The relative residual reached the tolerance.
+    Converged,
+    /// [`CgOptions::max_iterations`] iterations without converging.
+    MaxIterations,
+}
+
+/// The outcome of a CG solve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgOutcome {
+    /// Iterations done: updates of `x`.
+    pub iterations: usize,
+    /// `|r| / |b|` of the recurrence's last residual (0 when `b` and `r` are 0, infinite when only
+    /// `b` is).
+    pub relative_residual: f64,
+    pub stop: CgStop,
+}
+
+/// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
+///
+/// Refused, with `x` untouched: a matrix that is not square ([`SolveError::NotSquare`]), vectors of
+/// the wrong length ([`Error::DimensionMismatch`]), and for Jacobi a diagonal entry that is not
+/// positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
+/// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
+pub fn cg<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &CgOptions,
+) -> Result<CgOutcome> {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
+    }
+    for (what, got) in [("b", b.len()), ("x", x.len())] {
+        if got != n {
+            return Err(Error::DimensionMismatch { what, expected: n, got });
+        }
+    }
+    let inv_diag = match options.preconditioner {
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some(inverse_diagonal(&a.diagonal())?),
+    };
+    let precondition = |r: &[T], z: &mut [T]| match &inv_diag {
+        Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
+        None => z.copy_from_slice(r),
+    };
+    let minus_one = T::from_f64(-1.0);
+
+    let mut r = vec![T::ZERO; n];
+    a.apply(x, &mut r);
+    r.iter_mut().zip(b).for_each(|(r, &b)| *r = minus_one.mul_add(*r, b));
+    let mut p = vec![T::ZERO; n];
+    precondition(&r, &mut p);
+    let mut rz = dot(&r, &p);
+    let mut rr = dot(&r, &r);
+    let bb = dot(b, b);
+    let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
+    let outcome = |iterations, rr: T, stop| CgOutcome {
+        iterations,
+        relative_residual: relative_residual(rr.to_f64(), bb.to_f64()),
+        stop,
+    };
+    if rr <= tol_rr {
+        return Ok(outcome(0, rr, CgStop::Converged));
+    }
+    if !positive(rz) || !rr.to_f64().is_finite() {
+        return Err(SolveError::Breakdown { iteration: 0, what: "rᵀz", value: rz.to_f64() }.into());
+    }
+
+    let (mut q, mut z) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    for iteration in 0..options.max_iterations {
+        a.apply(&p, &mut q);
+        let pq = dot(&p, &q);
+        let alpha = T::from_f64(rz.to_f64() / pq.to_f64());
+        if !positive(pq) || !alpha.to_f64().is_finite() {
+            return Err(SolveError::Breakdown { iteration, what: "pᵀAp", value: pq.to_f64() }.into());
+        }
+        let minus_alpha = T::from_f64(-alpha.to_f64());
+        r.iter_mut().zip(&q).for_each(|(r, &q)| *r = minus_alpha.mul_add(q, *r));
+        precondition(&r, &mut z);
+        let rz_new = dot(&r, &z);
+        rr = dot(&r, &r);
+        let beta = T::from_f64(rz_new.to_f64() / rz.to_f64());
+        rz = rz_new;
+        x.iter_mut().zip(&p).for_each(|(x, &p)| *x = alpha.mul_add(p, *x));
+        p.iter_mut().zip(&z).for_each(|(p, &z)| *p = beta.mul_add(*p, z));
+        if rr <= tol_rr {
+            return Ok(outcome(iteration + 1, rr, CgStop::Converged));
+        }
+        if !positive(rz) || !rr.to_f64().is_finite() {
+            return Err(SolveError::Breakdown {
+                iteration: iteration + 1, what: "rᵀz", value: rz.to_f64()
+            }
+            .into());
+        }
+    }
+    Ok(outcome(options.max_iterations, rr, CgStop::MaxIterations))
+}
+
+/// `1 / d` for every diagonal entry, rounded to `T` (the f64 quotient rounded to f32 is the f32
+/// quotient: f64 has more than twice f32's digits), or the first entry that is not positive.
+pub(crate) fn inverse_diagonal<T: Scalar>(diagonal: &[T]) -> Result<Vec<T>> {
+    diagonal
+        .iter()
+        .enumerate()
+        .map(|(row, &d)| {
+            if positive(d) {
+                Ok(T::from_f64(1.0 / d.to_f64()))
+            } else {
+                Err(SolveError::NonPositiveDiagonal { row, value: d.to_f64() }.into())
+            }
+        })
+        .collect()
+}
+
+/// `uᵀv`, summed in f64 and rounded to `T`.
+fn dot<T: Scalar>(u: &[T], v: &[T]) -> T {
+    T::from_f64(u.iter().zip(v).map(|(a, b)| a.to_f64() * b.to_f64()).sum())
+}
+
+/// Whether `v` is a positive finite number (false for NaN).
+fn positive<T: Scalar>(v: T) -> bool {
+    v > T::ZERO && v.to_f64().is_finite()
+}
+
+fn relative_residual(rr: f64, bb: f64) -> f64 {
+    if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 1D Laplacian `tridiag(-1, 2, -1)` of order `n`, scaled row and column by `scale(i)`:
+    /// symmetric positive definite, with a diagonal that varies as `scale(i)^2`.
+    fn laplacian(n: usize, scale: impl Fn(usize) -> f64) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        let (mut offsets, mut cols, mut vals) = (vec![0], vec![], vec![]);
+        for i in 0..n {
+            for j in i.saturating_sub(1)..(i + 2).min(n) {
+                cols.push(j);
+                vals.push(if i == j { 2.0 } else { -1.0 } * scale(i) * scale(j));
+            }
+            offsets.push(cols.len());
+        }
+        (offsets, cols, vals)
+    }
+
+    fn options(preconditioner: Preconditioner) -> CgOptions {
+        CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner }
+    }
+
+    #[test]
+    fn solves_a_laplacian_with_and_without_jacobi() {
+        let n = 77;
+        let scale = |i: usize| 1.0 + (i % 7) as f64;
+        let (o, c, v) = laplacian(n, scale);
+        let a = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
+        let exact: Vec<f64> = (0..n).map(|i| (i as f64 * 0.1).sin()).collect();
+        let mut b = vec![0.0; n];
+        a.apply(&exact, &mut b);
+        let mut iterations = vec![];
+        for pre in [Preconditioner::None, Preconditioner::Jacobi] {
+            let mut x = vec![0.0; n];
+            let out = cg(&a, &b, &mut x, &options(pre)).unwrap();
+            assert_eq!(out.stop, CgStop::Converged);
+            assert!(out.relative_residual <= 1e-10, "{out:?}");
+            let err = x.iter().zip(&exact).map(|(x, e)| (x - e).abs()).fold(0.0, f64::max);
+            assert!(err < 1e-6, "{pre:?}: error {err}");
+            iterations.push(out.iterations);
+        }
+        // Jacobi undoes the scaling: what is left is the Laplacian, which CG solves in n / 2 + 1
+        // iterations (its eigenvalues come in that many distinct pairs for a symmetric b).
+        assert!(iterations[1] < iterations[0], "{iterations:?}");
+    }
+
+    #[test]
+    fn f32_follows_f64() {
+        let n = 40;
+        let (o, c, v) = laplacian(n, |_| 1.0);
+        let v32: Vec<f32> = v.iter().map(|&v| f32::from_f64(v)).collect();
+        let a64 = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
+        let a32 = CsrRef::try_new(n, n, &o, &c, &v32).unwrap();
+        let b: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 / n as f64).collect();
+        let b32: Vec<f32> = b.iter().map(|&v| f32::from_f64(v)).collect();
+        let opts = CgOptions { rel_tol: 1e-5, ..options(Preconditioner::None) };
+        let (mut x64, mut x32) = (vec![0.0; n], vec![0.0f32; n]);
+        let o64 = cg(&a64, &b, &mut x64, &opts).unwrap();
+        let o32 = cg(&a32, &b32, &mut x32, &opts).unwrap();
+        assert!(o64.iterations.abs_diff(o32.iterations) <= 2, "{o64:?} {o32:?}");
+        let norm = x64.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = x32.iter().zip(&x64).map(|(&a, b)| (a as f64 - b).abs()).fold(0.0, f64::max);
+        assert!(err <= 1e-3 * norm, "{err} vs {norm}");
+    }
+
+    #[test]
+    fn refuses_bad_shapes_and_leaves_x() {
+        let (o, c, v) = laplacian(5, |_| 1.0);
+        let a = CsrRef::try_new(5, 5, &o, &c, &v).unwrap();
+        let mut x = vec![7.0; 5];
+        let e = cg(&a, &[1.0; 4], &mut x, &options(Preconditioner::None)).unwrap_err();
+        assert!(matches!(e, Error::DimensionMismatch { what: "b", expected: 5, got: 4 }), "{e}");
+        let e = cg(&a, &[1.0; 5], &mut x[..3], &options(Preconditioner::None)).unwrap_err();
+        assert!(matches!(e, Error::DimensionMismatch { what: "x", expected: 5, got: 3 }), "{e}");
+        let wide = CsrRef::try_new(2, 3, &[0, 1, 2], &[0, 1], &[1.0, 1.0]).unwrap();
+        let e = cg(&wide, &[1.0; 2], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::NotSquare { rows: 2, cols: 3 })), "{e}");
+        // Row 1 has no diagonal entry.
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0, 1.0]).unwrap();
+        let e = cg(&a, &[1.0; 2], &mut x[..2], &options(Preconditioner::Jacobi)).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::NonPositiveDiagonal { row: 1, .. })), "{e}");
+        assert_eq!(x, [7.0; 5]);
+    }
+
+    #[test]
+    fn an_indefinite_matrix_breaks_down() {
+        // diag(1, -1): pᵀAp = 0 for p = r0 = (1, 1).
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, -1.0]).unwrap();
+        let e = cg(&a, &[1.0, 1.0], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
+        assert!(
+            matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "pᵀAp", value: 0.0 })),
+            "{e}"
+        );
+        // NaN * 0 = NaN: the first residual already is NaN.
+        let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, f64::NAN]).unwrap();
+        let e = cg(&nan, &[1.0, 1.0], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀz", .. })), "{e}");
+    }
+
+    #[test]
+    fn stops_at_the_iteration_limit_and_at_once_for_b_zero() {
+        let n = 50;
+        let (o, c, v) = laplacian(n, |_| 1.0);
+        let a = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
+        let limited = CgOptions { max_iterations: 3, ..options(Preconditioner::None) };
+        let out = cg(&a, &vec![1.0; n], &mut vec![0.0; n], &limited).unwrap();
+        assert_eq!((out.iterations, out.stop), (3, CgStop::MaxIterations));
+        assert!(out.relative_residual > 1e-3);
+        let out = cg(&a, &vec![0.0; n], &mut vec![0.0; n], &options(Preconditioner::Jacobi)).unwrap();
+        assert_eq!((out.iterations, out.stop, out.relative_residual), (0, CgStop::Converged, 0.0));
+    }
+}

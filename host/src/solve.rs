@@ -1,0 +1,239 @@
+//! Conjugate gradients on the GPU, plain or Jacobi-preconditioned, on any device matrix of the
+//! crate through a [`Plan`] (CSR with any kernel, ELL, HYB, the local matrix approach, ...): the
+//! recurrence of [`crate::reference::cg`], which is its oracle, with every scalar kept on the device
+//! (`kernels-gpu/src/cg.rs`). An iteration is the plan's product and three vector launches; nothing
+//! in it allocates, synchronises or reads the host, so iterations may be captured into a CUDA graph
+//! and replayed ([`Cg::iterate`]). [`Cg::solve`] checks for convergence every
+//! [`Cg::check_every`] iterations; since the kernels stop by themselves once the solve has stopped,
+//! the iteration count it reports is exact.
+
+use crate::device::{DeviceVector, VectorMut, VectorRef, addr};
+use crate::enqueue::cg::{CgLaunches, DeviceCgState};
+use crate::enqueue::{DeviceMatrix, Plan};
+use crate::formats::convert::narrow;
+use crate::reference::cg::{CgOptions, CgOutcome, CgStop, Preconditioner, SolveError, inverse_diagonal};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaContext, CudaSlice};
+use kernels_gpu::abi::{
+    CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_ITERATIONS, CG_NOT_STARTED, CG_PARTIALS,
+    CgParams, DevicePtr as AbiPtr,
+};
+use std::sync::Arc;
+
+/// Iterations [`Cg::solve`] enqueues between two reads of the state, unless told otherwise: each read
+/// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem
+/// (~15 µs each) hide it to a few percent, while a solve that converges mid-batch runs at most 31
+/// idle products.
+pub const CHECK_EVERY: u32 = 32;
+
+/// A CG solver for one matrix and plan, with the vectors and device state of its solves, allocated
+/// once.
+///
+/// ```no_run
+/// # fn main() -> Result<(), gpu_spmv::Error> {
+/// use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
+/// use gpu_spmv::{Gpu, Kernel, solve::Cg};
+/// # let a = nalgebra_sparse::CsrMatrix::<f64>::identity(3);
+/// let gpu = Gpu::new()?;
+/// let device_a = gpu.upload_csr(&a)?;
+/// let options = CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::None };
+/// let mut cg = Cg::new(gpu.plan(&device_a, Kernel::Auto)?, options, None)?;
+/// let b = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
+/// let mut x = gpu.zeros::<f64>(3)?;
+/// let outcome = cg.solve(&b, &mut x)?;
+/// println!("{} iterations, relative residual {:e}", outcome.iterations, outcome.relative_residual);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
+    plan: Plan<'a, T, A>,
+    options: CgOptions,
+    check_every: u32,
+    n: u32,
+    r: DeviceVector<T>,
+    p: DeviceVector<T>,
+    q: DeviceVector<T>,
+    // Reached by the kernels through `launches`; held so that they live as long as the solver.
+    _inv_diag: Option<CudaSlice<T>>,
+    _partials: CudaSlice<T>,
+    state: CudaSlice<DeviceCgState<T>>,
+    launches: CgLaunches<T>,
+}
+
+impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
+    /// A solver for the plan's matrix. `diagonal`, the diagonal of `A`, is needed for
+    /// [`Preconditioner::Jacobi`] (the device matrices keep no host copy of their values; for
+    /// host matrices, `reference::cg::LinearOperator::diagonal` gives it) and ignored otherwise.
+    ///
+    /// Refused: a matrix that is not square ([`SolveError::NotSquare`]), a missing or short
+    /// diagonal ([`Error::DimensionMismatch`]), a diagonal entry that is not positive
+    /// ([`SolveError::NonPositiveDiagonal`]).
+    pub fn new(plan: Plan<'a, T, A>, options: CgOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        let a = plan.matrix();
+        let gpu = plan.gpu();
+        if a.nrows() != a.ncols() {
+            return Err(SolveError::NotSquare { rows: a.nrows(), cols: a.ncols() }.into());
+        }
+        let n = narrow("the unknowns", a.nrows())?;
+        let inv_diag = match options.preconditioner {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => {
+                let diagonal = diagonal.unwrap_or_default();
+                if diagonal.len() != a.nrows() {
+                    let got = diagonal.len();
+                    return Err(Error::DimensionMismatch { what: "the diagonal", expected: a.nrows(), got });
+                }
+                Some(gpu.upload(&inverse_diagonal(diagonal)?)?)
+            }
+        };
+        let (r, p, q) = (gpu.zeros(a.nrows())?, gpu.zeros(a.nrows())?, gpu.zeros(a.nrows())?);
+        let partials = gpu.alloc_zeros::<T>(CG_PARTIALS as usize)?;
+        let state = gpu.alloc_zeros::<DeviceCgState<T>>(1)?;
+        let params = CgParams {
+            b: AbiPtr::new(0),
+            x: AbiPtr::new(0),
+            r: addr(r.as_slice(), gpu),
+            p: addr(p.as_slice(), gpu),
+            q: addr(q.as_slice(), gpu),
+            inv_diag: inv_diag.as_ref().map_or(AbiPtr::new(0), |d| addr(d, gpu)),
+            partials: addr(&partials, gpu),
+            state: AbiPtr::new(addr(&state, gpu).addr()),
+            rel_tol: T::from_f64(options.rel_tol),
+            max_iterations: narrow("the iteration limit", options.max_iterations)?,
+            n,
+        };
+        // SAFETY: `r`, `p`, `q` (and `inv_diag` for Jacobi) hold `n` elements, `partials`
+        // `CG_PARTIALS`, `state` one, all allocated above on `gpu`'s context and owned by the
+        // solver with the launches; `start` zeroes the state before every `init`.
+        let launches = unsafe { CgLaunches::new(gpu, params, inv_diag.is_some()) };
+        Ok(Self {
+            plan,
+            options,
+            check_every: CHECK_EVERY,
+            n,
+            r,
+            p,
+            q,
+            _inv_diag: inv_diag,
+            _partials: partials,
+            state,
+            launches,
+        })
+    }
+
+    /// Iterations between two reads of the state in [`Cg::solve`] (at least 1).
+    pub fn check_every(&self) -> u32 {
+        self.check_every
+    }
+
+    /// Sets the iterations between two reads of the state in [`Cg::solve`] (0 counts as 1).
+    pub fn set_check_every(&mut self, iterations: u32) {
+        self.check_every = iterations.max(1);
+    }
+
+    /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: [`Cg::start`],
+    /// then [`Cg::iterate`] in batches of [`Cg::check_every`] until [`Cg::outcome`] says it has
+    /// stopped. On an error before the first iteration `x` is untouched; a breakdown
+    /// ([`SolveError::Breakdown`]: `pᵀAp` or `rᵀz` not a positive finite number, the matrix is not
+    /// SPD) leaves the last iterate before it.
+    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<CgOutcome>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorMut<T> + ?Sized,
+    {
+        self.start(b, x)?;
+        loop {
+            self.iterate(x, self.check_every)?;
+            if let Some(outcome) = self.outcome()? {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// Enqueues the start of a solve: the state reset, `r = b - A x` with the plan's product, and
+    /// the first search direction. Checks `b` and `x` first: on error nothing is enqueued.
+    pub fn start<B, X>(&mut self, b: &B, x: &mut X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorMut<T> + ?Sized,
+    {
+        let gpu = self.plan.gpu();
+        self.check("b", b.context(), b.len())?;
+        self.check("x", x.context(), x.len())?;
+        gpu.stream().memset_zeros(&mut self.state)?;
+        let (b_addr, _b_guard) = b.read(gpu.stream());
+        // SAFETY: `b` was checked to hold `n` elements of the solver's context.
+        unsafe { self.launches.copy_b_to_r(gpu, AbiPtr::new(b_addr))? };
+        self.plan.spmv(T::from_f64(-1.0), &*x, T::from_f64(1.0), &mut self.r)?;
+        let (x_addr, _x_guard) = x.write(gpu.stream());
+        // SAFETY: `b` and `x` were checked; `r` now holds `b - A x` and the state is zeroed, both
+        // earlier on the stream.
+        unsafe { self.launches.init(gpu, AbiPtr::new(b_addr), AbiPtr::new(x_addr)) }
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`Cg::start`] began with this `x` (each: the
+    /// product `q = A p`, then `pᵀq`, the update of `r`, and that of `x` and `p`). Allocates
+    /// nothing, waits for nothing: may be captured into a CUDA graph on [`Gpu::stream`] and
+    /// replayed. Iterations after the solve has stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        let gpu = self.plan.gpu();
+        self.check("x", x.context(), x.len())?;
+        let (x_addr, _x_guard) = x.write(gpu.stream());
+        for _ in 0..iterations {
+            self.plan.spmv(T::from_f64(1.0), &self.p, T::ZERO, &mut self.q)?;
+            // SAFETY: `x` was checked to hold `n` elements of the solver's context, and `start` ran
+            // `init` with it (this method's contract, as documented).
+            unsafe { self.launches.after_product(gpu, AbiPtr::new(x_addr))? };
+        }
+        Ok(())
+    }
+
+    /// Where the solve stands, read from the device (this waits for the stream): `None` while it
+    /// runs, the outcome once it has converged or reached the iteration limit, and
+    /// [`SolveError::Breakdown`] if it broke down.
+    pub fn outcome(&self) -> Result<Option<CgOutcome>> {
+        let gpu = self.plan.gpu();
+        let DeviceCgState(state) = gpu.stream().clone_dtoh(&self.state)?[0];
+        let iterations = state.iterations as usize;
+        let stop = match state.status {
+            CG_CONVERGED => CgStop::Converged,
+            CG_MAX_ITERATIONS => CgStop::MaxIterations,
+            CG_BREAKDOWN_PAP => {
+                let value = state.pq.to_f64();
+                return Err(SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value }.into());
+            }
+            CG_BREAKDOWN_RZ => {
+                let value = state.rz.to_f64();
+                return Err(SolveError::Breakdown { iteration: iterations, what: "rᵀz", value }.into());
+            }
+            CG_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call Cg::start")),
+            _ => return Ok(None),
+        };
+        let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());
+        let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
+        Ok(Some(CgOutcome { iterations, relative_residual, stop }))
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &CgOptions {
+        &self.options
+    }
+
+    /// The plan of the products.
+    pub fn plan(&self) -> &Plan<'a, T, A> {
+        &self.plan
+    }
+
+    /// `what` lives in the solver's context and has `n` elements.
+    fn check(&self, what: &'static str, ctx: &Arc<CudaContext>, len: usize) -> Result<()> {
+        if !self.plan.gpu().owns(ctx) {
+            return Err(Error::ForeignBuffer(what));
+        }
+        if len != self.n as usize {
+            return Err(Error::DimensionMismatch { what, expected: self.n as usize, got: len });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,391 @@
+//! The vector kernels of conjugate gradients (Hestenes & Stiefel 1952; the preconditioned form as in
+//! Saad, "Iterative Methods for Sparse Linear Systems", 2nd ed., algorithm 9.1) with a Jacobi
+//! preconditioner `z = D⁻¹ r`, for the finite element study of Reguly & Giles (2012), section 8.
+//!
+//! Every scalar of the recurrence stays on the device, in a [`CgState`], so an iteration is a fixed
+//! sequence of launches with fixed parameters: no host synchronisation, capturable into a CUDA graph
+//! and replayable. The host reads the state back when it wants to know whether to go on.
+//!
+//! # One iteration
+//! With `n` unknowns, `s`-byte elements, and `jacobi` the preconditioned variants:
+//!
+//! | launch | reads | writes | vector bytes |
+//! |---|---|---|---|
+//! | SpMV of the library, `q = A p` | `A`, `p` | `q` | (the matrix's) |
+//! | `cg_pq_*` | `p`, `q`, `rz` | `pq`, `alpha` | `2ns` |
+//! | `cg_update_{plain,jacobi}_*` | `r`, `q`, (`D⁻¹`), `alpha`, `rz` | `r`, `rr`, `rz`, `beta` | `3ns` (`4ns`) |
+//! | `cg_step_{plain,jacobi}_*` | `x`, `p`, `r`, (`D⁻¹`), `alpha`, `beta` | `x`, `p` | `5ns` (`6ns`) |
+//!
+//! so `10ns` (`12ns`) of vector traffic beside the product: 80 (96) bytes per unknown in f64. That is
+//! the least this recurrence allows: its three grid-wide dependencies (`alpha` needs all of `pᵀq`,
+//! `beta` all of `rᵀz`, and the next product all of `p`) split it into three passes, and each pass
+//! must read every vector it combines: `p` and `q` for `pᵀq`; `q` again and `r` (`D⁻¹`) once `alpha`
+//! is known; `r` (`D⁻¹`) again with `p` once `beta` is known. `x` moves to the last pass, where `p`
+//! is read anyway, which saves the read of `p` a separate `x += alpha p` costs. Storing `z` instead of
+//! recomputing it from `r` and `D⁻¹` would move the same bytes. The same iteration on cuBLAS (dot,
+//! two axpys, the preconditioner, two dots, a scal-and-axpy for `p`) moves `12ns` (`17ns`), and waits
+//! for the host at each dot.
+//!
+//! Before the first iteration the host computes `r = b - A x0` with the library's product (copy `b`
+//! to `r`, then `alpha = -1`, `beta = 1`), then launches `cg_init_*`, which sets `p = z` and the
+//! state. `x` is complete after every `cg_step_*`.
+//!
+//! # Dot products
+//! Deterministic, in two stages, fused into the kernels that produce their operands. Stage 1: each
+//! block sums its elements (a grid stride, fixed by `n` through `index::cg_blocks`), a butterfly over
+//! each warp's lanes and then warp 0, 1, ... in turn, and stores the sum in its slot of `partials`.
+//! Stage 2: the block that arrives last on the state's counter (Harris' "threadfence reduction", the
+//! release and acquire pattern of `csr/long_rows.rs`) sums the slots in block order, the same way, and
+//! updates the scalars. Every rounding is then fixed by `n`: the same sums on every run.
+//!
+//! # Stopping on the device
+//! The last block of `cg_pq_*` or `cg_update_*` sets `status` when the solve stops (convergence,
+//! breakdown, the iteration limit), and `cg_pq_*` and `cg_update_*` do nothing unless it is
+//! `CG_RUNNING`; `cg_step_*` completes the iteration whose update ran (`step_pending`) and nothing
+//! else. A graph of `k` iterations replayed past the end of the solve leaves `x` and the state as
+//! they were when it stopped, so the host may check only every `k` iterations and still report the
+//! exact iteration count. (The product keeps running on the unchanged `p`: wasted, harmless.) Every
+//! block reads the state when it starts and the state changes only in the last block of a kernel,
+//! after every block has arrived, so all blocks of a launch see the same state.
+//!
+//! Thread mapping: [`CG_BLOCK_THREADS`] threads per block, one element per thread per grid-stride
+//! step.
+
+use crate::abi::{
+    CG_BLOCK_THREADS, CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_BLOCKS, CG_MAX_ITERATIONS,
+    CG_RUNNING, CgParams, CgState, WARP_SIZE,
+};
+use crate::arch::{
+    atomic_inc_u32, block_idx, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads,
+    sync_threads, sync_threads_or, thread_idx,
+};
+use crate::real::Real;
+use crate::reduce::group_sum;
+use core::ops::{Div, Neg};
+
+/// Warps per block: the slots per sum of the block reduction's shared memory.
+const WARPS: usize = (CG_BLOCK_THREADS / WARP_SIZE) as usize;
+
+/// An element type of the CG kernels: [`Real`] plus what the scalar updates need.
+pub(crate) trait CgReal: Real + Div<Output = Self> + Neg<Output = Self> + PartialOrd {
+    fn is_finite(self) -> bool;
+}
+
+impl CgReal for f32 {
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+}
+
+impl CgReal for f64 {
+    #[inline(always)]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+}
+
+/// Whether `v` is a positive finite number (false for NaN).
+#[inline(always)]
+fn positive<T: CgReal>(v: T) -> bool {
+    v > T::ZERO && v.is_finite()
+}
+
+/// Reads field `field` of the state. Volatile: the last block of the running kernel may write the
+/// state, so the read must not go through the read-only path or be cached across the launch.
+macro_rules! load {
+    ($s:expr, $field:ident) => {
+        (&raw const (*$s).$field).read_volatile()
+    };
+}
+
+/// Writes field `field` of the state (see [`load!`]).
+macro_rules! store {
+    ($s:expr, $field:ident, $v:expr) => {
+        (&raw mut (*$s).$field).write_volatile($v)
+    };
+}
+
+/// Each of the `N` values summed over the block: a butterfly over each warp's lanes, then the warp
+/// sums added in warp order. Every thread gets the same totals.
+///
+/// # Safety
+/// Every thread of the block calls it (block-uniform control flow); the block has
+/// [`CG_BLOCK_THREADS`] threads and `N * WARPS` elements of dynamic shared memory.
+#[inline(always)]
+unsafe fn block_sums<T: Real, const N: usize>(values: [T; N]) -> [T; N] {
+    let shared = dynamic_shared::<T>();
+    let (warp, lane) = ((thread_idx() / WARP_SIZE) as usize, thread_idx() % WARP_SIZE);
+    let warp_sums = values.map(group_sum::<T, WARP_SIZE>);
+    let mut totals = [T::ZERO; N];
+    // SAFETY: slots `k * WARPS + warp < N * WARPS`; every thread reaches both barriers (caller). The
+    // second keeps a following call from overwriting slots still being read.
+    unsafe {
+        if lane == 0 {
+            for (k, &s) in warp_sums.iter().enumerate() {
+                *shared.add(k * WARPS + warp) = s;
+            }
+        }
+        sync_threads();
+        for (k, total) in totals.iter_mut().enumerate() {
+            for w in 0..WARPS {
+                *total = *total + *shared.add(k * WARPS + w);
+            }
+        }
+        sync_threads();
+    }
+    totals
+}
+
+/// The two stages of the dot products: stores the block's `sums` in its slots of `partials`, and
+/// returns, in every thread of the block that arrives last, the sums over the grid (`None` in the
+/// other blocks). The last block's totals are added in block order whichever block it is.
+///
+/// # Safety
+/// As [`block_sums`]; `partials` holds [`CG_PARTIALS`](crate::abi::CG_PARTIALS) elements, the grid
+/// has at most [`CG_MAX_BLOCKS`] blocks, and `state.arrivals` is 0 at the launch.
+#[inline(always)]
+unsafe fn grid_sums<T: Real, const N: usize>(
+    sums: [T; N],
+    partials: *mut T,
+    state: *mut CgState<T>,
+) -> Option<[T; N]> {
+    let (block, blocks) = (block_idx(), grid_dim());
+    // SAFETY: forwarded from the caller.
+    let block_totals = unsafe { block_sums(sums) };
+    let mut last = false;
+    if thread_idx() == 0 {
+        // SAFETY: slot `k * CG_MAX_BLOCKS + block` is inside `partials` (`block < CG_MAX_BLOCKS`) and
+        // written by this block only; the fences order the stores before the arrival and the
+        // arrival before the last block's reads (release and acquire).
+        unsafe {
+            for (k, &s) in block_totals.iter().enumerate() {
+                partials.add(k * CG_MAX_BLOCKS as usize + block as usize).write_volatile(s);
+            }
+            fence_acq_rel_gpu();
+            last = atomic_inc_u32(&raw mut (*state).arrivals, blocks - 1) == blocks - 1;
+            fence_acq_rel_gpu();
+        }
+    }
+    // SAFETY: every thread of the block reaches it (caller).
+    if !unsafe { sync_threads_or(last) } {
+        return None;
+    }
+    let mut mine = [T::ZERO; N];
+    let mut b = thread_idx();
+    while b < blocks {
+        for (k, m) in mine.iter_mut().enumerate() {
+            // SAFETY: `b < blocks <= CG_MAX_BLOCKS`; every block stored its slot before arriving.
+            *m = *m + unsafe { partials.add(k * CG_MAX_BLOCKS as usize + b as usize).read_volatile() };
+        }
+        b += CG_BLOCK_THREADS;
+    }
+    // SAFETY: the branch is uniform across the block (`sync_threads_or` gave all threads one answer).
+    Some(unsafe { block_sums(mine) })
+}
+
+/// `z_i = D⁻¹_i r_i`, or `r_i` without the preconditioner.
+///
+/// # Safety
+/// With `JACOBI`, `inv_diag` holds more than `i` elements no thread writes during the kernel.
+#[inline(always)]
+unsafe fn precondition<T: Real, const JACOBI: bool>(inv_diag: *const T, i: usize, r: T) -> T {
+    // SAFETY: guaranteed by the caller.
+    if JACOBI { unsafe { T::load_nc(inv_diag.add(i)) * r } } else { r }
+}
+
+/// `cg_init_*`: `p = z = D⁻¹ r` and the state: `rz`, `rr`, `bb`, `tol_rr`, the status.
+///
+/// # Safety
+/// `p` describes one solve: vectors of `n` elements (`r = b - A x0`), scratch and a zeroed state;
+/// launched as [`CgParams`] says.
+#[inline(always)]
+unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+    let (mut i, stride) = (global_thread(), grid_threads());
+    let (mut rz, mut rr, mut bb) = (T::ZERO, T::ZERO, T::ZERO);
+    while i < p.n as u64 {
+        let i_ = i as usize;
+        // SAFETY: `i < n`; `b`, `r` and `inv_diag` are read-only here, and `p[i]` is this thread's.
+        unsafe {
+            let r = T::load_nc(p.r.as_ptr().add(i_));
+            let b = T::load_nc(p.b.as_ptr().add(i_));
+            let z = precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, r);
+            *p.p.as_mut_ptr().add(i_) = z;
+            rz = r.fma(z, rz);
+            rr = r.fma(r, rr);
+            bb = b.fma(b, bb);
+        }
+        i += stride;
+    }
+    let s = p.state.as_mut_ptr();
+    // SAFETY: launched as `CgParams` says, with a zeroed state.
+    if let Some([rz, rr, bb]) = unsafe { grid_sums([rz, rr, bb], p.partials.as_mut_ptr(), s) }
+        && thread_idx() == 0
+    {
+        let tol_rr = p.rel_tol * p.rel_tol * bb;
+        let status = if rr <= tol_rr {
+            CG_CONVERGED
+        } else if !positive(rz) || !rr.is_finite() {
+            CG_BREAKDOWN_RZ
+        } else if p.max_iterations == 0 {
+            CG_MAX_ITERATIONS
+        } else {
+            CG_RUNNING
+        };
+        // SAFETY: `state` is valid; only this thread writes it in this launch.
+        unsafe {
+            store!(s, tol_rr, tol_rr);
+            store!(s, rz, rz);
+            store!(s, rr, rr);
+            store!(s, bb, bb);
+            store!(s, iterations, 0);
+            store!(s, step_pending, 0);
+            store!(s, status, status);
+        }
+    }
+}
+
+/// `cg_pq_*`: `pq = pᵀq` and `alpha = rz / pq`, or the breakdown status.
+///
+/// # Safety
+/// As [`init`], after it.
+#[inline(always)]
+unsafe fn pq<T: CgReal>(p: CgParams<T>) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: `state` is valid; written in this launch only after every block read it.
+    if unsafe { load!(s, status) } != CG_RUNNING {
+        return;
+    }
+    let (mut i, stride) = (global_thread(), grid_threads());
+    let mut pq = T::ZERO;
+    while i < p.n as u64 {
+        // SAFETY: `i < n`; `p` and `q` are read-only here.
+        unsafe {
+            pq = T::load_nc(p.p.as_ptr().add(i as usize)).fma(T::load_nc(p.q.as_ptr().add(i as usize)), pq);
+        }
+        i += stride;
+    }
+    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
+    if let Some([pq]) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), s) }
+        && thread_idx() == 0
+    {
+        // SAFETY: as in `init`.
+        unsafe {
+            let alpha = load!(s, rz) / pq;
+            store!(s, pq, pq);
+            if positive(pq) && alpha.is_finite() {
+                store!(s, alpha, alpha);
+            } else {
+                store!(s, status, CG_BREAKDOWN_PAP);
+            }
+        }
+    }
+}
+
+/// `cg_update_*`: `r -= alpha q`, then `rz`, `rr`, `beta` and the status; marks the step pending.
+///
+/// # Safety
+/// As [`pq`], after it.
+#[inline(always)]
+unsafe fn update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: as in `pq`.
+    let (status, alpha) = unsafe { (load!(s, status), load!(s, alpha)) };
+    if status != CG_RUNNING {
+        return;
+    }
+    let (mut i, stride) = (global_thread(), grid_threads());
+    let (mut rz, mut rr) = (T::ZERO, T::ZERO);
+    while i < p.n as u64 {
+        let i_ = i as usize;
+        // SAFETY: `i < n`; `r[i]` is this thread's; `q` and `inv_diag` are read-only here.
+        unsafe {
+            let ri = p.r.as_mut_ptr().add(i_);
+            let r = (-alpha).fma(T::load_nc(p.q.as_ptr().add(i_)), *ri);
+            *ri = r;
+            rz = r.fma(precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, r), rz);
+            rr = r.fma(r, rr);
+        }
+        i += stride;
+    }
+    // Without the preconditioner `rz` and `rr` are the same sum: reduce it once.
+    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
+    let totals = unsafe {
+        if JACOBI {
+            grid_sums([rz, rr], p.partials.as_mut_ptr(), s)
+        } else {
+            grid_sums([rr], p.partials.as_mut_ptr(), s).map(|[rr]| [rr, rr])
+        }
+    };
+    if let Some([rz, rr]) = totals
+        && thread_idx() == 0
+    {
+        // SAFETY: as in `init`.
+        unsafe {
+            let iterations = load!(s, iterations) + 1;
+            let status = if rr <= load!(s, tol_rr) {
+                CG_CONVERGED
+            } else if !positive(rz) || !rr.is_finite() {
+                CG_BREAKDOWN_RZ
+            } else if iterations >= p.max_iterations {
+                CG_MAX_ITERATIONS
+            } else {
+                CG_RUNNING
+            };
+            store!(s, beta, rz / load!(s, rz));
+            store!(s, rz, rz);
+            store!(s, rr, rr);
+            store!(s, iterations, iterations);
+            store!(s, step_pending, 1);
+            store!(s, status, status);
+        }
+    }
+}
+
+/// `cg_step_*`: `x += alpha p` and `p = z + beta p` with the old `p`, once per update of `r`.
+///
+/// # Safety
+/// As [`pq`], after [`update`].
+#[inline(always)]
+unsafe fn step<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: as in `pq`.
+    let (pending, alpha, beta) = unsafe { (load!(s, step_pending), load!(s, alpha), load!(s, beta)) };
+    if pending == 0 {
+        return;
+    }
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < p.n as u64 {
+        let i_ = i as usize;
+        // SAFETY: `i < n`; `x[i]` and `p[i]` are this thread's; `r` and `inv_diag` are read-only here.
+        unsafe {
+            let (xi, pi) = (p.x.as_mut_ptr().add(i_), p.p.as_mut_ptr().add(i_));
+            let old_p = *pi;
+            *xi = alpha.fma(old_p, *xi);
+            let z = precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, T::load_nc(p.r.as_ptr().add(i_)));
+            *pi = beta.fma(old_p, z);
+        }
+        i += stride;
+    }
+    // No sums: the arrival only finds the last block, which clears the flag once all have read it.
+    // SAFETY: launched as `CgParams` says; the flag test above is uniform across the grid.
+    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), s) }.is_some() && thread_idx() == 0 {
+        // SAFETY: as in `init`.
+        unsafe { store!(s, step_pending, 0) };
+    }
+}
+
+crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false>);
+crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true>);
+crate::ptx_entry!(cg_pq_f32, CgParams<f32>, pq::<f32>);
+crate::ptx_entry!(cg_update_plain_f32, CgParams<f32>, update::<f32, false>);
+crate::ptx_entry!(cg_update_jacobi_f32, CgParams<f32>, update::<f32, true>);
+crate::ptx_entry!(cg_step_plain_f32, CgParams<f32>, step::<f32, false>);
+crate::ptx_entry!(cg_step_jacobi_f32, CgParams<f32>, step::<f32, true>);
+crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false>);
+crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true>);
+crate::ptx_entry!(cg_pq_f64, CgParams<f64>, pq::<f64>);
+crate::ptx_entry!(cg_update_plain_f64, CgParams<f64>, update::<f64, false>);
+crate::ptx_entry!(cg_update_jacobi_f64, CgParams<f64>, update::<f64, true>);
+crate::ptx_entry!(cg_step_plain_f64, CgParams<f64>, step::<f64, false>);
+crate::ptx_entry!(cg_step_jacobi_f64, CgParams<f64>, step::<f64, true>);
