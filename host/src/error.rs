@@ -31,6 +31,10 @@ pub enum Error {
     /// No usable GPU: the CUDA driver library is missing, or it reports no device.
     #[error("no CUDA GPU available: {0}")]
     NoDevice(String),
+    /// The device has no room for a buffer of `bytes` bytes. Nothing was allocated, and the `Gpu`
+    /// and everything on it stay usable: free something, or use a smaller matrix.
+    #[error("the GPU has no room for {bytes} more bytes")]
+    DeviceMemory { bytes: usize },
     /// The CUDA driver reported an error.
     #[error("CUDA driver: {0}")]
     Driver(#[from] DriverError),

@@ -146,12 +146,13 @@ const fn same_values(a: &[u32], b: &[u32]) -> bool {
     true
 }
 
-/// A device address of `T` elements, as the kernel sees it.
+/// A device address of `T` elements, as the kernel sees it. A number, not a host pointer: it is
+/// `Send` and `Sync` whatever `T`, so the host's device matrices holding these may cross threads.
 #[repr(transparent)]
 #[derive(Debug)]
 pub struct DevicePtr<T> {
     addr: u64,
-    _elem: PhantomData<*const T>,
+    _elem: PhantomData<fn() -> T>,
 }
 
 impl<T> DevicePtr<T> {

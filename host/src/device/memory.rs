@@ -2,20 +2,36 @@
 //! hold. Every buffer of this crate is allocated here, on the [`Gpu`]'s stream.
 
 use super::Gpu;
-use crate::Result;
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use crate::{Error, Result};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, DriverError, ValidAsZeroBits, sys};
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 
 impl Gpu {
     /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses
     /// allocations of zero bytes.
     pub(crate) fn upload<E: DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
-        Ok(if data.is_empty() { self.stream().null()? } else { self.stream().clone_htod(data)? })
+        if data.is_empty() {
+            return Ok(self.stream().null()?);
+        }
+        self.stream().clone_htod(data).map_err(|e| out_of_memory(e, size_of_val(data)))
     }
 
     /// A new device buffer of `len` zeros; empty when `len == 0`, as for [`Gpu::upload`].
     pub(crate) fn alloc_zeros<E: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<E>> {
-        Ok(if len == 0 { self.stream().null()? } else { self.stream().alloc_zeros(len)? })
+        if len == 0 {
+            return Ok(self.stream().null()?);
+        }
+        self.stream().alloc_zeros(len).map_err(|e| out_of_memory(e, len.saturating_mul(size_of::<E>())))
+    }
+}
+
+/// The driver's error for an allocation of `bytes`, as [`Error::DeviceMemory`] when the device is
+/// out of memory (the one failure a caller can act on), else as it came.
+fn out_of_memory(e: DriverError, bytes: usize) -> Error {
+    if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY {
+        Error::DeviceMemory { bytes }
+    } else {
+        e.into()
     }
 }
 
