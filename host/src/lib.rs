@@ -53,7 +53,7 @@ pub mod tune;
 
 pub use device::{
     DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, DeviceVector, Gpu,
-    VectorMut, VectorRef,
+    Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{BrcCombine, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
 pub use error::{CsrError, Error, FormatError};

@@ -8,7 +8,6 @@
 mod common;
 
 use common::{Csr, gpu_or_skip, random_vector, rng, tolerance};
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use gpu_spmv::formats::{Ell, Lma, NO_NODE};
 use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, SolveError, cg};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
@@ -232,10 +231,7 @@ fn gpu_cg_in_a_graph() {
     let mut solver = Cg::new(gpu.plan(&da, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
     let mut x = gpu.zeros::<f64>(a.nrows).unwrap();
     solver.start(&db, &mut x).unwrap();
-    let stream = gpu.stream();
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
-    solver.iterate(&mut x, 16).unwrap();
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a captured graph");
+    let graph = gpu.capture(|| solver.iterate(&mut x, 16)).unwrap();
     let outcome = loop {
         graph.launch().unwrap();
         if let Some(outcome) = solver.outcome().unwrap() {

@@ -1,0 +1,48 @@
+//! CUDA graphs of the [`Gpu`]'s stream: a sequence of products captured once and replayed, so that
+//! the host's cost per product (checks, argument structs, one driver call per launch) is paid once.
+
+use super::Gpu;
+use crate::{Error, Result};
+use cudarc::driver::CudaGraph;
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+
+/// Work captured from a [`Gpu`]'s stream by [`Gpu::capture`], replayed by [`Graph::launch`] on the
+/// same stream with the same buffers (their contents may change between replays; the buffers, and
+/// the matrices and plans the work used, must outlive the graph).
+pub struct Graph {
+    graph: CudaGraph,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").finish_non_exhaustive()
+    }
+}
+
+impl Graph {
+    /// Enqueues one replay of the captured work on the stream it was captured from; returns at once.
+    pub fn launch(&self) -> Result<()> {
+        Ok(self.graph.launch()?)
+    }
+}
+
+impl Gpu {
+    /// Captures what `work` enqueues on [`Gpu::stream`] into a [`Graph`] instead of running it.
+    ///
+    /// What may be captured: products with a [`Plan`](crate::Plan) (and `Gpu::spmv` once a plan of
+    /// the same strategy has been made for the matrix, which builds its data), the iterations of a
+    /// CG solve ([`Cg::iterate`](crate::solve::Cg::iterate)), a [`TunedSpmv`](crate::tune::TunedSpmv)
+    /// once it has converged, and any launch or copy of the caller's on the stream. Not: uploads,
+    /// reading vectors back, `synchronize`, making plans whose strategy data does not exist yet: the
+    /// driver refuses those while the stream captures, and the capture fails with
+    /// [`Error::Driver`]. The capture is local to this thread; on any error it is ended and dropped,
+    /// and the stream is usable again.
+    pub fn capture(&self, work: impl FnOnce() -> Result<()>) -> Result<Graph> {
+        self.stream().begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let captured = work();
+        let ended = self.stream().end_capture(CUgraphInstantiate_flags(0));
+        captured?;
+        let graph = ended?.ok_or(Error::Unsupported("the capture produced no graph"))?;
+        Ok(Graph { graph })
+    }
+}

@@ -1,0 +1,83 @@
+//! Products captured into a CUDA graph (`Gpu::capture`) and replayed, for every kernel family and
+//! format, checked against the f64 reference; and what may not be captured failing cleanly. Without
+//! a GPU these tests print why and pass, unless `SPMV_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::{Csr, check, gpu_or_skip, random_vector, rng};
+use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_model_b2};
+use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, Kernel, Plan, Scalar};
+
+/// Captures `per_replay` products `y = A x + y` with `plan`, replays the graph twice, and checks
+/// `y = y0 + 2 per_replay A x`.
+fn replayed<T: Scalar, A: DeviceMatrix<T>>(
+    gpu: &Gpu,
+    what: &str,
+    plan: &Plan<'_, T, A>,
+    a: &Csr<T>,
+    x: &[T],
+) {
+    const PER_REPLAY: usize = 5;
+    let mut rng = rng(what);
+    let y0 = random_vector::<T>(&mut rng, a.nrows);
+    let dx = gpu.upload_vector(x).unwrap();
+    let mut dy = gpu.upload_vector(&y0).unwrap();
+    let graph = gpu
+        .capture(|| {
+            for _ in 0..PER_REPLAY {
+                plan.spmv(T::from_f64(1.0), &dx, T::from_f64(1.0), &mut dy)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(dy.to_host(gpu).unwrap(), y0, "{what}: the capture ran the products");
+    graph.launch().unwrap();
+    graph.launch().unwrap();
+    let alpha = T::from_f64((2 * PER_REPLAY) as f64);
+    check(what, a, alpha, x, T::from_f64(1.0), &y0, &dy.to_host(gpu).unwrap());
+}
+
+#[test]
+fn gpu_products_in_graphs() {
+    let test = "gpu_products_in_graphs";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = Csr::<f64>::random(&mut rng, 9_001, 7_003, true, |r| if r % 1000 == 3 { 2_500 } else { r % 19 });
+    let x = random_vector::<f64>(&mut rng, a.ncols);
+    let view = a.view();
+    let csr = gpu.upload_csr_ref(view).unwrap();
+    for kernel in [
+        Kernel::Auto,
+        Kernel::CsrScalar { block_size: 128 },
+        Kernel::CsrVector { coop: 4, block_size: 128 },
+        Kernel::CsrAligned { group: 8, cached_x: false, block_size: 64 },
+        Kernel::CsrParam { coop: 2, repeat: 2, block_size: 128, split_long_rows: true },
+        Kernel::CsrBalanced { block_size: 256 },
+    ] {
+        replayed(&gpu, &format!("{kernel:?}"), &gpu.plan(&csr, kernel).unwrap(), &a, &x);
+    }
+    let ell = gpu.upload_ell(&Ell::try_from_csr(view).unwrap()).unwrap();
+    replayed(&gpu, "ELL", &gpu.plan(&ell, ()).unwrap(), &a, &x);
+    let coo = gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap();
+    replayed(&gpu, "COO", &gpu.plan(&coo, CooKernel::Segmented).unwrap(), &a, &x);
+    let hyb = gpu.upload_hyb(&Hyb::try_from_csr(view).unwrap()).unwrap();
+    replayed(&gpu, "HYB", &gpu.plan(&hyb, CooKernel::Atomic).unwrap(), &a, &x);
+    let brc = gpu.upload_brc(&Brc::try_from_csr(view, brc_model_b2(&view.stats(), 1)).unwrap()).unwrap();
+    replayed(&gpu, "BRC", &gpu.plan(&brc, BrcCombine::Deterministic).unwrap(), &a, &x);
+    let dense = gpu.upload_dense_blocks(&DenseBlocks::try_from_csr(view, DENSE_WINDOW).unwrap()).unwrap();
+    replayed(&gpu, "dense blocks", &gpu.plan(&dense, CooKernel::Segmented).unwrap(), &a, &x);
+}
+
+/// An upload inside a capture is refused by the driver: a typed error, no graph, and the stream
+/// works afterwards.
+#[test]
+fn gpu_capture_refuses_what_cannot_be_captured() {
+    let Some(gpu) = gpu_or_skip("gpu_capture_refuses") else { return };
+    let err = gpu.capture(|| gpu.upload_vector(&[1.0f32; 1000]).map(drop)).unwrap_err();
+    assert!(matches!(err, Error::Driver(_)), "{err}");
+    let a = gpu.upload_csr_parts(1, 1, &[0, 1], &[0], &[3.0f32]).unwrap();
+    let x = gpu.upload_vector(&[2.0f32]).unwrap();
+    let mut y = gpu.zeros::<f32>(1).unwrap();
+    gpu.spmv(1.0, &a, &x, 0.0, &mut y).unwrap();
+    assert_eq!(y.to_host(&gpu).unwrap(), [6.0]);
+}
