@@ -37,9 +37,15 @@ pub enum Error {
     /// A file or reader could not be read (`path` is `None` for a reader).
     #[error("cannot read {}: {source}", .path.as_ref().map_or("the input".into(), |p| p.display().to_string()))]
     Io { path: Option<std::path::PathBuf>, source: std::io::Error },
-    /// A Matrix Market input is malformed, or of a kind the reader does not take; `line` counts from 1.
-    #[error("Matrix Market{}: {message}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
-    MatrixMarket { line: Option<usize>, message: String },
+    /// A Matrix Market input is malformed, or of a kind the reader does not take. `path` is the file's
+    /// (`None` for a reader or text); `line` counts from 1 (`None` for a fault of summed entries, which
+    /// the message places by row and column).
+    #[error(
+        "Matrix Market{}{}: {message}",
+        .path.as_ref().map(|p| format!(" file {}", p.display())).unwrap_or_default(),
+        .line.map(|l| format!(", line {l}")).unwrap_or_default()
+    )]
+    MatrixMarket { path: Option<std::path::PathBuf>, line: Option<usize>, message: String },
 }
 
 /// Why CSR arrays were refused.
