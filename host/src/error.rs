@@ -70,13 +70,14 @@ pub enum CsrError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {
-    /// ELL pads every row to the longest one; for this matrix that takes more memory than the limit
-    /// (`ELL_MAX_PADDING_RATIO` times the bytes of its CSR form).
+    /// ELL pads every row to `width` entries (the longest row's length for ELL, the ELL part's width
+    /// for HYB); for this matrix that takes more memory than the limit (`ELL_MAX_PADDING_RATIO` times
+    /// the bytes of its CSR form).
     #[error(
-        "ELL would pad every row to {width} entries, the length of row {longest_row}: \
+        "ELL would pad every row to {width} entries (the longest, row {longest_row}, has {longest_len}): \
          {ell_bytes} bytes, over the limit of {limit_bytes}"
     )]
-    EllPadding { longest_row: usize, width: usize, ell_bytes: u128, limit_bytes: u128 },
+    EllPadding { width: usize, longest_row: usize, longest_len: usize, ell_bytes: u128, limit_bytes: u128 },
     /// A parameter of the conversion is out of its range.
     #[error("{what} is {value}, but it must be {expected}")]
     InvalidParameter { what: &'static str, value: usize, expected: &'static str },
