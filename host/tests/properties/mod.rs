@@ -1,0 +1,236 @@
+//! The properties that every input must keep, asserted by the proptest suite (`tests/proptests.rs`)
+//! and by the cargo-fuzz targets (`fuzz/`, which include this file by path), so that both check the
+//! same thing: no input panics, an accepted one gives a valid result (a conversion's `to_csr` is the
+//! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
+//! calls for.
+#![allow(dead_code)] // each user takes a part
+
+use gpu_spmv::io::{MAX_DIMENSION, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, read_matrix_market_from};
+use gpu_spmv::{
+    Brc, Coo, CsrError, CsrRef, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Error,
+    FormatError, Hyb, Scalar,
+};
+use nalgebra_sparse::CsrMatrix;
+use nalgebra_sparse::io::save_to_matrix_market_str;
+use std::collections::BTreeMap;
+
+/// Slots per row of a dense-block row's padding (`DENSE_ROW_THREADS`).
+const DENSE_GROUP: u32 = 16;
+
+/// The first fault of raw CSR arrays, in the order `CsrRef::try_new` documents it: lengths, then the
+/// offsets from the first to the last, then the columns row by row. `None` for valid arrays.
+pub fn first_csr_fault<T>(
+    nrows: usize,
+    ncols: usize,
+    offsets: &[usize],
+    cols: &[usize],
+    values: &[T],
+) -> Option<CsrError> {
+    let nnz = values.len();
+    if cols.len() != nnz {
+        return Some(CsrError::LengthMismatch { col_indices: cols.len(), values: nnz });
+    }
+    if nrows.checked_add(1) != Some(offsets.len()) {
+        return Some(CsrError::OffsetsLength { rows: nrows, got: offsets.len() });
+    }
+    if offsets[0] != 0 {
+        return Some(CsrError::OffsetsStart(offsets[0]));
+    }
+    if let Some(row) = (0..nrows).find(|&r| offsets[r] > offsets[r + 1]) {
+        return Some(CsrError::OffsetsDecrease { row, start: offsets[row], end: offsets[row + 1] });
+    }
+    if offsets[nrows] != nnz {
+        return Some(CsrError::OffsetsEnd { last: offsets[nrows], nnz });
+    }
+    (0..nrows).find_map(|row| {
+        (offsets[row]..offsets[row + 1]).find(|&k| cols[k] >= ncols).map(|entry| CsrError::ColumnOutOfRange {
+            row,
+            entry,
+            col: cols[entry],
+            ncols,
+        })
+    })
+}
+
+/// `CsrRef::try_new` accepts exactly the valid arrays, refuses the others naming their first fault,
+/// and a view it accepts answers every row.
+pub fn check_csr_try_new<T: Scalar>(
+    nrows: usize,
+    ncols: usize,
+    offsets: &[usize],
+    cols: &[usize],
+    values: &[T],
+) {
+    let expected = first_csr_fault(nrows, ncols, offsets, cols, values);
+    match (CsrRef::try_new(nrows, ncols, offsets, cols, values), expected) {
+        (Ok(a), None) => {
+            assert_eq!((a.nrows(), a.ncols(), a.nnz()), (nrows, ncols, values.len()));
+            let lengths: usize = (0..nrows).map(|r| a.row(r).0.len()).sum();
+            assert_eq!(lengths, values.len());
+            assert_eq!(a.stats().nnz, values.len());
+        }
+        (Err(got), Some(expected)) => {
+            assert_eq!(got, expected);
+            assert!(!got.to_string().is_empty());
+        }
+        (got, expected) => panic!("try_new gave {got:?}, expected {expected:?}"),
+    }
+}
+
+/// The matrix as its distinct positions, sorted, each with the sum of its values (in f64).
+pub fn summed<T: Scalar>(a: CsrRef<'_, T>) -> Vec<(usize, usize, f64)> {
+    let mut map = BTreeMap::new();
+    for r in 0..a.nrows() {
+        let (cols, values) = a.row(r);
+        for (&c, v) in cols.iter().zip(values) {
+            *map.entry((r, c)).or_insert(0.0) += v.to_f64();
+        }
+    }
+    map.into_iter().map(|((r, c), v)| (r, c, v)).collect()
+}
+
+/// The parameters the conversions take, fuzzed with the matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct FormatParams {
+    /// BRC's width bound.
+    pub b2: usize,
+    /// The dense blocks' window.
+    pub window: usize,
+    /// HYB's ELL width; `None` for the model's.
+    pub hyb_width: Option<usize>,
+}
+
+/// Whether `width` slots per row of `a` exceed ELL's memory limit (the documented rule, restated).
+fn ell_refuses<T: Scalar>(a: CsrRef<'_, T>, width: usize) -> bool {
+    let slot = 4 + size_of::<T>() as u128;
+    let ell = a.nrows() as u128 * width as u128 * slot;
+    let csr = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot;
+    ell > u128::from(ELL_MAX_PADDING_RATIO) * csr
+}
+
+/// Every conversion of `a` either gives back `a` (summed) through `to_csr`, with the format's own
+/// invariants, or is refused with the error its documentation names. The values of `a` must be small
+/// integers, so that sums are exact in any order.
+pub fn check_conversions<T: Scalar>(a: CsrRef<'_, T>, p: FormatParams) {
+    let u32_max = u32::MAX as usize;
+    let fits = a.nrows() <= u32_max && a.ncols() <= u32_max && a.nnz() <= u32_max;
+    let expected = summed(a);
+    let same = |what: &str, m: CsrMatrix<T>| {
+        assert_eq!((m.nrows(), m.ncols()), (a.nrows(), a.ncols()), "{what}: shape");
+        let got: Vec<_> = m.triplet_iter().map(|(r, c, v)| (r, c, v.to_f64())).collect();
+        assert_eq!(got, expected, "{what}: round trip");
+    };
+    let too_large = |what: &str, e: Error| match e {
+        Error::TooLarge { .. } if !fits => {}
+        e => panic!("{what}: unexpected error {e}"),
+    };
+    let max = a.stats().max;
+
+    match Ell::try_from_csr(a) {
+        Ok(ell) => {
+            assert!(fits && !ell_refuses(a, max), "ELL accepted a matrix it must refuse");
+            assert_eq!((ell.width(), ell.nnz()), (max, a.nnz()));
+            same("ELL", ell.to_csr());
+        }
+        Err(Error::Format(FormatError::EllPadding { width, longest_len, .. })) => {
+            assert!(fits && ell_refuses(a, max) && width == max && longest_len == max);
+        }
+        Err(e) => too_large("ELL", e),
+    }
+
+    match Coo::try_from_csr(a) {
+        Ok(coo) => {
+            assert!(fits && coo.rows().is_sorted() && coo.nnz() == a.nnz());
+            same("COO", coo.to_csr());
+        }
+        Err(e) => too_large("COO", e),
+    }
+
+    let hyb = match p.hyb_width {
+        Some(w) => Hyb::try_from_csr_with_width(a, w),
+        None => Hyb::try_from_csr(a),
+    };
+    match hyb {
+        Ok(hyb) => {
+            assert!(fits && hyb.nnz() == a.nnz());
+            assert!(hyb.ell().width() <= p.hyb_width.unwrap_or(usize::MAX).min(max));
+            same("HYB", hyb.to_csr());
+        }
+        // The model's width never pads past the limit; a width asked for may.
+        Err(Error::Format(FormatError::EllPadding { width, .. })) => {
+            let asked = p.hyb_width.expect("HYB's model width was refused for its padding");
+            assert!(fits && width == asked.min(max) && ell_refuses(a, width));
+        }
+        Err(e) => too_large("HYB", e),
+    }
+
+    match Brc::try_from_csr(a, p.b2) {
+        Ok(brc) => {
+            assert!(fits && p.b2 > 0);
+            let mut rows = brc.permutation().to_vec();
+            rows.sort_unstable();
+            assert!(rows.iter().map(|&r| r as usize).eq(0..a.nrows()), "BRC: not a permutation");
+            assert!(brc.block_width().iter().all(|&w| w as usize <= p.b2), "BRC: a block wider than B2");
+            same("BRC", brc.to_csr());
+        }
+        Err(Error::Format(FormatError::InvalidParameter { value: 0, .. })) => assert!(fits && p.b2 == 0),
+        Err(e) => too_large("BRC", e),
+    }
+
+    let window_fits =
+        p.window > 0 && p.window.checked_mul(size_of::<T>()).is_some_and(|b| b <= DENSE_MAX_WINDOW_BYTES);
+    match DenseBlocks::try_from_csr(a, p.window) {
+        Ok(dense) => {
+            assert!(fits && window_fits);
+            let slots = dense.row_offsets();
+            assert_eq!(slots.len(), a.nrows() + 1);
+            assert!(slots.windows(2).all(|w| w[0] <= w[1] && (w[1] - w[0]) % DENSE_GROUP == 0));
+            assert_eq!(dense.nnz(), a.nnz());
+            same("dense blocks", dense.to_csr());
+        }
+        Err(Error::Format(FormatError::InvalidParameter { value, .. })) => {
+            assert!(fits && !window_fits && value == p.window);
+        }
+        Err(e) => too_large("dense blocks", e),
+    }
+}
+
+/// Any bytes read as a Matrix Market file: refused with a Matrix Market error on a line of the input
+/// (or, for summed entries out of range, on none), or read into a matrix within the reader's limits
+/// whose values are finite, which nalgebra-sparse's writer and this reader give back unchanged, and
+/// which an f32 read gives rounded (or refuses, for a value out of f32's range).
+pub fn check_matrix_market(bytes: &[u8]) {
+    let lines = bytes.split(|&b| b == b'\n').count();
+    let refused = |e: Error| match e {
+        Error::MatrixMarket { path: None, line, message } => {
+            assert!(line.is_none_or(|l| (1..=lines + 1).contains(&l)), "line {line:?} of {lines}: {message}");
+            assert!(!message.is_empty());
+        }
+        e => panic!("not a Matrix Market error: {e:?}"),
+    };
+    let single = read_matrix_market_from::<f32>(bytes);
+    match read_matrix_market_from::<f64>(bytes) {
+        Ok(m) => {
+            assert!(m.nrows().max(m.ncols()) <= MAX_DIMENSION);
+            assert!(m.values().iter().all(|v| v.is_finite()));
+            // Written back, repeated entries are summed: the row limit may then refuse what it took.
+            if m.nrows() <= MAX_ROWS_WITHOUT_ENTRIES + MAX_ROWS_PER_ENTRY * m.nnz() {
+                let text = save_to_matrix_market_str(&m);
+                let again =
+                    read_matrix_market_from::<f64>(text.as_bytes()).expect("the writer's output reads");
+                assert_eq!(again, m, "written and read again");
+            }
+            match single {
+                Ok(s) => {
+                    assert_eq!(s.pattern(), m.pattern());
+                    assert!(s.values().iter().zip(m.values()).all(|(&s, &d)| s == f32::from_f64(d)));
+                }
+                Err(e) => refused(e),
+            }
+        }
+        Err(e) => {
+            refused(e);
+            refused(single.expect_err("an input refused in f64 is refused in f32"));
+        }
+    }
+}
