@@ -112,86 +112,110 @@ fn ell_refuses<T: Scalar>(a: CsrRef<'_, T>, width: usize) -> bool {
 /// invariants, or is refused with the error its documentation names. The values of `a` must be small
 /// integers, so that sums are exact in any order.
 pub fn check_conversions<T: Scalar>(a: CsrRef<'_, T>, p: FormatParams) {
-    let u32_max = u32::MAX as usize;
-    let fits = a.nrows() <= u32_max && a.ncols() <= u32_max && a.nnz() <= u32_max;
-    let expected = summed(a);
-    let same = |what: &str, m: CsrMatrix<T>| {
-        assert_eq!((m.nrows(), m.ncols()), (a.nrows(), a.ncols()), "{what}: shape");
-        let got: Vec<_> = m.triplet_iter().map(|(r, c, v)| (r, c, v.to_f64())).collect();
-        assert_eq!(got, expected, "{what}: round trip");
-    };
-    let too_large = |what: &str, e: Error| match e {
-        Error::TooLarge { .. } if !fits => {}
-        e => panic!("{what}: unexpected error {e}"),
-    };
-    let max = a.stats().max;
+    check_ell(a);
+    check_coo(a);
+    check_hyb(a, p.hyb_width);
+    check_brc(a, p.b2);
+    check_dense_blocks(a, p.window);
+}
 
+/// Whether `a`'s sizes fit the kernels' 32-bit indices (else every conversion is `TooLarge`).
+fn fits_u32<T>(a: CsrRef<'_, T>) -> bool {
+    let limit = u32::MAX as usize;
+    a.nrows() <= limit && a.ncols() <= limit && a.nnz() <= limit
+}
+
+/// Asserts that `m`, a conversion's `to_csr`, is `a` with its repeated positions summed.
+fn assert_same<T: Scalar>(what: &str, a: CsrRef<'_, T>, m: CsrMatrix<T>) {
+    assert_eq!((m.nrows(), m.ncols()), (a.nrows(), a.ncols()), "{what}: shape");
+    let got: Vec<_> = m.triplet_iter().map(|(r, c, v)| (r, c, v.to_f64())).collect();
+    assert_eq!(got, summed(a), "{what}: round trip");
+}
+
+/// The error of a conversion refused for a reason other than its own: only `TooLarge`, for a matrix
+/// past the 32-bit sizes.
+fn assert_too_large<T>(what: &str, a: CsrRef<'_, T>, e: Error) {
+    assert!(matches!(e, Error::TooLarge { .. }) && !fits_u32(a), "{what}: unexpected error {e}");
+}
+
+pub fn check_ell<T: Scalar>(a: CsrRef<'_, T>) {
+    let max = a.stats().max;
     match Ell::try_from_csr(a) {
         Ok(ell) => {
-            assert!(fits && !ell_refuses(a, max), "ELL accepted a matrix it must refuse");
+            assert!(fits_u32(a) && !ell_refuses(a, max), "ELL accepted a matrix it must refuse");
             assert_eq!((ell.width(), ell.nnz()), (max, a.nnz()));
-            same("ELL", ell.to_csr());
+            assert_same("ELL", a, ell.to_csr());
         }
         Err(Error::Format(FormatError::EllPadding { width, longest_len, .. })) => {
-            assert!(fits && ell_refuses(a, max) && width == max && longest_len == max);
+            assert!(fits_u32(a) && ell_refuses(a, max) && width == max && longest_len == max);
         }
-        Err(e) => too_large("ELL", e),
+        Err(e) => assert_too_large("ELL", a, e),
     }
+}
 
+pub fn check_coo<T: Scalar>(a: CsrRef<'_, T>) {
     match Coo::try_from_csr(a) {
         Ok(coo) => {
-            assert!(fits && coo.rows().is_sorted() && coo.nnz() == a.nnz());
-            same("COO", coo.to_csr());
+            assert!(fits_u32(a) && coo.rows().is_sorted() && coo.nnz() == a.nnz());
+            assert_same("COO", a, coo.to_csr());
         }
-        Err(e) => too_large("COO", e),
+        Err(e) => assert_too_large("COO", a, e),
     }
+}
 
-    let hyb = match p.hyb_width {
+/// HYB with the ELL width `width`, or the model's for `None`.
+pub fn check_hyb<T: Scalar>(a: CsrRef<'_, T>, width: Option<usize>) {
+    let max = a.stats().max;
+    let hyb = match width {
         Some(w) => Hyb::try_from_csr_with_width(a, w),
         None => Hyb::try_from_csr(a),
     };
     match hyb {
         Ok(hyb) => {
-            assert!(fits && hyb.nnz() == a.nnz());
-            assert!(hyb.ell().width() <= p.hyb_width.unwrap_or(usize::MAX).min(max));
-            same("HYB", hyb.to_csr());
+            assert!(fits_u32(a) && hyb.nnz() == a.nnz());
+            assert!(hyb.ell().width() <= width.unwrap_or(usize::MAX).min(max));
+            assert_same("HYB", a, hyb.to_csr());
         }
         // The model's width never pads past the limit; a width asked for may.
-        Err(Error::Format(FormatError::EllPadding { width, .. })) => {
-            let asked = p.hyb_width.expect("HYB's model width was refused for its padding");
-            assert!(fits && width == asked.min(max) && ell_refuses(a, width));
+        Err(Error::Format(FormatError::EllPadding { width: padded, .. })) => {
+            let asked = width.expect("HYB's model width was refused for its padding");
+            assert!(fits_u32(a) && padded == asked.min(max) && ell_refuses(a, padded));
         }
-        Err(e) => too_large("HYB", e),
+        Err(e) => assert_too_large("HYB", a, e),
     }
+}
 
-    match Brc::try_from_csr(a, p.b2) {
+pub fn check_brc<T: Scalar>(a: CsrRef<'_, T>, b2: usize) {
+    match Brc::try_from_csr(a, b2) {
         Ok(brc) => {
-            assert!(fits && p.b2 > 0);
+            assert!(fits_u32(a) && b2 > 0);
             let mut rows = brc.permutation().to_vec();
             rows.sort_unstable();
             assert!(rows.iter().map(|&r| r as usize).eq(0..a.nrows()), "BRC: not a permutation");
-            assert!(brc.block_width().iter().all(|&w| w as usize <= p.b2), "BRC: a block wider than B2");
-            same("BRC", brc.to_csr());
+            assert!(brc.block_width().iter().all(|&w| w as usize <= b2), "BRC: a block wider than B2");
+            assert_same("BRC", a, brc.to_csr());
         }
-        Err(Error::Format(FormatError::InvalidParameter { value: 0, .. })) => assert!(fits && p.b2 == 0),
-        Err(e) => too_large("BRC", e),
+        Err(Error::Format(FormatError::InvalidParameter { value: 0, .. })) => assert!(fits_u32(a) && b2 == 0),
+        Err(e) => assert_too_large("BRC", a, e),
     }
+}
 
+pub fn check_dense_blocks<T: Scalar>(a: CsrRef<'_, T>, window: usize) {
     let window_fits =
-        p.window > 0 && p.window.checked_mul(size_of::<T>()).is_some_and(|b| b <= DENSE_MAX_WINDOW_BYTES);
-    match DenseBlocks::try_from_csr(a, p.window) {
+        window > 0 && window.checked_mul(size_of::<T>()).is_some_and(|bytes| bytes <= DENSE_MAX_WINDOW_BYTES);
+    match DenseBlocks::try_from_csr(a, window) {
         Ok(dense) => {
-            assert!(fits && window_fits);
+            assert!(fits_u32(a) && window_fits);
             let slots = dense.row_offsets();
             assert_eq!(slots.len(), a.nrows() + 1);
             assert!(slots.windows(2).all(|w| w[0] <= w[1] && (w[1] - w[0]) % DENSE_GROUP == 0));
             assert_eq!(dense.nnz(), a.nnz());
-            same("dense blocks", dense.to_csr());
+            assert_same("dense blocks", a, dense.to_csr());
         }
         Err(Error::Format(FormatError::InvalidParameter { value, .. })) => {
-            assert!(fits && !window_fits && value == p.window);
+            assert!(fits_u32(a) && !window_fits && value == window);
         }
-        Err(e) => too_large("dense blocks", e),
+        Err(e) => assert_too_large("dense blocks", a, e),
     }
 }
 
