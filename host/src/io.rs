@@ -27,7 +27,10 @@
 //!
 //! The CSR is built here, not by nalgebra-sparse's COO to CSR conversion (which allocates `nrows + 1`
 //! offsets several times): a counting sort by row, stable so that repeated entries are summed in file
-//! order, then each row sorted by column where it is not already.
+//! order, then each row sorted by column where it is not already. At its peak the reader holds about
+//! 32 bytes per entry (the entries as read, and the CSR arrays they are sorted into) and the offsets.
+//! Measured on a 425 MB file of 12 million entries: 1.8 s and 390 MB, where nalgebra-sparse's
+//! conversion took 2.1 s and 700 MB.
 //!
 //! Comments (`%` lines) are skipped as bytes, so they may hold any encoding; the header, size and entry
 //! lines must be UTF-8 (ASCII in practice). Values must be finite and within the range of the element

@@ -136,8 +136,8 @@ pub(crate) fn check_dims<T>(a: &CsrRef<'_, T>, x: usize, y: usize) -> Result<()>
 }
 
 /// Whether the product leaves the matrix out: `alpha == 0` (BLAS reads neither `A` nor `x` then) or
-/// `A` has no entries, as on the GPU (`operator::without_matrix`), so that `alpha * 0` with an
-/// infinite `alpha` does not turn `y` into NaN.
+/// `A` has no entries, the cases in which the GPU only scales `y`, so that an infinite `alpha` times
+/// an empty sum does not turn `y` into NaN here either.
 fn without_matrix<T: Scalar>(alpha: T, a: &CsrRef<'_, T>) -> bool {
     alpha == T::ZERO || a.nnz() == 0
 }
