@@ -8,7 +8,7 @@
 use gpu_spmv::io::{MAX_DIMENSION, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, read_matrix_market_from};
 use gpu_spmv::{
     Brc, Coo, CsrError, CsrRef, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Error,
-    FormatError, Hyb, Scalar,
+    FormatError, Hyb, RowStats, Scalar, brc_b2_candidates, hyb_ell_width,
 };
 use nalgebra_sparse::CsrMatrix;
 use nalgebra_sparse::io::save_to_matrix_market_str;
@@ -53,7 +53,8 @@ pub fn first_csr_fault<T>(
 }
 
 /// `CsrRef::try_new` accepts exactly the valid arrays, refuses the others naming their first fault,
-/// and a view it accepts answers every row.
+/// and a view it accepts answers every row. The row statistics and the models that read offsets take
+/// any offsets, CSR or not, without a panic.
 pub fn check_csr_try_new<T: Scalar>(
     nrows: usize,
     ncols: usize,
@@ -61,6 +62,13 @@ pub fn check_csr_try_new<T: Scalar>(
     cols: &[usize],
     values: &[T],
 ) {
+    let stats = RowStats::from_offsets(offsets, ncols);
+    assert!(stats.max <= stats.nnz && stats.empty_rows <= stats.rows);
+    assert!(hyb_ell_width(offsets) <= stats.max);
+    for sms in [0, 132, u32::MAX] {
+        let b2s = brc_b2_candidates(&stats, sms);
+        assert!(!b2s.is_empty() && b2s.is_sorted() && b2s[0] >= 1);
+    }
     let expected = first_csr_fault(nrows, ncols, offsets, cols, values);
     match (CsrRef::try_new(nrows, ncols, offsets, cols, values), expected) {
         (Ok(a), None) => {
