@@ -25,6 +25,12 @@ pub enum Error {
     /// A CPU kernel cannot run on this matrix.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// A CPU kernel needs the column indices of every row in non-decreasing order; those of `row`
+    /// (the first such row) decrease.
+    #[error(
+        "{kernel} needs the column indices of every row in non-decreasing order; those of row {row} do not"
+    )]
+    UnsortedRow { kernel: &'static str, row: usize },
     /// A device buffer was made by another [`crate::Gpu`] (another CUDA context).
     #[error("{0} belongs to another Gpu")]
     ForeignBuffer(&'static str),

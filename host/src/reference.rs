@@ -160,12 +160,10 @@ fn check_chunked<T>(chunk_cols: usize, a: &CsrRef<'_, T>) -> Result<()> {
     if chunk_cols == 0 {
         return Err(Error::Unsupported("the chunked CPU kernel needs chunks of at least one column"));
     }
-    if !(0..a.nrows()).all(|r| a.row(r).0.is_sorted()) {
-        return Err(Error::Unsupported(
-            "the chunked CPU kernel needs the column indices of every row in non-decreasing order",
-        ));
+    match (0..a.nrows()).find(|&r| !a.row(r).0.is_sorted()) {
+        Some(row) => Err(Error::UnsortedRow { kernel: "the chunked CPU kernel", row }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// [`CpuKernel::Chunked`] on a matrix that passed [`check_chunked`].
