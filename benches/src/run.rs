@@ -172,7 +172,7 @@ pub fn bench_matrix<T: Scalar>(
     let zeros = vec![T::ZERO; a.nrows()];
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
     let reference = spmv_f64(one, view, &x, zero, &zeros)?;
-    let scale = error_scale(one, view, &x, zero, &zeros);
+    let scale = error_scale(one, view, &x, zero, &zeros)?;
     let bytes = csr_bytes(a.nrows(), a.ncols(), a.nnz(), size_of::<T>());
     let flops = 2.0 * a.nnz() as f64;
     let record = |variant: &Variant, timing: Timing, err: f64| Record {

@@ -31,7 +31,7 @@ fn main() -> Result<(), Error> {
 
     let (view, y_in) = (CsrRef::from(&a), vec![0.0; a.nrows()]);
     let reference = spmv_f64(1.0, view, &x, 0.0, &y_in)?;
-    let error = max_relative_error(&y, &reference, &error_scale(1.0, view, &x, 0.0, &y_in));
+    let error = max_relative_error(&y, &reference, &error_scale(1.0, view, &x, 0.0, &y_in)?);
     println!("{} on {}: largest relative error {error:.2e}", plan.kernel(), gpu.name());
     assert!(error < 1e-12, "the GPU disagrees with the CPU");
     Ok(())

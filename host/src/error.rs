@@ -25,6 +25,12 @@ pub enum Error {
     /// A CPU kernel cannot run on this matrix.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// A CPU kernel needs the column indices of every row in non-decreasing order; those of `row`
+    /// (the first such row) decrease.
+    #[error(
+        "{kernel} needs the column indices of every row in non-decreasing order; those of row {row} do not"
+    )]
+    UnsortedRow { kernel: &'static str, row: usize },
     /// A device buffer was made by another [`crate::Gpu`] (another CUDA context).
     #[error("{0} belongs to another Gpu")]
     ForeignBuffer(&'static str),
@@ -44,9 +50,15 @@ pub enum Error {
     /// A solver refused its input, or broke down on it.
     #[error("conjugate gradients: {0}")]
     Solve(#[from] SolveError),
-    /// A Matrix Market input is malformed, or of a kind the reader does not take; `line` counts from 1.
-    #[error("Matrix Market{}: {message}", .line.map(|l| format!(", line {l}")).unwrap_or_default())]
-    MatrixMarket { line: Option<usize>, message: String },
+    /// A Matrix Market input is malformed, or of a kind the reader does not take. `path` is the file's
+    /// (`None` for a reader or text); `line` counts from 1 (`None` for a fault of summed entries, which
+    /// the message places by row and column).
+    #[error(
+        "Matrix Market{}{}: {message}",
+        .path.as_ref().map(|p| format!(" file {}", p.display())).unwrap_or_default(),
+        .line.map(|l| format!(", line {l}")).unwrap_or_default()
+    )]
+    MatrixMarket { path: Option<std::path::PathBuf>, line: Option<usize>, message: String },
 }
 
 /// Why CSR arrays were refused.
@@ -71,13 +83,14 @@ pub enum CsrError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {
-    /// ELL pads every row to the longest one; for this matrix that takes more memory than the limit
-    /// (`ELL_MAX_PADDING_RATIO` times the bytes of its CSR form).
+    /// ELL pads every row to `width` entries (the longest row's length for ELL, the ELL part's width
+    /// for HYB); for this matrix that takes more memory than the limit (`ELL_MAX_PADDING_RATIO` times
+    /// the bytes of its CSR form).
     #[error(
-        "ELL would pad every row to {width} entries, the length of row {longest_row}: \
+        "ELL would pad every row to {width} entries (the longest, row {longest_row}, has {longest_len}): \
          {ell_bytes} bytes, over the limit of {limit_bytes}"
     )]
-    EllPadding { longest_row: usize, width: usize, ell_bytes: u128, limit_bytes: u128 },
+    EllPadding { width: usize, longest_row: usize, longest_len: usize, ell_bytes: u128, limit_bytes: u128 },
     /// An element of a local-matrix (LMA) operator names a node past the node count.
     #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
     LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },

@@ -1,5 +1,7 @@
 //! CPU kernels with the same contract as the GPU ones: `y = alpha * A * x + beta * y`, `y` not read
-//! when `beta == 0`. The serial loop in f64 is the oracle of every test.
+//! when `beta == 0`, and neither `A`'s values nor `x` read when `alpha == 0` or `A` has no entries
+//! (`y = beta * y` then: a NaN in `x` does not reach `y`). The serial loop in f64 is the oracle of
+//! every test.
 
 pub mod cg;
 
@@ -18,11 +20,13 @@ pub enum CpuKernel {
     /// Walks x in chunks of `chunk_cols` columns, each chunk once over all rows, so that the part of
     /// x in use stays in cache. It loses to [`CpuKernel::Serial`]: every chunk walks all rows again
     /// (an offset, a cursor and a partial sum per row), while the entries, the bulk of the bytes, are
-    /// read once either way. Kept as a teaching example. Needs rows with sorted column indices.
+    /// read once either way. Kept as a teaching example. Needs the column indices of every row in
+    /// non-decreasing order (repeats allowed).
     Chunked { chunk_cols: usize },
 }
 
-/// `y = alpha * A * x + beta * y` on the CPU.
+/// `y = alpha * A * x + beta * y` on the CPU. The kernel's refusals come first and do not depend on
+/// `alpha`: a refused call leaves `y` as it was.
 pub fn spmv<T: Scalar>(
     kernel: CpuKernel,
     alpha: T,
@@ -32,6 +36,15 @@ pub fn spmv<T: Scalar>(
     y: &mut [T],
 ) -> Result<()> {
     check_dims(&a, x.len(), y.len())?;
+    if let CpuKernel::Chunked { chunk_cols } = kernel {
+        check_chunked(chunk_cols, &a)?;
+    }
+    if without_matrix(alpha, &a) {
+        for yr in y.iter_mut() {
+            *yr = if beta == T::ZERO { T::ZERO } else { beta * *yr };
+        }
+        return Ok(());
+    }
     match kernel {
         CpuKernel::Serial => {
             for (row, yr) in y.iter_mut().enumerate() {
@@ -43,7 +56,7 @@ pub fn spmv<T: Scalar>(
                 *yr = axpby(alpha, row_dot(&a, row, x), beta, *yr);
             });
         }
-        CpuKernel::Chunked { chunk_cols } => chunked(chunk_cols, alpha, &a, x, beta, y)?,
+        CpuKernel::Chunked { chunk_cols } => chunked(chunk_cols, alpha, &a, x, beta, y),
     }
     Ok(())
 }
@@ -51,14 +64,20 @@ pub fn spmv<T: Scalar>(
 /// Rows per rayon task at the least: a row is a few nanoseconds of work, a task far more.
 const RAYON_MIN_ROWS: usize = 4096;
 
-/// `alpha * A * x + beta * y` computed in f64 from inputs of any precision: the test oracle.
+/// `alpha * A * x + beta * y` computed in f64 from inputs of any precision: the test oracle, under the
+/// same contract as [`spmv`] (`A` and `x` not read when `alpha == 0` or `A` has no entries).
 pub fn spmv_f64<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]) -> Result<Vec<f64>> {
     check_dims(&a, x.len(), y.len())?;
+    let skip_matrix = without_matrix(alpha, &a);
     Ok((0..a.nrows())
         .map(|row| {
-            let (cols, vals) = a.row(row);
-            let dot: f64 = cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x[c].to_f64()).sum();
-            let scaled = alpha.to_f64() * dot;
+            let scaled = if skip_matrix {
+                0.0
+            } else {
+                let (cols, vals) = a.row(row);
+                let dot: f64 = cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x[c].to_f64()).sum();
+                alpha.to_f64() * dot
+            };
             if beta == T::ZERO { scaled } else { scaled + beta.to_f64() * y[row].to_f64() }
         })
         .collect())
@@ -66,20 +85,32 @@ pub fn spmv_f64<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]
 
 /// The bound the error of a computed `y[row]` may reach: `sum |a_ij x_j| * |alpha| + |beta y_i|`, the
 /// magnitude the rounding errors of the row scale with (cancellation can make `y[row]` far smaller).
-pub fn error_scale<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]) -> Vec<f64> {
-    (0..a.nrows())
+/// The terms [`spmv`] does not read are left out; refused with [`Error::DimensionMismatch`] like it.
+pub fn error_scale<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]) -> Result<Vec<f64>> {
+    check_dims(&a, x.len(), y.len())?;
+    let skip_matrix = without_matrix(alpha, &a);
+    Ok((0..a.nrows())
         .map(|row| {
-            let (cols, vals) = a.row(row);
-            let abs: f64 = cols.iter().zip(vals).map(|(&c, v)| (v.to_f64() * x[c].to_f64()).abs()).sum();
+            let from_a = if skip_matrix {
+                0.0
+            } else {
+                let (cols, vals) = a.row(row);
+                let abs: f64 = cols.iter().zip(vals).map(|(&c, v)| (v.to_f64() * x[c].to_f64()).abs()).sum();
+                alpha.to_f64().abs() * abs
+            };
             let from_y = if beta == T::ZERO { 0.0 } else { (beta.to_f64() * y[row].to_f64()).abs() };
-            alpha.to_f64().abs() * abs + from_y
+            from_a + from_y
         })
-        .collect()
+        .collect())
 }
 
 /// max over rows of `|y - y_ref| / scale` (scale from [`error_scale`]): the error measure of the tests
-/// and the benchmark. NaN counts as infinite, and rows of scale 0 must match exactly.
+/// and the benchmark. NaN counts as infinite, rows of scale 0 must match exactly, and slices of
+/// different lengths give infinity: a missing result is never exact.
 pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) -> f64 {
+    if y.len() != reference.len() || y.len() != scale.len() {
+        return f64::INFINITY;
+    }
     y.iter()
         .zip(reference)
         .zip(scale)
@@ -106,6 +137,13 @@ pub(crate) fn check_dims<T>(a: &CsrRef<'_, T>, x: usize, y: usize) -> Result<()>
     Ok(())
 }
 
+/// Whether the product leaves the matrix out: `alpha == 0` (BLAS reads neither `A` nor `x` then) or
+/// `A` has no entries, the cases in which the GPU only scales `y`, so that an infinite `alpha` times
+/// an empty sum does not turn `y` into NaN here either.
+fn without_matrix<T: Scalar>(alpha: T, a: &CsrRef<'_, T>) -> bool {
+    alpha == T::ZERO || a.nnz() == 0
+}
+
 fn row_dot<T: Scalar>(a: &CsrRef<'_, T>, row: usize, x: &[T]) -> T {
     let (cols, vals) = a.row(row);
     cols.iter().zip(vals).fold(T::ZERO, |sum, (&c, &v)| v.mul_add(x[c], sum))
@@ -117,20 +155,21 @@ fn axpby<T: Scalar>(alpha: T, sum: T, beta: T, y: T) -> T {
     if beta == T::ZERO { alpha * sum } else { alpha.mul_add(sum, beta * y) }
 }
 
-fn chunked<T: Scalar>(
-    chunk_cols: usize,
-    alpha: T,
-    a: &CsrRef<'_, T>,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) -> Result<()> {
+/// Refuses what [`CpuKernel::Chunked`] cannot run: chunks of no column, or a row whose column indices
+/// decrease (a chunk takes a prefix of what is left of each row). Repeated columns are fine: they are
+/// summed like any entries.
+fn check_chunked<T>(chunk_cols: usize, a: &CsrRef<'_, T>) -> Result<()> {
     if chunk_cols == 0 {
         return Err(Error::Unsupported("the chunked CPU kernel needs chunks of at least one column"));
     }
-    if !a.has_sorted_rows() {
-        return Err(Error::Unsupported("the chunked CPU kernel needs sorted column indices in every row"));
+    match (0..a.nrows()).find(|&r| !a.row(r).0.is_sorted()) {
+        Some(row) => Err(Error::UnsortedRow { kernel: "the chunked CPU kernel", row }),
+        None => Ok(()),
     }
+}
+
+/// [`CpuKernel::Chunked`] on a matrix that passed [`check_chunked`].
+fn chunked<T: Scalar>(chunk_cols: usize, alpha: T, a: &CsrRef<'_, T>, x: &[T], beta: T, y: &mut [T]) {
     let mut sums = vec![T::ZERO; a.nrows()];
     // The next entry of each row not yet consumed: rows are sorted, so a chunk takes a prefix of it.
     let mut cursor: Vec<usize> = a.row_offsets()[..a.nrows()].to_vec();
@@ -148,5 +187,4 @@ fn chunked<T: Scalar>(
     for (yr, sum) in y.iter_mut().zip(sums) {
         *yr = axpby(alpha, sum, beta, *yr);
     }
-    Ok(())
 }

@@ -9,7 +9,7 @@ use gpu_spmv::formats::{
     Brc, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates, brc_model_b2,
     hyb_ell_width,
 };
-use gpu_spmv::{Error, FormatError, Scalar};
+use gpu_spmv::{CsrRef, Error, FormatError, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use std::collections::BTreeMap;
 
@@ -154,10 +154,84 @@ fn bad_parameters_are_refused() {
     let a = Csr::<f64> { nrows: 2, ncols: 2, offsets: vec![0, 1, 2], cols: vec![0, 1], vals: vec![1.0, 2.0] };
     let err = Brc::try_from_csr(a.view(), 0).unwrap_err();
     assert!(matches!(err, Error::Format(FormatError::InvalidParameter { .. })), "{err}");
-    for window in [0, 100_000] {
+    // 2^61 and 2^62 elements of f64 wrap to a small byte count (issue 9).
+    for window in [0, 100_000, 1 << 61, 1 << 62, usize::MAX] {
         let err = DenseBlocks::try_from_csr(a.view(), window).unwrap_err();
         assert!(matches!(err, Error::Format(FormatError::InvalidParameter { .. })), "{err}");
     }
+    let single = Csr::<f32> { nrows: 1, ncols: 1, offsets: vec![0, 1], cols: vec![0], vals: vec![1.0] };
+    for window in [1 << 62, 1 << 63] {
+        let err = DenseBlocks::try_from_csr(single.view(), window).unwrap_err();
+        assert!(matches!(err, Error::Format(FormatError::InvalidParameter { .. })), "{err}");
+    }
+}
+
+/// Issue 9: HYB with a fixed width names that width and, apart, the longest row with its length.
+#[test]
+fn hyb_padding_error_names_width_and_longest_row() {
+    let a = Csr::<f64>::random(&mut rng("hyb padding"), 1000, 1000, false, |r| if r == 7 { 100 } else { 0 });
+    let Err(err) = Hyb::try_from_csr_with_width(a.view(), 5) else { panic!("HYB accepted width 5") };
+    let Error::Format(FormatError::EllPadding { width, longest_row, longest_len, .. }) = err else {
+        panic!("{err}")
+    };
+    assert_eq!((width, longest_row, longest_len), (5, 7, 100));
+    assert!(err.to_string().contains("pad every row to 5 entries (the longest, row 7, has 100)"), "{err}");
+}
+
+/// Issue 9: the conversions check the 32-bit sizes before they read the rows; HYB's model width was
+/// computed first, from a vector of every row's length.
+#[test]
+fn hyb_checks_its_sizes_first() {
+    let wide = CsrRef::<f32>::try_new(1, 1 << 32, &[0, 0], &[], &[]).unwrap();
+    assert!(matches!(Hyb::try_from_csr(wide), Err(Error::TooLarge { what: "the column count", .. })));
+}
+
+/// Issue 9, at full size: 2^32 + 1 rows aborted `Hyb::try_from_csr`. Needs 32 GiB of row offsets.
+#[test]
+#[ignore = "needs 33 GiB of memory: run with --ignored --release on a large machine"]
+fn hyb_refuses_2_to_the_32_plus_1_rows() {
+    let rows = (1 << 32) + 1;
+    let offsets = vec![0usize; rows + 1];
+    let a = CsrRef::<f32>::try_new(rows, 1, &offsets, &[], &[]).unwrap();
+    assert!(matches!(Hyb::try_from_csr(a), Err(Error::TooLarge { what: "the row count", .. })));
+}
+
+/// Issue 9, at full size: 2^28 rows of one entry pad to 2^32 dense-block slots, refused before the
+/// slots are built (the conversion grew to 9.4 GB first). Needs 5 GiB for the matrix itself.
+#[test]
+#[ignore = "needs 6 GiB of memory and a release build: run with --ignored --release"]
+fn dense_blocks_refuse_their_padding_before_building_it() {
+    let rows = 1 << 28;
+    let offsets: Vec<usize> = (0..=rows).collect();
+    let (cols, vals) = (vec![0usize; rows], vec![1.0f32; rows]);
+    let a = CsrRef::try_new(rows, 1, &offsets, &cols, &vals).unwrap();
+    let err = DenseBlocks::try_from_csr(a, 64).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { value, .. } if value == 1 << 32), "{err}");
+}
+
+/// Issue 9: offsets that are not CSR and statistics out of any GPU's range give answers of no use,
+/// never an overflow panic in a debug build.
+#[test]
+fn models_take_any_input_without_overflow() {
+    assert_eq!(hyb_ell_width(&[3, 1]), 0);
+    let decreasing: Vec<usize> = (0..5000).rev().collect();
+    assert_eq!(hyb_ell_width(&decreasing), 0);
+    let huge = RowStats {
+        rows: usize::MAX,
+        cols: usize::MAX,
+        nnz: usize::MAX,
+        mean: f64::MAX,
+        std_dev: f64::MAX,
+        max: usize::MAX,
+        empty_rows: 0,
+    };
+    for sms in [0, 1, u32::MAX] {
+        let candidates = brc_b2_candidates(&huge, sms);
+        assert!(!candidates.is_empty() && candidates.is_sorted(), "{sms} SMs: {candidates:?}");
+        assert!(brc_model_b2(&huge, sms) >= 1);
+    }
+    let nan = RowStats { mean: f64::NAN, std_dev: f64::NAN, ..huge };
+    assert!(!brc_b2_candidates(&nan, 0).is_empty());
 }
 
 #[test]

@@ -60,7 +60,7 @@ fn lma_products<T: Scalar>(test: &str) {
         let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
         let view = CsrRef::from(&csr);
         let reference = spmv_f64(alpha, view, &x, beta, &y0).unwrap();
-        let scale = error_scale(alpha, view, &x, beta, &y0);
+        let scale = error_scale(alpha, view, &x, beta, &y0).unwrap();
         let mut cpu = y0.clone();
         lma.spmv(alpha, &x, beta, &mut cpu).unwrap();
         for kernel in [LmaKernel::Atomic, LmaKernel::Coloured] {

@@ -1,15 +1,19 @@
 //! The Matrix Market reader: hand-written files of every supported kind, malformed files with the line
-//! at fault, fixture files on disk, and agreement with nalgebra-sparse's reader and writer.
+//! at fault, fixture files on disk, agreement with nalgebra-sparse's reader and writer, and the inputs
+//! that once aborted it or read wrong (issue 9): huge declared sizes, endless lines, values out of
+//! range, comments in other encodings, errors without their file, links to files.
 
 mod common;
 
 use gpu_spmv::Error;
 use gpu_spmv::io::{
-    matrix_market_files, parse_matrix_market, pattern_value, read_matrix_market, read_matrix_market_from,
+    MAX_LINE_BYTES, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, matrix_market_files, parse_matrix_market,
+    pattern_value, read_matrix_market, read_matrix_market_from,
 };
 use nalgebra_sparse::CsrMatrix;
 use nalgebra_sparse::io::{load_coo_from_matrix_market_str, save_to_matrix_market_str};
 use rand::Rng;
+use std::io::{BufReader, Read};
 use std::path::PathBuf;
 
 /// The matrix as dense rows.
@@ -28,7 +32,7 @@ fn data(file: &str) -> PathBuf {
 /// The line and message of a Matrix Market error, or a panic naming what came instead.
 fn mm_error(text: &str) -> (Option<usize>, String) {
     match parse_matrix_market::<f64>(text) {
-        Err(Error::MatrixMarket { line, message }) => (line, message),
+        Err(Error::MatrixMarket { path: None, line, message }) => (line, message),
         other => panic!("expected a Matrix Market error, got {other:?}\n{text}"),
     }
 }
@@ -189,7 +193,7 @@ fn errors_display_their_line() {
 fn invalid_utf8_is_refused_with_its_line() {
     let bytes = b"%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 \xff\n";
     match read_matrix_market_from::<f64>(&bytes[..]) {
-        Err(Error::MatrixMarket { line: Some(3), message }) => assert!(message.contains("UTF-8")),
+        Err(Error::MatrixMarket { line: Some(3), message, .. }) => assert!(message.contains("UTF-8")),
         other => panic!("{other:?}"),
     }
 }
@@ -249,4 +253,144 @@ fn agrees_with_nalgebra_sparse_on_real_files() {
     let text = std::fs::read_to_string(data("lower_symmetric.mtx")).unwrap();
     let theirs = CsrMatrix::from(&load_coo_from_matrix_market_str::<f64>(&text).unwrap());
     assert_eq!(parse_matrix_market::<f64>(&text).unwrap(), theirs);
+}
+
+const GENERAL: &str = "%%MatrixMarket matrix coordinate real general\n";
+
+/// A fresh, empty folder for this test under cargo's scratch space.
+fn scratch(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("io").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn dimensions_without_the_entries_to_justify_them_are_refused_on_the_size_line() {
+    // 4294967295 rows would take 32 GiB of row offsets (this input aborted the process).
+    for size in ["4294967295 4294967295 0", "100000000 1 0", "4294967295 1 1"] {
+        let (line, message) = mm_error(&format!("{GENERAL}{size}\n"));
+        assert_eq!(line, Some(2), "{message}");
+        assert!(message.contains("limit"), "{message}");
+    }
+    // The limit: MAX_ROWS_WITHOUT_ENTRIES rows, plus MAX_ROWS_PER_ENTRY per entry (mirrored ones too).
+    let limit = MAX_ROWS_WITHOUT_ENTRIES + MAX_ROWS_PER_ENTRY;
+    let m = parse_matrix_market::<f32>(&format!("{GENERAL}{limit} 1 1\n{limit} 1 1\n")).unwrap();
+    assert_eq!((m.nrows(), m.nnz()), (limit, 1));
+    assert_eq!(mm_error(&format!("{GENERAL}{} 1 1\n1 1 1\n", limit + 1)).0, Some(2));
+    let symmetric = "%%MatrixMarket matrix coordinate real symmetric\n";
+    let rows = MAX_ROWS_WITHOUT_ENTRIES + 2 * MAX_ROWS_PER_ENTRY;
+    assert_eq!(mm_error(&format!("{symmetric}{} {0} 1\n", rows + 1)).0, Some(2));
+    // Columns allocate nothing: a single row may have u32::MAX - 1 of them.
+    let m = parse_matrix_market::<f64>(&format!("{GENERAL}1 4294967295 1\n1 4294967295 2\n")).unwrap();
+    assert_eq!((m.ncols(), m.row(0).col_indices()), (4294967295, &[4294967294][..]));
+}
+
+#[test]
+fn a_declared_count_is_not_trusted() {
+    // 10^12 entries declared, one held: nothing is reserved from the count, and it is refused at the end.
+    let (line, message) = mm_error(&format!("{GENERAL}2 2 1000000000000\n1 1 1\n"));
+    assert_eq!(line, Some(2));
+    assert!(message.contains("declares 1000000000000 entries, but the file holds 1"), "{message}");
+    let (line, _) = mm_error(&format!("{GENERAL}2 2 18446744073709551615\n"));
+    assert_eq!(line, Some(2));
+}
+
+#[test]
+fn lines_are_read_up_to_the_limit() {
+    // A line of the limit's length is read; one byte more is refused with its line.
+    let comment = |len: usize| format!("%{}", "x".repeat(len - 1));
+    let at_limit = format!("{GENERAL}{}\n1 1 1\n1 1 2\n", comment(MAX_LINE_BYTES));
+    assert_eq!(parse_matrix_market::<f64>(&at_limit).unwrap().nnz(), 1);
+    let at_end = format!("{GENERAL}1 1 1\n1 1 {}", "2".repeat(MAX_LINE_BYTES - 4));
+    assert!(matches!(parse_matrix_market::<f64>(&at_end), Err(Error::MatrixMarket { line: Some(3), .. })));
+    for too_long in [
+        format!("{GENERAL}{}\n1 1 0\n", comment(MAX_LINE_BYTES + 1)),
+        format!("{GENERAL}1 1 1\n1 1 {}", "2".repeat(MAX_LINE_BYTES)),
+    ] {
+        let (line, message) = mm_error(&too_long);
+        assert!(line == Some(2) || line == Some(3), "{line:?}");
+        assert!(message.contains(&format!("longer than {MAX_LINE_BYTES} bytes")), "{message}");
+    }
+    // A line that never ends is refused after the limit, not buffered whole.
+    let start = format!("{GENERAL}1 1 1\n");
+    let endless = start.as_bytes().chain(std::io::repeat(b' '));
+    match read_matrix_market_from::<f64>(BufReader::new(endless)) {
+        Err(Error::MatrixMarket { line: Some(3), message, .. }) => assert!(message.contains("longer")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn comments_may_hold_any_bytes() {
+    let bytes =
+        b"%%MatrixMarket matrix coordinate real general\n% caf\xe9 (Latin-1)\n1 1 1\n% \xff\xfe\n1 1 2\n";
+    let m = read_matrix_market_from::<f64>(&bytes[..]).unwrap();
+    assert_eq!(m.values(), [2.0]);
+}
+
+#[test]
+fn values_must_be_finite_in_the_element_type() {
+    for word in ["nan", "NaN", "inf", "-inf", "infinity", "1e400", "-1e309"] {
+        let text = format!("{GENERAL}2 2 2\n1 1 1\n2 2 {word}\n");
+        for (line, message) in [mm_error(&text), mm_error32(&text)] {
+            assert_eq!(line, Some(4), "{word}: {message}");
+            assert!(message.contains(&format!("`{word}` is not a finite number")), "{message}");
+        }
+    }
+    // 1e39 is finite in f64 only; 1e-50 rounds to 0 in f32, as any value rounds to the nearest.
+    let text = format!("{GENERAL}1 1 1\n1 1 1e39\n");
+    assert_eq!(parse_matrix_market::<f64>(&text).unwrap().values(), [1e39]);
+    let (line, message) = mm_error32(&text);
+    assert_eq!(line, Some(3));
+    assert!(message.contains("f32"), "{message}");
+    let tiny = parse_matrix_market::<f32>(&format!("{GENERAL}1 1 1\n1 1 1e-50\n")).unwrap();
+    assert_eq!(tiny.values(), [0.0]);
+    // Repeated entries whose sum leaves the range are refused naming their position.
+    let in_f32 = format!("{GENERAL}2 3 3\n1 1 1\n2 3 3e38\n2 3 3e38\n");
+    assert_eq!(parse_matrix_market::<f64>(&in_f32).unwrap().values(), [1.0, 6e38]);
+    let in_f64 = format!("{GENERAL}2 3 3\n1 1 1\n2 3 1.7e308\n2 3 1.7e308\n");
+    for (line, message) in [mm_error32(&in_f32), mm_error(&in_f64)] {
+        assert_eq!(line, None, "{message}");
+        assert!(message.contains("at (2, 3)"), "{message}");
+    }
+}
+
+/// [`mm_error`] for an f32 read.
+fn mm_error32(text: &str) -> (Option<usize>, String) {
+    match parse_matrix_market::<f32>(text) {
+        Err(Error::MatrixMarket { path: None, line, message }) => (line, message),
+        other => panic!("expected a Matrix Market error, got {other:?}\n{text}"),
+    }
+}
+
+#[test]
+fn errors_from_a_file_name_it() {
+    let dir = scratch("errors_from_a_file_name_it");
+    let file = dir.join("bad.mtx");
+    std::fs::write(&file, format!("{GENERAL}2 2 1\n3 1 1\n")).unwrap();
+    let err = read_matrix_market::<f64>(&file).unwrap_err();
+    let Error::MatrixMarket { path: Some(path), line: Some(3), .. } = &err else { panic!("{err:?}") };
+    assert_eq!(path, &file);
+    assert_eq!(
+        err.to_string(),
+        format!("Matrix Market file {}, line 3: row index 3 is out of range 1..=2", file.display())
+    );
+}
+
+#[test]
+fn links_to_mtx_files_are_listed() {
+    let dir = scratch("links_to_mtx_files_are_listed");
+    std::os::unix::fs::symlink(data("pattern_general.mtx"), dir.join("b.mtx")).unwrap();
+    std::fs::write(dir.join("a.mtx"), format!("{GENERAL}1 1 0\n")).unwrap();
+    std::fs::create_dir(dir.join("c.mtx")).unwrap();
+    std::os::unix::fs::symlink(dir.join("c.mtx"), dir.join("d.mtx")).unwrap();
+    assert_eq!(matrix_market_files(&dir).unwrap(), [dir.join("a.mtx"), dir.join("b.mtx")]);
+    assert_eq!(read_matrix_market::<f64>(dir.join("b.mtx")).unwrap().nnz(), 4);
+    // A link to nowhere is an error naming it, not a file silently left out.
+    std::os::unix::fs::symlink(dir.join("missing"), dir.join("e.mtx")).unwrap();
+    match matrix_market_files(&dir) {
+        Err(Error::Io { path: Some(path), .. }) => assert_eq!(path, dir.join("e.mtx")),
+        other => panic!("{other:?}"),
+    }
 }

@@ -4,8 +4,10 @@
 //!   write `host/ptx/kernels.ptx`; with `--check`, fail if the committed file differs from a fresh build.
 //! - `test`: the whole test suite and the library's examples (the GPU tests and examples skip,
 //!   saying why, on a machine without a GPU).
+//! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/`, N seconds each (see `fuzz.rs`).
 //! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
 
+mod fuzz;
 mod ptx;
 
 use std::path::PathBuf;
@@ -16,9 +18,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ptx") => ptx::task(&args[1..]),
         Some("test") => test(&args[1..]),
+        Some("fuzz") => fuzz::task(&args[1..]),
         Some("bench") => bench(&args[1..]),
         _ => Err(format!(
-            "usage: cargo xtask <ptx [--check] | test [CARGO TEST ARGS] | bench [BENCH ARGS]>\n{}",
+            "usage: cargo xtask <ptx [--check] | test [CARGO TEST ARGS] | fuzz [--seconds N] [TARGET...] | \
+             bench [BENCH ARGS]>\n{}",
             "  bench --help lists the benchmark's options"
         )),
     };
@@ -41,6 +45,17 @@ pub(crate) fn root() -> PathBuf {
 pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     let status = cmd.status().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}")) }
+}
+
+/// `cargo +TOOLCHAIN` in the root, for a toolchain named explicitly (the kernels' nightly): without
+/// what the outer (stable) cargo and rustup set for us, or the inner cargo would use the stable rustc.
+pub(crate) fn nightly_cargo(toolchain: &str) -> Command {
+    let mut cmd = Command::new("cargo");
+    for var in ["RUSTC", "RUSTDOC", "RUSTC_WRAPPER", "RUSTUP_TOOLCHAIN", "CARGO", "CARGO_TARGET_DIR"] {
+        cmd.env_remove(var);
+    }
+    cmd.env_remove("CARGO_ENCODED_RUSTFLAGS").current_dir(root()).arg(format!("+{toolchain}"));
+    cmd
 }
 
 /// A `cargo` command on the workspace's own (stable) toolchain.

@@ -1,6 +1,6 @@
 //! `cargo xtask ptx`: the kernels to PTX with rustc's nvptx64 backend.
 
-use crate::{root, run};
+use crate::{nightly_cargo, root, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,17 +19,9 @@ fn build(check: bool) -> Result<(), String> {
     let toolchain = pinned_toolchain(&root)?;
     ensure_toolchain(&toolchain)?;
     let target_dir = root.join("target/ptx");
-    let mut cmd = Command::new("cargo");
-    // The nightly is named explicitly; clear what the outer (stable) cargo and rustup set for us, or the
-    // inner cargo would use the stable rustc.
-    for var in ["RUSTC", "RUSTDOC", "RUSTC_WRAPPER", "RUSTUP_TOOLCHAIN", "CARGO", "CARGO_TARGET_DIR"] {
-        cmd.env_remove(var);
-    }
-    cmd.env_remove("CARGO_ENCODED_RUSTFLAGS")
-        // Set through RUSTFLAGS so that `core`, built by -Zbuild-std, gets the same target CPU.
-        .env("RUSTFLAGS", format!("-C target-cpu={TARGET_CPU}"))
-        .current_dir(&root)
-        .arg(format!("+{toolchain}"))
+    let mut cmd = nightly_cargo(&toolchain);
+    // Set through RUSTFLAGS so that `core`, built by -Zbuild-std, gets the same target CPU.
+    cmd.env("RUSTFLAGS", format!("-C target-cpu={TARGET_CPU}"))
         .args(["rustc", "--package", "kernels-gpu", "--profile", "ptx"])
         .args(["--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core", "--crate-type", "cdylib"])
         .arg("--target-dir")
@@ -62,7 +54,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
 }
 
 /// The channel pinned in `kernels-gpu/rust-toolchain.toml`.
-fn pinned_toolchain(root: &Path) -> Result<String, String> {
+pub(crate) fn pinned_toolchain(root: &Path) -> Result<String, String> {
     let path: PathBuf = root.join("kernels-gpu/rust-toolchain.toml");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     text.lines()
@@ -75,7 +67,7 @@ fn pinned_toolchain(root: &Path) -> Result<String, String> {
 
 /// Installs the pinned nightly with its components unless it is already there. Machines here set
 /// `RUSTUP_AUTO_INSTALL=0`, so nothing else would install it.
-fn ensure_toolchain(toolchain: &str) -> Result<(), String> {
+pub(crate) fn ensure_toolchain(toolchain: &str) -> Result<(), String> {
     let listed = Command::new("rustup")
         .args(["toolchain", "list"])
         .output()

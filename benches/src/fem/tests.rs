@@ -103,7 +103,7 @@ fn check_lma<T: Scalar>(rng: &mut ChaCha8Rng, p: &Poisson) {
     lma.spmv(alpha, &x, beta, &mut y).unwrap();
     let view = CsrRef::from(&csr);
     let reference = spmv_f64(alpha, view, &x, beta, &y0).unwrap();
-    let scale = error_scale(alpha, view, &x, beta, &y0);
+    let scale = error_scale(alpha, view, &x, beta, &y0).unwrap();
     let err = max_relative_error(&y, &reference, &scale);
     // An element row sums m products and a node adds at most 4 rows (k + 1)^2 <= 25: well within
     // 64 roundings.

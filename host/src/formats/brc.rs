@@ -38,17 +38,22 @@ pub fn brc_model_b2(stats: &RowStats, sm_count: u32) -> usize {
     #[allow(clippy::cast_possible_truncation)] // non-negative and at most the longest row
     let model = model as usize;
     let resident_warps = sm_count as usize * RESIDENT_WARPS_PER_SM;
+    // 0 SMs (no GPU described) leaves the model uncapped.
     let filling = stats.nnz / (B1 * resident_warps).max(1);
     model.min(filling).max(1)
 }
 
 /// The B2 values to auto-tune over: the model's value ([`brc_model_b2`]) times 1/4, 1/2, 1, 2 and 4,
-/// kept between 1 and the longest row, ascending and distinct.
+/// kept between 1 and the longest row, ascending and distinct. (Saturating: statistics of any size,
+/// even 0 SMs, give candidates, not an overflow.)
 pub fn brc_b2_candidates(stats: &RowStats, sm_count: u32) -> Vec<usize> {
     let model = brc_model_b2(stats, sm_count);
     let longest = stats.max.max(1);
     let mut candidates: Vec<usize> =
-        [model / 4, model / 2, model, model * 2, model * 4].iter().map(|&b| b.clamp(1, longest)).collect();
+        [model / 4, model / 2, model, model.saturating_mul(2), model.saturating_mul(4)]
+            .iter()
+            .map(|&b| b.clamp(1, longest))
+            .collect();
     candidates.sort_unstable();
     candidates.dedup();
     candidates

@@ -79,6 +79,10 @@ impl<'a, T> CsrRef<'a, T> {
     }
 
     /// The column indices and values of row `row`.
+    ///
+    /// # Panics
+    ///
+    /// If `row >= nrows`, like a slice index out of bounds.
     pub fn row(&self, row: usize) -> (&'a [usize], &'a [T]) {
         let range = self.row_offsets[row]..self.row_offsets[row + 1];
         (&self.col_indices[range.clone()], &self.values[range])
@@ -120,11 +124,13 @@ pub struct RowStats {
 }
 
 impl RowStats {
-    /// Statistics of the rows described by valid CSR row offsets.
+    /// Statistics of the rows described by CSR row offsets. Offsets that are not CSR give statistics
+    /// of no use but no panic: a decrease counts as an empty row, and `nnz` is the sum of the lengths
+    /// (saturating), which for CSR offsets is their last.
     pub fn from_offsets(row_offsets: &[usize], cols: usize) -> Self {
         let rows = row_offsets.len().saturating_sub(1);
-        let nnz = row_offsets.last().copied().unwrap_or(0);
-        let lengths = || row_offsets.windows(2).map(|w| w[1] - w[0]);
+        let lengths = || row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0]));
+        let nnz = lengths().fold(0, usize::saturating_add);
         let mean = if rows == 0 { 0.0 } else { nnz as f64 / rows as f64 };
         let variance = if rows == 0 {
             0.0

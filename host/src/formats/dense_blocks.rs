@@ -11,7 +11,7 @@
 //! COO remainder that the accumulating COO kernel applies after, so any matrix works. Baskaran &
 //! Bordawekar found the format rarely pays off; it is kept simple.
 
-use super::convert::{canonical_csr, check_u32_dims, index32};
+use super::convert::{canonical_csr, check_u32_dims, index32, narrow, par_fill_segments};
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::coo::Coo;
@@ -39,15 +39,8 @@ pub const DENSE_MIN_CAPTURE: f64 = 0.5;
 const ROWS: usize = DENSE_BLOCK_ROWS as usize;
 const GROUP: usize = DENSE_ROW_THREADS as usize;
 
-/// One block of rows, converted: its window, its padded slots row by row, and its remainder.
-#[derive(Debug)]
-struct Block<T> {
-    window_start: u32,
-    row_slots: Vec<usize>,
-    cols: Vec<u32>,
-    values: Vec<T>,
-    rest: Vec<(u32, u32, T)>,
-}
+/// Rows per rayon task when counting and filling slots: enough work to amortise a task.
+const ROWS_PER_TASK: usize = 4096;
 
 /// A matrix in dense blocks plus a COO remainder.
 #[derive(Debug, Clone)]
@@ -66,10 +59,14 @@ pub struct DenseBlocks<T> {
 impl<T: Scalar> DenseBlocks<T> {
     /// Converts `a` with windows of `window` columns ([`DENSE_WINDOW`] is a good start); refused with
     /// [`FormatError::InvalidParameter`] for a window of 0 or over [`DENSE_MAX_WINDOW_BYTES`], and with
-    /// [`crate::Error::TooLarge`] when a dimension or the padded entry count does not fit 32 bits.
+    /// [`crate::Error::TooLarge`] when a dimension or the padded entry count does not fit 32 bits,
+    /// found before anything of the padded size is allocated.
     pub fn try_from_csr(a: CsrRef<'_, T>, window: usize) -> Result<Self> {
         check_u32_dims(&a)?;
-        if window == 0 || window * size_of::<T>() > DENSE_MAX_WINDOW_BYTES {
+        if window
+            .checked_mul(size_of::<T>())
+            .is_none_or(|bytes| window == 0 || bytes > DENSE_MAX_WINDOW_BYTES)
+        {
             let expected = "at least 1, with the window's elements in DENSE_MAX_WINDOW_BYTES";
             return Err(FormatError::InvalidParameter {
                 what: "the dense-block window",
@@ -78,33 +75,70 @@ impl<T: Scalar> DenseBlocks<T> {
             }
             .into());
         }
-        let blocks: Vec<Block<T>> =
-            (0..a.nrows().div_ceil(ROWS)).into_par_iter().map(|b| convert_block(&a, b, window)).collect();
-        let mut row_offsets = Vec::with_capacity(a.nrows() + 1);
-        row_offsets.push(0usize);
-        for len in blocks.iter().flat_map(|b| &b.row_slots) {
-            row_offsets.push(row_offsets[row_offsets.len() - 1] + len);
-        }
-        let stored = row_offsets[a.nrows()];
-        crate::formats::convert::narrow("the dense blocks' padded entry count", stored)?;
-        let (mut cols, mut values) = (Vec::with_capacity(stored), Vec::with_capacity(stored));
-        let (mut rest_rows, mut rest_cols, mut rest_values) = (Vec::new(), Vec::new(), Vec::new());
-        for block in &blocks {
-            cols.extend_from_slice(&block.cols);
-            values.extend_from_slice(&block.values);
-            for &(r, c, v) in &block.rest {
-                rest_rows.push(r);
-                rest_cols.push(c);
-                rest_values.push(v);
+        let window_start: Vec<u32> =
+            (0..a.nrows().div_ceil(ROWS)).into_par_iter().map(|b| block_window(&a, b, window)).collect();
+        let in_window = |r: usize, c: usize| {
+            let start = window_start[r / ROWS];
+            start != DENSE_NO_WINDOW && c >= start as usize && c - (start as usize) < window
+        };
+        let held = |r: usize| a.row(r).0.iter().filter(|&&c| in_window(r, c)).count();
+        // The padded size is checked before anything is sized by it: 2^28 rows of one entry each
+        // would pad to 2^32 slots, and must be refused before a slot or a per-row count is allocated.
+        let stored: usize = (0..a.nrows())
+            .into_par_iter()
+            .with_min_len(ROWS_PER_TASK)
+            .map(|r| held(r).next_multiple_of(GROUP))
+            .sum();
+        narrow("the dense blocks' padded entry count", stored)?;
+
+        let held: Vec<usize> = (0..a.nrows()).into_par_iter().with_min_len(ROWS_PER_TASK).map(held).collect();
+        let slot_offsets = prefix_sums(held.iter().map(|&h| h.next_multiple_of(GROUP)));
+        let rest_offsets = prefix_sums(a.row_offsets().windows(2).zip(&held).map(|(w, &h)| w[1] - w[0] - h));
+        drop(held);
+        let window_entries = |r: usize| {
+            let (cols, values) = a.row(r);
+            cols.iter().zip(values).filter(move |&(&c, _)| in_window(r, c))
+        };
+        let rest_entries = |r: usize| {
+            let (cols, values) = a.row(r);
+            cols.iter().zip(values).filter(move |&(&c, _)| !in_window(r, c))
+        };
+
+        let mut cols = vec![PAD_COL; stored];
+        par_fill_segments(&slot_offsets, &mut cols, ROWS_PER_TASK, |r, slots| {
+            let start = window_start[r / ROWS] as usize;
+            for (slot, (&c, _)) in slots.iter_mut().zip(window_entries(r)) {
+                *slot = index32(c - start);
             }
-        }
+        });
+        let mut values = vec![T::ZERO; stored];
+        par_fill_segments(&slot_offsets, &mut values, ROWS_PER_TASK, |r, slots| {
+            for (slot, (_, &v)) in slots.iter_mut().zip(window_entries(r)) {
+                *slot = v;
+            }
+        });
+        let rest = rest_offsets[a.nrows()];
+        let mut rest_rows = vec![0; rest];
+        par_fill_segments(&rest_offsets, &mut rest_rows, ROWS_PER_TASK, |r, seg| seg.fill(index32(r)));
+        let mut rest_cols = vec![0; rest];
+        par_fill_segments(&rest_offsets, &mut rest_cols, ROWS_PER_TASK, |r, seg| {
+            for (slot, (&c, _)) in seg.iter_mut().zip(rest_entries(r)) {
+                *slot = index32(c);
+            }
+        });
+        let mut rest_values = vec![T::ZERO; rest];
+        par_fill_segments(&rest_offsets, &mut rest_values, ROWS_PER_TASK, |r, seg| {
+            for (slot, (_, &v)) in seg.iter_mut().zip(rest_entries(r)) {
+                *slot = v;
+            }
+        });
         Ok(Self {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
             window,
-            window_start: blocks.iter().map(|b| b.window_start).collect(),
-            row_offsets: row_offsets.iter().map(|&o| index32(o)).collect(),
+            window_start,
+            row_offsets: slot_offsets.iter().map(|&o| index32(o)).collect(),
             cols,
             values,
             remainder: Coo::from_sorted(a.nrows(), a.ncols(), rest_rows, rest_cols, rest_values),
@@ -188,40 +222,31 @@ fn best_window(sorted_cols: &[usize], window: usize) -> (usize, usize) {
     best
 }
 
-/// Block `b` of `a`: rows `b * ROWS ..` and their split between window and remainder.
-fn convert_block<T: Scalar>(a: &CsrRef<'_, T>, b: usize, window: usize) -> Block<T> {
-    let rows = b * ROWS..((b + 1) * ROWS).min(a.nrows());
+/// The first column of the window of block `b` of `a` (rows `b * ROWS ..`), or `DENSE_NO_WINDOW` when
+/// the best window holds less than [`DENSE_MIN_CAPTURE`] of the block's entries.
+fn block_window<T>(a: &CsrRef<'_, T>, b: usize, window: usize) -> u32 {
     let offsets = a.row_offsets();
-    let entries = offsets[rows.start]..offsets[rows.end];
+    let entries = offsets[b * ROWS]..offsets[((b + 1) * ROWS).min(a.nrows())];
     let mut sorted: Vec<usize> = a.col_indices()[entries.clone()].to_vec();
     sorted.sort_unstable();
     let (start, held) = best_window(&sorted, window);
-    let has_window = held > 0 && held as f64 >= DENSE_MIN_CAPTURE * entries.len() as f64;
-    let in_window = |c: usize| has_window && c >= start && c - start < window;
-    let mut block = Block {
-        window_start: if has_window { index32(start) } else { DENSE_NO_WINDOW },
-        row_slots: Vec::with_capacity(rows.len()),
-        cols: Vec::new(),
-        values: Vec::new(),
-        rest: Vec::new(),
-    };
-    for r in rows {
-        let (cols, values) = a.row(r);
-        let before = block.cols.len();
-        for (&c, &v) in cols.iter().zip(values) {
-            if in_window(c) {
-                block.cols.push(index32(c - start));
-                block.values.push(v);
-            } else {
-                block.rest.push((index32(r), index32(c), v));
-            }
-        }
-        let padded = (block.cols.len() - before).next_multiple_of(GROUP) + before;
-        block.cols.resize(padded, PAD_COL);
-        block.values.resize(padded, T::ZERO);
-        block.row_slots.push(padded - before);
+    if held > 0 && held as f64 >= DENSE_MIN_CAPTURE * entries.len() as f64 {
+        index32(start)
+    } else {
+        DENSE_NO_WINDOW
     }
-    block
+}
+
+/// `[0, l0, l0 + l1, ...]`: the offsets of consecutive segments of the given lengths.
+fn prefix_sums(lengths: impl ExactSizeIterator<Item = usize>) -> Vec<usize> {
+    let mut offsets = Vec::with_capacity(lengths.len() + 1);
+    let mut sum = 0;
+    offsets.push(sum);
+    for len in lengths {
+        sum += len;
+        offsets.push(sum);
+    }
+    offsets
 }
 
 #[cfg(test)]
@@ -267,5 +292,14 @@ mod tests {
         assert!(DenseBlocks::try_from_csr(a, 0).is_err());
         assert!(DenseBlocks::try_from_csr(a, 6 * 1024).is_ok());
         assert!(DenseBlocks::try_from_csr(a, 6 * 1024 + 1).is_err());
+        // `window * 8` would wrap to 0 or to a small size.
+        for window in [1 << 61, (1 << 61) + 1, usize::MAX] {
+            assert!(matches!(
+                DenseBlocks::try_from_csr(a, window),
+                Err(crate::Error::Format(FormatError::InvalidParameter { value, .. })) if value == window
+            ));
+        }
+        let a = CsrRef::try_new(1, 1, &[0, 1], &[0], &[1.0f32]).unwrap();
+        assert!(DenseBlocks::try_from_csr(a, 1 << 62).is_err());
     }
 }

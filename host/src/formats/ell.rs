@@ -119,7 +119,8 @@ impl<T: Scalar> Ell<T> {
 }
 
 /// Refuses `width` slots per row of `a` when they take over [`ELL_MAX_PADDING_RATIO`] times the bytes
-/// of `a` in CSR with 32-bit indices, naming the longest row.
+/// of `a` in CSR with 32-bit indices, naming the longest row and its length (which `width` may be
+/// below, for HYB's ELL part).
 pub(crate) fn check_padding<T>(a: &CsrRef<'_, T>, width: usize) -> Result<()> {
     let slot_bytes = 4 + size_of::<T>() as u128;
     let ell_bytes = a.nrows() as u128 * width as u128 * slot_bytes;
@@ -129,9 +130,9 @@ pub(crate) fn check_padding<T>(a: &CsrRef<'_, T>, width: usize) -> Result<()> {
         return Ok(());
     }
     let lengths = a.row_offsets().windows(2).map(|w| w[1] - w[0]);
-    let (longest_row, _) =
+    let (longest_row, longest_len) =
         lengths.enumerate().fold((0, 0), |best, (r, len)| if len > best.1 { (r, len) } else { best });
-    Err(FormatError::EllPadding { longest_row, width, ell_bytes, limit_bytes }.into())
+    Err(FormatError::EllPadding { width, longest_row, longest_len, ell_bytes, limit_bytes }.into())
 }
 
 #[cfg(test)]
@@ -162,8 +163,10 @@ mod tests {
         let values = vec![1.0f64; nnz];
         let a = CsrRef::try_new(100, 100, &offsets, &cols, &values).unwrap();
         match Ell::try_from_csr(a) {
-            Err(crate::Error::Format(FormatError::EllPadding { longest_row, width, .. })) => {
-                assert_eq!((longest_row, width), (42, 90));
+            Err(crate::Error::Format(FormatError::EllPadding {
+                longest_row, width, longest_len, ..
+            })) => {
+                assert_eq!((longest_row, width, longest_len), (42, 90, 90));
             }
             other => panic!("expected an EllPadding error, got {other:?}"),
         }

@@ -22,9 +22,10 @@ pub const HYB_BREAKEVEN_ROWS: usize = 4096;
 
 /// The ELL width `K` of Bell & Garland's model for rows described by CSR offsets: the largest `K` such
 /// that at least `max(HYB_BREAKEVEN_ROWS, ceil(rows / HYB_ELL_SPEEDUP))` rows have `K` entries or
-/// more (0 when there are fewer rows than that).
+/// more (0 when there are fewer rows than that). Offsets that decrease (not CSR) give a width of no
+/// use but no panic: a decrease counts as an empty row. Takes one `usize` per row of memory.
 pub fn hyb_ell_width(row_offsets: &[usize]) -> usize {
-    let mut lengths: Vec<usize> = row_offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let mut lengths: Vec<usize> = row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
     let threshold = HYB_BREAKEVEN_ROWS.max(lengths.len().div_ceil(HYB_ELL_SPEEDUP));
     if lengths.len() < threshold {
         return 0;
@@ -43,13 +44,15 @@ pub struct Hyb<T> {
 
 impl<T: Scalar> Hyb<T> {
     /// Converts `a` with the ELL width of [`hyb_ell_width`]; refused with [`crate::Error::TooLarge`]
-    /// when a dimension or the entry count does not fit 32 bits.
+    /// when a dimension or the entry count does not fit 32 bits, before the row lengths are read.
     pub fn try_from_csr(a: CsrRef<'_, T>) -> Result<Self> {
+        check_u32_dims(&a)?;
         Self::try_from_csr_with_width(a, hyb_ell_width(a.row_offsets()))
     }
 
     /// Converts `a` with an ELL part of `width` slots per row (at most the longest row); refused
-    /// like [`Ell::try_from_csr`] when those slots take too much memory.
+    /// like [`Ell::try_from_csr`] when those slots take too much memory (the error gives the width
+    /// and, apart, the longest row).
     pub fn try_from_csr_with_width(a: CsrRef<'_, T>, width: usize) -> Result<Self> {
         check_u32_dims(&a)?;
         let width = width.min(a.stats().max);

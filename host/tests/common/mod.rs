@@ -107,7 +107,7 @@ impl<T: Scalar> Case<T> {
         let view = a.view();
         Case {
             reference: spmv_f64(alpha, view, x, beta, &start).expect("dimensions"),
-            scale: error_scale(alpha, view, x, beta, &start),
+            scale: error_scale(alpha, view, x, beta, &start).expect("dimensions"),
             alpha,
             beta,
             start,
