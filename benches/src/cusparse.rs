@@ -98,7 +98,8 @@ fn value_type<T: Scalar>() -> sys::cudaDataType {
     }
 }
 
-fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> *mut c_void {
+/// The device address of `s`, as the C APIs take it.
+pub(crate) fn addr<T>(gpu: &Gpu, s: &CudaSlice<T>) -> *mut c_void {
     let (ptr, _guard) = s.device_ptr(gpu.stream());
     ptr as *mut c_void
 }

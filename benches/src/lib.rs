@@ -1,6 +1,8 @@
 //! The benchmark suite of gpu-spmv: matrices, measurement against cuSPARSE and the bandwidth floor,
 //! and the report. The `spmv-bench` binary (`cargo xtask bench`) drives it.
 
+pub mod cg_baseline;
+pub mod cg_study;
 pub mod cusparse;
 pub mod device_info;
 pub mod fem;

@@ -4,19 +4,22 @@
 use anyhow::{Context, Result, bail};
 use gpu_spmv::{Error as SpmvError, Gpu};
 use indicatif::{ProgressBar, ProgressStyle};
-use spmv_bench::cusparse;
+use spmv_bench::cg_study::{self, CgResults};
 use spmv_bench::device_info::DeviceInfo;
 use spmv_bench::matrices::{self, BenchMatrix};
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
+use spmv_bench::{cg_baseline, cusparse, fem};
 use spmv_bench::{plot, variants};
 use std::path::PathBuf;
 
 const USAGE: &str = "\
 usage: spmv-bench [OPTIONS]
 
-  --small             the suite at its small size (quick runs)
+  --small             the suite at its small size (quick runs); with --cg, about 100 k unknowns
+  --cg                the CG study instead (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL
+                      and LMA against cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
   --mtx PATH          Matrix Market file, or a folder of .mtx files, instead of the suite
   --only NAMES        only the matrices whose names contain one of these (comma-separated)
   --precision P       f32, f64 or both (default both)
@@ -29,6 +32,7 @@ usage: spmv-bench [OPTIONS]
 #[derive(Debug)]
 struct Options {
     small: bool,
+    cg: bool,
     mtx: Option<PathBuf>,
     only: Vec<String>,
     precisions: Vec<&'static str>,
@@ -42,6 +46,7 @@ struct Options {
 fn parse(args: &[String]) -> Result<Options> {
     let mut o = Options {
         small: false,
+        cg: false,
         mtx: None,
         only: Vec::new(),
         precisions: vec!["f32", "f64"],
@@ -56,6 +61,7 @@ fn parse(args: &[String]) -> Result<Options> {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
             "--small" => o.small = true,
+            "--cg" => o.cg = true,
             "--no-search" => o.no_search = true,
             "--mtx" => o.mtx = Some(value()?.into()),
             "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
@@ -96,7 +102,8 @@ fn main() -> Result<()> {
     let gpu = match Gpu::new() {
         Ok(gpu) => Some(gpu),
         Err(SpmvError::NoDevice(why)) => {
-            println!("no GPU ({why}): timing the CPU kernels only");
+            let only = if options.cg { "the CG study's CPU setup" } else { "timing the CPU kernels" };
+            println!("no GPU ({why}): {only} only");
             None
         }
         Err(e) => return Err(e.into()),
@@ -114,6 +121,9 @@ fn main() -> Result<()> {
         );
     }
     let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
+    if options.cg {
+        return cg_study(&options, gpu.as_ref(), handle.as_ref(), device);
+    }
     let kernels = variants::gpu_kernels();
     let setup = Setup {
         gpu: gpu.as_ref(),
@@ -196,6 +206,51 @@ fn main() -> Result<()> {
     );
     if let Some(old) = &options.compare {
         println!("{}", results.compare(&Results::read(old)?, 0.05));
+    }
+    Ok(())
+}
+
+/// `--cg`: the CG study of issue 11 ([`spmv_bench::cg_study`]); fails after writing the report if the
+/// baseline's iteration counts disagree with ours.
+fn cg_study(
+    options: &Options,
+    gpu: Option<&Gpu>,
+    sparse: Option<&cusparse::Handle>,
+    mut device: Option<DeviceInfo>,
+) -> Result<()> {
+    let blas = gpu.map(cg_baseline::blas).transpose()?;
+    let devices = match (gpu, sparse, &blas) {
+        (Some(gpu), Some(sparse), Some(blas)) => Some(cg_study::Devices { gpu, sparse, blas }),
+        _ => None,
+    };
+    let unknowns = if options.small { fem::SMALL_UNKNOWNS } else { fem::STUDY_UNKNOWNS };
+    let mut results = CgResults {
+        git_commit: git_commit(),
+        started: utc_now(),
+        device: None,
+        target_unknowns: unknowns,
+        rel_tol: cg_study::STUDY_REL_TOL,
+        iterations_per_sample: cg_study::ITERATIONS_PER_SAMPLE,
+        problems: Vec::new(),
+        records: Vec::new(),
+        notes: Vec::new(),
+    };
+    let log = |line: &str| println!("{line}");
+    cg_study::run(devices.as_ref(), unknowns, &options.precisions, &mut results, &log)?;
+    if let Some(d) = &mut device {
+        d.finish();
+    }
+    results.device = device;
+    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
+    results.write(&dir)?;
+    println!("{}", results.summary());
+    println!("report: {} (with cg-results.json)", dir.join("cg-report.md").display());
+    let disagreements: Vec<&String> = results.notes.iter().filter(|n| cg_study::is_disagreement(n)).collect();
+    if !disagreements.is_empty() {
+        bail!(
+            "the baseline's iteration counts disagree with ours:\n{}",
+            disagreements.iter().map(|n| n.as_str()).collect::<Vec<_>>().join("\n")
+        );
     }
     Ok(())
 }

@@ -68,6 +68,33 @@ pub fn time_gpu(gpu: &Gpu, mut launch: impl FnMut(usize) -> Result<()>) -> Resul
     Ok(Timing::from_samples(samples, reps))
 }
 
+/// Times `run(state)`, which enqueues `per_sample` steps (CG iterations), on the `Gpu`'s stream with
+/// events: one sample of warm-up, then [`MIN_SAMPLES`] samples, each after `restart(state)` (outside
+/// the events), so that every sample starts from the same state. The timing is per step. Unlike
+/// [`time_gpu`], `run` may wait for the host: the idle time it causes is part of what is measured.
+pub fn time_gpu_restarted<S>(
+    gpu: &Gpu,
+    state: &mut S,
+    per_sample: usize,
+    mut restart: impl FnMut(&mut S) -> Result<()>,
+    mut run: impl FnMut(&mut S) -> Result<()>,
+) -> Result<Timing> {
+    let ctx = gpu.context();
+    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let stop = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let mut sample = |state: &mut S| -> Result<f64> {
+        restart(state)?;
+        start.record(gpu.stream())?;
+        run(state)?;
+        stop.record(gpu.stream())?;
+        stop.synchronize()?;
+        Ok(f64::from(start.elapsed_ms(&stop)?) * 1e3 / per_sample as f64)
+    };
+    sample(state)?;
+    let samples = (0..MIN_SAMPLES).map(|_| sample(state)).collect::<Result<Vec<_>>>()?;
+    Ok(Timing::from_samples(samples, per_sample))
+}
+
 /// Times a CPU function the same way (wall clock; fewer samples, each one call).
 pub fn time_cpu(samples: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     f()?;
