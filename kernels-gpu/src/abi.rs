@@ -642,7 +642,8 @@ pub struct LmaParams<T> {
 const CSRT_ATOMIC_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmv_csrt_atomic_c", ""; 1, 2, 4, 8, 16, 32);
 
 /// Threads per row the atomic transposed product (`transpose/atomic.rs`) is compiled for: the widths
-/// of the parametrised kernel, chosen by the same rule from the mean row length of `A`.
+/// of the parametrised kernel (asserted at the end of this file), chosen by the same rule from the
+/// mean row length of `A`.
 pub const CSRT_ATOMIC_COOPS: [u32; 6] = CSRT_ATOMIC_FAMILY.0;
 
 /// `spmv_csrt_atomic_c<coop>_*`, indexed like [`CSRT_ATOMIC_COOPS`].
@@ -797,7 +798,8 @@ pub const SPMM_ROW_MAJOR: [Entry; 5] = SPMM_ROW_MAJOR_FAMILY.1;
 
 const SPMM_COL_MAJOR_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmm_csr_cm_c", ""; 1, 2, 4, 8, 16, 32);
 
-/// Threads per row the column-major SpMM kernel is compiled for.
+/// Threads per row the column-major SpMM kernel is compiled for: the parametrised kernel's widths
+/// (asserted at the end of this file), chosen by its rule.
 pub const SPMM_COL_MAJOR_COOPS: [u32; 6] = SPMM_COL_MAJOR_FAMILY.0;
 
 /// `spmm_csr_cm_c<coop>_*`, indexed like [`SPMM_COL_MAJOR_COOPS`].
@@ -824,3 +826,6 @@ pub struct DenseScaleParams<T> {
 
 /// `spmm_scale_*`.
 pub const SPMM_SCALE: Entry = entry!("spmm_scale");
+
+const _: () = assert!(same_values(&CSRT_ATOMIC_FAMILY.0, &CSR_PARAM_FAMILY.0));
+const _: () = assert!(same_values(&SPMM_COL_MAJOR_FAMILY.0, &CSR_PARAM_FAMILY.0));
