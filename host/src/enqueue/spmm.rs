@@ -244,3 +244,49 @@ fn run<T: Scalar>(
     // SAFETY: the operands meet the contract stated at `Prepared::new` in `plan_spmm`: checked above.
     unsafe { plan.launch.enqueue(gpu, op) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::RowStats;
+
+    fn stats(mean: f64) -> RowStats {
+        RowStats {
+            rows: 100,
+            cols: 100,
+            nnz: (mean * 100.0) as usize,
+            mean,
+            std_dev: 0.0,
+            max: 0,
+            empty_rows: 0,
+        }
+    }
+
+    #[test]
+    fn the_rule_takes_the_narrowest_panel_and_the_csr_groups() {
+        let width = |k| match SpmmKernel::auto(Layout::RowMajor, k, &stats(5.0)) {
+            SpmmKernel::RowMajor { width } => width,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            [1, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65, 1000].map(width),
+            [4, 4, 8, 8, 16, 16, 32, 32, 64, 64, 64, 64]
+        );
+        let coop = |mean| match SpmmKernel::auto(Layout::ColMajor, 8, &stats(mean)) {
+            SpmmKernel::ColMajor { coop } => coop,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!([0.0, 8.0, 9.0, 64.0, 1000.0].map(coop), [1, 1, 2, 8, 32]);
+    }
+
+    #[test]
+    fn kernels_are_checked_against_the_layout_and_the_compiled_variants() {
+        assert!(SpmmKernel::Auto.check(Layout::RowMajor).is_ok());
+        assert!(SpmmKernel::RowMajor { width: 16 }.check(Layout::RowMajor).is_ok());
+        assert!(SpmmKernel::RowMajor { width: 16 }.check(Layout::ColMajor).is_err());
+        assert!(SpmmKernel::RowMajor { width: 12 }.check(Layout::RowMajor).is_err());
+        assert!(SpmmKernel::ColMajor { coop: 32 }.check(Layout::ColMajor).is_ok());
+        assert!(SpmmKernel::ColMajor { coop: 64 }.check(Layout::ColMajor).is_err());
+        assert!(SpmmKernel::ColMajor { coop: 4 }.check(Layout::RowMajor).is_err());
+    }
+}
