@@ -70,6 +70,7 @@ pub struct Prepared<'h> {
     buffer: Option<CudaSlice<u8>>,
     alg: sys::cusparseSpMVAlg_t,
     value_type: sys::cudaDataType,
+    op: sys::cusparseOperation_t,
 }
 
 /// The signature `cusparseSpMV` and `cusparseSpMV_preprocess` share.
@@ -116,6 +117,36 @@ impl<'h> Prepared<'h> {
         x: &DeviceVector<T>,
         y: &DeviceVector<T>,
     ) -> Result<Self> {
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        Self::with_operation(gpu, handle, alg, a, coo_rows, x, y, op)
+    }
+
+    /// `y = alpha Aᵀ x + beta y` (`CUSPARSE_OPERATION_TRANSPOSE`): `x` has a row count of elements,
+    /// `y` a column count.
+    pub fn transposed<T: Scalar>(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        alg: Algorithm,
+        a: &DeviceCsr<T>,
+        x: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+    ) -> Result<Self> {
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE;
+        Self::with_operation(gpu, handle, alg, a, None, x, y, op)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_operation<T: Scalar>(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        alg: Algorithm,
+        a: &DeviceCsr<T>,
+        coo_rows: Option<&CudaSlice<u32>>,
+        x: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+        op: sys::cusparseOperation_t,
+    ) -> Result<Self> {
+        let transposed = op == sys::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE;
         let ty = value_type::<T>();
         let i32_index = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
         let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
@@ -160,16 +191,18 @@ impl<'h> Prepared<'h> {
                 ),
             };
             check(status, "cusparseCreateCsr/Coo")?;
+            let (x_len, y_len) = if transposed { (rows, cols) } else { (cols, rows) };
             check(
-                sys::cusparseCreateDnVec(&mut xd, cols, addr(gpu, x.as_slice()), ty),
+                sys::cusparseCreateDnVec(&mut xd, x_len, addr(gpu, x.as_slice()), ty),
                 "cusparseCreateDnVec",
             )?;
             check(
-                sys::cusparseCreateDnVec(&mut yd, rows, addr(gpu, y.as_slice()), ty),
+                sys::cusparseCreateDnVec(&mut yd, y_len, addr(gpu, y.as_slice()), ty),
                 "cusparseCreateDnVec",
             )?;
         }
-        let mut prepared = Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty };
+        let mut prepared =
+            Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty, op };
         let (one, zero) = (T::from_f64(1.0), T::ZERO);
         let mut size = 0usize;
         // SAFETY: descriptors created above; alpha and beta point at host values of the value type
@@ -177,7 +210,7 @@ impl<'h> Prepared<'h> {
         let status = unsafe {
             sys::cusparseSpMV_bufferSize(
                 handle.0,
-                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                op,
                 &one as *const T as *const c_void,
                 prepared.mat,
                 prepared.x,
@@ -214,7 +247,7 @@ impl<'h> Prepared<'h> {
         let status = unsafe {
             f(
                 self.handle.0,
-                sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                self.op,
                 &alpha as *const T as *const c_void,
                 self.mat,
                 self.x,
@@ -236,6 +269,182 @@ impl Drop for Prepared<'_> {
             let _ = sys::cusparseDestroySpMat(self.mat);
             let _ = sys::cusparseDestroyDnVec(self.x);
             let _ = sys::cusparseDestroyDnVec(self.y);
+        }
+    }
+}
+
+/// cuSPARSE's CSR algorithms of `cusparseSpMM`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpmmAlgorithm {
+    CsrAlg1,
+    CsrAlg2,
+    CsrAlg3,
+}
+
+impl SpmmAlgorithm {
+    pub const ALL: [SpmmAlgorithm; 3] =
+        [SpmmAlgorithm::CsrAlg1, SpmmAlgorithm::CsrAlg2, SpmmAlgorithm::CsrAlg3];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SpmmAlgorithm::CsrAlg1 => "cusparse-spmm-csr-alg1",
+            SpmmAlgorithm::CsrAlg2 => "cusparse-spmm-csr-alg2",
+            SpmmAlgorithm::CsrAlg3 => "cusparse-spmm-csr-alg3",
+        }
+    }
+
+    fn sys(self) -> sys::cusparseSpMMAlg_t {
+        match self {
+            SpmmAlgorithm::CsrAlg1 => sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG1,
+            SpmmAlgorithm::CsrAlg2 => sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG2,
+            SpmmAlgorithm::CsrAlg3 => sys::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG3,
+        }
+    }
+}
+
+/// One prepared `Y = alpha A X + beta Y` through `cusparseSpMM` on the library's dense matrices
+/// (packed), descriptors and work buffer made once. An algorithm that does not support the layout
+/// fails in `new`, which the bench reports as a note.
+#[derive(Debug)]
+pub struct PreparedSpmm<'h> {
+    handle: &'h Handle,
+    mat: sys::cusparseSpMatDescr_t,
+    x: sys::cusparseDnMatDescr_t,
+    y: sys::cusparseDnMatDescr_t,
+    buffer: Option<CudaSlice<u8>>,
+    alg: sys::cusparseSpMMAlg_t,
+    value_type: sys::cudaDataType,
+}
+
+impl<'h> PreparedSpmm<'h> {
+    pub fn new<T: Scalar>(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        alg: SpmmAlgorithm,
+        a: &DeviceCsr<T>,
+        x: &gpu_spmv::spmm::DeviceDense<T>,
+        y: &gpu_spmv::spmm::DeviceDense<T>,
+    ) -> Result<Self> {
+        let ty = value_type::<T>();
+        let i32_index = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let order = match x.layout() {
+            gpu_spmv::spmm::Layout::RowMajor => sys::cusparseOrder_t::CUSPARSE_ORDER_ROW,
+            gpu_spmv::spmm::Layout::ColMajor => sys::cusparseOrder_t::CUSPARSE_ORDER_COL,
+        };
+        let (mut mat, mut xd, mut yd) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: live device buffers of the stated shapes, types and leading dimensions; cuSPARSE
+        // only records them here.
+        unsafe {
+            check(
+                sys::cusparseCreateCsr(
+                    &mut mat,
+                    a.nrows() as i64,
+                    a.ncols() as i64,
+                    a.nnz() as i64,
+                    addr(gpu, a.row_offsets()),
+                    addr(gpu, a.col_indices()),
+                    addr(gpu, a.values()),
+                    i32_index,
+                    i32_index,
+                    base,
+                    ty,
+                ),
+                "cusparseCreateCsr",
+            )?;
+            let dense = |d: &mut sys::cusparseDnMatDescr_t, m: &gpu_spmv::spmm::DeviceDense<T>| {
+                let ptr = addr(gpu, m.as_slice());
+                check(
+                    sys::cusparseCreateDnMat(
+                        d,
+                        m.rows() as i64,
+                        m.cols() as i64,
+                        m.ld() as i64,
+                        ptr,
+                        ty,
+                        order,
+                    ),
+                    "cusparseCreateDnMat",
+                )
+            };
+            dense(&mut xd, x)?;
+            dense(&mut yd, y)?;
+        }
+        let mut prepared = Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty };
+        let (one, zero) = (T::from_f64(1.0), T::ZERO);
+        let mut size = 0usize;
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        // SAFETY: descriptors created above; alpha and beta are host values of the value type.
+        let status = unsafe {
+            sys::cusparseSpMM_bufferSize(
+                handle.0,
+                op,
+                op,
+                &one as *const T as *const c_void,
+                prepared.mat,
+                prepared.x,
+                &zero as *const T as *const c_void,
+                prepared.y,
+                ty,
+                prepared.alg,
+                &mut size,
+            )
+        };
+        check(status, "cusparseSpMM_bufferSize")?;
+        if size > 0 {
+            prepared.buffer = Some(gpu.stream().alloc_zeros::<u8>(size)?);
+        }
+        // SAFETY: as above, with the work buffer of the size cuSPARSE asked for.
+        let status = unsafe {
+            sys::cusparseSpMM_preprocess(
+                handle.0,
+                op,
+                op,
+                &one as *const T as *const c_void,
+                prepared.mat,
+                prepared.x,
+                &zero as *const T as *const c_void,
+                prepared.y,
+                ty,
+                prepared.alg,
+                prepared.buffer.as_ref().map_or(std::ptr::null_mut(), |b| addr(gpu, b)),
+            )
+        };
+        check(status, "cusparseSpMM_preprocess")?;
+        Ok(prepared)
+    }
+
+    /// Enqueues `Y = alpha A X + beta Y` on the `Gpu`'s stream.
+    pub fn run<T: Scalar>(&self, gpu: &Gpu, alpha: T, beta: T) -> Result<()> {
+        anyhow::ensure!(value_type::<T>() == self.value_type, "scalar type differs from the prepared one");
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        // SAFETY: descriptors and work buffer prepared in `new` for this value type.
+        let status = unsafe {
+            sys::cusparseSpMM(
+                self.handle.0,
+                op,
+                op,
+                &alpha as *const T as *const c_void,
+                self.mat,
+                self.x,
+                &beta as *const T as *const c_void,
+                self.y,
+                self.value_type,
+                self.alg,
+                self.buffer.as_ref().map_or(std::ptr::null_mut(), |b| addr(gpu, b)),
+            )
+        };
+        check(status, "cusparseSpMM")
+    }
+}
+
+impl Drop for PreparedSpmm<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each descriptor was created in `new` and is destroyed once.
+        unsafe {
+            let _ = sys::cusparseDestroySpMat(self.mat);
+            let _ = sys::cusparseDestroyDnMat(self.x);
+            let _ = sys::cusparseDestroyDnMat(self.y);
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod fem;
 pub mod formats;
 pub mod matrices;
 pub mod measure;
+pub mod ops;
 pub mod plot;
 pub mod report;
 pub mod run;

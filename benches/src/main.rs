@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use spmv_bench::cg_study::{self, CgResults};
 use spmv_bench::device_info::DeviceInfo;
 use spmv_bench::matrices::{self, BenchMatrix};
+use spmv_bench::ops::{OpsRun, bench_spmm, bench_transpose};
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
@@ -24,6 +25,8 @@ usage: spmv-bench [OPTIONS]
   --only NAMES        only the matrices whose names contain one of these (comma-separated)
   --precision P       f32, f64 or both (default both)
   --no-search         skip the tuner and the exhaustive search over the parametrised kernel
+  --transpose         also time y = Aᵀx (explicit, atomic) against cuSPARSE's transpose SpMV
+  --spmm              also time Y = AX for k = 1..64, both layouts, against cusparseSpMM
   --seed N            seed of the generated matrices and vectors (default 1)
   --out DIR           where report.md, results.json and plots go (default target/bench/<UTC time>)
   --compare OLD.json  after the run, print what got faster or slower than in OLD.json
@@ -41,6 +44,8 @@ struct Options {
     compare: Option<PathBuf>,
     plot: Option<PathBuf>,
     no_search: bool,
+    transpose: bool,
+    spmm: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -55,6 +60,8 @@ fn parse(args: &[String]) -> Result<Options> {
         compare: None,
         plot: None,
         no_search: false,
+        transpose: false,
+        spmm: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -63,6 +70,8 @@ fn parse(args: &[String]) -> Result<Options> {
             "--small" => o.small = true,
             "--cg" => o.cg = true,
             "--no-search" => o.no_search = true,
+            "--transpose" => o.transpose = true,
+            "--spmm" => o.spmm = true,
             "--mtx" => o.mtx = Some(value()?.into()),
             "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
             "--precision" => {
@@ -162,6 +171,8 @@ fn main() -> Result<()> {
         tuning: Vec::new(),
         notes: Vec::new(),
         uploads: Vec::new(),
+        transpose: Vec::new(),
+        spmm: Vec::new(),
     };
     for m in list {
         bar.set_message(format!("{}: building", m.name));
@@ -185,6 +196,22 @@ fn main() -> Result<()> {
             results.tuning.extend(run.tuning);
             results.notes.extend(run.notes);
             results.uploads.extend(run.upload);
+            if let (Some(gpu), Some(handle)) = (gpu.as_ref(), handle.as_ref()) {
+                let mut ops = OpsRun::default();
+                match precision {
+                    "f32" if options.transpose => bench_transpose::<f32>(gpu, handle, &m.name, &a, &mut ops)?,
+                    "f64" if options.transpose => bench_transpose::<f64>(gpu, handle, &m.name, &a, &mut ops)?,
+                    _ => {}
+                }
+                match precision {
+                    "f32" if options.spmm => bench_spmm::<f32>(gpu, handle, &m.name, &a, &mut ops)?,
+                    "f64" if options.spmm => bench_spmm::<f64>(gpu, handle, &m.name, &a, &mut ops)?,
+                    _ => {}
+                }
+                results.transpose.extend(ops.transpose);
+                results.spmm.extend(ops.spmm);
+                results.notes.extend(ops.notes);
+            }
         }
         results.matrices.push(info);
     }

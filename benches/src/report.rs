@@ -1,6 +1,7 @@
 //! The run's results: the terminal table, `report.md`, `results.json`, and `--compare`.
 
 use crate::device_info::DeviceInfo;
+use crate::ops::{SpmmRecord, TransposeRecord};
 use crate::run::{MatrixInfo, Record, Tuning, Upload};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,12 @@ pub struct Results {
     /// What uploading each matrix cost, per precision (absent from runs before it was measured).
     #[serde(default)]
     pub uploads: Vec<Upload>,
+    /// `--transpose`: the transposed product, ours and cuSPARSE's.
+    #[serde(default)]
+    pub transpose: Vec<TransposeRecord>,
+    /// `--spmm`: products with `k` vectors, ours and cuSPARSE's.
+    #[serde(default)]
+    pub spmm: Vec<SpmmRecord>,
 }
 
 /// Reads a number that JSON could not hold: serde_json writes NaN and infinities as `null` (no GPU,
@@ -92,6 +99,45 @@ impl Results {
         }
     }
 
+    /// The `--transpose` and `--spmm` tables (nothing when neither ran).
+    fn ops_markdown(&self, out: &mut String) {
+        if !self.transpose.is_empty() {
+            let _ = writeln!(out, "\n## Transposed product y = Aᵀx\n");
+            let _ = writeln!(
+                out,
+                "| matrix | precision | variant | µs | GB/s | build ms | break-even products |"
+            );
+            let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|");
+            for r in &self.transpose {
+                let build = r.build_ms.map_or("".to_owned(), |b| format!("{b:.2}"));
+                let even = r.break_even_products.map_or("".to_owned(), |b| format!("{b:.0}"));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {:.1} | {:.0} | {build} | {even} |",
+                    r.matrix, r.precision, r.variant, r.time_us, r.gbps
+                );
+            }
+        }
+        if !self.spmm.is_empty() {
+            let _ = writeln!(out, "\n## SpMM Y = AX\n");
+            let _ = writeln!(out, "| matrix | precision | layout | k | variant | µs | GB/s | vs k SpMV |");
+            let _ = writeln!(out, "|---|---|---|---:|---|---:|---:|---:|");
+            for r in &self.spmm {
+                let variant = if r.kernel.is_empty() {
+                    r.variant.clone()
+                } else {
+                    format!("{} ({})", r.variant, r.kernel)
+                };
+                let speedup = r.speedup_vs_k_spmv.map_or("".to_owned(), |s| format!("{s:.2}x"));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {variant} | {:.1} | {:.0} | {speedup} |",
+                    r.matrix, r.precision, r.layout, r.k, r.time_us, r.gbps
+                );
+            }
+        }
+    }
+
     pub fn markdown(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "# gpu-spmv benchmark\n");
@@ -154,6 +200,7 @@ impl Results {
                 }
             }
         }
+        self.ops_markdown(&mut out);
         out
     }
 

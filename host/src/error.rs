@@ -22,6 +22,9 @@ pub enum Error {
     /// A kernel was asked for with parameters it does not support.
     #[error("unsupported kernel parameters: {0}")]
     InvalidKernel(String),
+    /// `X` and `Y` of a product with several vectors are not both in the layout it was planned for.
+    #[error("X and Y must both be in the layout the product was planned for ({0})")]
+    LayoutMismatch(&'static str),
     /// A CPU kernel cannot run on this matrix.
     #[error("{0}")]
     Unsupported(&'static str),

@@ -51,6 +51,20 @@ pub mod select;
 pub mod solve;
 pub mod tune;
 
+/// The transposed product `y = alpha * Aᵀ * x + beta * y` of a [`DeviceCsr`]:
+/// [`DeviceCsr::transposed`] gives the view, a [`DeviceMatrix`] that [`Gpu::spmv`] and [`Gpu::plan`]
+/// take with its strategy [`transpose::TransposeKernel`].
+pub mod transpose {
+    pub use crate::enqueue::{TransposeKernel, Transposed};
+}
+
+/// Products with several vectors, `Y = alpha * A * X + beta * Y` for a [`DeviceCsr`] and dense
+/// [`spmm::DeviceDense`] matrices: [`Gpu::spmm`], or [`Gpu::plan_spmm`] for many products.
+pub mod spmm {
+    pub use crate::device::{DeviceDense, Layout};
+    pub use crate::enqueue::{SpmmKernel, SpmmPlan};
+}
+
 pub use device::{
     DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, DeviceVector, Gpu,
     Graph, VectorMut, VectorRef,

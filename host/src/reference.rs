@@ -1,7 +1,9 @@
 //! CPU kernels with the same contract as the GPU ones: `y = alpha * A * x + beta * y`, `y` not read
 //! when `beta == 0`, and neither `A`'s values nor `x` read when `alpha == 0` or `A` has no entries
 //! (`y = beta * y` then: a NaN in `x` does not reach `y`). The serial loop in f64 is the oracle of
-//! every test.
+//! every test; the transposed product and the product with several vectors have theirs
+//! ([`spmv_transpose_f64`], [`spmm_f64`]), and [`transpose`] gives the arrays the device's
+//! construction of `Aᵀ` must match.
 
 pub mod cg;
 
@@ -127,6 +129,137 @@ pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) 
         .fold(0.0, f64::max)
 }
 
+/// `Aᵀ` in CSR, with each row's entries in the order of `A`'s rows (and, for a column repeated in a
+/// row of `A`, in their order there): a stable counting sort of the entries by column, the arrays
+/// the device's construction (`kernels-gpu/src/transpose/build.rs`) must produce bit for bit.
+/// Returns the row offsets (`ncols + 1`), column indices (rows of `A`) and values.
+pub fn transpose<T: Scalar>(a: CsrRef<'_, T>) -> (Vec<usize>, Vec<usize>, Vec<T>) {
+    let mut offsets = vec![0usize; a.ncols() + 1];
+    for &c in a.col_indices() {
+        offsets[c + 1] += 1;
+    }
+    for j in 0..a.ncols() {
+        offsets[j + 1] += offsets[j];
+    }
+    let mut next = offsets.clone();
+    let (mut rows, mut values) = (vec![0usize; a.nnz()], vec![T::ZERO; a.nnz()]);
+    for row in 0..a.nrows() {
+        let (cols, vals) = a.row(row);
+        for (&c, &v) in cols.iter().zip(vals) {
+            rows[next[c]] = row;
+            values[next[c]] = v;
+            next[c] += 1;
+        }
+    }
+    (offsets, rows, values)
+}
+
+/// `alpha * Aᵀ * x + beta * y` computed in f64: the oracle of the transposed product (`x` has one
+/// element per row of `A`, `y` one per column; `y` not read when `beta == 0`).
+pub fn spmv_transpose_f64<T: Scalar>(
+    alpha: T,
+    a: CsrRef<'_, T>,
+    x: &[T],
+    beta: T,
+    y: &[T],
+) -> Result<Vec<f64>> {
+    check_dims_transposed(&a, x.len(), y.len())?;
+    let mut sums = vec![0.0f64; a.ncols()];
+    for (row, &xr) in x.iter().enumerate() {
+        let (cols, vals) = a.row(row);
+        for (&c, v) in cols.iter().zip(vals) {
+            sums[c] += v.to_f64() * xr.to_f64();
+        }
+    }
+    Ok(sums
+        .iter()
+        .zip(y)
+        .map(|(&dot, &yc)| {
+            let scaled = alpha.to_f64() * dot;
+            if beta == T::ZERO { scaled } else { scaled + beta.to_f64() * yc.to_f64() }
+        })
+        .collect())
+}
+
+/// The error bound of the transposed product per element of `y`, as [`error_scale`] for `A`.
+pub fn error_scale_transposed<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]) -> Vec<f64> {
+    let mut abs = vec![0.0f64; a.ncols()];
+    for (row, &xr) in x.iter().enumerate().take(a.nrows()) {
+        let (cols, vals) = a.row(row);
+        for (&c, v) in cols.iter().zip(vals) {
+            abs[c] += (v.to_f64() * xr.to_f64()).abs();
+        }
+    }
+    abs.iter()
+        .zip(y)
+        .map(|(&s, &yc)| {
+            let from_y = if beta == T::ZERO { 0.0 } else { (beta.to_f64() * yc.to_f64()).abs() };
+            alpha.to_f64().abs() * s + from_y
+        })
+        .collect()
+}
+
+/// A dense matrix in host memory, in either layout: element `(r, c)` at
+/// `r * row_stride + c * col_stride` (row-major: `(ld, 1)`; column-major: `(1, ld)`).
+#[derive(Debug, Clone, Copy)]
+pub struct DenseRef<'a, T> {
+    pub data: &'a [T],
+    pub rows: usize,
+    pub cols: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl<T: Copy> DenseRef<'_, T> {
+    pub fn at(&self, r: usize, c: usize) -> T {
+        self.data[r * self.row_stride + c * self.col_stride]
+    }
+}
+
+/// `alpha * A * X + beta * Y` computed in f64, and the error bound of each element (as
+/// [`error_scale`] per column): both `A.nrows x k`, column-major, packed. `Y` is not read when
+/// `beta == 0`.
+pub fn spmm_f64<T: Scalar>(
+    alpha: T,
+    a: CsrRef<'_, T>,
+    x: DenseRef<'_, T>,
+    beta: T,
+    y: DenseRef<'_, T>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    if x.rows != a.ncols() {
+        return Err(Error::DimensionMismatch { what: "the rows of X", expected: a.ncols(), got: x.rows });
+    }
+    if y.rows != a.nrows() || y.cols != x.cols {
+        return Err(Error::DimensionMismatch { what: "the rows of Y", expected: a.nrows(), got: y.rows });
+    }
+    let (mut out, mut scale) = (Vec::new(), Vec::new());
+    for c in 0..x.cols {
+        for row in 0..a.nrows() {
+            let (cols, vals) = a.row(row);
+            let (mut dot, mut abs) = (0.0f64, 0.0f64);
+            for (&j, v) in cols.iter().zip(vals) {
+                let p = v.to_f64() * x.at(j, c).to_f64();
+                dot += p;
+                abs += p.abs();
+            }
+            let from_y = if beta == T::ZERO { 0.0 } else { beta.to_f64() * y.at(row, c).to_f64() };
+            out.push(alpha.to_f64() * dot + from_y);
+            scale.push(alpha.to_f64().abs() * abs + from_y.abs());
+        }
+    }
+    Ok((out, scale))
+}
+
+fn check_dims_transposed<T>(a: &CsrRef<'_, T>, x: usize, y: usize) -> Result<()> {
+    if x != a.nrows() {
+        return Err(Error::DimensionMismatch { what: "x", expected: a.nrows(), got: x });
+    }
+    if y != a.ncols() {
+        return Err(Error::DimensionMismatch { what: "y", expected: a.ncols(), got: y });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_dims<T>(a: &CsrRef<'_, T>, x: usize, y: usize) -> Result<()> {
     if x != a.ncols() {
         return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x });
@@ -186,5 +319,60 @@ fn chunked<T: Scalar>(chunk_cols: usize, alpha: T, a: &CsrRef<'_, T>, x: &[T], b
     }
     for (yr, sum) in y.iter_mut().zip(sums) {
         *yr = axpby(alpha, sum, beta, *yr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 3 x 4 matrix whose row 2 repeats column 1.
+    fn matrix() -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        (vec![0, 2, 3, 6], vec![3, 1, 0, 1, 2, 1], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    }
+
+    #[test]
+    fn the_transpose_is_stable_by_column() {
+        let (o, c, v) = matrix();
+        let a = CsrRef::try_new(3, 4, &o, &c, &v).unwrap();
+        let (to, tc, tv) = transpose(a);
+        assert_eq!(to, [0, 1, 4, 5, 6]);
+        assert_eq!(tc, [1, 0, 2, 2, 2, 0]);
+        assert_eq!(tv, [3.0, 2.0, 4.0, 6.0, 5.0, 1.0]);
+        // Transposing twice gives the matrix back, up to the order within a row: here sorted.
+        let back = transpose(CsrRef::try_new(4, 3, &to, &tc, &tv).unwrap());
+        assert_eq!(back.0, o);
+    }
+
+    #[test]
+    fn the_transposed_oracle_is_the_oracle_of_the_transpose() {
+        let (o, c, v) = matrix();
+        let a = CsrRef::try_new(3, 4, &o, &c, &v).unwrap();
+        let (to, tc, tv) = transpose(a);
+        let at = CsrRef::try_new(4, 3, &to, &tc, &tv).unwrap();
+        let (x, y) = ([1.0, -2.0, 0.5], [f64::NAN; 4]);
+        let direct = spmv_transpose_f64(2.0, a, &x, 0.0, &y).unwrap();
+        assert_eq!(direct, spmv_f64(2.0, at, &x, 0.0, &y).unwrap());
+        assert_eq!(direct, [-12.0, 14.0, 5.0, 2.0]);
+        assert!(spmv_transpose_f64(1.0, a, &y, 0.0, &y).is_err());
+    }
+
+    #[test]
+    fn spmm_is_spmv_per_column_in_either_layout() {
+        let (o, c, v) = matrix();
+        let a = CsrRef::try_new(3, 4, &o, &c, &v).unwrap();
+        let k = 2;
+        let col_major: Vec<f64> = (0..4 * k).map(|i| i as f64 - 3.0).collect();
+        let row_major: Vec<f64> = (0..4 * k).map(|i| col_major[(i % k) * 4 + i / k]).collect();
+        let y0 = vec![1.0; 3 * k];
+        let y = DenseRef { data: &y0, rows: 3, cols: k, row_stride: 1, col_stride: 3 };
+        let xc = DenseRef { data: &col_major, rows: 4, cols: k, row_stride: 1, col_stride: 4 };
+        let xr = DenseRef { data: &row_major, rows: 4, cols: k, row_stride: k, col_stride: 1 };
+        let (by_cols, _) = spmm_f64(0.5, a, xc, 2.0, y).unwrap();
+        assert_eq!(spmm_f64(0.5, a, xr, 2.0, y).unwrap().0, by_cols);
+        for j in 0..k {
+            let column = spmv_f64(0.5, a, &col_major[4 * j..4 * j + 4], 2.0, &y0[..3]).unwrap();
+            assert_eq!(by_cols[3 * j..3 * j + 3], column[..]);
+        }
     }
 }

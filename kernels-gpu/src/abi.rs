@@ -639,3 +639,194 @@ pub struct LmaParams<T> {
     pub first: u32,
     pub count: u32,
 }
+
+const CSRT_ATOMIC_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmv_csrt_atomic_c", ""; 1, 2, 4, 8, 16, 32);
+
+/// Threads per row the atomic transposed product (`transpose/atomic.rs`) is compiled for: the widths
+/// of the parametrised kernel (asserted at the end of this file), chosen by the same rule from the
+/// mean row length of `A`.
+pub const CSRT_ATOMIC_COOPS: [u32; 6] = CSRT_ATOMIC_FAMILY.0;
+
+/// `spmv_csrt_atomic_c<coop>_*`, indexed like [`CSRT_ATOMIC_COOPS`].
+pub const CSRT_ATOMIC: [Entry; 6] = CSRT_ATOMIC_FAMILY.1;
+
+/// `spmv_csrt_atomic_c<coop>_*`: `y += alpha * Aᵀ * x` for the CSR matrix `a` (so `x` has `a.rows`
+/// elements and `y` one per column of `a`), `coop` threads per row of `a`, `y` already scaled by
+/// `beta` (`spmv_scale_*`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrTransposeParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Accumulate<T>,
+}
+
+/// Bits of the column index sorted per pass of the transpose's radix sort (`transpose/build.rs`):
+/// 256 digits, whose running positions fit one warp's slice of shared memory (1 KiB), and a 2^24
+/// column matrix sorts in three passes.
+pub const RADIX_BITS: u32 = 8;
+
+/// Digits of one radix pass.
+pub const RADIX_DIGITS: u32 = 1 << RADIX_BITS;
+
+/// Steps of 32 entries one warp walks per radix tile. A tile's 256 counts are the scan's input, so
+/// the scan reads `RADIX_DIGITS / (RADIX_TILE_STEPS * 32)` = 1/16 of an element per entry; a warp
+/// walking 4096 entries in order still leaves 24,000 warps for a matrix of 10^8 entries.
+pub const RADIX_TILE_STEPS: u32 = 128;
+
+/// Entries of one radix tile.
+pub const RADIX_TILE: u32 = RADIX_TILE_STEPS * WARP_SIZE;
+
+/// Threads per block of the radix kernels: 4 warps, one tile each at a time, 4 KiB of shared memory
+/// (a warp's [`RADIX_DIGITS`] counters) per block.
+pub const RADIX_BLOCK_THREADS: u32 = 128;
+
+/// Bytes of dynamic shared memory of a radix kernel's block: [`RADIX_DIGITS`] `u32` counters per warp.
+pub const RADIX_SHARED_BYTES: u32 = (RADIX_BLOCK_THREADS / WARP_SIZE) * RADIX_DIGITS * 4;
+
+/// Threads of the one block of `csrt_build_scan` (the most a block may have), and the consecutive
+/// elements each of them scans per tile: 8 `u32`s are 32 bytes, one sector, so a warp's loads cover
+/// 1 KiB with no wasted sector.
+pub const SCAN_BLOCK_THREADS: u32 = MAX_BLOCK_SIZE;
+pub const SCAN_ITEMS: u32 = 8;
+
+/// Bytes of dynamic shared memory of `csrt_build_scan`: one `u32` total per warp.
+pub const SCAN_SHARED_BYTES: u32 = (SCAN_BLOCK_THREADS / WARP_SIZE) * 4;
+
+/// The PTX entries of the transpose's construction that do not depend on the element type.
+pub const CSRT_BUILD_INIT: &str = "csrt_build_init";
+pub const CSRT_BUILD_HISTOGRAM: &str = "csrt_build_histogram";
+pub const CSRT_BUILD_SCATTER: &str = "csrt_build_scatter";
+pub const CSRT_BUILD_SCAN: &str = "csrt_build_scan";
+pub const CSRT_BUILD_OFFSETS: &str = "csrt_build_offsets";
+
+/// `csrt_build_gather_*`.
+pub const CSRT_BUILD_GATHER: Entry = entry!("csrt_build_gather");
+
+/// `csrt_build_init`: one thread per row of `a` (grid stride) writes, for each of its entries `k`,
+/// `entry_rows[k] = row` and `perm[k] = k`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TransposeInitParams {
+    pub row_offsets: DevicePtr<u32>,
+    pub rows: u32,
+    pub entry_rows: DevicePtr<u32>,
+    pub perm: DevicePtr<u32>,
+}
+
+/// `csrt_build_histogram` and `csrt_build_scatter`: one stable radix pass over `n` (key, payload)
+/// pairs on the digit `(key >> shift) % RADIX_DIGITS`, a warp per [`RADIX_TILE`]-entry tile.
+/// `counts` holds `RADIX_DIGITS * tiles` elements, digit-major (`d * tiles + tile`): the histogram
+/// writes each tile's counts, the scatter reads their exclusive scan as each tile's first position
+/// per digit. The histogram reads only `keys_in`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct RadixParams {
+    pub keys_in: DevicePtr<u32>,
+    pub perm_in: DevicePtr<u32>,
+    pub keys_out: DevicePtr<u32>,
+    pub perm_out: DevicePtr<u32>,
+    pub counts: DevicePtr<u32>,
+    pub n: u32,
+    pub tiles: u32,
+    pub shift: u32,
+}
+
+/// `csrt_build_scan`: the exclusive prefix sum of `len` `u32`s in place, by one block of
+/// [`SCAN_BLOCK_THREADS`] threads with [`SCAN_SHARED_BYTES`] of dynamic shared memory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ScanParams {
+    pub data: DevicePtr<u32>,
+    pub len: u32,
+}
+
+/// `csrt_build_offsets`: `offsets[j]` = the number of the `nnz` sorted `keys` below `j`, for `j` in
+/// `0 ..= cols`: the row offsets of the transpose. One thread per offset.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TransposeOffsetsParams {
+    pub keys: DevicePtr<u32>,
+    pub nnz: u32,
+    pub offsets: DevicePtr<u32>,
+    pub cols: u32,
+}
+
+/// `csrt_build_gather_*`: for each position `p < nnz` of the transpose, the entry `k = perm[p]` of
+/// `A` it takes: `out_cols[p] = entry_rows[k]`, `out_values[p] = values[k]`. One thread per position.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TransposeGatherParams<T> {
+    pub perm: DevicePtr<u32>,
+    pub entry_rows: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub out_cols: DevicePtr<u32>,
+    pub out_values: DevicePtr<T>,
+    pub nnz: u32,
+}
+
+/// The dense operands of `Y = alpha * A * X + beta * Y` (`spmm.rs`): `X` has `k` columns and one row
+/// per column of `A`, `Y` `k` columns and one row per row of `A`, both in the layout of the entry
+/// (row-major: element `(r, c)` at `r * ld + c`; column-major: at `c * ld + r`). `Y` is not read
+/// when `beta == 0`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SpmmOperands<T> {
+    pub x: DevicePtr<T>,
+    pub y: DevicePtr<T>,
+    pub alpha: T,
+    pub beta: T,
+    pub k: u32,
+    pub ldx: u32,
+    pub ldy: u32,
+}
+
+/// `spmm_csr_rm_w<w>_*` and `spmm_csr_cm_c<coop>_*`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SpmmParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: SpmmOperands<T>,
+}
+
+const SPMM_ROW_MAJOR_FAMILY: ([u32; 5], [Entry; 5]) = family!("spmm_csr_rm_w", ""; 4, 8, 16, 32, 64);
+
+/// Columns of `X` a group of the row-major SpMM kernel covers per pass over a row: `min(w, 32)` lanes
+/// per row, `w / 32` columns per lane above a warp. One PTX entry per value and type.
+pub const SPMM_ROW_MAJOR_WIDTHS: [u32; 5] = SPMM_ROW_MAJOR_FAMILY.0;
+
+/// `spmm_csr_rm_w<w>_*`, indexed like [`SPMM_ROW_MAJOR_WIDTHS`].
+pub const SPMM_ROW_MAJOR: [Entry; 5] = SPMM_ROW_MAJOR_FAMILY.1;
+
+const SPMM_COL_MAJOR_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmm_csr_cm_c", ""; 1, 2, 4, 8, 16, 32);
+
+/// Threads per row the column-major SpMM kernel is compiled for: the parametrised kernel's widths
+/// (asserted at the end of this file), chosen by its rule.
+pub const SPMM_COL_MAJOR_COOPS: [u32; 6] = SPMM_COL_MAJOR_FAMILY.0;
+
+/// `spmm_csr_cm_c<coop>_*`, indexed like [`SPMM_COL_MAJOR_COOPS`].
+pub const SPMM_COL_MAJOR: [Entry; 6] = SPMM_COL_MAJOR_FAMILY.1;
+
+/// Columns of `X` the column-major SpMM kernel sums per pass over a row: one accumulator each per
+/// lane, 16 registers in f64, so the kernel keeps the occupancy of the CSR kernels; the 8 gathers
+/// per entry are independent loads in flight together. Wider `X` takes several passes, whose reads
+/// of the row after the first come from L1.
+pub const SPMM_COL_PANEL: u32 = 8;
+
+/// `spmm_scale_*`: `Y = beta * Y` (`Y = 0` without reading it when `beta == 0`) over `outer` runs of
+/// `inner` elements, `ld` apart: the columns of a column-major matrix or the rows of a row-major one.
+/// One thread per element.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DenseScaleParams<T> {
+    pub y: DevicePtr<T>,
+    pub beta: T,
+    pub inner: u32,
+    pub outer: u32,
+    pub ld: u32,
+}
+
+/// `spmm_scale_*`.
+pub const SPMM_SCALE: Entry = entry!("spmm_scale");
+
+const _: () = assert!(same_values(&CSRT_ATOMIC_FAMILY.0, &CSR_PARAM_FAMILY.0));
+const _: () = assert!(same_values(&SPMM_COL_MAJOR_FAMILY.0, &CSR_PARAM_FAMILY.0));

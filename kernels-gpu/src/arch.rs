@@ -279,3 +279,20 @@ pub unsafe fn sync_threads_or(pred: bool) -> bool {
     }
     any != 0
 }
+
+/// `match.any.sync.b32` (CUDA's `__match_any_sync`, sm_70 and later): the mask of the lanes of the
+/// warp whose `value` equals this lane's. Every lane of the warp must execute it (full member mask).
+#[inline(always)]
+pub fn match_any_b32(value: u32) -> u32 {
+    let peers: u32;
+    // SAFETY: reads only registers; callers keep the whole warp converged. Not `pure`, for the
+    // reason given at `shfl_xor_b32`.
+    unsafe {
+        asm!(
+            "match.any.sync.b32 {p}, {v}, 0xffffffff;",
+            p = out(reg32) peers, v = in(reg32) value,
+            options(nomem, nostack),
+        );
+    }
+    peers
+}

@@ -1,7 +1,7 @@
 //! Index arithmetic shared by the kernels and the host: how many blocks a launch gets and which row a
 //! thread works on. Plain functions, so they are unit-tested on the host.
 
-use crate::abi::{CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, WARP_SIZE};
+use crate::abi::{CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, RADIX_BITS, RADIX_TILE, WARP_SIZE};
 
 /// Blocks for `items` work items of `per_block` items each, capped at [`MAX_GRID_X`]. Every kernel
 /// walks its items with a grid stride, so the cap bounds the launch without losing work.
@@ -54,6 +54,18 @@ pub const fn coop_slot(thread: u64, grid_threads: u64, coop: u32) -> CoopSlot {
     }
 }
 
+/// Radix passes that sort column indices below `cols`: one per [`RADIX_BITS`] of the largest,
+/// `cols - 1`; none for at most one column, where every key is 0 and the entries are in order.
+pub const fn radix_passes(cols: u32) -> u32 {
+    let bits = if cols <= 1 { 0 } else { u32::BITS - (cols - 1).leading_zeros() };
+    bits.div_ceil(RADIX_BITS)
+}
+
+/// Tiles of [`RADIX_TILE`] entries that cover `nnz` entries.
+pub const fn radix_tiles(nnz: u32) -> u32 {
+    nnz.div_ceil(RADIX_TILE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +109,22 @@ mod tests {
         assert_eq!(cg_blocks(CG_BLOCK_THREADS + 1), 2);
         assert_eq!(cg_blocks(CG_MAX_BLOCKS * CG_BLOCK_THREADS + 1), CG_MAX_BLOCKS);
         assert_eq!(cg_blocks(u32::MAX), CG_MAX_BLOCKS);
+    }
+
+    #[test]
+    fn radix_passes_cover_the_largest_column() {
+        assert_eq!(radix_passes(0), 0);
+        assert_eq!(radix_passes(1), 0);
+        assert_eq!(radix_passes(2), 1);
+        assert_eq!(radix_passes(256), 1);
+        assert_eq!(radix_passes(257), 2);
+        assert_eq!(radix_passes(1 << 16), 2);
+        assert_eq!(radix_passes((1 << 16) + 1), 3);
+        assert_eq!(radix_passes(u32::MAX), 4);
+        assert_eq!(radix_tiles(0), 0);
+        assert_eq!(radix_tiles(1), 1);
+        assert_eq!(radix_tiles(RADIX_TILE), 1);
+        assert_eq!(radix_tiles(RADIX_TILE + 1), 2);
     }
 
     #[test]

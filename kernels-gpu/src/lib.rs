@@ -8,8 +8,10 @@
 //! - Everything else exists only for `target_arch = "nvptx64"`: the intrinsics wrapper ([`arch`]), the
 //!   warp reductions and one module per kernel family. `cargo xtask ptx` builds it.
 //!
-//! PTX entry points are named `spmv_<format>_<variant>_<type>`, and the conjugate gradient vector
-//! kernels `cg_<step>_<variant>_<type>`.
+//! PTX entry points are named `spmv_<format>_<variant>_<type>` (`csrt` for the transposed product
+//! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
+//! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
+//! `spmm_<format>_<layout>_<variant>_<type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -38,6 +40,10 @@ mod real;
 mod reduce;
 #[cfg(target_arch = "nvptx64")]
 mod scale;
+#[cfg(target_arch = "nvptx64")]
+mod spmm;
+#[cfg(target_arch = "nvptx64")]
+mod transpose;
 
 /// A kernel that panics has a bug (all bounds are established by the host before launch): stop the
 /// whole grid so the launch reports an error instead of returning a wrong `y`.

@@ -1,5 +1,6 @@
 //! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, and the data
-//! of the kernel strategies that cut its rows, built the first time a strategy needs it.
+//! of the kernel strategies that cut its rows, built the first time a strategy needs it, and its
+//! transpose for the transposed product, built (on the device) the first time a plan needs it.
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
@@ -32,6 +33,8 @@ pub struct DeviceCsr<T> {
     host_offsets: Vec<u32>,
     long_rows: OnceLock<DeviceLongRows<T>>,
     row_tasks: OnceLock<DeviceRowTasks<T>>,
+    /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
+    transpose: OnceLock<Box<DeviceCsr<T>>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -74,6 +77,7 @@ impl<T: Scalar> DeviceCsr<T> {
         arrays
             + self.long_rows.get().map_or(0, DeviceLongRows::device_bytes)
             + self.row_tasks.get().map_or(0, DeviceRowTasks::device_bytes)
+            + self.transpose.get().map_or(0, |t| t.device_bytes())
     }
 
     pub(crate) fn args(&self) -> CsrArgs<T> {
@@ -103,6 +107,52 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let built = DeviceRowTasks::upload(gpu, &self.host_offsets)?;
         Ok(self.row_tasks.get_or_init(|| built))
+    }
+
+    /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
+    /// every later one.
+    pub(crate) fn transpose_or_build(&self, build: impl FnOnce() -> Result<Self>) -> Result<&Self> {
+        if let Some(built) = self.transpose.get() {
+            return Ok(built);
+        }
+        let built = Box::new(build()?);
+        Ok(self.transpose.get_or_init(|| built))
+    }
+
+    /// `Aᵀ`, if a plan has built it.
+    pub(crate) fn built_transpose(&self) -> Option<&Self> {
+        self.transpose.get().map(|t| &**t)
+    }
+
+    /// A matrix of `ncols` columns from arrays already on the device (a valid CSR matrix: the
+    /// caller's contract) and its row offsets on the host.
+    pub(crate) fn from_device_parts(
+        gpu: &Gpu,
+        ncols: usize,
+        host_offsets: Vec<u32>,
+        row_offsets: CudaSlice<u32>,
+        col_indices: CudaSlice<u32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
+        let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
+        let args = CsrArgs {
+            row_offsets: addr(&row_offsets, gpu),
+            col_indices: addr(&col_indices, gpu),
+            values: addr(&values, gpu),
+            rows,
+        };
+        Ok(DeviceCsr {
+            row_offsets,
+            col_indices,
+            values,
+            stats: RowStats::from_offsets(&wide, ncols),
+            args,
+            host_offsets,
+            long_rows: OnceLock::new(),
+            row_tasks: OnceLock::new(),
+            transpose: OnceLock::new(),
+        })
     }
 }
 
@@ -154,6 +204,7 @@ impl Gpu {
             host_offsets,
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
+            transpose: OnceLock::new(),
         })
     }
 }

@@ -121,6 +121,11 @@ impl Gpu {
         self.kernels.of::<T>()
     }
 
+    /// The kernels of the transpose's construction (element-type independent).
+    pub(crate) fn transpose_build_kernels(&self) -> &super::kernels::TransposeBuild {
+        self.kernels.transpose_build()
+    }
+
     /// The streaming-read probe, loaded on the first call.
     pub(crate) fn probe_stream_read(&self) -> Result<&CudaFunction> {
         if let Some(f) = self.probe.get() {

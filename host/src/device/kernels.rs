@@ -35,6 +35,39 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     /// Indexed like `abi::LMA_NODES_PER_ELEMENT`.
     pub lma_colour: Vec<F>,
     pub cg: CgKernels<F>,
+    /// Indexed like `abi::CSRT_ATOMIC_COOPS`.
+    pub csrt_atomic: Vec<F>,
+    pub csrt_build_gather: F,
+    /// Indexed like `abi::SPMM_ROW_MAJOR_WIDTHS`.
+    pub spmm_row_major: Vec<F>,
+    /// Indexed like `abi::SPMM_COL_MAJOR_COOPS`.
+    pub spmm_col_major: Vec<F>,
+    pub spmm_scale: F,
+}
+
+/// The kernels of the transpose's construction that do not depend on the element type
+/// (`kernels-gpu/src/transpose/build.rs`).
+#[derive(Debug)]
+pub(crate) struct TransposeBuild<F = CudaFunction> {
+    pub init: F,
+    pub histogram: F,
+    pub scatter: F,
+    pub scan: F,
+    pub offsets: F,
+}
+
+impl<F> TransposeBuild<F> {
+    fn load<E>(
+        mut lookup: impl FnMut(&'static str) -> std::result::Result<F, E>,
+    ) -> std::result::Result<Self, E> {
+        Ok(Self {
+            init: lookup(abi::CSRT_BUILD_INIT)?,
+            histogram: lookup(abi::CSRT_BUILD_HISTOGRAM)?,
+            scatter: lookup(abi::CSRT_BUILD_SCATTER)?,
+            scan: lookup(abi::CSRT_BUILD_SCAN)?,
+            offsets: lookup(abi::CSRT_BUILD_OFFSETS)?,
+        })
+    }
 }
 
 /// The conjugate-gradient kernels of one element type (`kernels-gpu/src/cg.rs`).
@@ -65,6 +98,11 @@ impl<F> KernelTable<F> {
             csr_param: all(&abi::CSR_PARAM)?,
             lma_atomic: all(&abi::LMA_ATOMIC)?,
             lma_colour: all(&abi::LMA_COLOUR)?,
+            csrt_atomic: all(&abi::CSRT_ATOMIC)?,
+            spmm_row_major: all(&abi::SPMM_ROW_MAJOR)?,
+            spmm_col_major: all(&abi::SPMM_COL_MAJOR)?,
+            csrt_build_gather: lookup(pick(&abi::CSRT_BUILD_GATHER))?,
+            spmm_scale: lookup(pick(&abi::SPMM_SCALE))?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
             csr_balanced: lookup(pick(&abi::CSR_BALANCED))?,
             scale: lookup(pick(&abi::SCALE))?,
@@ -94,6 +132,7 @@ impl<F> KernelTable<F> {
 pub(crate) struct Kernels {
     f32: KernelTable,
     f64: KernelTable,
+    transpose_build: TransposeBuild,
 }
 
 impl Kernels {
@@ -101,7 +140,12 @@ impl Kernels {
         Ok(Self {
             f32: KernelTable::load(|e| e.f32, |name| module.load_function(name))?,
             f64: KernelTable::load(|e| e.f64, |name| module.load_function(name))?,
+            transpose_build: TransposeBuild::load(|name| module.load_function(name))?,
         })
+    }
+
+    pub fn transpose_build(&self) -> &TransposeBuild {
+        &self.transpose_build
     }
 
     pub fn of<T: Scalar>(&self) -> &KernelTable {
@@ -128,6 +172,11 @@ mod tests {
             })
             .unwrap();
         }
+        TransposeBuild::load(|name| {
+            names.insert(name);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
         names
     }
 

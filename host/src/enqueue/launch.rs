@@ -1,13 +1,16 @@
 //! The crate's only kernel launches: [`Prepared`], one PTX entry with its grid and parameter struct
-//! built when a product is planned, launched with the product's operands; and `y = beta * y`.
+//! built when a product is planned, launched with the product's operands; `y = beta * y` for vectors
+//! and dense matrices; and [`launch`] itself, for the one-time launches of a construction (the
+//! transpose's).
 
 use crate::device::Gpu;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams, DenseBlockParams,
-    DevicePtr as AbiPtr, EllParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams,
+    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
+    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
+    SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -39,7 +42,9 @@ with_operands!(
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
     CooParams: Accumulate,
-    LmaParams: Accumulate
+    LmaParams: Accumulate,
+    CsrTransposeParams: Accumulate,
+    SpmmParams: SpmmOperands
 );
 
 /// The operands of a [`Prepared`] launch before a product sets them.
@@ -94,7 +99,7 @@ impl<P: WithOperands> Prepared<P> {
 /// `f` is the PTX entry whose parameter struct is `P`, and `params` satisfies that kernel's contract
 /// (every address valid for the accesses the kernel makes, given the sizes in `params`, with this
 /// grid, block and dynamic shared memory).
-unsafe fn launch<P>(
+pub(crate) unsafe fn launch<P>(
     gpu: &Gpu,
     f: &CudaFunction,
     grid: u32,
@@ -140,6 +145,23 @@ pub(crate) unsafe fn scale<T: Scalar>(gpu: &Gpu, y: AbiPtr<T>, beta: T, len: u32
     let grid = grid_blocks(u64::from(len), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
     unsafe { launch(gpu, &gpu.kernels::<T>().scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+}
+
+/// `spmm_scale_*`: `Y = beta * Y` over `outer` runs of `inner` elements `ld` apart at `y` (0 when
+/// `beta == 0`, `Y` unread).
+///
+/// # Safety
+/// `y` is an address of `gpu`'s context holding `outer` runs of `inner <= ld` elements, `ld` apart.
+pub(crate) unsafe fn scale_dense<T: Scalar>(
+    gpu: &Gpu,
+    y: AbiPtr<T>,
+    beta: T,
+    (inner, outer, ld): (u32, u32, u32),
+) -> Result<()> {
+    let params = DenseScaleParams { y, beta, inner, outer, ld };
+    let grid = grid_blocks(u64::from(inner) * u64::from(outer), SCALE_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `inner * outer` elements.
+    unsafe { launch(gpu, &gpu.kernels::<T>().spmm_scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
 }
 
 /// Enqueues a copy of `len` elements from `src` to `dst`.

@@ -15,11 +15,15 @@ mod launch;
 mod plan;
 pub mod probe;
 mod product;
+mod spmm;
+mod transpose;
 
 pub use csr::Kernel;
 pub(crate) use csr::{MAX_REPEAT, ParamConfig, fixed_rule};
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use plan::Plan;
+pub use spmm::{SpmmKernel, SpmmPlan};
+pub use transpose::{TransposeKernel, Transposed};
 
 use crate::Result;
 use crate::device::Gpu;
