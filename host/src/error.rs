@@ -25,7 +25,8 @@ pub enum Error {
     /// `X` and `Y` of a product with several vectors are not both in the layout it was planned for.
     #[error("X and Y must both be in the layout the product was planned for ({0})")]
     LayoutMismatch(&'static str),
-    /// A CPU kernel cannot run on this matrix.
+    /// An operation cannot run as asked; the message says why (a CPU kernel's parameter, a solve
+    /// that was not started, an upload while the stream captures a graph).
     #[error("{0}")]
     Unsupported(&'static str),
     /// A CPU kernel needs the column indices of every row in non-decreasing order; those of `row`

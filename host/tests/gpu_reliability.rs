@@ -136,7 +136,9 @@ fn gpu_deterministic_paths_repeat_bit_for_bit() {
     for kernel in kernels {
         same(&format!("{kernel:?}"), three_runs(&gpu, &gpu.plan(&da, kernel).unwrap(), &x));
     }
-    let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
+    // ELL on rows of at most 12 entries: it would refuse the long rows' padding.
+    let short = Csr::<f32>::random(&mut rng, 20_011, 9_001, false, |r| r % 13);
+    let ell = gpu.upload_ell(&Ell::try_from_csr(short.view()).unwrap()).unwrap();
     same("ELL", three_runs(&gpu, &gpu.plan(&ell, ()).unwrap(), &x));
     let b2 = brc_model_b2(&a.view().stats(), 1);
     let brc = gpu.upload_brc(&Brc::try_from_csr(a.view(), b2).unwrap()).unwrap();

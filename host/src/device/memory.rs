@@ -7,9 +7,20 @@ use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, DriverError, ValidAsZeroB
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 
 impl Gpu {
+    /// Refuses work that must not be captured into a graph while [`Gpu::stream`] captures one: an
+    /// allocation or a copy from host memory would be recorded to replay later, reading host memory
+    /// the caller may have freed by then.
+    pub(crate) fn not_capturing(&self, what: &'static str) -> Result<()> {
+        match self.stream().capture_status()? {
+            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
+            _ => Err(Error::Unsupported(what)),
+        }
+    }
+
     /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses
     /// allocations of zero bytes.
     pub(crate) fn upload<E: DeviceRepr>(&self, data: &[E]) -> Result<CudaSlice<E>> {
+        self.not_capturing("an upload while the stream captures a graph")?;
         if data.is_empty() {
             return Ok(self.stream().null()?);
         }
@@ -18,6 +29,7 @@ impl Gpu {
 
     /// A new device buffer of `len` zeros; empty when `len == 0`, as for [`Gpu::upload`].
     pub(crate) fn alloc_zeros<E: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<E>> {
+        self.not_capturing("an allocation while the stream captures a graph")?;
         if len == 0 {
             return Ok(self.stream().null()?);
         }

@@ -139,6 +139,7 @@ impl<T: Scalar> DeviceVector<T> {
     /// Overwrites the vector with `values` (of the same length), in stream order.
     pub fn copy_from_host(&mut self, gpu: &Gpu, values: &[T]) -> Result<()> {
         self.check_gpu(gpu)?;
+        gpu.not_capturing("a copy from the host while the stream captures a graph")?;
         if values.len() != self.len() {
             return Err(Error::DimensionMismatch {
                 what: "host values",
