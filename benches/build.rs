@@ -16,7 +16,9 @@ fn main() {
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
     println!("cargo:rustc-env=SPMV_BUILD_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        // HEAD names the branch and does not change with a commit; its log gains a line with each.
         println!("cargo:rerun-if-changed={dir}/HEAD");
+        println!("cargo:rerun-if-changed={dir}/logs/HEAD");
         println!("cargo:rerun-if-changed={dir}/index");
     }
 }

@@ -282,15 +282,10 @@ fn cg_study(
     Ok(())
 }
 
-/// The commit of the working tree, from git when it is there, else the one the binary was built from.
+/// The commit the binary was built from: what ran, whatever tree it runs in (the GPU machine's copy
+/// of the tree may carry another commit's git metadata).
 fn git_commit() -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|| env!("SPMV_BUILD_COMMIT").to_owned())
+    env!("SPMV_BUILD_COMMIT").to_owned()
 }
 
 /// The current UTC time as `YYYYMMDD-HHMMSS` (civil-from-days, proleptic Gregorian calendar).
