@@ -71,8 +71,7 @@ fn gpu_products_in_graphs() {
 }
 
 /// What cannot be captured fails the capture with a typed error and leaves the stream working: an
-/// upload and a plan that would build its strategy data (refused by the crate), reading back (refused
-/// by the driver).
+/// upload, a plan that would build its strategy data, reading back, waiting for the stream.
 #[test]
 fn gpu_capture_refuses_what_cannot_be_captured() {
     let Some(gpu) = gpu_or_skip("gpu_capture_refuses") else { return };
@@ -91,7 +90,9 @@ fn gpu_capture_refuses_what_cannot_be_captured() {
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
     let v = gpu.zeros::<f32>(10).unwrap();
     let err = gpu.capture(|| v.to_host(&gpu).map(drop)).unwrap_err();
-    assert!(matches!(err, Error::Driver(_)), "{err}");
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    let err = gpu.capture(|| gpu.synchronize()).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
     let a = gpu.upload_csr_parts(1, 1, &[0, 1], &[0], &[3.0f32]).unwrap();
     let x = gpu.upload_vector(&[2.0f32]).unwrap();
     let mut y = gpu.zeros::<f32>(1).unwrap();

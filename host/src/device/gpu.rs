@@ -106,8 +106,10 @@ impl Gpu {
         &self.stream
     }
 
-    /// Waits until all work enqueued on [`Gpu::stream`] so far has finished.
+    /// Waits until all work enqueued on [`Gpu::stream`] so far has finished. Refused while the
+    /// stream captures a graph ([`Error::Unsupported`]): there is nothing to wait for yet.
     pub fn synchronize(&self) -> Result<()> {
+        self.not_capturing("synchronize while the stream captures a graph")?;
         Ok(self.stream.synchronize()?)
     }
 

@@ -32,12 +32,12 @@ impl Gpu {
     /// What may be captured: products with a [`Plan`](crate::Plan) (and `Gpu::spmv` once a plan of
     /// the same strategy has been made for the matrix, which builds its data), the iterations of a
     /// CG solve ([`Cg::iterate`](crate::solve::Cg::iterate)), a [`TunedSpmv`](crate::tune::TunedSpmv)
-    /// once it has converged, and any launch or device copy of the caller's on the stream. Not:
-    /// uploads, allocations and copies from the host, which this crate refuses while capturing
-    /// ([`Error::Unsupported`]: a graph would read the host memory again at every replay), which
-    /// includes making a plan whose strategy data does not exist yet; reading vectors back and
-    /// `synchronize`, which the driver refuses ([`Error::Driver`]). The capture is local to this
-    /// thread; on any error it is ended and dropped, and the stream is usable again.
+    /// once it has converged, and any launch or device copy of the caller's on the stream. Not, and
+    /// refused with [`Error::Unsupported`] while the stream captures: uploads, allocations and
+    /// copies from the host (a replay would read the host memory again, long after the call), which
+    /// includes making a plan whose strategy data does not exist yet; reading vectors back (the copy
+    /// would only run at a replay) and `synchronize`. The capture is local to this thread; on any
+    /// error it is ended and dropped, and the stream is usable again.
     pub fn capture(&self, work: impl FnOnce() -> Result<()>) -> Result<Graph> {
         self.stream().begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         let captured = work();

@@ -130,6 +130,7 @@ impl<T: Scalar> DeviceVector<T> {
     /// Copies the vector to the host, after all work enqueued before on `gpu`'s stream.
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>> {
         self.check_gpu(gpu)?;
+        gpu.not_capturing("reading a vector back while the stream captures a graph")?;
         if self.is_empty() {
             return Ok(Vec::new());
         }
