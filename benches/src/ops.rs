@@ -10,7 +10,7 @@ use crate::run::csr_bytes;
 use anyhow::Result;
 use gpu_spmv::spmm::{Layout, SpmmKernel};
 use gpu_spmv::transpose::TransposeKernel;
-use gpu_spmv::{CsrRef, Gpu, Scalar};
+use gpu_spmv::{CsrRef, DeviceCsr, Gpu, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -59,8 +59,11 @@ pub struct OpsRun {
     pub notes: Vec<String>,
 }
 
-fn values<T: Scalar>(a: &CsrMatrix<f64>) -> Vec<T> {
-    a.values().iter().map(|&v| T::from_f64(v)).collect()
+/// `a` in precision `T` on the device.
+fn upload<T: Scalar>(gpu: &Gpu, a: &CsrMatrix<f64>) -> Result<DeviceCsr<T>> {
+    let vals: Vec<T> = a.values().iter().map(|&v| T::from_f64(v)).collect();
+    let view = CsrRef::try_new(a.nrows(), a.ncols(), a.row_offsets(), a.col_indices(), &vals)?;
+    Ok(gpu.upload_csr_ref(view)?)
 }
 
 /// The transposed product: ours (explicit after its build, atomic) and cuSPARSE's CSR algorithms.
@@ -71,9 +74,7 @@ pub fn bench_transpose<T: Scalar>(
     a: &CsrMatrix<f64>,
     out: &mut OpsRun,
 ) -> Result<()> {
-    let vals = values::<T>(a);
-    let view = CsrRef::try_new(a.nrows(), a.ncols(), a.row_offsets(), a.col_indices(), &vals)?;
-    let da = gpu.upload_csr_ref(view)?;
+    let da = upload::<T>(gpu, a)?;
     let x = gpu.upload_vector(&vec![T::from_f64(0.5); a.nrows()])?;
     let mut y = gpu.zeros::<T>(a.ncols())?;
     let bytes = csr_bytes(a.ncols(), a.nrows(), a.nnz(), size_of::<T>());
@@ -120,9 +121,7 @@ pub fn bench_spmm<T: Scalar>(
     a: &CsrMatrix<f64>,
     out: &mut OpsRun,
 ) -> Result<()> {
-    let vals = values::<T>(a);
-    let view = CsrRef::try_new(a.nrows(), a.ncols(), a.row_offsets(), a.col_indices(), &vals)?;
-    let da = gpu.upload_csr_ref(view)?;
+    let da = upload::<T>(gpu, a)?;
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
     let xv = gpu.upload_vector(&vec![T::from_f64(0.5); a.ncols()])?;
     let mut yv = gpu.zeros::<T>(a.nrows())?;
