@@ -2,6 +2,7 @@
 //! the CPU, in one process on the same device buffers. Run it with `cargo xtask bench`.
 
 use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
 use gpu_spmv::{Error as SpmvError, Gpu};
 use indicatif::{ProgressBar, ProgressStyle};
 use spmv_bench::cg_study::{self, CgResults};
@@ -15,90 +16,73 @@ use spmv_bench::{cg_baseline, cusparse, fem};
 use spmv_bench::{plot, variants};
 use std::path::PathBuf;
 
-const USAGE: &str = "\
-usage: spmv-bench [OPTIONS]
-
-  --small             the suite at its small size (quick runs); with --cg, about 100 k unknowns
-  --cg                the CG study instead (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL
-                      and LMA against cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
-  --mtx PATH          Matrix Market file, or a folder of .mtx files, instead of the suite
-  --only NAMES        only the matrices whose names contain one of these (comma-separated)
-  --precision P       f32, f64 or both (default both)
-  --no-search         skip the tuner and the exhaustive search over the parametrised kernel
-  --transpose         also time y = Aᵀx (explicit, atomic) against cuSPARSE's transpose SpMV
-  --spmm              also time Y = AX for k = 1..64, both layouts, against cusparseSpMM
-  --seed N            seed of the generated matrices and vectors (default 1)
-  --out DIR           where report.md, results.json and plots go (default target/bench/<UTC time>)
-  --compare OLD.json  after the run, print what got faster or slower than in OLD.json
-  --plot RESULTS.json only redraw the plots (and report.md) of an earlier run, next to it";
-
-#[derive(Debug)]
+/// The suite (or Matrix Market files) through every kernel and format of the library, cuSPARSE and
+/// the CPU, on the same device buffers, each checked against the f64 CPU product; report.md,
+/// results.json and plots in the output folder.
+#[derive(Debug, Parser)]
+#[command(name = "spmv-bench", version)]
 struct Options {
+    /// The suite at its small size (quick runs); with --cg, about 100 k unknowns instead of 4 M
+    #[arg(long)]
     small: bool,
+    /// The CG study instead (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL and LMA against
+    /// cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
+    #[arg(long)]
     cg: bool,
+    /// A Matrix Market file, or a folder of .mtx files, instead of the suite
+    #[arg(long, value_name = "PATH")]
     mtx: Option<PathBuf>,
+    /// Only the matrices whose names contain one of these (comma-separated); all when absent
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Vec<String>,
-    precisions: Vec<&'static str>,
-    seed: u64,
-    out: Option<PathBuf>,
-    compare: Option<PathBuf>,
-    plot: Option<PathBuf>,
+    /// The element types to measure
+    #[arg(long, value_enum, default_value_t = PrecisionArg::Both)]
+    precision: PrecisionArg,
+    /// Skip the tuner and the exhaustive search over the parametrised kernel
+    #[arg(long)]
     no_search: bool,
+    /// Also time y = Aᵀx (explicit, atomic) against cuSPARSE's transposed SpMV
+    #[arg(long)]
     transpose: bool,
+    /// Also time Y = AX for k = 1 to 64 in both layouts against cusparseSpMM
+    #[arg(long)]
     spmm: bool,
+    /// Seed of the generated matrices and vectors
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where report.md, results.json and the plots go [default: target/bench/<UTC start time>]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// After the run, print what got faster or slower than in an earlier results.json
+    #[arg(long, value_name = "OLD.json")]
+    compare: Option<PathBuf>,
+    /// Only redraw the plots (and report.md) of an earlier run, next to its results.json
+    #[arg(long, value_name = "RESULTS.json")]
+    plot: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Options> {
-    let mut o = Options {
-        small: false,
-        cg: false,
-        mtx: None,
-        only: Vec::new(),
-        precisions: vec!["f32", "f64"],
-        seed: 1,
-        out: None,
-        compare: None,
-        plot: None,
-        no_search: false,
-        transpose: false,
-        spmm: false,
-    };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{arg} needs a value\n{USAGE}"));
-        match arg.as_str() {
-            "--small" => o.small = true,
-            "--cg" => o.cg = true,
-            "--no-search" => o.no_search = true,
-            "--transpose" => o.transpose = true,
-            "--spmm" => o.spmm = true,
-            "--mtx" => o.mtx = Some(value()?.into()),
-            "--only" => o.only = value()?.split(',').map(str::to_owned).collect(),
-            "--precision" => {
-                o.precisions = match value()?.as_str() {
-                    "f32" => vec!["f32"],
-                    "f64" => vec!["f64"],
-                    "both" => vec!["f32", "f64"],
-                    other => bail!("--precision {other}: expected f32, f64 or both"),
-                }
-            }
-            "--seed" => o.seed = value()?.parse().context("--seed")?,
-            "--out" => o.out = Some(value()?.into()),
-            "--compare" => o.compare = Some(value()?.into()),
-            "--plot" => o.plot = Some(value()?.into()),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => bail!("unknown option {other}\n{USAGE}"),
+/// `--precision`: one element type or both.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PrecisionArg {
+    F32,
+    F64,
+    Both,
+}
+
+impl PrecisionArg {
+    /// The element types' names, in the order they are measured.
+    fn names(self) -> Vec<&'static str> {
+        match self {
+            PrecisionArg::F32 => vec!["f32"],
+            PrecisionArg::F64 => vec!["f64"],
+            PrecisionArg::Both => vec!["f32", "f64"],
         }
     }
-    Ok(o)
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let options = parse(&args)?;
+    let options = Options::parse();
+    let precisions = options.precision.names();
     if let Some(path) = &options.plot {
         let results = Results::read(path)?;
         let dir = path.parent().context("results.json has no folder")?;
@@ -160,7 +144,7 @@ fn main() -> Result<()> {
     // Auto-without-split variant, cuSPARSE, about 10 format configurations and the search.
     let per_matrix =
         1 + if gpu.is_some() { kernels.len() + 1 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
-    let bar = ProgressBar::new((list.len() * options.precisions.len() * per_matrix) as u64);
+    let bar = ProgressBar::new((list.len() * precisions.len() * per_matrix) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
     let mut results = Results {
         git_commit: git_commit(),
@@ -179,7 +163,7 @@ fn main() -> Result<()> {
         let a = (m.build)().with_context(|| format!("building {}", m.name))?;
         let stats = gpu_spmv::CsrRef::from(&a).stats();
         let mut info = MatrixInfo::new(&m.name, &m.imitates, &stats, gpu.as_ref().map_or(1, Gpu::sm_count));
-        for &precision in &options.precisions {
+        for &precision in &precisions {
             let progress = |what: &str| {
                 bar.set_message(format!("{} {precision} {what}", m.name));
                 bar.inc(1);
@@ -263,7 +247,7 @@ fn cg_study(
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");
-    cg_study::run(devices.as_ref(), unknowns, &options.precisions, &mut results, &log)?;
+    cg_study::run(devices.as_ref(), unknowns, &options.precision.names(), &mut results, &log)?;
     if let Some(d) = &mut device {
         d.finish();
     }
