@@ -272,18 +272,7 @@ fn git_commit() -> String {
     env!("SPMV_BUILD_COMMIT").to_owned()
 }
 
-/// The current UTC time as `YYYYMMDD-HHMMSS` (civil-from-days, proleptic Gregorian calendar).
+/// The current UTC time as `YYYYMMDD-HHMMSS`: run folders sort by it.
 fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string()
 }
