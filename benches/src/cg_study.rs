@@ -642,7 +642,7 @@ impl CgResults {
                 let _ = writeln!(
                     out,
                     "Device: {} ({} SMs, {} MB L2), driver {}; streaming read {:.0} GB/s. Clocks (SM, memory) \
-                     at start: {}; at end: {}.\n",
+                     and temperature at start: {}; at end: {}.\n",
                     d.name,
                     d.sm_count,
                     d.l2_bytes >> 20,

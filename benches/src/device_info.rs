@@ -5,6 +5,8 @@ use crate::measure::time_gpu;
 use anyhow::Result;
 use cudarc::driver::sys;
 use gpu_spmv::{Gpu, probe};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use serde::{Deserialize, Serialize};
 
 /// Bytes the bandwidth probes move: far beyond the 50 MB L2, so they measure HBM.
@@ -16,7 +18,8 @@ pub struct DeviceInfo {
     pub driver_version: String,
     pub sm_count: u32,
     pub l2_bytes: usize,
-    /// `nvidia-smi` clocks (SM and memory, MHz) at the start and at the end of the run, if readable.
+    /// SM and memory clocks (MHz) and temperature (°C) at the start and at the end of the run, from
+    /// NVML (older runs: `nvidia-smi`'s clocks alone), if readable.
     pub clocks_start: Option<String>,
     pub clocks_end: Option<String>,
     /// Our streaming-read kernel: bytes read per second (GB/s, 1e9).
@@ -27,7 +30,7 @@ pub struct DeviceInfo {
 
 impl DeviceInfo {
     pub fn measure(gpu: &Gpu) -> Result<Self> {
-        let clocks_start = clocks();
+        let clocks_start = clocks(gpu);
         let l2 = gpu.context().attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
         Ok(Self {
             name: gpu.name().to_owned(),
@@ -41,8 +44,8 @@ impl DeviceInfo {
         })
     }
 
-    pub fn finish(&mut self) {
-        self.clocks_end = clocks();
+    pub fn finish(&mut self, gpu: &Gpu) {
+        self.clocks_end = clocks(gpu);
     }
 }
 
@@ -53,13 +56,23 @@ fn driver_version() -> Result<String> {
     Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
-/// SM and memory clocks as `nvidia-smi` reports them, when it is there.
-pub fn clocks() -> Option<String> {
-    let out = std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader"])
-        .output()
-        .ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+/// The SM and memory clocks and the temperature of `gpu`'s device, from NVML (libnvidia-ml, loaded at
+/// run time; the device found by its PCI address, since NVML's order of devices need not be CUDA's),
+/// or `None` where NVML does not load or answer.
+pub fn clocks(gpu: &Gpu) -> Option<String> {
+    let attribute = |a| gpu.context().attribute(a).ok();
+    let address = format!(
+        "{:08x}:{:02x}:{:02x}.0",
+        attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+        attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+        attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+    );
+    let nvml = Nvml::init().ok()?;
+    let device = nvml.device_by_pci_bus_id(address).ok()?;
+    let sm = device.clock_info(Clock::SM).ok()?;
+    let memory = device.clock_info(Clock::Memory).ok()?;
+    let celsius = device.temperature(TemperatureSensor::Gpu).ok()?;
+    Some(format!("{sm} MHz, {memory} MHz, {celsius} °C"))
 }
 
 fn read_bandwidth(gpu: &Gpu) -> Result<f64> {

@@ -200,8 +200,8 @@ fn main() -> Result<()> {
         results.matrices.push(info);
     }
     bar.finish_and_clear();
-    if let Some(d) = &mut device {
-        d.finish();
+    if let (Some(d), Some(gpu)) = (&mut device, &gpu) {
+        d.finish(gpu);
     }
     results.device = device;
     results.fill_speedups();
@@ -248,8 +248,8 @@ fn cg_study(
     };
     let log = |line: &str| println!("{line}");
     cg_study::run(devices.as_ref(), unknowns, &options.precision.names(), &mut results, &log)?;
-    if let Some(d) = &mut device {
-        d.finish();
+    if let (Some(d), Some(gpu)) = (&mut device, gpu) {
+        d.finish(gpu);
     }
     results.device = device;
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));

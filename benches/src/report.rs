@@ -145,7 +145,8 @@ impl Results {
         if let Some(d) = &self.device {
             let _ = writeln!(
                 out,
-                "Device: {} ({} SMs, {} MB L2), driver {}. Clocks (SM, memory) at start: {}; at end: {}.\n",
+                "Device: {} ({} SMs, {} MB L2), driver {}. Clocks (SM, memory) and temperature at start: {}; \
+                 at end: {}.\n",
                 d.name,
                 d.sm_count,
                 d.l2_bytes >> 20,
