@@ -19,7 +19,7 @@ pub struct DeviceInfo {
     pub sm_count: u32,
     pub l2_bytes: usize,
     /// SM and memory clocks (MHz) and temperature (°C) at the start and at the end of the run, from
-    /// NVML (older runs: `nvidia-smi`'s clocks alone), if readable.
+    /// NVML (without it, and in older runs, `nvidia-smi`'s clocks alone), if readable.
     pub clocks_start: Option<String>,
     pub clocks_end: Option<String>,
     /// Our streaming-read kernel: bytes read per second (GB/s, 1e9).
@@ -57,9 +57,13 @@ fn driver_version() -> Result<String> {
 }
 
 /// The SM and memory clocks and the temperature of `gpu`'s device, from NVML (libnvidia-ml, loaded at
-/// run time; the device found by its PCI address, since NVML's order of devices need not be CUDA's),
-/// or `None` where NVML does not load or answer.
+/// run time), or the clocks alone from `nvidia-smi` where NVML does not load or answer.
 pub fn clocks(gpu: &Gpu) -> Option<String> {
+    nvml_clocks(gpu).or_else(smi_clocks)
+}
+
+/// NVML's answer, the device found by its PCI address (NVML's order of devices need not be CUDA's).
+fn nvml_clocks(gpu: &Gpu) -> Option<String> {
     let attribute = |a| gpu.context().attribute(a).ok();
     let address = format!(
         "{:08x}:{:02x}:{:02x}.0",
@@ -73,6 +77,15 @@ pub fn clocks(gpu: &Gpu) -> Option<String> {
     let memory = device.clock_info(Clock::Memory).ok()?;
     let celsius = device.temperature(TemperatureSensor::Gpu).ok()?;
     Some(format!("{sm} MHz, {memory} MHz, {celsius} °C"))
+}
+
+/// SM and memory clocks as `nvidia-smi` reports them, when it is there.
+fn smi_clocks() -> Option<String> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader"])
+        .output()
+        .ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn read_bandwidth(gpu: &Gpu) -> Result<f64> {
