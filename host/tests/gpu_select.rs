@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Csr, check, gpu_or_skip, random_vector, rng};
+use common::{Csr, check, five_point, gpu_or_skip, random_vector, rng};
 use gpu_spmv::formats::{Coo, Ell, Hyb};
 use gpu_spmv::select::{
     AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, Reason, Selection,
@@ -17,22 +17,7 @@ use rand_chacha::ChaCha8Rng;
 
 /// The 5-point stencil of an `n` x `n` grid, values uniform in [-1, 1).
 fn stencil<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Csr<T> {
-    let mut offsets = vec![0];
-    let mut cols = Vec::new();
-    for r in 0..n * n {
-        let (i, j) = (r / n, r % n);
-        let neighbours = [
-            (i > 0).then(|| r - n),
-            (j > 0).then(|| r - 1),
-            Some(r),
-            (j + 1 < n).then(|| r + 1),
-            (i + 1 < n).then(|| r + n),
-        ];
-        cols.extend(neighbours.into_iter().flatten());
-        offsets.push(cols.len());
-    }
-    let vals = (0..cols.len()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
-    Csr { nrows: n * n, ncols: n * n, offsets, cols, vals }
+    five_point(n, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))
 }
 
 /// Row lengths falling like 1 / rank, the longest rows scattered: a few rows of thousands of entries,

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Csr, gpu_or_skip, random_vector, rng, tolerance};
+use common::{Csr, five_point, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::formats::{Ell, Lma, NO_NODE};
 use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, SolveError, cg};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
@@ -92,23 +92,7 @@ fn gpu_lma_f64() {
 /// by `1 + r % 7` so that Jacobi matters: SPD.
 fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
     let s = |r: usize| 1.0 + (r % 7) as f64;
-    let (mut offsets, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
-    for r in 0..n * n {
-        let (i, j) = (r / n, r % n);
-        let neighbours = [
-            (i > 0).then(|| r - n),
-            (j > 0).then(|| r - 1),
-            Some(r),
-            (j + 1 < n).then(|| r + 1),
-            (i + 1 < n).then(|| r + n),
-        ];
-        for c in neighbours.into_iter().flatten() {
-            cols.push(c);
-            vals.push(T::from_f64(if c == r { 4.0 * s(r) * s(r) } else { -s(r) * s(c) }));
-        }
-        offsets.push(cols.len());
-    }
-    Csr { nrows: n * n, ncols: n * n, offsets, cols, vals }
+    five_point(n, |r, c| T::from_f64(if c == r { 4.0 * s(r) * s(r) } else { -s(r) * s(c) }))
 }
 
 /// Solves with `matrix` on the GPU and compares with the CPU CG on `cpu_a`: same stop, iterations

@@ -156,6 +156,28 @@ pub fn gpu_or_skip(test: &str) -> Option<gpu_spmv::Gpu> {
     }
 }
 
+/// The 5-point stencil of an `n` x `n` grid (row `r` holds `r` and its grid neighbours, in column
+/// order), entry `(r, c)` of value `value(r, c)`.
+pub fn five_point<T: Scalar>(n: usize, mut value: impl FnMut(usize, usize) -> T) -> Csr<T> {
+    let (mut offsets, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+    for r in 0..n * n {
+        let (i, j) = (r / n, r % n);
+        let neighbours = [
+            (i > 0).then(|| r - n),
+            (j > 0).then(|| r - 1),
+            Some(r),
+            (j + 1 < n).then(|| r + 1),
+            (i + 1 < n).then(|| r + n),
+        ];
+        for c in neighbours.into_iter().flatten() {
+            cols.push(c);
+            vals.push(value(r, c));
+        }
+        offsets.push(cols.len());
+    }
+    Csr { nrows: n * n, ncols: n * n, offsets, cols, vals }
+}
+
 /// A banded matrix: row `r` holds every `step`-th column of `r - half_width ..= r + half_width`
 /// (clipped to the columns), values uniform in [-1, 1). Consecutive rows share columns, as the
 /// formats that reuse a window of `x` need.
