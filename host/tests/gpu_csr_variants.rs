@@ -213,7 +213,8 @@ fn gpu_long_rows_of_dc1() {
     let a = dc1_like::<f64>(&mut rng);
     let mut fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
     assert_eq!(gpu.plan(&fixture.da, DC1_RULE).unwrap().split_rows(), 2);
-    assert_eq!(Kernel::auto(fixture.da.stats()), Kernel::CsrBalanced { block_size: 128 });
+    let auto = Kernel::auto(fixture.da.stats(), gpu.sm_count());
+    assert_eq!(auto, Kernel::CsrBalanced { block_size: 128 });
     for _ in 0..5 {
         for kernel in [Kernel::Auto, DC1_RULE, Kernel::CsrBalanced { block_size: 64 }] {
             fixture.check(&gpu, kernel, 3);
