@@ -355,7 +355,7 @@ fn gpu_tuner_and_parameter_errors() {
     let x = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
     let mut y = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut tuned = TunedSpmv::new(&gpu, &empty).unwrap();
-    assert_eq!(tuned.converged(), Some(Kernel::fixed_rule(empty.stats(), gpu.sm_count())));
+    assert_eq!(tuned.converged(), Some(Kernel::auto(empty.stats(), gpu.sm_count())));
     tuned.spmv(1.0, &x, 2.0, &mut y).unwrap();
     assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
 

@@ -5,7 +5,7 @@ mod kernel;
 mod rule;
 
 pub use kernel::Kernel;
-pub(crate) use rule::{MAX_REPEAT, ParamConfig, auto_coop, fixed_rule};
+pub(crate) use rule::{auto_coop, auto_per_row};
 
 use super::DeviceMatrix;
 use super::launch::{Prepared, unset_axpby};

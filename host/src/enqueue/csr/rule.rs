@@ -126,6 +126,12 @@ pub(crate) fn auto_config(stats: &RowStats, sm_count: u32) -> ParamConfig {
     ParamConfig { coop, repeat: 1, block_size: BLOCK_SIZE }
 }
 
+/// The per-row kernel [`Kernel::Auto`] gives a matrix's rows (its choice for a regular matrix with
+/// rows enough: [`auto_config`]): what the tuner compares with when Auto takes the balanced kernel.
+pub(crate) fn auto_per_row(stats: &RowStats, sm_count: u32) -> Kernel {
+    auto_config(stats, sm_count).kernel()
+}
+
 /// Blocks the rule's grid must have at least on a GPU of `sm_count` SMs (see [`RULE_MIN_WAVES`]).
 pub fn min_blocks(sm_count: u32) -> u64 {
     u64::from(sm_count.max(1)) * u64::from(RESIDENT_THREADS_PER_SM / BLOCK_SIZE) * u64::from(RULE_MIN_WAVES)
