@@ -117,7 +117,10 @@ fn check_solve<T: Scalar, A: DeviceMatrix<T>>(
     let outcome = solver.solve(&db, &mut dx).unwrap();
     assert_eq!(outcome.stop, CgStop::Converged, "{what}: {outcome:?}");
     assert_eq!(cpu.stop, CgStop::Converged, "{what}: CPU {cpu:?}");
-    let slack = 2 + cpu.iterations / 50;
+    // The GPU and the CPU round their dot products in different orders, and a long recurrence
+    // amplifies that: in f32 a few hundred iterations drift apart by up to 3% (measured on the H100
+    // over random right-hand sides), in f64 by a few iterations.
+    let slack = 2 + cpu.iterations / if T::EPSILON > 1e-10 { 20 } else { 50 };
     assert!(outcome.iterations.abs_diff(cpu.iterations) <= slack, "{what}: GPU {outcome:?}, CPU {cpu:?}");
     assert!(outcome.relative_residual <= options.rel_tol, "{what}: {outcome:?}");
     let x = dx.to_host(gpu).unwrap();
