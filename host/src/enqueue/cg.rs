@@ -7,7 +7,7 @@ use super::launch::{Prepared, WithOperands, copy};
 use crate::Result;
 use crate::device::Gpu;
 use crate::scalar::Scalar;
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaFunction, DeviceRepr, ValidAsZeroBits, sys};
 use kernels_gpu::abi::{CG_BLOCK_THREADS, CgParams, CgState, DevicePtr as AbiPtr, cg_shared_bytes};
 use kernels_gpu::index::cg_blocks;
 
@@ -29,6 +29,25 @@ impl<T: Copy> WithOperands for CgParams<T> {
     fn with(self, (b, x): (AbiPtr<T>, AbiPtr<T>)) -> Self {
         Self { b, x, ..self }
     }
+}
+
+/// The vectors an iteration streams: `x`, `r`, `p`, `q` and the inverse diagonal.
+const ITERATION_VECTORS: u64 = 5;
+
+/// Blocks of the cooperative `cg_iterate_*` over `n` unknowns: at most `cg_blocks(n)` (each block
+/// takes the elements of one or more of those) and at most what the GPU keeps resident (the blocks
+/// wait for each other at the grid barriers). Where the iteration's vectors fit in half the L2
+/// cache, a pass moves a microsecond or two of bytes and the two barriers dominate; each costs an
+/// atomic per block on one address, so one block per SM is best: on the H100, 100 k unknowns (391
+/// blocks' worth of elements) took 17.5 µs per iteration in a graph with 391 blocks, 15.6 with 264,
+/// 14.8 with 132 and 17.8 with 66 (`docs/PERF.md`, section 7). Larger problems stream from DRAM and
+/// need every resident block's loads in flight.
+fn iterate_blocks<T: Scalar>(gpu: &Gpu, f: &CudaFunction, n: u32, shared: u32) -> Result<u32> {
+    let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(CG_BLOCK_THREADS, shared as usize, None)?;
+    let l2 = gpu.context().attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+    let vector_bytes = ITERATION_VECTORS * u64::from(n) * size_of::<T>() as u64;
+    let per_sm = if vector_bytes <= u64::try_from(l2).unwrap_or(0) / 2 { per_sm.min(1) } else { per_sm };
+    Ok(cg_blocks(n).min(per_sm.saturating_mul(gpu.sm_count())).max(1))
 }
 
 /// The CG kernels of one solve, prepared once.
@@ -55,13 +74,7 @@ impl<T: Scalar> CgLaunches<T> {
         #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
         let shared = cg_shared_bytes(size_of::<T>() as u32);
         let iterate = pick(&table.iterate_plain, &table.iterate_jacobi);
-        // The iteration's blocks wait for each other: no more than the GPU keeps resident.
-        let per_sm = iterate.occupancy_max_active_blocks_per_multiprocessor(
-            CG_BLOCK_THREADS,
-            shared as usize,
-            None,
-        )?;
-        let resident = per_sm.saturating_mul(gpu.sm_count()).max(1);
+        let iterate_grid = iterate_blocks::<T>(gpu, iterate, params.n, shared)?;
         // SAFETY: the caller's contract for the buffers; the CG kernels take `CG_BLOCK_THREADS`
         // threads with `cg_shared_bytes` of dynamic shared memory, `cg_init_*` `cg_blocks(n)` blocks
         // and `cg_iterate_*` at most that many, all resident (a cooperative launch); `b` and `x`
@@ -75,7 +88,7 @@ impl<T: Scalar> CgLaunches<T> {
                     shared,
                     params,
                 ),
-                iterate: Prepared::cooperative(iterate, grid.min(resident), CG_BLOCK_THREADS, shared, params),
+                iterate: Prepared::cooperative(iterate, iterate_grid, CG_BLOCK_THREADS, shared, params),
                 r: params.r,
                 n: params.n,
             })
