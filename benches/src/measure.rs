@@ -109,17 +109,21 @@ pub fn time_gpu_restarted<S>(
 
 /// Enqueues per host-clock sample of [`host_enqueue_us`]: far fewer than the driver's queue of
 /// pending launches (about a thousand), so that no enqueue waits for the GPU to drain it and the
-/// clock reads the host's work only.
-const ENQUEUES_PER_SAMPLE: usize = 100;
+/// clock reads the host's work only; 50 calls of 1-10 µs make a sample of 50-500 µs, long against
+/// the clock's resolution.
+const ENQUEUES_PER_SAMPLE: usize = 50;
+/// Samples of [`host_enqueue_us`]: 550 products in all, 0.2 s of GPU time for the suite's largest
+/// products (400 µs), so the figure costs little beside the GPU timings.
+const ENQUEUE_SAMPLES: usize = 11;
 
 /// The host time of one call of `enqueue` (which enqueues one product on the `Gpu`'s stream and
-/// returns without waiting), in microseconds: the median over [`MIN_SAMPLES`] samples of
+/// returns without waiting), in microseconds: the median over [`ENQUEUE_SAMPLES`] samples of
 /// [`ENQUEUES_PER_SAMPLE`] back-to-back calls on the host clock. The stream is drained between
 /// samples, outside the clock, so every sample starts with an empty queue.
 pub fn host_enqueue_us(gpu: &Gpu, mut enqueue: impl FnMut() -> Result<()>) -> Result<f64> {
     enqueue()?;
     gpu.synchronize()?;
-    let mut samples = (0..MIN_SAMPLES)
+    let mut samples = (0..ENQUEUE_SAMPLES)
         .map(|_| {
             let start = Instant::now();
             for _ in 0..ENQUEUES_PER_SAMPLE {

@@ -25,15 +25,17 @@ impl<'a, T> TryFrom<SparseRowMatRef<'a, usize, T>> for CsrRef<'a, T> {
     }
 }
 
-/// The entries of a faer matrix, compressed: with a count per outer index (`nnz`), only the first
-/// `nnz[i]` entries of outer slice `i` are the matrix's, and the rest is dropped.
-fn compress<T: Copy>(
-    ptr: Vec<usize>,
-    nnz: Option<Vec<usize>>,
+/// A faer matrix's arrays, widened to `usize`, as an owned CSR matrix. With a count per outer index
+/// (`nnz`), only the first `nnz[i]` entries of outer slice `i` are the matrix's; the slack after
+/// them is dropped.
+fn to_csr_compressed<T: Copy>(
+    direction: Compressed,
+    shape: (usize, usize),
+    (ptr, nnz): (Vec<usize>, Option<Vec<usize>>),
     indices: Vec<usize>,
     values: &[T],
-) -> Result<(Vec<usize>, Vec<usize>, Vec<T>), CsrError> {
-    let Some(nnz) = nnz else { return Ok((ptr, indices, values.to_vec())) };
+) -> Result<Csr<T>, CsrError> {
+    let Some(nnz) = nnz else { return to_csr(direction, shape, ptr, indices, values) };
     let (mut offsets, mut kept, mut kept_values) = (vec![0], Vec::new(), Vec::new());
     for (&start, &count) in ptr.iter().zip(&nnz) {
         let end = start.saturating_add(count);
@@ -44,7 +46,7 @@ fn compress<T: Copy>(
         kept_values.extend_from_slice(vals);
         offsets.push(kept.len());
     }
-    Ok((offsets, kept, kept_values))
+    to_csr(direction, shape, offsets, kept, &kept_values)
 }
 
 impl<T: Copy, I: Index> TryFrom<SparseRowMatRef<'_, I, T>> for Csr<T> {
@@ -55,9 +57,9 @@ impl<T: Copy, I: Index> TryFrom<SparseRowMatRef<'_, I, T>> for Csr<T> {
         let s = m.symbolic();
         let zx = |i: I| Some(i.zx());
         let nnz = s.row_nnz().map(|n| widen("row_nnz", n, zx)).transpose()?;
-        let (ptr, idx, val) =
-            compress(widen("row_ptr", s.row_ptr(), zx)?, nnz, widen("col_idx", s.col_idx(), zx)?, m.val())?;
-        to_csr(Compressed::Rows, (s.nrows(), s.ncols()), ptr, idx, &val)
+        let ptr = (widen("row_ptr", s.row_ptr(), zx)?, nnz);
+        let indices = widen("col_idx", s.col_idx(), zx)?;
+        to_csr_compressed(Compressed::Rows, (s.nrows(), s.ncols()), ptr, indices, m.val())
     }
 }
 
@@ -69,9 +71,9 @@ impl<T: Copy, I: Index> TryFrom<SparseColMatRef<'_, I, T>> for Csr<T> {
         let s = m.symbolic();
         let zx = |i: I| Some(i.zx());
         let nnz = s.col_nnz().map(|n| widen("col_nnz", n, zx)).transpose()?;
-        let (ptr, idx, val) =
-            compress(widen("col_ptr", s.col_ptr(), zx)?, nnz, widen("row_idx", s.row_idx(), zx)?, m.val())?;
-        to_csr(Compressed::Columns, (s.nrows(), s.ncols()), ptr, idx, &val)
+        let ptr = (widen("col_ptr", s.col_ptr(), zx)?, nnz);
+        let indices = widen("row_idx", s.row_idx(), zx)?;
+        to_csr_compressed(Compressed::Columns, (s.nrows(), s.ncols()), ptr, indices, m.val())
     }
 }
 
