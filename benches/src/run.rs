@@ -247,6 +247,7 @@ pub fn bench_matrix<T: Scalar>(
     // beside it, since Auto departs from it.
     let rule = Kernel::fixed_rule(view_stats, gpu.sm_count());
     let kernels = setup.kernels.iter().copied().chain([rule]).chain(without_split(rule));
+    let mut notes = Vec::new();
     // Each kernel's record, so that the fastest can be timed in the other regimes.
     let mut ours: Vec<(Kernel, usize)> = Vec::new();
     for kernel in kernels {
@@ -287,18 +288,25 @@ pub fn bench_matrix<T: Scalar>(
         let timing = time_gpu(gpu, |i| prepared[i % copies].run(gpu, one, zero))?;
         let mut err = check.run(gpu, &mut sets[0], |_| prepared[0].run(gpu, one, zero))?;
         let mut r = record(&variant, timing, err);
+        // The baselines of the regimes. A capture cuSPARSE refuses is a note, not the end of the run.
         if alg != Algorithm::CooAlg1 {
-            let graph = prepared[0].capture(gpu, GRAPH_PRODUCTS, one, zero)?;
-            err = err.max(check.on_y(gpu, &mut sets[0].y, |_| Ok(graph.launch()?))?);
-            let regimes = regimes::measure(gpu, || prepared[0].run(gpu, one, zero), || Ok(graph.launch()?))?;
-            (r.hot, r.graph, r.host_enqueue_us) =
-                (Some(regimes.hot), Some(regimes.graph), Some(regimes.host_enqueue_us));
-            r.max_rel_error = err;
+            match prepared[0].capture(gpu, GRAPH_PRODUCTS, one, zero) {
+                Ok(graph) => {
+                    err = err.max(check.on_y(gpu, &mut sets[0].y, |_| Ok(graph.launch()?))?);
+                    let regimes =
+                        regimes::measure(gpu, || prepared[0].run(gpu, one, zero), || Ok(graph.launch()?))?;
+                    (r.hot, r.graph, r.host_enqueue_us) =
+                        (Some(regimes.hot), Some(regimes.graph), Some(regimes.host_enqueue_us));
+                    r.max_rel_error = err;
+                }
+                Err(e) => {
+                    notes.push(format!("{name}, {}: {} in a CUDA graph: {e:#}", T::NAME, variant.key()))
+                }
+            }
         }
         records.push(r);
     }
 
-    let mut notes = Vec::new();
     for format in formats(view_stats, gpu.sm_count()) {
         let variant = Variant::Format(format);
         progress(&variant.key());
