@@ -193,3 +193,6 @@ pub fn text(results: &Results) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
