@@ -1,6 +1,6 @@
 //! Many products with one matrix, as an iterative solver runs them: the run-time tuner
-//! (`tune::TunedSpmv`, Reguly & Giles) settles on a kernel while the loop runs, then every call is a
-//! plain launch. `cargo run --release --example repeated_products`; without a GPU it says why and
+//! (`tune::TunedSpmv`, after Reguly & Giles) settles on a kernel while the loop runs, from
+//! `Kernel::Auto`'s choice across the CSR kernels, then every call is a plain launch. `cargo run --release --example repeated_products`; without a GPU it says why and
 //! exits.
 
 use gpu_spmv::tune::TunedSpmv;

@@ -1,234 +1,184 @@
-//! The run-time tuner of Reguly & Giles ("Efficient sparse matrix-vector multiplication on cache-based
-//! GPUs", InPar 2012, their run-time parameter tuning): for products repeated with one matrix, start
-//! at the fixed rule and move the parametrised kernel's parameters while each step makes products
-//! faster, timing the products the caller asks for anyway.
+//! The run-time tuner: for products repeated with one matrix, start at [`Kernel::Auto`]'s choice
+//! and move across the CSR kernels while each step makes products faster, timing the products the
+//! caller asks for anyway.
 //!
-//! Two parts: [`Search`], the pure state machine (timings in, next parameters out, tested on the CPU),
-//! and [`TunedSpmv`], which runs products with the parameters the search asks for and times them with
+//! Reguly & Giles ("Efficient sparse matrix-vector multiplication on cache-based GPUs", InPar 2012,
+//! their run-time parameter tuning) walk the parameters of their one kernel from their fixed rule and
+//! reach 98% of an exhaustive search's best after 8 steps. Here the start is a rule calibrated on
+//! the GPU (Auto), so the steps go where that rule is blind: the neighbouring widths, the other
+//! kernel family (balanced against per-row), the block size, and the aligned loads of Baskaran &
+//! Bordawekar for wide groups; at most [`MAX_TIMED_PRODUCTS`] products are timed, and the start
+//! stays unless a step beats it, so a tuned product is never slower than Auto's beyond one
+//! timing's noise.
+//!
+//! Two parts: [`Search`], the pure state machine (timings in, next kernel out, tested on the CPU),
+//! and [`TunedSpmv`], which runs products with the kernels the search asks for and times them with
 //! CUDA events, read only once they have completed, so that tuning never waits on the GPU.
 
 use crate::device::{DeviceCsr, Gpu, VectorMut, VectorRef};
-use crate::enqueue::{Kernel, MAX_REPEAT, ParamConfig, Plan, fixed_rule};
-use crate::scalar::{Precision, Scalar};
+use crate::enqueue::{Kernel, Plan, auto_per_row};
+use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, sys};
-use kernels_gpu::abi::{BLOCK_SIZE, CSR_PARAM_COOPS};
+use kernels_gpu::abi::{BLOCK_SIZE, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, WARP_SIZE};
 
-/// A step is kept only when it makes products faster by more than this fraction (Reguly & Giles'
-/// 5%): smaller differences are within the noise of one timing.
-pub const MIN_GAIN: f32 = 0.05;
+/// A step is kept only when it makes products faster by more than this fraction: one event timing
+/// of a product of a few microseconds varies by about 2% from call to call on the H100.
+pub const MIN_GAIN: f32 = 0.03;
 
-/// Timings per configuration, of which the search keeps the fastest: a one-off delay (another
-/// process, a clock change) then costs one repeat instead of a wrong turn.
-pub const SAMPLES_PER_CONFIG: u32 = 2;
+/// The most products the search times before it settles (Reguly & Giles' 8 steps).
+pub const MAX_TIMED_PRODUCTS: usize = 8;
 
-/// The block size the search jumps to together with doubling `coop` (Reguly & Giles).
-pub const JUMP_BLOCK_SIZE: u32 = 192;
+/// The block sizes the search tries, Auto's 128 among them: the fastest kernels of our suite and
+/// of the real matrices used 64 to 256 threads per block (`docs/PERF.md`).
+pub const TUNE_BLOCK_SIZES: [u32; 3] = [64, BLOCK_SIZE, 256];
 
-/// The smallest and largest block sizes the search walks, and its steps in single and in double
-/// precision (Reguly & Giles: 96 to 512, in steps of 32, of 64 in double).
-pub const TUNE_MIN_BLOCK_SIZE: u32 = 96;
-pub const TUNE_MAX_BLOCK_SIZE: u32 = 512;
-pub const TUNE_BLOCK_STEP_F32: u32 = 32;
-pub const TUNE_BLOCK_STEP_F64: u32 = 64;
-
-fn block_step(precision: Precision) -> u32 {
-    match precision {
-        Precision::Single => TUNE_BLOCK_STEP_F32,
-        Precision::Double => TUNE_BLOCK_STEP_F64,
-    }
+/// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto runs it
+/// (one row per group, long rows split).
+fn per_row(coop: u32, block_size: u32) -> Kernel {
+    Kernel::CsrParam { coop, repeat: 1, block_size, split_long_rows: true }
 }
 
-/// Every configuration the search can reach, for the given precision, as kernels: `coop` in 1 .. 32,
-/// `repeat` a power of two up to [`MAX_REPEAT`], and the block sizes reachable from the rule's 128 and
-/// the jump's 192 in the precision's steps between [`TUNE_MIN_BLOCK_SIZE`] and [`TUNE_MAX_BLOCK_SIZE`].
-pub(crate) fn search_space(precision: Precision) -> Vec<Kernel> {
-    let step = block_step(precision);
-    let lowest = BLOCK_SIZE - (BLOCK_SIZE - TUNE_MIN_BLOCK_SIZE) / step * step;
-    let blocks: Vec<u32> = (lowest..=TUNE_MAX_BLOCK_SIZE).step_by(step as usize).collect();
-    let repeats = std::iter::successors(Some(1u32), |r| Some(r * 2)).take_while(|&r| r <= MAX_REPEAT);
+/// Every kernel the search can reach: the per-row kernel at each width, the balanced kernel, and
+/// the aligned kernel (`x` through the read-only cache) at each of its widths, each at each of
+/// [`TUNE_BLOCK_SIZES`].
+pub(crate) fn search_space() -> Vec<Kernel> {
     let mut space = Vec::new();
-    for repeat in repeats {
-        for coop in CSR_PARAM_COOPS {
-            for &block_size in &blocks {
-                space.push(ParamConfig { coop, repeat, block_size }.kernel());
-            }
-        }
+    for block_size in TUNE_BLOCK_SIZES {
+        space.extend(CSR_PARAM_COOPS.map(|coop| per_row(coop, block_size)));
+        space.push(Kernel::CsrBalanced { block_size });
+        space.extend(CSR_ALIGNED_GROUPS.map(|group| Kernel::CsrAligned {
+            group,
+            cached_x: true,
+            block_size,
+        }));
     }
     space
 }
 
-/// The parameter a phase of the search moves.
+/// The steps of the search, in order; it has settled after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Axis {
-    /// Halved, or doubled when halving does not help.
-    Repeat,
-    /// One probe: `coop` doubled and the block raised to [`JUMP_BLOCK_SIZE`] together.
-    CoopJump,
-    /// Doubled, or halved when doubling does not help.
-    Coop,
-    /// Raised by a step, or lowered when raising does not help.
-    BlockSize,
+enum Phase {
+    /// Auto's choice.
+    Start,
+    /// Around the best: the per-row kernel at half and twice its width and the balanced kernel; or,
+    /// from the balanced kernel, the per-row kernel Auto would give the matrix's rows.
+    Neighbours,
+    /// One more width in the direction that won.
+    Widen,
+    /// The best kernel at the other block sizes.
+    Block,
+    /// For a per-row best of 8 or more lanes, the aligned kernel of that width and block.
+    Aligned,
 }
 
-/// The phases in order; the search has converged after the last.
-const AXES: [Axis; 4] = [Axis::Repeat, Axis::CoopJump, Axis::Coop, Axis::BlockSize];
+const PHASES: [Phase; 5] = [Phase::Start, Phase::Neighbours, Phase::Widen, Phase::Block, Phase::Aligned];
 
-/// Where a phase stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Walk {
-    /// Index into [`AXES`].
-    axis: usize,
-    /// Moving down (halving, lowering) rather than up.
-    down: bool,
-    /// A step of this phase has been kept.
-    moved: bool,
-    /// The phase has turned to its second direction.
-    turned: bool,
-}
-
-impl Walk {
-    fn start(axis: usize) -> Self {
-        // Repeat goes down first, the others up first.
-        Walk { axis, down: AXES.get(axis) == Some(&Axis::Repeat), moved: false, turned: false }
-    }
-}
-
-/// The tuner's state machine: which configuration to time next, given the timings so far. Follows
-/// Reguly & Giles: from the fixed rule, halve `repeat` (or double it), going on in a direction while
-/// each step gains more than [`MIN_GAIN`]; then try `coop` doubled with a block of
-/// [`JUMP_BLOCK_SIZE`]; then walk `coop`; then the block size; keeping the best configuration.
+/// The tuner's state machine: which kernel to time next, given the timings so far. Each phase
+/// proposes kernels around the best so far ([`Phase`]), each is timed once and replaces the best
+/// only if it is faster by more than [`MIN_GAIN`]; kernels already timed are not timed again, and
+/// the search settles after the last phase or [`MAX_TIMED_PRODUCTS`] timings.
 #[derive(Debug, Clone)]
 pub(crate) struct Search {
-    step: u32,
-    best: ParamConfig,
-    /// The best configuration's time; `None` until the start has been timed.
+    best: Kernel,
+    /// The best kernel's time; `None` until the start has been timed.
     best_ms: Option<f32>,
-    /// The phase under way; `None` before the start is timed.
-    walk: Option<Walk>,
-    /// The configuration being timed; `None` once converged.
-    candidate: Option<ParamConfig>,
-    /// Timings of the candidate so far: how many, and the fastest.
-    samples: u32,
-    fastest_ms: f32,
+    /// The per-row kernel tried from a balanced start.
+    per_row: Kernel,
+    /// Index into [`PHASES`] of the phase whose candidates are queued.
+    phase: usize,
+    /// The phase's candidates not yet timed, the next first.
+    queue: Vec<Kernel>,
+    /// Every kernel timed so far, in order.
+    timed: Vec<Kernel>,
 }
 
 impl Search {
-    /// A search from `start` (the fixed rule's configuration).
-    pub fn new(start: ParamConfig, precision: Precision) -> Self {
-        Search {
-            step: block_step(precision),
-            best: start,
-            best_ms: None,
-            walk: None,
-            candidate: Some(start),
-            samples: 0,
-            fastest_ms: f32::INFINITY,
-        }
+    /// A search from `start` (Auto's choice); `per_row` is the per-row kernel to compare with when
+    /// `start` is the balanced kernel.
+    pub fn new(start: Kernel, per_row: Kernel) -> Self {
+        Search { best: start, best_ms: None, per_row, phase: 0, queue: vec![start], timed: Vec::new() }
     }
 
-    /// A search that has nothing to do: `config` is final.
-    pub fn converged_at(config: ParamConfig, precision: Precision) -> Self {
-        Search { candidate: None, ..Search::new(config, precision) }
+    /// A search that has nothing to do: `kernel` is final.
+    pub fn converged_at(kernel: Kernel) -> Self {
+        Search { phase: PHASES.len(), queue: Vec::new(), ..Search::new(kernel, kernel) }
     }
 
-    /// The configuration to time next, or `None` once the search has converged.
-    pub fn next(&self) -> Option<ParamConfig> {
-        self.candidate
+    /// The kernel to time next, or `None` once the search has settled.
+    pub fn next(&self) -> Option<Kernel> {
+        self.queue.first().copied()
     }
 
-    /// The best configuration so far (the final one once converged).
-    pub fn best(&self) -> ParamConfig {
+    /// The best kernel so far (the final one once settled).
+    pub fn best(&self) -> Kernel {
         self.best
     }
 
-    /// Takes a timing of `config`; a timing of anything but [`Search::next`] is stale and ignored.
-    pub fn record(&mut self, config: ParamConfig, ms: f32) {
-        if self.candidate != Some(config) {
-            return;
-        }
-        self.samples += 1;
-        self.fastest_ms = self.fastest_ms.min(ms);
-        if self.samples < SAMPLES_PER_CONFIG {
-            return;
-        }
-        let ms = self.fastest_ms;
-        self.samples = 0;
-        self.fastest_ms = f32::INFINITY;
-        let Some(best_ms) = self.best_ms else {
-            self.best_ms = Some(ms);
-            self.walk = Some(Walk::start(0));
-            self.propose();
-            return;
-        };
-        let kept = ms < best_ms * (1.0 - MIN_GAIN);
-        if kept {
-            self.best = config;
-            self.best_ms = Some(ms);
-        }
-        if let Some(walk) = &mut self.walk {
-            if AXES.get(walk.axis) == Some(&Axis::CoopJump) {
-                *walk = Walk::start(walk.axis + 1);
-            } else if kept {
-                walk.moved = true;
-            } else {
-                Self::turn_or_finish(walk);
-            }
-        }
-        self.propose();
+    /// The kernels timed so far, in order.
+    pub fn timed(&self) -> &[Kernel] {
+        &self.timed
     }
 
-    /// After a step that was not kept (or could not be made): the phase turns to its other direction
-    /// if it has neither turned nor moved yet, and otherwise ends. The jump is a single probe.
-    fn turn_or_finish(walk: &mut Walk) {
-        if !walk.moved && !walk.turned && AXES.get(walk.axis) != Some(&Axis::CoopJump) {
-            walk.down = !walk.down;
-            walk.turned = true;
-        } else {
-            *walk = Walk::start(walk.axis + 1);
+    /// Takes a timing of `kernel`; a timing of anything but [`Search::next`] is stale and ignored.
+    pub fn record(&mut self, kernel: Kernel, ms: f32) {
+        if self.next() != Some(kernel) {
+            return;
+        }
+        self.queue.remove(0);
+        self.timed.push(kernel);
+        match self.best_ms {
+            Some(best_ms) if ms >= best_ms * (1.0 - MIN_GAIN) => {}
+            _ => {
+                self.best = kernel;
+                self.best_ms = Some(ms);
+            }
+        }
+        if self.timed.len() >= MAX_TIMED_PRODUCTS {
+            self.queue.clear();
+            self.phase = PHASES.len();
+        }
+        while self.queue.is_empty() && self.phase + 1 < PHASES.len() {
+            self.phase += 1;
+            let timed = &self.timed;
+            self.queue = self.candidates(PHASES[self.phase]);
+            self.queue.retain(|k| !timed.contains(k));
+            self.queue.dedup();
         }
     }
 
-    /// Sets the candidate to the next step from the best configuration, moving through directions and
-    /// phases that have no step left; `None` after the last phase.
-    fn propose(&mut self) {
-        self.candidate = None;
-        while let Some(mut walk) = self.walk {
-            let Some(&axis) = AXES.get(walk.axis) else {
-                self.walk = None;
-                return;
-            };
-            if let Some(next) = self.neighbour(axis, walk.down).filter(|&c| c != self.best) {
-                self.candidate = Some(next);
-                return;
+    /// The kernels `phase` proposes around the best so far.
+    fn candidates(&self, phase: Phase) -> Vec<Kernel> {
+        let wider = |coop: u32, block| (coop < WARP_SIZE).then(|| per_row(coop * 2, block));
+        let narrower = |coop: u32, block| (coop > 1).then(|| per_row(coop / 2, block));
+        match (phase, self.best) {
+            (Phase::Start, _) => Vec::new(),
+            (Phase::Neighbours, Kernel::CsrParam { coop, block_size, .. }) => [
+                wider(coop, block_size),
+                narrower(coop, block_size),
+                Some(Kernel::CsrBalanced { block_size }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            (Phase::Neighbours, _) => vec![self.per_row],
+            (Phase::Widen, Kernel::CsrParam { coop, block_size, .. }) => {
+                [wider(coop, block_size), narrower(coop, block_size)].into_iter().flatten().collect()
             }
-            Self::turn_or_finish(&mut walk);
-            self.walk = Some(walk);
-        }
-    }
-
-    /// The best configuration moved one step along `axis`, if that stays within the search space.
-    fn neighbour(&self, axis: Axis, down: bool) -> Option<ParamConfig> {
-        let b = self.best;
-        let halve_or_double = |v: u32, max: u32| {
-            let next = if down { v / 2 } else { v * 2 };
-            (next >= 1 && next <= max).then_some(next)
-        };
-        match axis {
-            Axis::Repeat => halve_or_double(b.repeat, MAX_REPEAT).map(|repeat| ParamConfig { repeat, ..b }),
-            Axis::CoopJump => Some(ParamConfig {
-                coop: (b.coop * 2).min(CSR_PARAM_COOPS[CSR_PARAM_COOPS.len() - 1]),
-                block_size: JUMP_BLOCK_SIZE,
-                ..b
-            }),
-            Axis::Coop => halve_or_double(b.coop, CSR_PARAM_COOPS[CSR_PARAM_COOPS.len() - 1])
-                .map(|coop| ParamConfig { coop, ..b }),
-            Axis::BlockSize => {
-                let next = if down { b.block_size.checked_sub(self.step)? } else { b.block_size + self.step };
-                (TUNE_MIN_BLOCK_SIZE..=TUNE_MAX_BLOCK_SIZE)
-                    .contains(&next)
-                    .then_some(ParamConfig { block_size: next, ..b })
+            (Phase::Block, Kernel::CsrParam { coop, block_size, .. }) => {
+                TUNE_BLOCK_SIZES.iter().filter(|&&b| b != block_size).map(|&b| per_row(coop, b)).collect()
             }
+            (Phase::Block, Kernel::CsrBalanced { block_size }) => TUNE_BLOCK_SIZES
+                .iter()
+                .filter(|&&b| b != block_size)
+                .map(|&block_size| Kernel::CsrBalanced { block_size })
+                .collect(),
+            (Phase::Aligned, Kernel::CsrParam { coop, block_size, .. })
+                if CSR_ALIGNED_GROUPS.contains(&coop) =>
+            {
+                vec![Kernel::CsrAligned { group: coop, cached_x: true, block_size }]
+            }
+            _ => Vec::new(),
         }
     }
 }
@@ -238,19 +188,21 @@ impl Search {
 struct Timer {
     start: CudaEvent,
     end: CudaEvent,
-    /// The configuration of the product between the events, until its timing has been read.
-    pending: Option<ParamConfig>,
+    /// The kernel of the product between the events, until its timing has been read.
+    pending: Option<Kernel>,
 }
 
-/// Products `y = alpha * A * x + beta * y` with one matrix, by the parametrised kernel
-/// ([`Kernel::CsrParam`]), whose parameters tune themselves over the calls: from the fixed rule,
-/// `repeat` halved (or doubled) while that gains more than 5%, then `coop` doubled with 192 threads per
-/// block, then `coop` walked, then the block size in steps of 32 (64 in `f64`) between 96 and 512.
+/// Products `y = alpha * A * x + beta * y` with one matrix, whose kernel tunes itself over the
+/// calls: from [`Kernel::Auto`]'s choice, the neighbouring widths and the other kernel family, one
+/// more width where that won, the block sizes 64, 128 and 256, and the aligned kernel for groups of 8
+/// or more lanes; each step is kept only if it gains more than 3%, and at most 8 products are timed.
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on
-/// the GPU. A caller that never waits on the stream (never reads a result) leaves the tuner where it
-/// is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is a plain launch.
+/// the GPU. A caller that synchronises after each product (a solver reading its residual) lets the
+/// tuner settle after at most 8 products; one that never waits on the stream leaves the tuner where
+/// it is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is a [`Plan`]'s
+/// product, which may be captured into a CUDA graph.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), gpu_spmv::Error> {
@@ -285,27 +237,26 @@ enum State<'a, T: Scalar> {
 }
 
 impl<'a, T: Scalar> TunedSpmv<'a, T> {
-    /// A tuner for products with `a` on `gpu`, starting at Reguly & Giles' fixed rule
-    /// ([`Kernel::fixed_rule`]). A matrix without entries needs no tuning: it starts converged.
+    /// A tuner for products with `a` on `gpu`, starting at [`Kernel::Auto`]'s choice. A matrix
+    /// without entries needs no tuning: it starts converged.
     pub fn new(gpu: &'a Gpu, a: &'a DeviceCsr<T>) -> Result<Self> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));
         }
-        let start = fixed_rule(a.stats(), gpu.sm_count());
+        let start = Kernel::auto(a.stats(), gpu.sm_count());
         let (search, state) = if a.nnz() == 0 {
-            (Search::converged_at(start, T::PRECISION), State::Converged(gpu.plan(a, start.kernel())?))
+            (Search::converged_at(start), State::Converged(gpu.plan(a, start)?))
         } else {
             let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
             let timer = Timer { start: event()?, end: event()?, pending: None };
-            (Search::new(start, T::PRECISION), State::Tuning(timer))
+            (Search::new(start, auto_per_row(a.stats(), gpu.sm_count())), State::Tuning(timer))
         };
         Ok(Self { gpu, a, search, state, tuning_products: 0 })
     }
 
-    /// Every kernel configuration the tuner can reach for `T`, for an exhaustive search to compare
-    /// with.
+    /// Every kernel the tuner can reach, for an exhaustive search to compare with.
     pub fn search_space() -> Vec<Kernel> {
-        search_space(T::PRECISION)
+        search_space()
     }
 
     /// `y = alpha * A * x + beta * y`, as [`Gpu::spmv`], with the kernel the tuner is at.
@@ -325,7 +276,7 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             timer.pending = None;
         }
         let Some(next) = self.search.next() else {
-            let plan = self.gpu.plan(self.a, self.search.best().kernel())?;
+            let plan = self.gpu.plan(self.a, self.search.best())?;
             let product = plan.spmv(alpha, x, beta, y);
             self.state = State::Converged(plan);
             return product;
@@ -334,10 +285,10 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         // While a timing is in flight, or for a product that runs no SpMV kernel, run the candidate
         // untimed.
         if timer.pending.is_some() || alpha == T::ZERO {
-            let config = timer.pending.unwrap_or(next);
-            return self.gpu.spmv_with(config.kernel(), alpha, self.a, x, beta, y);
+            let kernel = timer.pending.unwrap_or(next);
+            return self.gpu.spmv_with(kernel, alpha, self.a, x, beta, y);
         }
-        let plan = self.gpu.plan(self.a, next.kernel())?;
+        let plan = self.gpu.plan(self.a, next)?;
         timer.start.record(self.gpu.stream())?;
         plan.spmv(alpha, x, beta, y)?;
         timer.end.record(self.gpu.stream())?;
@@ -347,12 +298,17 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
 
     /// The chosen kernel, once the search has converged; `None` while it is still tuning.
     pub fn converged(&self) -> Option<Kernel> {
-        self.search.next().is_none().then(|| self.search.best().kernel())
+        self.search.next().is_none().then(|| self.search.best())
     }
 
     /// The fastest kernel so far (the chosen one once converged).
     pub fn best(&self) -> Kernel {
-        self.search.best().kernel()
+        self.search.best()
+    }
+
+    /// The kernels timed so far, in order (Auto's choice first).
+    pub fn timed(&self) -> &[Kernel] {
+        self.search.timed()
     }
 
     /// Products run while tuning, timed or not.
@@ -366,155 +322,137 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    fn rule(coop: u32, repeat: u32) -> ParamConfig {
-        ParamConfig { coop, repeat, block_size: BLOCK_SIZE }
+    fn balanced(block_size: u32) -> Kernel {
+        Kernel::CsrBalanced { block_size }
     }
 
-    /// Runs a search to the end with `time` as the cost of a configuration; returns the best and the
-    /// configurations timed, in order.
-    fn run(
-        start: ParamConfig,
-        precision: Precision,
-        time: impl Fn(ParamConfig) -> f32,
-    ) -> (ParamConfig, Vec<ParamConfig>) {
-        let mut search = Search::new(start, precision);
-        let mut timed = Vec::new();
-        while let Some(c) = search.next() {
-            timed.push(c);
-            for _ in 0..SAMPLES_PER_CONFIG {
-                search.record(c, time(c));
+    /// Runs a search from `start` to the end with `time` as the cost of a kernel; returns the best
+    /// and the kernels timed, in order.
+    fn run(start: Kernel, per_row_start: Kernel, time: impl Fn(Kernel) -> f32) -> (Kernel, Vec<Kernel>) {
+        let mut search = Search::new(start, per_row_start);
+        while let Some(k) = search.next() {
+            search.record(k, time(k));
+            assert!(search.timed().len() <= MAX_TIMED_PRODUCTS, "{:?}", search.timed());
+        }
+        (search.best(), search.timed().to_vec())
+    }
+
+    /// A cost with its minimum at `target`: a factor per step of width (a doubling) and of block
+    /// size, and a factor 2 for the other family.
+    fn bowl(target: Kernel) -> impl Fn(Kernel) -> f32 {
+        let place = |k: Kernel| -> (f32, f32, f32) {
+            match k {
+                Kernel::CsrParam { coop, block_size, .. } => {
+                    (0.0, (coop as f32).log2(), block_size as f32 / 64.0)
+                }
+                Kernel::CsrBalanced { block_size } => (1.0, 0.0, block_size as f32 / 64.0),
+                Kernel::CsrAligned { group, block_size, .. } => {
+                    (0.5, (group as f32).log2(), block_size as f32 / 64.0)
+                }
+                other => panic!("{other:?}"),
             }
-            assert!(timed.len() < 200, "no convergence: {timed:?}");
-        }
-        (search.best(), timed)
-    }
-
-    /// A bowl with its minimum at `target`: a factor per parameter, growing with the square of the
-    /// distance in steps (doublings for coop and repeat, 32 threads for the block), so that each step
-    /// towards the target gains at least a third.
-    fn bowl(target: ParamConfig) -> impl Fn(ParamConfig) -> f32 {
-        move |c| {
-            let steps = |a: f32, b: f32| 1.0 + (a - b).powi(2);
-            let log = |v: u32| (v as f32).log2();
-            steps(log(c.coop), log(target.coop))
-                * steps(log(c.repeat), log(target.repeat))
-                * steps(c.block_size as f32 / 32.0, target.block_size as f32 / 32.0)
+        };
+        move |k| {
+            let (f, w, b) = place(k);
+            let (tf, tw, tb) = place(target);
+            (1.0 + (f - tf).abs()) * (1.0 + 0.3 * (w - tw).abs()) * (1.0 + 0.2 * (b - tb).abs())
         }
     }
 
     #[test]
-    fn space_sizes_and_bounds() {
-        let f32_space = search_space(Precision::Single);
-        let f64_space = search_space(Precision::Double);
-        // 6 coops x 7 repeats x 14 block sizes (96 ..= 512 by 32), and 7 block sizes (128 ..= 512 by 64).
-        assert_eq!(f32_space.len(), 6 * 7 * 14);
-        assert_eq!(f64_space.len(), 6 * 7 * 7);
-        for space in [&f32_space, &f64_space] {
-            assert_eq!(space.iter().collect::<HashSet<_>>().len(), space.len());
-            assert!(space.contains(&rule(4, 1).kernel()));
-            assert!(
-                space.contains(&ParamConfig { coop: 8, repeat: 1, block_size: JUMP_BLOCK_SIZE }.kernel())
-            );
+    fn the_space_holds_every_family_at_every_block_size() {
+        let space = search_space();
+        assert_eq!(space.len(), 3 * (6 + 1 + 3));
+        assert_eq!(space.iter().collect::<HashSet<_>>().len(), space.len());
+        for k in &space {
+            k.check().unwrap();
         }
-        assert!(f32_space.contains(&ParamConfig { coop: 1, repeat: 64, block_size: 96 }.kernel()));
-        assert!(!f64_space.contains(&ParamConfig { coop: 1, repeat: 1, block_size: 96 }.kernel()));
+        assert!(space.contains(&per_row(4, 128)));
+        assert!(space.contains(&balanced(256)));
+        assert!(space.contains(&Kernel::CsrAligned { group: 32, cached_x: true, block_size: 64 }));
     }
 
     #[test]
-    fn starts_at_the_rule_then_halves_repeat() {
-        let mut search = Search::new(rule(4, 8), Precision::Single);
-        assert_eq!(search.next(), Some(rule(4, 8)));
-        search.record(rule(4, 8), 1.0);
-        assert_eq!(search.next(), Some(rule(4, 8)), "a second sample of the start");
-        search.record(rule(4, 8), 1.0);
-        assert_eq!(search.next(), Some(rule(4, 4)));
+    fn starts_at_auto_then_tries_the_neighbours() {
+        let start = per_row(4, 128);
+        let mut search = Search::new(start, start);
+        assert_eq!(search.next(), Some(start));
+        search.record(start, 1.0);
+        assert_eq!(search.next(), Some(per_row(8, 128)));
+        search.record(per_row(8, 128), 1.0);
+        assert_eq!(search.next(), Some(per_row(2, 128)));
+        search.record(per_row(2, 128), 1.0);
+        assert_eq!(search.next(), Some(balanced(128)));
     }
 
     #[test]
     fn stale_timings_are_ignored() {
-        let mut search = Search::new(rule(4, 8), Precision::Single);
-        search.record(rule(2, 8), 0.1);
-        search.record(rule(2, 8), 0.1);
-        assert_eq!(search.next(), Some(rule(4, 8)));
-        assert_eq!(search.best(), rule(4, 8));
+        let start = per_row(4, 128);
+        let mut search = Search::new(start, start);
+        search.record(per_row(2, 128), 0.1);
+        assert_eq!(search.next(), Some(start));
+        assert_eq!(search.best(), start);
+        assert!(search.timed().is_empty());
     }
 
     #[test]
-    fn finds_the_minimum_of_a_bowl() {
-        for target in [
-            ParamConfig { coop: 4, repeat: 8, block_size: 128 },
-            ParamConfig { coop: 16, repeat: 1, block_size: 256 },
-            ParamConfig { coop: 1, repeat: 64, block_size: 96 },
-            ParamConfig { coop: 32, repeat: 2, block_size: 512 },
-            ParamConfig { coop: 8, repeat: 1, block_size: 192 },
+    fn finds_the_minimum_near_auto_within_eight_products() {
+        for (start, target) in [
+            (per_row(4, 128), per_row(4, 128)),
+            (per_row(4, 128), per_row(16, 128)),
+            (per_row(4, 128), per_row(1, 256)),
+            (per_row(1, 128), per_row(2, 64)),
+            (per_row(8, 128), balanced(256)),
+            (balanced(128), per_row(4, 128)),
+            (balanced(128), balanced(64)),
+            (per_row(16, 128), Kernel::CsrAligned { group: 16, cached_x: true, block_size: 128 }),
         ] {
-            let (best, timed) = run(rule(4, 1), Precision::Single, bowl(target));
-            assert_eq!(best, target, "timed {timed:?}");
+            let (best, timed) = run(start, per_row(4, 128), bowl(target));
+            assert_eq!(best, target, "from {start:?}, timed {timed:?}");
+            assert_eq!(timed[0], start);
         }
-        // In double precision the block walk takes steps of 64 from 128 or 192.
-        let target = ParamConfig { coop: 2, repeat: 4, block_size: 320 };
-        assert_eq!(run(rule(4, 1), Precision::Double, bowl(target)).0, target);
     }
 
     #[test]
-    fn gains_under_five_percent_are_not_taken() {
-        // Every other configuration is 4% faster than the start: within the noise.
-        let start = rule(4, 2);
-        let (best, timed) = run(start, Precision::Single, |c| if c == start { 1.0 } else { 0.96 });
+    fn gains_under_the_threshold_are_not_taken() {
+        // Every other kernel is 2% faster than the start: within the noise.
+        let start = per_row(4, 128);
+        let (best, timed) = run(start, start, |k| if k == start { 1.0 } else { 0.98 });
         assert_eq!(best, start);
-        // The start, both directions of repeat, the jump, both directions of coop and of the block.
-        assert_eq!(timed.len(), 1 + 2 + 1 + 2 + 2, "{timed:?}");
-        // 6% faster is taken.
-        let (best, _) = run(start, Precision::Single, |c| if c.repeat == 1 { 0.94 } else { 1.0 });
-        assert_eq!(best.repeat, 1);
+        // The start, its three neighbours, two block sizes: both widths were timed, nothing widens.
+        assert_eq!(timed.len(), 1 + 3 + 2, "{timed:?}");
+        // 4% faster is taken.
+        let (best, _) = run(start, start, |k| if k == balanced(128) { 0.96 } else { 1.0 });
+        assert_eq!(best, balanced(128));
     }
 
+    /// Whatever the timings, the search ends within [`MAX_TIMED_PRODUCTS`], times each kernel once,
+    /// only kernels of the search space, and its best is never slower than its start.
     #[test]
-    fn repeat_is_doubled_when_halving_does_not_help() {
-        let (best, timed) = run(rule(4, 2), Precision::Single, |c| 1.0 / c.repeat as f32);
-        assert_eq!(best.repeat, MAX_REPEAT);
-        assert_eq!(&timed[..3], [rule(4, 2), rule(4, 1), rule(4, 4)]);
-    }
-
-    #[test]
-    fn the_jump_doubles_coop_and_raises_the_block() {
-        let (_, timed) = run(rule(4, 1), Precision::Single, |_| 1.0);
-        // repeat 1 cannot halve: the doubling is tried, then the jump.
-        assert_eq!(
-            &timed[..3],
-            [rule(4, 1), rule(4, 2), ParamConfig { coop: 8, repeat: 1, block_size: 192 }]
-        );
-    }
-
-    /// Whatever the timings, the search ends, and times only configurations of the search space.
-    #[test]
-    fn every_candidate_is_in_the_space() {
-        for precision in [Precision::Single, Precision::Double] {
-            let space: HashSet<Kernel> = search_space(precision).into_iter().collect();
-            for seed in 0..200u64 {
-                let noise = |c: ParamConfig| {
-                    let h = ((u64::from(c.coop) * 0x9e37_79b9)
-                        ^ (u64::from(c.repeat) * 0x85eb_ca6b)
-                        ^ (u64::from(c.block_size) * 0xc2b2_ae35))
-                        .wrapping_mul(seed | 1)
-                        .rotate_left(17);
-                    (h % 1000) as f32 / 100.0 + 0.5
-                };
-                for start in [rule(1, 1), rule(4, 8), rule(32, 64)] {
-                    let (best, timed) = run(start, precision, noise);
-                    assert!(space.contains(&best.kernel()));
-                    for c in timed {
-                        assert!(space.contains(&c.kernel()), "{c:?} from {start:?}");
-                    }
-                }
+    fn every_search_is_short_and_stays_in_the_space() {
+        let space: HashSet<Kernel> = search_space().into_iter().collect();
+        let starts: Vec<Kernel> =
+            CSR_PARAM_COOPS.iter().map(|&c| per_row(c, BLOCK_SIZE)).chain([balanced(BLOCK_SIZE)]).collect();
+        for seed in 0..300u64 {
+            let noise = |k: Kernel| {
+                let mut h = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&(k, seed), &mut h);
+                (std::hash::Hasher::finish(&h) % 1000) as f32 / 100.0 + 0.5
+            };
+            for &start in &starts {
+                let (best, timed) = run(start, per_row(2, BLOCK_SIZE), noise);
+                assert!(timed.len() <= MAX_TIMED_PRODUCTS);
+                assert_eq!(timed.iter().collect::<HashSet<_>>().len(), timed.len(), "{timed:?}");
+                assert!(timed.iter().all(|k| space.contains(k)), "{timed:?}");
+                assert!(noise(best) <= noise(start), "{start:?} -> {best:?}");
             }
         }
     }
 
     #[test]
     fn a_converged_search_asks_for_nothing() {
-        let search = Search::converged_at(rule(8, 1), Precision::Double);
+        let search = Search::converged_at(per_row(8, 128));
         assert_eq!(search.next(), None);
-        assert_eq!(search.best(), rule(8, 1));
+        assert_eq!(search.best(), per_row(8, 128));
     }
 }

@@ -213,7 +213,8 @@ fn gpu_long_rows_of_dc1() {
     let a = dc1_like::<f64>(&mut rng);
     let mut fixture = Fixture::new(&gpu, "dc1-like", &a, &mut rng);
     assert_eq!(gpu.plan(&fixture.da, DC1_RULE).unwrap().split_rows(), 2);
-    assert_eq!(Kernel::auto(fixture.da.stats()), Kernel::CsrBalanced { block_size: 128 });
+    let auto = Kernel::auto(fixture.da.stats(), gpu.sm_count());
+    assert_eq!(auto, Kernel::CsrBalanced { block_size: 128 });
     for _ in 0..5 {
         for kernel in [Kernel::Auto, DC1_RULE, Kernel::CsrBalanced { block_size: 64 }] {
             fixture.check(&gpu, kernel, 3);
@@ -354,7 +355,7 @@ fn gpu_tuner_and_parameter_errors() {
     let x = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
     let mut y = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut tuned = TunedSpmv::new(&gpu, &empty).unwrap();
-    assert_eq!(tuned.converged(), Some(Kernel::fixed_rule(empty.stats(), gpu.sm_count())));
+    assert_eq!(tuned.converged(), Some(Kernel::auto(empty.stats(), gpu.sm_count())));
     tuned.spmv(1.0, &x, 2.0, &mut y).unwrap();
     assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
 

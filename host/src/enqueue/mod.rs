@@ -19,7 +19,7 @@ mod spmm;
 mod transpose;
 
 pub use csr::Kernel;
-pub(crate) use csr::{MAX_REPEAT, ParamConfig, fixed_rule};
+pub(crate) use csr::auto_per_row;
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use plan::Plan;
 pub use spmm::{SpmmKernel, SpmmPlan};

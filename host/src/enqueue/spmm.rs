@@ -40,9 +40,9 @@ impl SpmmKernel {
     /// The rule behind [`SpmmKernel::Auto`]. Row-major: the narrowest panel that holds all `k`
     /// columns (64 above that), so that one pass over each row serves every column and no lane idles
     /// beyond the rounding of `k` to a width; a row's entries are read by the whole group at once,
-    /// so the row lengths do not enter. Column-major: the lanes per row of [`Kernel::Auto`]'s rule
-    /// for the CSR product ([`crate::Kernel::auto`]: 8 entries per lane, from the mean row length),
-    /// which balances the same walk over a row's entries; the panel's gathers only add work per entry.
+    /// so the row lengths do not enter. Column-major: 8 entries per lane, from the mean row length (the
+    /// narrowest width [`crate::Kernel::auto`] gives a CSR product's rows), which balances the same
+    /// walk over a row's entries; the panel's gathers only add work per entry.
     pub fn auto(layout: Layout, k: usize, stats: &crate::formats::RowStats) -> SpmmKernel {
         match layout {
             Layout::RowMajor => {

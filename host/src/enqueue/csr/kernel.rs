@@ -1,7 +1,7 @@
 //! [`Kernel`]: how a CSR product runs, the checks of its parameters, and the parameter sets the
 //! kernels are compiled for.
 
-use super::rule::{auto_config, fixed_rule, is_irregular};
+use super::rule::{auto_config, fixed_rule, has_few_rows, is_irregular};
 use crate::formats::csr::RowStats;
 use crate::{Error, Result};
 use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
@@ -52,16 +52,18 @@ impl Kernel {
     /// The largest block of every kernel.
     pub const MAX_BLOCK_SIZE: u32 = abi::MAX_BLOCK_SIZE;
 
-    /// The kernel [`Kernel::Auto`] stands for, in constant time: for matrices whose row lengths
-    /// vary widely (a standard deviation above their mean, see `rule.rs`), the balanced kernel with
-    /// 128 threads per block; otherwise the parametrised kernel with `coop` the smallest power of two
-    /// at least `mean / 8` (at most 32), one row per group, 128 threads per block, long rows split
-    /// (`rule::auto_config`, calibrated on the H100 suite).
-    pub fn auto(stats: &RowStats) -> Kernel {
-        if is_irregular(stats) {
+    /// The kernel [`Kernel::Auto`] stands for on a GPU of `sm_count` SMs, in constant time (see
+    /// `rule.rs` for each threshold's derivation and measurements): the balanced kernel with 128
+    /// threads per block for matrices whose row lengths vary (a standard deviation above half their
+    /// mean) or whose rows are too few to fill the GPU even with a warp each; otherwise the
+    /// parametrised kernel with `coop` the smallest power of two that gives each lane at most 8
+    /// entries and brings `rows x coop` to half the GPU's resident threads (at most 32), one row per
+    /// group, 128 threads per block, long rows split.
+    pub fn auto(stats: &RowStats, sm_count: u32) -> Kernel {
+        if is_irregular(stats) || has_few_rows(stats, sm_count) {
             Kernel::CsrBalanced { block_size: BLOCK_SIZE }
         } else {
-            auto_config(stats).kernel()
+            auto_config(stats, sm_count).kernel()
         }
     }
 
@@ -169,11 +171,12 @@ mod tests {
     /// The SMs of an H100 SXM.
     const SMS: u32 = 132;
 
+    /// Rows of `mean` entries, enough of them (a million) that one lane each fills the GPU.
     fn stats_with_mean(mean: usize) -> RowStats {
-        let rows = 1000;
+        let rows = 1_000_000;
         RowStats {
             rows,
-            cols: 1000,
+            cols: rows,
             nnz: rows * mean,
             mean: mean as f64,
             std_dev: 0.0,
@@ -182,12 +185,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn auto_sizes_groups_at_eight_entries_per_lane() {
-        let coop = |mean| match Kernel::auto(&stats_with_mean(mean)) {
+    fn auto_coop_of(stats: &RowStats) -> u32 {
+        match Kernel::auto(stats, SMS) {
             Kernel::CsrParam { coop, repeat: 1, block_size: BLOCK_SIZE, split_long_rows: true } => coop,
             other => panic!("{other:?}"),
-        };
+        }
+    }
+
+    #[test]
+    fn auto_sizes_groups_at_eight_entries_per_lane() {
+        let coop = |mean| auto_coop_of(&stats_with_mean(mean));
         assert_eq!(coop(0), 1);
         assert_eq!(coop(1), 1);
         assert_eq!(coop(7), 1);
@@ -197,10 +204,25 @@ mod tests {
         assert_eq!(coop(64), 8);
         assert_eq!(coop(200), 32);
         assert_eq!(coop(1_000_000), 32);
-        assert_eq!(
-            Kernel::auto(&stats_with_mean(7)),
-            Kernel::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true }
-        );
+    }
+
+    #[test]
+    fn auto_widens_groups_until_half_the_gpu_is_busy() {
+        // 132 SMs keep 270,336 threads: half of them is 135,168.
+        let rows = |rows: usize, mean: usize| RowStats { rows, nnz: rows * mean, ..stats_with_mean(mean) };
+        // fe_body: 45 k rows of 7 entries want 3 lanes each for half the GPU, so 4.
+        assert_eq!(auto_coop_of(&rows(45_000, 7)), 4);
+        assert_eq!(auto_coop_of(&rows(135_168, 5)), 1);
+        assert_eq!(auto_coop_of(&rows(135_167, 5)), 2);
+        assert_eq!(auto_coop_of(&rows(12_288, 16)), 16);
+        // The entries still ask for more where they need more: 4,500 rows of 400.
+        assert_eq!(auto_coop_of(&rows(4_500, 400)), 32);
+        // 2,970 rows of a warp each fill 35% of the GPU: the least that stays with a kernel per row.
+        assert_eq!(auto_coop_of(&rows(2_957, 10)), 32);
+        assert_eq!(Kernel::auto(&rows(2_956, 10), SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        // A smaller GPU is filled by fewer rows: 16 SMs, half of their threads are 16,384.
+        let one_lane = Kernel::CsrParam { coop: 1, repeat: 1, block_size: BLOCK_SIZE, split_long_rows: true };
+        assert_eq!(Kernel::auto(&rows(45_000, 7), 16), one_lane);
     }
 
     #[test]
@@ -211,25 +233,32 @@ mod tests {
 
     #[test]
     fn auto_balances_irregular_rows() {
-        // The three irregular matrices of the suite: web graph, circuit, short-wide.
-        for (rows, nnz, std_dev) in
-            [(6_500_000, 20_150_000, 26.6), (3_000_000, 18_600_000, 1830.0), (4284, 11_048_436, 3452.0)]
-        {
+        // The three irregular matrices of the suite: web graph, circuit, short-wide; and finan512.
+        for (rows, nnz, std_dev) in [
+            (6_500_000, 20_150_000, 26.6),
+            (3_000_000, 18_600_000, 1830.0),
+            (4284, 11_048_436, 3452.0),
+            (74_752, 596_992, 7.2),
+        ] {
             let mean = nnz as f64 / rows as f64;
             let stats = RowStats { rows, nnz, mean, std_dev, ..stats_with_mean(1) };
-            assert_eq!(Kernel::auto(&stats), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+            assert_eq!(Kernel::auto(&stats, SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         }
         // A regular spread stays with the parametrised kernel.
         let regular = RowStats { std_dev: 2.0, ..stats_with_mean(7) };
-        assert!(matches!(Kernel::auto(&regular), Kernel::CsrParam { .. }));
+        assert!(matches!(Kernel::auto(&regular, SMS), Kernel::CsrParam { .. }));
     }
 
     #[test]
     fn auto_is_never_its_own_choice() {
-        for mean in [0, 1, 7, 64, 300] {
-            assert_ne!(Kernel::auto(&stats_with_mean(mean)), Kernel::Auto);
-            let irregular = RowStats { std_dev: 10.0 * mean as f64, ..stats_with_mean(mean) };
-            assert_ne!(Kernel::auto(&irregular), Kernel::Auto);
+        for sms in [1, 132, 1000] {
+            for mean in [0, 1, 7, 64, 300] {
+                assert_ne!(Kernel::auto(&stats_with_mean(mean), sms), Kernel::Auto);
+                let irregular = RowStats { std_dev: 10.0 * mean as f64, ..stats_with_mean(mean) };
+                assert_ne!(Kernel::auto(&irregular, sms), Kernel::Auto);
+                let few = RowStats { rows: 3, nnz: 3 * mean, ..stats_with_mean(mean) };
+                assert_ne!(Kernel::auto(&few, sms), Kernel::Auto);
+            }
         }
     }
 

@@ -5,7 +5,7 @@ mod kernel;
 mod rule;
 
 pub use kernel::Kernel;
-pub(crate) use rule::{MAX_REPEAT, ParamConfig, auto_coop, fixed_rule};
+pub(crate) use rule::{auto_coop, auto_per_row};
 
 use super::DeviceMatrix;
 use super::launch::{Prepared, unset_axpby};
@@ -61,7 +61,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
         };
         let launch = match kernel {
             // `Kernel::auto` never answers `Auto`.
-            Kernel::Auto => return self.prepare(gpu, Kernel::auto(self.stats())),
+            Kernel::Auto => return self.prepare(gpu, Kernel::auto(self.stats(), gpu.sm_count())),
             Kernel::CsrScalar { block_size } => rows(&table.csr_scalar, 1, block_size),
             Kernel::CsrVector { coop, block_size } => {
                 rows(&table.csr_vector[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)

@@ -53,11 +53,26 @@ pub const LONG_ROW_SLACK: u64 = 4;
 /// [`Kernel::Auto`] takes the balanced kernel. The parametrised kernel gives rows to groups of
 /// one width, so a warp waits for the longest of the rows it holds; the balanced kernel gives warps
 /// equal entries whatever the rows, at the price of a segmented scan per 32 entries. Our suite's
-/// regular matrices (stencils, FEM, banded, uniform rows) have at most 0.3 and run at 85-94% of the
-/// bandwidth floor with the parametrised kernel; its irregular ones (short-wide 1.3, web graph 8.6,
-/// circuit 295) lose to load imbalance. 1.0 lies between, with margin on both sides, until the H100
-/// bench of both kernels on the whole suite calibrates it.
-pub const IRREGULAR_ROW_CV: f64 = 1.0;
+/// regular matrices (stencils, FEM, banded, uniform rows) have at most 0.17 and its irregular ones
+/// 1.3 (short-wide) to 295 (circuit). The real matrices fill the gap: on the H100, cold, the
+/// balanced kernel beat every per-row width on vibrobox (0.6), finan512 (0.9) and ISPD98 (0.8) by
+/// 12-48%, so the threshold sits at 0.5 (`docs/PERF.md`, section 11); it was 1.0 when only the
+/// suite had been measured.
+pub const IRREGULAR_ROW_CV: f64 = 0.5;
+
+/// The share of the GPU's resident threads [`Kernel::Auto`]'s groups fill at least: `coop` grows
+/// until `rows x coop` reaches it. A small matrix given one lane per row leaves most SMs idle (45 k
+/// rows are a sixth of the H100's 270 k resident threads), and each lane's chain of dependent
+/// loads is then the product's critical path; more lanes per row shorten the chains and spread the
+/// rows over every SM. Fitted on the 27 real matrices (cold, H100): filling 35%, 50% and 70%
+/// left Auto 2.4%, 1.9% and 3.1% behind the fastest kernel (geometric means).
+pub const AUTO_MIN_FILL: f64 = 0.5;
+
+/// The share of the resident threads under which even a warp per row leaves the GPU idle enough
+/// that [`Kernel::Auto`] takes the balanced kernel, which spreads long rows over several warps: the
+/// real set's lp_fit2d (25 rows) and movielens (943 rows) ran 1.5-2x faster there than with 32
+/// lanes per row.
+pub const FEW_ROWS_FILL: f64 = 0.35;
 
 /// Whether the row lengths vary enough for the balanced kernel (see [`IRREGULAR_ROW_CV`]). A matrix
 /// without entries is regular.
@@ -74,19 +89,47 @@ pub fn is_irregular(stats: &RowStats) -> bool {
 /// lanes idle and add shuffles.
 pub const AUTO_ENTRIES_PER_LANE: f64 = 8.0;
 
-/// Threads per row of [`Kernel::Auto`]'s parametrised kernel (see [`AUTO_ENTRIES_PER_LANE`]).
+/// Threads per row at [`AUTO_ENTRIES_PER_LANE`] entries per lane: the narrowest width
+/// [`Kernel::Auto`] gives a regular matrix's rows (see [`auto_config`]), and the width of the
+/// row-parallel kernels of the transposed product and SpMM.
 pub fn auto_coop(stats: &RowStats) -> u32 {
-    let lanes = stats.mean / AUTO_ENTRIES_PER_LANE;
+    coop_at_least(stats.mean / AUTO_ENTRIES_PER_LANE)
+}
+
+/// The smallest width of the parametrised kernel of at least `lanes` threads per row, at most 32.
+fn coop_at_least(lanes: f64) -> u32 {
     CSR_PARAM_COOPS.iter().copied().find(|&c| f64::from(c) >= lanes).unwrap_or(WARP_SIZE)
 }
 
-/// [`Kernel::Auto`]'s configuration of the parametrised kernel for a regular matrix: `coop`
-/// from [`auto_coop`], 128 threads per block, one row per group (`repeat = 1`). The exhaustive search
-/// over the paper's parameter space found its best at `repeat` 1 or 2 on every matrix of the suite,
-/// and the fixed rule's 2 and 4 on the largest short-row matrices cost 3-28%: the H100 needs no more
-/// work per group to hide its launch cost.
-pub(crate) fn auto_config(stats: &RowStats) -> ParamConfig {
-    ParamConfig { coop: auto_coop(stats), repeat: 1, block_size: BLOCK_SIZE }
+/// Threads the GPU keeps resident: `sm_count` SMs of [`RESIDENT_THREADS_PER_SM`].
+pub fn resident_threads(sm_count: u32) -> u64 {
+    u64::from(sm_count.max(1)) * u64::from(RESIDENT_THREADS_PER_SM)
+}
+
+/// Whether a matrix's rows are so few that a warp per row fills less than [`FEW_ROWS_FILL`] of the
+/// GPU (a matrix without entries never is: it launches nothing).
+pub fn has_few_rows(stats: &RowStats, sm_count: u32) -> bool {
+    stats.nnz > 0
+        && (stats.rows as f64) * f64::from(WARP_SIZE) < FEW_ROWS_FILL * resident_threads(sm_count) as f64
+}
+
+/// [`Kernel::Auto`]'s configuration of the parametrised kernel for a regular matrix on a GPU of
+/// `sm_count` SMs: `coop` the smallest power of two that gives each lane at most
+/// [`AUTO_ENTRIES_PER_LANE`] entries ([`auto_coop`]) *and* fills [`AUTO_MIN_FILL`] of the resident
+/// threads, at most 32; 128 threads per block, one row per group (`repeat = 1`). The exhaustive
+/// search over the paper's parameter space found its best at `repeat` 1 or 2 on every matrix of the
+/// suite, and the fixed rule's 2 and 4 on the largest short-row matrices cost 3-28%: the H100 needs
+/// no more work per group to hide its launch cost.
+pub(crate) fn auto_config(stats: &RowStats, sm_count: u32) -> ParamConfig {
+    let fill = AUTO_MIN_FILL * resident_threads(sm_count) as f64 / stats.rows.max(1) as f64;
+    let coop = coop_at_least(fill.max(stats.mean / AUTO_ENTRIES_PER_LANE));
+    ParamConfig { coop, repeat: 1, block_size: BLOCK_SIZE }
+}
+
+/// The per-row kernel [`Kernel::Auto`] gives a matrix's rows (its choice for a regular matrix with
+/// rows enough: [`auto_config`]): what the tuner compares with when Auto takes the balanced kernel.
+pub(crate) fn auto_per_row(stats: &RowStats, sm_count: u32) -> Kernel {
+    auto_config(stats, sm_count).kernel()
 }
 
 /// Blocks the rule's grid must have at least on a GPU of `sm_count` SMs (see [`RULE_MIN_WAVES`]).
@@ -97,8 +140,7 @@ pub fn min_blocks(sm_count: u32) -> u64 {
 /// Threads per row: the smallest power of two at least `sqrt(mean row length)`, at most 32 (enough
 /// lanes to coalesce a row's loads, few enough that short rows keep most lanes busy).
 pub fn rule_coop(stats: &RowStats) -> u32 {
-    let root = stats.mean.sqrt();
-    CSR_PARAM_COOPS.iter().copied().find(|&c| f64::from(c) >= root).unwrap_or(WARP_SIZE)
+    coop_at_least(stats.mean.sqrt())
 }
 
 /// Rows per group: the largest power of two up to [`MAX_REPEAT`] that leaves the grid at least
@@ -125,8 +167,7 @@ pub(crate) fn fixed_rule(stats: &RowStats, sm_count: u32) -> ParamConfig {
 /// group, of Auto's width ([`auto_coop`], the narrowest a product starts with), would take more than [`LONG_ROW_SLACK`] times the mean steps of the
 /// product, and at least [`LONG_ROW_MIN_STEPS`] steps.
 pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
-    let resident = u64::from(sm_count.max(1)) * u64::from(RESIDENT_THREADS_PER_SM);
-    let mean_steps = (stats.nnz as u64).div_ceil(resident);
+    let mean_steps = (stats.nnz as u64).div_ceil(resident_threads(sm_count));
     let steps = LONG_ROW_MIN_STEPS.max(LONG_ROW_SLACK * mean_steps);
     u32::try_from(u64::from(auto_coop(stats)) * steps).unwrap_or(u32::MAX)
 }
@@ -206,10 +247,13 @@ mod tests {
     fn irregular_rows_by_their_coefficient_of_variation() {
         // Only the mean and the standard deviation count.
         let with = |mean: f64, std_dev: f64| RowStats { mean, std_dev, ..stats(1000, 1000) };
-        // The suite's regular matrices, and a spread of rows of 0 to 63 entries (cv 0.58).
+        // The suite's regular matrices, and Andrews (cv 0.27).
         assert!(!is_irregular(&with(27.0, 0.0)));
         assert!(!is_irregular(&with(5.0, 1.5)));
-        assert!(!is_irregular(&with(31.5, 18.5)));
+        assert!(!is_irregular(&with(12.7, 3.4)));
+        // A spread of rows of 0 to 63 entries (cv 0.58), vibrobox (0.6).
+        assert!(is_irregular(&with(31.5, 18.5)));
+        assert!(is_irregular(&with(26.8, 16.1)));
         // Short-wide, web graph, circuit.
         assert!(is_irregular(&with(2579.0, 3452.0)));
         assert!(is_irregular(&with(3.1, 26.6)));
