@@ -4,7 +4,8 @@
 use anyhow::{Context, Result, anyhow};
 use cudarc::cusparse::result as cs;
 use cudarc::cusparse::sys;
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Precision, Scalar};
 use std::ffi::c_void;
 
@@ -236,6 +237,18 @@ impl<'h> Prepared<'h> {
     /// Enqueues `y = alpha A x + beta y` on the `Gpu`'s stream.
     pub fn run<T: Scalar>(&self, gpu: &Gpu, alpha: T, beta: T) -> Result<()> {
         self.call(gpu, sys::cusparseSpMV, "cusparseSpMV", alpha, beta)
+    }
+
+    /// `products` calls of [`Prepared::run`] captured from the `Gpu`'s stream into a CUDA graph (after
+    /// the preprocess `new` ran, as a solver would capture its iterations), replayed by
+    /// [`CudaGraph::launch`] on the same stream. On error the capture is ended and dropped.
+    pub fn capture<T: Scalar>(&self, gpu: &Gpu, products: usize, alpha: T, beta: T) -> Result<CudaGraph> {
+        let stream = gpu.stream();
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let captured = (0..products).try_for_each(|_| self.run(gpu, alpha, beta));
+        let ended = stream.end_capture(CUgraphInstantiate_flags(0));
+        captured?;
+        ended?.context("the capture of cusparseSpMV recorded no graph")
     }
 
     /// `cusparseSpMV` or `cusparseSpMV_preprocess`, which take the same arguments, on the prepared

@@ -13,7 +13,7 @@ use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
 use spmv_bench::{cg_baseline, cusparse, fem};
-use spmv_bench::{plot, variants};
+use spmv_bench::{plot, summary, variants};
 use std::path::PathBuf;
 
 /// The suite (or Matrix Market files) through every kernel and format of the library, cuSPARSE and
@@ -59,6 +59,11 @@ struct Options {
     /// Only redraw the plots (and report.md) of an earlier run, next to its results.json
     #[arg(long, value_name = "RESULTS.json")]
     plot: Option<PathBuf>,
+    /// Print only the short summary at the end (per regime and precision: the geometric-mean speedup
+    /// over cuSPARSE and the worst matrix; the host enqueue times), not the per-matrix table before
+    /// it; every run prints the summary. With --plot, print the earlier run's summary
+    #[arg(long)]
+    summary: bool,
 }
 
 /// `--precision`: one element type or both.
@@ -84,11 +89,16 @@ fn main() -> Result<()> {
     let options = Options::parse();
     let precisions = options.precision.names();
     if let Some(path) = &options.plot {
-        let results = Results::read(path)?;
+        let mut results = Results::read(path)?;
+        // Speedups from the times, so that a results.json edited or merged by hand plots consistently.
+        results.fill_speedups();
         let dir = path.parent().context("results.json has no folder")?;
         results.write(dir)?;
         let plots = plot::write_plots(&results, dir)?;
         println!("redrew {} in {}", plots.join(", "), dir.display());
+        if options.summary {
+            print!("{}", summary::text(&results));
+        }
         return Ok(());
     }
 
@@ -141,9 +151,10 @@ fn main() -> Result<()> {
     }
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the
-    // Auto-without-split variant, cuSPARSE, about 10 format configurations and the search.
+    // Auto-without-split variant, the hot and graph regimes, cuSPARSE, about 10 format configurations
+    // and the search.
     let per_matrix =
-        1 + if gpu.is_some() { kernels.len() + 1 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
+        1 + if gpu.is_some() { kernels.len() + 2 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
     let bar = ProgressBar::new((list.len() * precisions.len() * per_matrix) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
     let mut results = Results {
@@ -209,7 +220,10 @@ fn main() -> Result<()> {
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
     results.write(&dir)?;
     let plots = plot::write_plots(&results, &dir)?;
-    println!("{}", results.summary());
+    if !options.summary {
+        println!("{}", results.summary());
+    }
+    print!("{}", summary::text(&results));
     println!(
         "report: {} (with results.json{})",
         dir.join("report.md").display(),

@@ -1,159 +1,296 @@
-//! The report's plots, as SVG (plotters' SVG backend needs no font files, so the bench runs anywhere):
-//! GB/s per matrix and variant as grouped bars with the bandwidth floor drawn in, and the speedup over
-//! cuSPARSE.
+//! The report's plots: one row per matrix, so that one matrix and fifty read alike (the height grows
+//! with the rows, the labels keep their size), and every row holds a measured point.
+//!
+//! - `speedup-<precision>.svg`: `Kernel::Auto`'s speedup over the better cuSPARSE CSR algorithm per
+//!   matrix, one marker per regime (cold, hot, graph), on a log scale (a 2x win and a 2x loss are as
+//!   far from 1), sorted from the best matrix to the worst by the graph regime (cold where a run has
+//!   no graph figures).
+//! - `floor-<precision>.svg`: the fraction of the bandwidth floor (the same bytes at the streaming
+//!   read bandwidth) reached cold by Auto, the fastest kernel of ours and the better cuSPARSE: a
+//!   fraction, not GB/s, so that small and large matrices share one scale with 1.0 as the limit.
+//!
+//! SVG, since plotters' SVG backend writes text as text and so needs no font files on the GPU
+//! machine; any SVG renderer makes a PNG of it (`convert speedup-f32.svg speedup-f32.png`).
 
 use crate::report::Results;
 use crate::run::Record;
+use crate::summary::{Ours, Regime, speedups};
 use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use std::path::Path;
 
-/// At most this many bar series per plot, so the groups stay readable.
-const MAX_SERIES: usize = 8;
+/// Pixels per matrix row, and around the rows (title, legend, x axis and its label).
+const ROW_PX: u32 = 24;
+const FRAME_PX: u32 = 150;
+const WIDTH_PX: u32 = 960;
 
-const PALETTE: [RGBColor; MAX_SERIES] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
+/// Ticks of the log axis, per decade.
+const LOG_TICKS: [f64; 7] = [1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 7.0];
 
-/// The series of a plot: `auto`, the library's variants that are fastest on some matrix, and the
-/// cuSPARSE algorithms, in that order.
-fn series(records: &[&Record], matrices: &[String]) -> Vec<String> {
-    let mut names = vec!["auto".to_owned()];
-    for m in matrices {
-        if let Some(best) = records
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy)]
+enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Cross,
+}
+
+/// One series of a dot plot: a value (or none) per row.
+#[derive(Debug)]
+struct Series {
+    name: String,
+    color: RGBColor,
+    marker: Marker,
+    values: Vec<Option<f64>>,
+}
+
+/// A dot plot: matrices down the y axis, `x_desc` across, one marker per series and row, and a
+/// vertical reference line at `reference` (1x, or the floor).
+#[derive(Debug)]
+struct DotPlot<'a> {
+    title: String,
+    x_desc: &'a str,
+    rows: Vec<String>,
+    series: Vec<Series>,
+    /// Where the vertical line goes (the x axis' description says what it is).
+    reference: f64,
+}
+
+const BLUE: RGBColor = RGBColor(31, 119, 180);
+const ORANGE: RGBColor = RGBColor(255, 127, 14);
+const GREEN: RGBColor = RGBColor(44, 160, 44);
+const GREY: RGBColor = RGBColor(110, 110, 110);
+
+fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("drawing a plot: {e}")
+}
+
+impl DotPlot<'_> {
+    /// The smallest and largest value drawn, the reference included.
+    fn extent(&self) -> (f64, f64) {
+        self.series
             .iter()
-            .filter(|r| &r.matrix == m && r.family == "gpu-spmv")
-            .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
-        {
-            names.push(best.variant.clone());
-        }
+            .flat_map(|s| s.values.iter().flatten())
+            .chain([&self.reference])
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)))
     }
-    names.extend(records.iter().filter(|r| r.family == "cuSPARSE").map(|r| r.variant.clone()));
-    let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    let cusparse_count = names.iter().filter(|n| n.starts_with("cusparse")).count();
-    let ours = names.len() - cusparse_count;
-    if names.len() > MAX_SERIES {
-        names.drain(MAX_SERIES.saturating_sub(cusparse_count).min(ours)..ours);
+
+    /// Writes the plot to `path`, with a log x axis or a linear one from 0.
+    fn write(&self, path: &Path, log: bool) -> Result<()> {
+        let height = FRAME_PX + ROW_PX * self.rows.len().max(2) as u32;
+        let root = SVGBackend::new(path, (WIDTH_PX, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let (lo, hi) = self.extent();
+        if log {
+            let (lo, hi) = (lo / 1.2, hi * 1.2);
+            let ticks =
+                LOG_TICKS.iter().flat_map(|&t| [t / 10.0, t, t * 10.0]).filter(|t| (lo..=hi).contains(t));
+            self.draw(&root, (lo..hi).log_scale().with_key_points(ticks.collect()), &|v| format!("{v}x"))
+        } else {
+            self.draw(&root, 0.0..hi * 1.08, &|v| format!("{v:.1}"))
+        }?;
+        root.present().map_err(plot_error)
     }
-    names
-}
 
-/// Width of the empty band right of the bars, in groups, where the legend sits clear of them.
-const LEGEND_GROUPS: f64 = 2.4;
-
-/// Grouped bars of `value(record)` per matrix (groups) and variant (bars), with an optional horizontal
-/// reference line; one SVG file. `decimals` is the precision of the y-axis labels.
-fn grouped_bars(
-    path: &Path,
-    title: &str,
-    (y_label, decimals): (&str, usize),
-    records: &[&Record],
-    value: impl Fn(&Record) -> f64,
-    line: Option<(f64, &str)>,
-) -> Result<()> {
-    let mut matrices: Vec<String> = records.iter().map(|r| r.matrix.clone()).collect();
-    matrices.dedup();
-    let names = series(records, &matrices);
-    let get = |m: &str, v: &str| records.iter().find(|r| r.matrix == m && r.variant == v).map(|r| value(r));
-    let top = records.iter().map(|r| value(r)).chain(line.map(|l| l.0)).fold(0.0, f64::max) * 1.15;
-    let width = 160 + 110 * (matrices.len() as u32 + 3);
-    let root = SVGBackend::new(path, (width.max(900), 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-    let groups = matrices.len() as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(70)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..groups + LEGEND_GROUPS, 0.0..top.max(1e-9))
-        .map_err(|e| anyhow!("{e}"))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(((groups + LEGEND_GROUPS) * 2.0) as usize + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 1e-6 {
-                matrices.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
+    fn draw<X>(
+        &self,
+        root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+        x: X,
+        x_label: &dyn Fn(&f64) -> String,
+    ) -> Result<()>
+    where
+        X: AsRangedCoord<Value = f64>,
+        X::CoordDescType: ValueFormatter<f64>,
+    {
+        let (legend, area) = root.split_vertically(64);
+        legend.draw(&Text::new(self.title.as_str(), (16, 8), ("sans-serif", 20))).map_err(plot_error)?;
+        let mut left = 16;
+        for s in &self.series {
+            let at = (left + 6, 46);
+            let style = s.color.filled();
+            match s.marker {
+                Marker::Circle => legend.draw(&Circle::new(at, 5, style)),
+                Marker::Triangle => legend.draw(&TriangleMarker::new(at, 6, style)),
+                Marker::Square => {
+                    legend.draw(&Rectangle::new([(at.0 - 4, at.1 - 4), (at.0 + 4, at.1 + 4)], style))
+                }
+                Marker::Cross => legend.draw(&Cross::new(at, 5, s.color.stroke_width(2))),
             }
-        })
-        .y_label_formatter(&|v| format!("{v:.decimals$}"))
-        .light_line_style(WHITE)
-        .y_desc(y_label)
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
-    let bar = 0.8 / names.len().max(1) as f64;
-    for (s, name) in names.iter().enumerate() {
-        let color = PALETTE[s % PALETTE.len()];
-        let bars = matrices.iter().enumerate().filter_map(|(g, m)| {
-            let v = get(m, name)?;
-            let x0 = g as f64 + 0.1 + s as f64 * bar;
-            Some(Rectangle::new([(x0, 0.0), (x0 + bar * 0.9, v)], color.filled()))
-        });
+            .map_err(plot_error)?;
+            legend
+                .draw(&Text::new(s.name.as_str(), (left + 16, 39), ("sans-serif", 14)))
+                .map_err(plot_error)?;
+            left += 30 + 7 * s.name.chars().count() as i32;
+        }
+        let n = self.rows.len() as i32;
+        let longest = self.rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as u32;
+        let mut chart = ChartBuilder::on(&area)
+            .margin_right(24)
+            .margin_bottom(8)
+            .x_label_area_size(44)
+            .y_label_area_size((16 + 7 * longest).clamp(60, 320))
+            // In half rows: row i's centre at 2 (n - i) - 1, a key point of the y axis (so it gets its
+            // name and a grid line).
+            .build_cartesian_2d(x, (0..2 * n).with_key_points((0..n).map(|i| 2 * i + 1).collect()))
+            .map_err(plot_error)?;
+        // Row `i` (the first is the best) at the top: y counts from the bottom.
+        let y_of = |i: i32| 2 * (n - i) - 1;
+        let name_at = |y: &i32| self.rows.get((n - (y + 1) / 2) as usize).cloned().unwrap_or_default();
         chart
-            .draw_series(bars)
-            .map_err(|e| anyhow!("{e}"))?
-            .label(name.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-    }
-    if let Some((level, label)) = line {
+            .configure_mesh()
+            .y_labels(self.rows.len())
+            .y_label_formatter(&name_at)
+            .x_label_formatter(x_label)
+            .y_label_style(("sans-serif", 13))
+            .x_label_style(("sans-serif", 13))
+            .x_desc(self.x_desc)
+            .axis_desc_style(("sans-serif", 14))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .draw()
+            .map_err(plot_error)?;
         chart
-            .draw_series(LineSeries::new([(0.0, level), (groups, level)], BLACK.stroke_width(2)))
-            .map_err(|e| anyhow!("{e}"))?
-            .label(label)
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 12, y)], BLACK.stroke_width(2)));
+            .draw_series(LineSeries::new(
+                [(self.reference, 0), (self.reference, 2 * n)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(plot_error)?;
+        for s in &self.series {
+            let points = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| Some((v.filter(|v| v.is_finite())?, y_of(i as i32))));
+            let style = s.color.filled();
+            match s.marker {
+                Marker::Circle => {
+                    chart.draw_series(points.map(|p| EmptyElement::at(p) + Circle::new((0, 0), 5, style)))
+                }
+                Marker::Triangle => chart
+                    .draw_series(points.map(|p| EmptyElement::at(p) + TriangleMarker::new((0, 0), 6, style))),
+                Marker::Square => chart.draw_series(
+                    points.map(|p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], style)),
+                ),
+                Marker::Cross => chart.draw_series(
+                    points.map(|p| EmptyElement::at(p) + Cross::new((0, 0), 5, s.color.stroke_width(2))),
+                ),
+            }
+            .map_err(plot_error)?;
+        }
+        Ok(())
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
-    root.present().map_err(|e| anyhow!("{e}"))?;
-    Ok(())
 }
 
-/// Writes `gbps-<precision>.svg` and `speedup-<precision>.svg` into `dir`; returns the file names.
+/// The speedup plot of one precision (`None` when no matrix has a speedup in it).
+fn speedup_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+    let by_regime = Regime::ALL.map(|regime| speedups(results, Ours::Auto, regime, precision));
+    let sort_by = if by_regime[2].is_empty() { &by_regime[0] } else { &by_regime[2] };
+    let mut rows: Vec<(String, f64)> = sort_by.clone();
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let rows: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+    let styles = [(BLUE, Marker::Circle), (ORANGE, Marker::Triangle), (GREEN, Marker::Square)];
+    let series = Regime::ALL
+        .iter()
+        .zip(&by_regime)
+        .zip(styles)
+        .filter(|((_, s), _)| !s.is_empty())
+        .map(|((regime, s), (color, marker))| Series {
+            name: format!("{} ({})", regime.name(), regime_words(*regime)),
+            color,
+            marker,
+            values: rows.iter().map(|m| s.iter().find(|p| &p.0 == m).map(|p| p.1)).collect(),
+        })
+        .collect();
+    let sorted = if by_regime[2].is_empty() { "cold" } else { "graph" };
+    Some(DotPlot {
+        title: format!(
+            "Kernel::Auto over the better cuSPARSE CSR algorithm, {precision} (sorted by {sorted})"
+        ),
+        x_desc: "speedup over cuSPARSE (log scale; the line: as fast as cuSPARSE)",
+        rows,
+        series,
+        reference: 1.0,
+    })
+}
+
+/// What a regime's operands are, for the legend.
+fn regime_words(regime: Regime) -> &'static str {
+    match regime {
+        Regime::Cold => "from HBM",
+        Regime::Hot => "back to back",
+        Regime::Graph => "in a CUDA graph",
+    }
+}
+
+/// The floor plot of one precision (`None` without a floor or records).
+fn floor_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+    let of_matrix = |m: &str, keep: &dyn Fn(&Record) -> bool| {
+        results
+            .records
+            .iter()
+            .filter(|r| r.matrix == m && r.precision == precision && r.floor_fraction.is_finite() && keep(r))
+            .map(|r| r.floor_fraction)
+            .max_by(f64::total_cmp)
+    };
+    let best = |m: &str, family: &str| of_matrix(m, &|r| r.family == family);
+    let auto = |m: &str| of_matrix(m, &|r| r.variant == "auto");
+    let mut rows: Vec<(String, f64)> =
+        results.matrices.iter().filter_map(|m| Some((m.name.clone(), auto(&m.name)?))).collect();
+    if rows.is_empty() {
+        return None;
+    }
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let rows: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+    let series = vec![
+        Series {
+            name: "auto".into(),
+            color: BLUE,
+            marker: Marker::Circle,
+            values: rows.iter().map(|m| auto(m)).collect(),
+        },
+        Series {
+            name: "fastest of ours".into(),
+            color: GREEN,
+            marker: Marker::Square,
+            values: rows.iter().map(|m| best(m, "gpu-spmv")).collect(),
+        },
+        Series {
+            name: "better cuSPARSE".into(),
+            color: GREY,
+            marker: Marker::Cross,
+            values: rows.iter().map(|m| best(m, "cuSPARSE")).collect(),
+        },
+    ];
+    Some(DotPlot {
+        title: format!("Fraction of the bandwidth floor, cold, {precision} (sorted by auto)"),
+        x_desc: "floor time / time (the line: as fast as streaming the bytes once)",
+        rows,
+        series,
+        reference: 1.0,
+    })
+}
+
+/// Writes `speedup-<precision>.svg` and `floor-<precision>.svg` into `dir` for every precision with
+/// something to draw; returns the file names.
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
     for precision in ["f32", "f64"] {
-        let records: Vec<&Record> =
-            results.records.iter().filter(|r| r.precision == precision && r.family != "CPU").collect();
-        if records.is_empty() {
-            continue;
+        let plots = [
+            ("speedup", speedup_plot(results, precision), true),
+            ("floor", floor_plot(results, precision), false),
+        ];
+        for (kind, plot, log) in plots {
+            if let Some(plot) = plot {
+                let name = format!("{kind}-{precision}.svg");
+                plot.write(&dir.join(&name), log)?;
+                written.push(name);
+            }
         }
-        let floor = results.device.as_ref().map(|d| (d.read_gbps, "streaming-read bandwidth (floor)"));
-        let name = format!("gbps-{precision}.svg");
-        grouped_bars(
-            &dir.join(&name),
-            &format!("Effective bandwidth, {precision}"),
-            ("GB/s", 0),
-            &records,
-            |r| r.gbps,
-            floor,
-        )?;
-        written.push(name);
-        let name = format!("speedup-{precision}.svg");
-        grouped_bars(
-            &dir.join(&name),
-            &format!("Speedup over the better cuSPARSE CSR algorithm, {precision}"),
-            ("speedup (x)", 1),
-            &records,
-            |r| r.speedup_vs_cusparse,
-            Some((1.0, "cuSPARSE")),
-        )?;
-        written.push(name);
     }
     Ok(written)
 }

@@ -3,6 +3,7 @@
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
 use crate::run::{MatrixInfo, Record, Tuning, Upload};
+use crate::summary::{self, Regime};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +39,11 @@ pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Err
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
+/// The default of a figure absent from an older results.json: not measured.
+pub fn nan() -> f64 {
+    f64::NAN
+}
+
 /// `value` formatted by `f`, or `n/a` when it is not finite (no GPU, no baseline).
 fn or_na(value: f64, f: impl Fn(f64) -> String) -> String {
     if value.is_finite() { f(value) } else { "n/a".to_owned() }
@@ -47,17 +53,29 @@ fn or_na(value: f64, f: impl Fn(f64) -> String) -> String {
 const BASELINES: [&str; 2] = ["cusparse-csr-alg1", "cusparse-csr-alg2"];
 
 impl Results {
-    /// Fills each record's speedup over the better cuSPARSE CSR algorithm of its matrix and precision.
+    /// Fills each record's speedup over the better cuSPARSE CSR algorithm of its matrix and precision,
+    /// in every regime the record was measured in.
     pub fn fill_speedups(&mut self) {
-        let mut best: BTreeMap<(String, String), f64> = BTreeMap::new();
-        for r in self.records.iter().filter(|r| BASELINES.contains(&r.variant.as_str())) {
-            let t = best.entry((r.matrix.clone(), r.precision.clone())).or_insert(f64::INFINITY);
-            *t = t.min(r.timing.median_us);
-        }
+        let regimes: [fn(&Record) -> Option<f64>; 3] =
+            [|r| Some(r.timing.median_us), |r| r.hot.map(|t| t.median_us), |r| r.graph.map(|t| t.median_us)];
+        let baselines = regimes.map(|time| {
+            let mut best: BTreeMap<(String, String), f64> = BTreeMap::new();
+            for r in self.records.iter().filter(|r| BASELINES.contains(&r.variant.as_str())) {
+                if let Some(us) = time(r) {
+                    let t = best.entry((r.matrix.clone(), r.precision.clone())).or_insert(f64::INFINITY);
+                    *t = t.min(us);
+                }
+            }
+            best
+        });
         for r in &mut self.records {
-            r.speedup_vs_cusparse = best
-                .get(&(r.matrix.clone(), r.precision.clone()))
-                .map_or(f64::NAN, |&b| b / r.timing.median_us);
+            let key = (r.matrix.clone(), r.precision.clone());
+            let [cold, hot, graph] = std::array::from_fn(|i| match (baselines[i].get(&key), regimes[i](r)) {
+                (Some(&baseline), Some(us)) => baseline / us,
+                _ => f64::NAN,
+            });
+            (r.speedup_vs_cusparse, r.speedup_vs_cusparse_hot, r.speedup_vs_cusparse_graph) =
+                (cold, hot, graph);
         }
     }
 
@@ -171,6 +189,7 @@ impl Results {
              algorithm's time over this one's.\n",
             crate::measure::MIN_SAMPLES
         );
+        self.regimes_markdown(&mut out);
         if !self.tuning.is_empty() {
             self.tuning_table(&mut out);
         }
@@ -203,6 +222,90 @@ impl Results {
         }
         self.ops_markdown(&mut out);
         out
+    }
+
+    /// The regimes: per regime and precision the geometric-mean speedup and the worst matrix, then
+    /// per matrix Auto's and the better cuSPARSE's time in each regime and the host enqueue times
+    /// (nothing for runs from before the regimes, or without a GPU).
+    fn regimes_markdown(&self, out: &mut String) {
+        let lines = summary::lines(self);
+        if lines.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "## Speedup over cuSPARSE by regime
+
+             *cold*: operands rotated out of L2 (HBM); *hot*: the same operands back to back (L2 where              they fit); *graph*: {} hot products captured in a CUDA graph and replayed, per product              (cuSPARSE's captured the same way after its preprocess). Against the better of cuSPARSE CSR              ALG1 and ALG2 in the same regime.\n\n             | speedup of | regime | prec | matrices | geomean | below 1x | worst matrix |\n             |---|---|---|---:|---:|---:|---|",
+            crate::regimes::GRAPH_PRODUCTS
+        );
+        for l in &lines {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.2}x | {} | {} ({:.2}x) |",
+                l.who.name(),
+                l.regime.name(),
+                l.precision,
+                l.matrices,
+                l.geomean,
+                l.below_one,
+                l.worst.0,
+                l.worst.1
+            );
+        }
+        if let Some((plan, one_shot, cusparse)) = summary::host_enqueue(self) {
+            let _ = writeln!(
+                out,
+                "\nHost time of one enqueue (median over matrices and precisions; host clock over                  back-to-back calls): {plan:.2} µs through a `Plan`, {one_shot:.2} µs one-shot (`gpu.spmv`),                  {cusparse:.2} µs for `cusparseSpMV`."
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n| matrix | prec | cold auto µs | cuSP µs | speedup | hot auto µs | cuSP µs | speedup |              graph auto µs | cuSP µs | speedup | enqueue µs: plan / one-shot / cuSP |\n             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+        );
+        let us = |v: Option<f64>| or_na(v.unwrap_or(f64::NAN), |v| format!("{v:.2}"));
+        let x = |v: f64| or_na(v, |v| format!("{v:.2}x"));
+        for m in &self.matrices {
+            for precision in ["f32", "f64"] {
+                let of = |r: &&Record| r.matrix == m.name && r.precision == precision;
+                let Some(auto) = self.records.iter().filter(of).find(|r| r.variant == "auto") else {
+                    continue;
+                };
+                let baseline = |regime: Regime| {
+                    self.records
+                        .iter()
+                        .filter(of)
+                        .filter(|r| BASELINES.contains(&r.variant.as_str()))
+                        .filter_map(|r| regime.time_us(r))
+                        .min_by(f64::total_cmp)
+                };
+                let cusparse_enqueue = self
+                    .records
+                    .iter()
+                    .filter(of)
+                    .filter(|r| BASELINES.contains(&r.variant.as_str()))
+                    .filter_map(|r| r.host_enqueue_us)
+                    .min_by(f64::total_cmp);
+                let mut row = format!("| {} | {precision} |", m.name);
+                for regime in Regime::ALL {
+                    let _ = write!(
+                        row,
+                        " {} | {} | {} |",
+                        us(regime.time_us(auto)),
+                        us(baseline(regime)),
+                        x(regime.speedup(auto))
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "{row} {} / {} / {} |",
+                    us(auto.host_enqueue_us),
+                    us(auto.host_enqueue_one_shot_us),
+                    us(cusparse_enqueue)
+                );
+            }
+        }
+        out.push('\n');
     }
 
     /// The fixed rule's and the tuner's time as a fraction of the exhaustive search's best.

@@ -3,7 +3,8 @@
 
 use crate::cusparse::{self, Algorithm};
 use crate::formats::{convert, formats};
-use crate::measure::{Timing, time_cpu, time_gpu};
+use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
+use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::variants::{Variant, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
@@ -33,9 +34,29 @@ pub struct Record {
     /// time: 1.0 means as fast as a kernel that only reads.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub floor_fraction: f64,
-    /// The better cuSPARSE CSR algorithm's median time over this one's.
+    /// The better cuSPARSE CSR algorithm's median time over this one's (cold regime).
     #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub speedup_vs_cusparse: f64,
+    /// The hot regime ([`crate::regimes`]): the same operands back to back. Measured for `auto`, the
+    /// fastest kernel of ours (cold) and cuSPARSE's CSR algorithms; absent for the other variants
+    /// and in runs from before the regimes.
+    #[serde(default)]
+    pub hot: Option<Timing>,
+    /// The graph regime: products captured in a CUDA graph and replayed, per product.
+    #[serde(default)]
+    pub graph: Option<Timing>,
+    /// The better cuSPARSE CSR algorithm's hot time over this one's.
+    #[serde(default = "crate::report::nan", deserialize_with = "crate::report::nan_if_null")]
+    pub speedup_vs_cusparse_hot: f64,
+    /// The better cuSPARSE CSR algorithm's graph time over this one's.
+    #[serde(default = "crate::report::nan", deserialize_with = "crate::report::nan_if_null")]
+    pub speedup_vs_cusparse_graph: f64,
+    /// Host time of one enqueue, µs: `Plan::spmv` for ours, one `cusparseSpMV` call for cuSPARSE.
+    #[serde(default)]
+    pub host_enqueue_us: Option<f64>,
+    /// `auto` only: host time of one one-shot `Gpu::spmv`, µs (a plan made and used per call).
+    #[serde(default)]
+    pub host_enqueue_one_shot_us: Option<f64>,
     /// max over rows of |y - y_ref| / (|alpha| sum |a_ij x_j|), y_ref computed in f64.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub max_rel_error: f64,
@@ -185,6 +206,12 @@ pub fn bench_matrix<T: Scalar>(
         gbps: bytes / (timing.median_us * 1e3),
         floor_fraction: bytes / (setup.read_gbps * 1e3) / timing.median_us,
         speedup_vs_cusparse: f64::NAN,
+        hot: None,
+        graph: None,
+        speedup_vs_cusparse_hot: f64::NAN,
+        speedup_vs_cusparse_graph: f64::NAN,
+        host_enqueue_us: None,
+        host_enqueue_one_shot_us: None,
         max_rel_error: err,
         conversion_ms: None,
     };
@@ -220,12 +247,35 @@ pub fn bench_matrix<T: Scalar>(
     // beside it, since Auto departs from it.
     let rule = Kernel::fixed_rule(view_stats, gpu.sm_count());
     let kernels = setup.kernels.iter().copied().chain([rule]).chain(without_split(rule));
+    let mut notes = Vec::new();
+    // Each kernel's record, so that the fastest can be timed in the other regimes.
+    let mut ours: Vec<(Kernel, usize)> = Vec::new();
     for kernel in kernels {
         let variant = Variant::Ours(kernel);
         progress(&variant.key());
         let timing = time_kernel(gpu, kernel, &mut sets)?;
         let err = check_kernel(gpu, kernel, &mut sets, &check)?;
+        ours.push((kernel, records.len()));
         records.push(record(&variant, timing, err));
+    }
+
+    progress("hot and graph regimes");
+    let fastest =
+        ours.iter().min_by(|a, b| records[a.1].timing.median_us.total_cmp(&records[b.1].timing.median_us));
+    for &(kernel, index) in ours.iter().filter(|(k, _)| *k == Kernel::Auto).chain(fastest) {
+        if records[index].hot.is_some() {
+            continue;
+        }
+        let (regimes, err) = ours_regimes(gpu, kernel, &mut sets[0], &check)?;
+        let r = &mut records[index];
+        (r.hot, r.graph, r.host_enqueue_us) =
+            (Some(regimes.hot), Some(regimes.graph), Some(regimes.host_enqueue_us));
+        r.max_rel_error = r.max_rel_error.max(err);
+        if kernel == Kernel::Auto {
+            let s = &mut sets[0];
+            r.host_enqueue_one_shot_us =
+                Some(host_enqueue_us(gpu, || Ok(gpu.spmv(one, &s.a, &s.x, zero, &mut s.y)?))?);
+        }
     }
 
     for alg in Algorithm::ALL {
@@ -236,11 +286,27 @@ pub fn bench_matrix<T: Scalar>(
             .map(|s| cusparse::Prepared::new(gpu, handle, alg, &s.a, Some(&s.coo_rows), &s.x, &s.y))
             .collect::<Result<Vec<_>>>()?;
         let timing = time_gpu(gpu, |i| prepared[i % copies].run(gpu, one, zero))?;
-        let err = check.run(gpu, &mut sets[0], |_| prepared[0].run(gpu, one, zero))?;
-        records.push(record(&variant, timing, err));
+        let mut err = check.run(gpu, &mut sets[0], |_| prepared[0].run(gpu, one, zero))?;
+        let mut r = record(&variant, timing, err);
+        // The baselines of the regimes. A capture cuSPARSE refuses is a note, not the end of the run.
+        if alg != Algorithm::CooAlg1 {
+            match prepared[0].capture(gpu, GRAPH_PRODUCTS, one, zero) {
+                Ok(graph) => {
+                    err = err.max(check.on_y(gpu, &mut sets[0].y, |_| Ok(graph.launch()?))?);
+                    let regimes =
+                        regimes::measure(gpu, || prepared[0].run(gpu, one, zero), || Ok(graph.launch()?))?;
+                    (r.hot, r.graph, r.host_enqueue_us) =
+                        (Some(regimes.hot), Some(regimes.graph), Some(regimes.host_enqueue_us));
+                    r.max_rel_error = err;
+                }
+                Err(e) => {
+                    notes.push(format!("{name}, {}: {} in a CUDA graph: {e:#}", T::NAME, variant.key()))
+                }
+            }
+        }
+        records.push(r);
     }
 
-    let mut notes = Vec::new();
     for format in formats(view_stats, gpu.sm_count()) {
         let variant = Variant::Format(format);
         progress(&variant.key());
@@ -367,6 +433,23 @@ fn time_kernel<T: Scalar>(gpu: &Gpu, kernel: Kernel, sets: &mut [Operands<T>]) -
     })
 }
 
+/// `kernel`'s hot and graph regimes and host enqueue time through a plan on one operand set, and the
+/// error of one replay of its graph (see [`Check`]).
+fn ours_regimes<T: Scalar>(
+    gpu: &Gpu,
+    kernel: Kernel,
+    set: &mut Operands<T>,
+    check: &Check<'_, T>,
+) -> Result<(Regimes, f64)> {
+    let (one, zero) = (T::from_f64(1.0), T::ZERO);
+    let Operands { a, x, y, .. } = set;
+    let plan = gpu.plan(&*a, kernel)?;
+    let graph = gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| plan.spmv(one, &*x, zero, &mut *y)))?;
+    let err = check.on_y(gpu, y, |_| Ok(graph.launch()?))?;
+    let regimes = regimes::measure(gpu, || Ok(plan.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
+    Ok((regimes, err))
+}
+
 /// The error of one product `y = A x` with `kernel` (see [`Check`]).
 fn check_kernel<T: Scalar>(
     gpu: &Gpu,
@@ -397,5 +480,18 @@ impl<T: Scalar> Check<'_, T> {
         set.y.copy_from_host(gpu, &self.poison)?;
         product(set)?;
         Ok(max_relative_error(&set.y.to_host(gpu)?, self.reference, self.scale))
+    }
+
+    /// [`Check::run`] for a product that needs only `y` from the set (the others are borrowed by a
+    /// plan or captured in a graph).
+    fn on_y(
+        &self,
+        gpu: &Gpu,
+        y: &mut DeviceVector<T>,
+        product: impl FnOnce(&mut DeviceVector<T>) -> Result<()>,
+    ) -> Result<f64> {
+        y.copy_from_host(gpu, &self.poison)?;
+        product(y)?;
+        Ok(max_relative_error(&y.to_host(gpu)?, self.reference, self.scale))
     }
 }

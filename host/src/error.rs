@@ -81,6 +81,10 @@ pub enum CsrError {
     LengthMismatch { col_indices: usize, values: usize },
     #[error("column index {col} of entry {entry} (row {row}) is out of range for {ncols} columns")]
     ColumnOutOfRange { row: usize, entry: usize, col: usize, ncols: usize },
+    /// An index of another crate's sparse matrix (`sprs`, `faer`) at `position` of its `what` array
+    /// is negative or does not fit in `usize`.
+    #[error("{what}[{position}] is negative or does not fit in usize")]
+    IndexNotUsize { what: &'static str, position: usize },
 }
 
 /// Why a conversion from CSR to another storage format was refused.

@@ -2,8 +2,8 @@
 //!
 //! - `ptx [--check]`: build `kernels-gpu` to PTX with the pinned nightly (installed when missing) and
 //!   write `host/ptx/kernels.ptx`; with `--check`, fail if the committed file differs from a fresh build.
-//! - `test`: the whole test suite and the library's examples (the GPU tests and examples skip,
-//!   saying why, on a machine without a GPU).
+//! - `test`: the whole test suite and the library's examples, with the library's optional inputs
+//!   (`sprs`, `faer`) on (the GPU tests and examples skip, saying why, on a machine without a GPU).
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/`, N seconds each (see `fuzz.rs`).
 //! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
 
@@ -65,14 +65,22 @@ fn cargo() -> Command {
     cmd
 }
 
+/// The library's optional inputs (`sprs`, `faer`), on in every step of `test` so that their tests
+/// run, and so that the steps share one build of the library (a step with other features would build
+/// it again). faer is built without its default features (no std gemm kernels, no rayon), the
+/// cheapest build that holds its sparse types.
+const TEST_FEATURES: &str = "gpu-spmv/sprs,gpu-spmv/faer";
+
 fn test(extra: &[String]) -> Result<(), String> {
-    run(cargo().args(["test", "--workspace", "--all-targets"]).args(extra))?;
+    run(cargo().args(["test", "--workspace", "--all-targets", "--features", TEST_FEATURES]).args(extra))?;
     // Doc tests are not part of --all-targets.
-    run(cargo().args(["test", "--workspace", "--doc"]))?;
+    run(cargo().args(["test", "--workspace", "--doc", "--features", TEST_FEATURES]))?;
     // The examples run too (they say why they skip without a GPU): what they show must keep working.
     for example in examples()? {
         println!("example {example}:");
-        run(cargo().args(["run", "--quiet", "--package", "gpu-spmv", "--example", &example]))?;
+        run(cargo()
+            .args(["run", "--quiet", "--package", "gpu-spmv", "--features", TEST_FEATURES])
+            .args(["--example", &example]))?;
     }
     Ok(())
 }

@@ -54,6 +54,17 @@ impl<'a, T> CsrRef<'a, T> {
         Ok(Self { nrows, ncols, row_offsets, col_indices, values })
     }
 
+    /// Borrows arrays already known to satisfy the invariants (checked when their owner was made).
+    pub(crate) fn from_valid(
+        nrows: usize,
+        ncols: usize,
+        row_offsets: &'a [usize],
+        col_indices: &'a [usize],
+        values: &'a [T],
+    ) -> Self {
+        Self { nrows, ncols, row_offsets, col_indices, values }
+    }
+
     pub fn nrows(&self) -> usize {
         self.nrows
     }
@@ -103,7 +114,7 @@ impl<'a, T: nalgebra_sparse::na::Scalar> From<&'a CsrMatrix<T>> for CsrRef<'a, T
     /// A [`CsrMatrix`] is valid by construction.
     fn from(m: &'a CsrMatrix<T>) -> Self {
         let (row_offsets, col_indices, values) = m.csr_data();
-        Self { nrows: m.nrows(), ncols: m.ncols(), row_offsets, col_indices, values }
+        Self::from_valid(m.nrows(), m.ncols(), row_offsets, col_indices, values)
     }
 }
 

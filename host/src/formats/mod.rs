@@ -10,6 +10,8 @@ pub(crate) mod csr;
 pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
+#[cfg(any(feature = "sprs", feature = "faer"))]
+pub(crate) mod interop;
 pub(crate) mod lma;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
@@ -20,4 +22,6 @@ pub use dense_blocks::{
 };
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
+#[cfg(any(feature = "sprs", feature = "faer"))]
+pub use interop::Csr;
 pub use lma::{Lma, NO_NODE};

@@ -1,0 +1,134 @@
+use super::*;
+use crate::measure::Timing;
+use crate::run::MatrixInfo;
+use gpu_spmv::RowStats;
+
+fn timing(median_us: f64) -> Timing {
+    Timing {
+        median_us,
+        min_us: 0.9 * median_us,
+        max_us: 1.1 * median_us,
+        samples: 21,
+        launches_per_sample: 8,
+    }
+}
+
+/// A record of `variant` with its cold, hot and graph times (µs).
+fn record(matrix: &str, precision: &str, variant: &str, (cold, hot, graph): (f64, f64, f64)) -> Record {
+    let family = if variant.starts_with("cusparse") { "cuSPARSE" } else { "gpu-spmv" };
+    Record {
+        matrix: matrix.into(),
+        precision: precision.into(),
+        variant: variant.into(),
+        family: family.into(),
+        timing: timing(cold),
+        gflops: 1.0,
+        gbps: 1.0,
+        floor_fraction: 0.5,
+        speedup_vs_cusparse: f64::NAN,
+        hot: Some(timing(hot)),
+        graph: Some(timing(graph)),
+        speedup_vs_cusparse_hot: f64::NAN,
+        speedup_vs_cusparse_graph: f64::NAN,
+        host_enqueue_us: Some(if family == "cuSPARSE" { 9.0 } else { 2.0 }),
+        host_enqueue_one_shot_us: (variant == "auto").then_some(3.0),
+        max_rel_error: 0.0,
+        conversion_ms: None,
+    }
+}
+
+/// `n` matrices; on matrix `i`, Auto's cold, hot and graph times are `1 + i / n` times cuSPARSE's
+/// better algorithm's over 2, 3 and 1.5, and a faster kernel of ours beats Auto cold by 2x.
+fn results(n: usize) -> Results {
+    let stats = RowStats::from_offsets(&[0, 1, 2], 2);
+    let mut r = Results {
+        git_commit: "test".into(),
+        started: "now".into(),
+        device: None,
+        matrices: Vec::new(),
+        records: Vec::new(),
+        tuning: Vec::new(),
+        notes: Vec::new(),
+        uploads: Vec::new(),
+        transpose: Vec::new(),
+        spmm: Vec::new(),
+    };
+    for i in 0..n {
+        let m = format!("matrix-{i}");
+        r.matrices.push(MatrixInfo::new(&m, "none", &stats, 132));
+        let slow = 1.0 + i as f64 / n as f64;
+        for precision in ["f32", "f64"] {
+            r.records.push(record(&m, precision, "cusparse-csr-alg1", (10.0, 12.0, 6.0)));
+            r.records.push(record(&m, precision, "cusparse-csr-alg2", (20.0, 9.0, 3.0)));
+            r.records.push(record(&m, precision, "auto", (5.0 * slow, 3.0 * slow, 2.0 * slow)));
+            let mut fast = record(&m, precision, "csr-vector-4-128", (2.5 * slow, 0.0, 0.0));
+            (fast.hot, fast.graph) = (None, None);
+            r.records.push(fast);
+        }
+    }
+    r.fill_speedups();
+    r
+}
+
+#[test]
+fn speedups_in_each_regime_are_against_the_better_baseline_of_that_regime() {
+    let r = results(2);
+    let auto = r.records.iter().find(|r| r.variant == "auto" && r.matrix == "matrix-1").unwrap();
+    // Cold: 10 / 7.5; hot: 9 / 4.5; graph: 3 / 3.
+    assert!((auto.speedup_vs_cusparse - 10.0 / 7.5).abs() < 1e-12);
+    assert!((auto.speedup_vs_cusparse_hot - 2.0).abs() < 1e-12);
+    assert!((auto.speedup_vs_cusparse_graph - 1.0).abs() < 1e-12);
+    let fast = r.records.iter().find(|r| r.variant == "csr-vector-4-128").unwrap();
+    assert!(fast.speedup_vs_cusparse_hot.is_nan() && fast.speedup_vs_cusparse_graph.is_nan());
+}
+
+#[test]
+fn summary_lines_give_the_geomean_and_the_worst_matrix() {
+    let r = results(2);
+    let ls = lines(&r);
+    // f32 and f64; auto in three regimes, the fastest of ours in three (its hot and graph are Auto's).
+    assert_eq!(ls.len(), 12);
+    let graph = ls.iter().find(|l| l.who == Ours::Auto && l.regime == Regime::Graph && l.precision == "f64");
+    let graph = graph.unwrap();
+    // Speedups 1.5 and 1.0: geomean sqrt(1.5), worst matrix-1, one pair not below 1x.
+    assert!((graph.geomean - 1.5f64.sqrt()).abs() < 1e-12);
+    assert_eq!(graph.worst, ("matrix-1".to_owned(), 1.0));
+    assert_eq!(graph.below_one, 0);
+    let cold = ls.iter().find(|l| l.who == Ours::Fastest && l.regime == Regime::Cold).unwrap();
+    assert!((cold.geomean - (4.0f64 * 10.0 / 3.75).sqrt()).abs() < 1e-12);
+    let text = text(&r);
+    assert!(
+        text.contains("2.00 µs with a plan, 3.00 µs one-shot (gpu.spmv), 9.00 µs cusparseSpMV"),
+        "{text}"
+    );
+    assert!(r.markdown().contains("## Speedup over cuSPARSE by regime"));
+}
+
+#[test]
+fn runs_from_before_the_regimes_read_and_summarise_cold_only() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/bench/2026-11-23-real-cold/results.json");
+    let mut r = Results::read(std::path::Path::new(path)).unwrap();
+    let before: Vec<f64> = r.records.iter().map(|r| r.speedup_vs_cusparse).collect();
+    r.fill_speedups();
+    for (b, a) in before.iter().zip(r.records.iter().map(|r| r.speedup_vs_cusparse)) {
+        let same = (b - a).abs() <= 1e-12 * b.abs() || (b.is_nan() && a.is_nan());
+        assert!(same, "cold speedups change when refilled: {b} -> {a}");
+    }
+    let ls = lines(&r);
+    assert!(!ls.is_empty() && ls.iter().all(|l| l.regime == Regime::Cold), "{ls:?}");
+    assert_eq!(host_enqueue(&r), None);
+}
+
+#[test]
+fn plots_draw_one_matrix_and_fifty() {
+    for n in [1, 50] {
+        let dir = std::env::temp_dir().join(format!("spmv-bench-plots-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let written = crate::plot::write_plots(&results(n), &dir).unwrap();
+        assert_eq!(written, ["speedup-f32.svg", "floor-f32.svg", "speedup-f64.svg", "floor-f64.svg"]);
+        let svg = std::fs::read_to_string(dir.join("speedup-f32.svg")).unwrap();
+        // Every matrix has its row label.
+        assert!((0..n).all(|i| svg.contains(&format!("\nmatrix-{i}\n"))), "a row label is missing");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
