@@ -9,6 +9,7 @@
 //! measure (the tuner, the format planner) are the layer above. Imports only the layers below.
 
 pub(crate) mod cg;
+mod compressed;
 mod csr;
 mod formats;
 mod launch;
@@ -18,6 +19,7 @@ mod product;
 mod spmm;
 mod transpose;
 
+pub use compressed::CompressedKernel;
 pub use csr::Kernel;
 pub(crate) use csr::{MAX_REPEAT, ParamConfig, fixed_rule};
 pub use formats::{BrcCombine, CooKernel, LmaKernel};

@@ -1,9 +1,10 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
-//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks), and the local matrix approach (element
+//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
 //! matrices and their nodes), each with its validation and its model constants. Pure data: nothing
 //! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
 
 pub(crate) mod brc;
+pub(crate) mod compressed;
 pub(crate) mod convert;
 pub(crate) mod coo;
 pub(crate) mod csr;
@@ -13,6 +14,7 @@ pub(crate) mod hyb;
 pub(crate) mod lma;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
+pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
 pub use coo::Coo;
 pub use csr::{CsrRef, RowStats};
 pub use dense_blocks::{
