@@ -19,7 +19,7 @@ use super::convert::{check_u32_dims, index32};
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::csr::{CsrRef, RowStats};
-use crate::scalar::Scalar;
+use crate::scalar::{Precision, Scalar};
 use cudarc::driver::DeviceRepr;
 use kernels_gpu::abi::{COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS};
 use rayon::prelude::*;
@@ -63,8 +63,7 @@ impl Storage {
 
 mod sealed {
     pub trait Sealed<T> {}
-    impl Sealed<f32> for f32 {}
-    impl Sealed<f64> for f64 {}
+    impl<T: crate::scalar::Scalar> Sealed<T> for T {}
     impl Sealed<f64> for f32 {}
     impl Sealed<f32> for half::f16 {}
     impl Sealed<f64> for half::f16 {}
@@ -84,23 +83,16 @@ pub trait ValueStorage<T: Scalar>:
     fn widen(self) -> f64;
 }
 
-impl ValueStorage<f32> for f32 {
-    const STORAGE: Storage = Storage::F32;
-    fn round(v: f32) -> Self {
+impl<T: Scalar> ValueStorage<T> for T {
+    const STORAGE: Storage = match T::PRECISION {
+        Precision::Single => Storage::F32,
+        Precision::Double => Storage::F64,
+    };
+    fn round(v: T) -> Self {
         v
     }
     fn widen(self) -> f64 {
-        f64::from(self)
-    }
-}
-
-impl ValueStorage<f64> for f64 {
-    const STORAGE: Storage = Storage::F64;
-    fn round(v: f64) -> Self {
-        v
-    }
-    fn widen(self) -> f64 {
-        self
+        self.to_f64()
     }
 }
 
