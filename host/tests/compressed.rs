@@ -111,7 +111,7 @@ fn columns_that_need_plain_indices_everywhere_or_in_some_segments() {
     // Diagonal segments alternating with segments that span the matrix.
     let mut a = Csr::<f32>::random(&mut rng, 32 * 17 + 5, 300_000, false, |r| r % 7);
     for r in 0..a.nrows {
-        if (r / SEGMENT_ROWS) % 2 == 0 {
+        if (r / SEGMENT_ROWS).is_multiple_of(2) {
             for k in a.offsets[r]..a.offsets[r + 1] {
                 a.cols[k] = r + (k - a.offsets[r]);
             }

@@ -65,10 +65,8 @@ mod sealed {
     pub trait Sealed<T> {}
     impl<T: crate::scalar::Scalar> Sealed<T> for T {}
     impl Sealed<f64> for f32 {}
-    impl Sealed<f32> for half::f16 {}
-    impl Sealed<f64> for half::f16 {}
-    impl Sealed<f32> for half::bf16 {}
-    impl Sealed<f64> for half::bf16 {}
+    impl<T: crate::scalar::Scalar> Sealed<T> for half::f16 {}
+    impl<T: crate::scalar::Scalar> Sealed<T> for half::bf16 {}
 }
 
 /// A type the values of an `T` matrix can be stored in on the device, widened exactly to `T` by
@@ -107,24 +105,14 @@ impl ValueStorage<f64> for f32 {
     }
 }
 
-/// The storage impls of the 16-bit types, from either matrix type (converted from `f64` in one
-/// rounding, so an f64 matrix's values are not rounded twice).
+/// The storage impls of the 16-bit types, for either matrix type: rounded from the value as an f64
+/// (exact for an f32), so in one rounding.
 macro_rules! half_storage {
     ($($half:ty: $storage:expr),+) => {$(
-        impl ValueStorage<f32> for $half {
+        impl<T: Scalar> ValueStorage<T> for $half {
             const STORAGE: Storage = $storage;
-            fn round(v: f32) -> Self {
-                <$half>::from_f32(v)
-            }
-            fn widen(self) -> f64 {
-                self.to_f64()
-            }
-        }
-
-        impl ValueStorage<f64> for $half {
-            const STORAGE: Storage = $storage;
-            fn round(v: f64) -> Self {
-                <$half>::from_f64(v)
+            fn round(v: T) -> Self {
+                <$half>::from_f64(v.to_f64())
             }
             fn widen(self) -> f64 {
                 self.to_f64()
@@ -182,6 +170,7 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
             match base {
                 Some(base) => {
                     segments.extend([base, index32(escapes.len())]);
+                    #[allow(clippy::cast_possible_truncation)] // the segment spans at most `u16::MAX`
                     deltas.extend(range.iter().map(|&c| (index32(c) - base) as u16));
                 }
                 None => {
@@ -358,7 +347,7 @@ mod tests {
         assert_eq!(c.segments(), [0, 0, COMPRESSED_PLAIN, 32]);
         assert_eq!(c.deltas().len(), 32);
         assert_eq!(c.escapes().len(), 16);
-        let expected: Vec<u32> = cols.iter().map(|&c| c as u32).collect();
+        let expected: Vec<u32> = cols.iter().map(|&c| index32(c)).collect();
         assert_eq!(c.columns(), expected);
         assert_eq!(c.max_rounding(), 0.0);
     }

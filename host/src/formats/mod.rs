@@ -21,5 +21,7 @@ pub use dense_blocks::{
     DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
 };
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
+/// The 16-bit storage types of [`CompressedCsr`] values (from the `half` crate).
+pub use half::{bf16, f16};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use lma::{Lma, NO_NODE};
