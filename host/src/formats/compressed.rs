@@ -126,6 +126,23 @@ half_storage!(half::f16: Storage::F16, half::bf16: Storage::Bf16);
 /// A CSR matrix of `T` with compressed column indices (per segment of [`SEGMENT_ROWS`] rows: a base
 /// column and 16-bit offsets, or plain 32-bit columns) and its values stored as `V`. Built by
 /// [`CompressedCsr::try_from_csr`], uploaded by [`Gpu::upload_compressed`](crate::Gpu::upload_compressed).
+///
+/// ```
+/// use gpu_spmv::CsrRef;
+/// use gpu_spmv::formats::{CompressedCsr, bf16};
+///
+/// # fn main() -> Result<(), gpu_spmv::Error> {
+/// // [4 -1]
+/// // [. 3.14159]
+/// let a = CsrRef::try_new(2, 2, &[0, 2, 3], &[0, 1, 1], &[4.0f32, -1.0, 3.14159])?;
+/// let exact = CompressedCsr::<f32>::try_from_csr(a)?;
+/// assert_eq!(exact.compressed_fraction(), 1.0);
+/// assert_eq!(exact.bytes_per_entry(), (4.0 * 3.0 + 8.0 + 2.0 * 3.0 + 4.0 * 3.0) / 3.0);
+/// let narrow = CompressedCsr::<f32, bf16>::try_from_csr(a)?; // asked for: bf16 values
+/// assert!(narrow.max_rounding() > 0.0 && narrow.max_rounding() <= 2f64.powi(-8));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct CompressedCsr<T, V = T> {
     stats: RowStats,
