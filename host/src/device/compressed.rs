@@ -23,6 +23,7 @@ pub struct DeviceCompressed<T, V = T> {
     values: CudaSlice<V>,
     stats: RowStats,
     max_rounding: f64,
+    device_bytes: usize,
     args: CompressedArgs<V>,
     _matrix: PhantomData<fn() -> T>,
 }
@@ -54,6 +55,7 @@ impl Gpu {
             values,
             stats: *a.stats(),
             max_rounding: a.max_rounding(),
+            device_bytes: a.device_bytes(),
             args,
             _matrix: PhantomData,
         })
@@ -84,11 +86,34 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceCompressed<T, V> {
         self.max_rounding
     }
 
+    /// The `nrows + 1` row offsets on the device.
+    pub fn row_offsets(&self) -> &CudaSlice<u32> {
+        &self.row_offsets
+    }
+
+    /// The two words per segment on the device (see [`CompressedCsr::segments`]).
+    pub fn segments(&self) -> &CudaSlice<u32> {
+        &self.segments
+    }
+
+    /// The 16-bit column offsets of the compressed segments on the device.
+    pub fn deltas(&self) -> &CudaSlice<u16> {
+        &self.deltas
+    }
+
+    /// The plain columns of the other segments on the device.
+    pub fn escapes(&self) -> &CudaSlice<u32> {
+        &self.escapes
+    }
+
+    /// The `nnz` values on the device, stored as `V`.
+    pub fn values(&self) -> &CudaSlice<V> {
+        &self.values
+    }
+
     /// Bytes of the matrix on the device.
     pub fn device_bytes(&self) -> usize {
-        4 * (self.row_offsets.len() + self.segments.len() + self.escapes.len())
-            + 2 * self.deltas.len()
-            + V::STORAGE.bytes() * self.values.len()
+        self.device_bytes
     }
 
     pub(crate) fn args(&self) -> CompressedArgs<V> {
