@@ -15,7 +15,7 @@
 //! ([`CompressedCsr::max_rounding`]), and [`CompressedCsr::error_bound`] the resulting bound of the
 //! product (derived there).
 
-use super::convert::{check_u32_dims, index32};
+use super::convert::{check_u32_dims, index32, par_fill_segments};
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::csr::{CsrRef, RowStats};
@@ -28,6 +28,10 @@ use std::marker::PhantomData;
 
 /// Rows per segment: one base column (or the plain fallback) per this many rows.
 pub const SEGMENT_ROWS: usize = COMPRESSED_SEGMENT_ROWS as usize;
+
+/// Segments per rayon task when filling the column streams: 16,384 rows, enough work to amortise a
+/// task.
+const SEGMENTS_PER_TASK: usize = 512;
 
 /// How the values of a [`CompressedCsr`] are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,22 +184,37 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
                 }
             })
             .collect();
-        let mut segments = Vec::with_capacity(2 * segment_count);
-        let (mut deltas, mut escapes) = (Vec::new(), Vec::new());
-        for (s, base) in bases.into_iter().enumerate() {
-            let range = &cols[entries(s)];
-            match base {
-                Some(base) => {
-                    segments.extend([base, index32(escapes.len())]);
+        // Where each segment's entries start in `deltas` and in `escapes`.
+        let (mut delta_offsets, mut escape_offsets) = (vec![0], vec![0]);
+        for (s, base) in bases.iter().enumerate() {
+            let (n, d, e) = (entries(s).len(), delta_offsets[s], escape_offsets[s]);
+            delta_offsets.push(if base.is_some() { d + n } else { d });
+            escape_offsets.push(if base.is_some() { e } else { e + n });
+        }
+        let segments = bases
+            .iter()
+            .enumerate()
+            .flat_map(|(s, base)| match *base {
+                Some(base) => [base, index32(escape_offsets[s])],
+                None => [COMPRESSED_PLAIN, index32(delta_offsets[s])],
+            })
+            .collect();
+        let mut deltas = vec![0u16; delta_offsets[segment_count]];
+        par_fill_segments(&delta_offsets, &mut deltas, SEGMENTS_PER_TASK, |s, out| {
+            if let Some(base) = bases[s] {
+                for (d, &c) in out.iter_mut().zip(&cols[entries(s)]) {
                     #[allow(clippy::cast_possible_truncation)] // the segment spans at most `u16::MAX`
-                    deltas.extend(range.iter().map(|&c| (index32(c) - base) as u16));
-                }
-                None => {
-                    segments.extend([COMPRESSED_PLAIN, index32(deltas.len())]);
-                    escapes.extend(range.iter().map(|&c| index32(c)));
+                    let delta = (index32(c) - base) as u16;
+                    *d = delta;
                 }
             }
-        }
+        });
+        let mut escapes = vec![0u32; escape_offsets[segment_count]];
+        par_fill_segments(&escape_offsets, &mut escapes, SEGMENTS_PER_TASK, |s, out| {
+            for (e, &c) in out.iter_mut().zip(&cols[entries(s)]) {
+                *e = index32(c);
+            }
+        });
         let values: Vec<V> = a.values().par_iter().map(|&v| V::round(v)).collect();
         let max_rounding = max_rounding(&a, &values)?;
         Ok(Self {
