@@ -1,8 +1,14 @@
 //! The storage formats beyond CSR, as the bench runs them: timed conversion from CSR on the CPU,
 //! upload, and the product through `Gpu::spmv`.
 
-use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_b2_candidates, brc_model_b2};
-use gpu_spmv::{BrcCombine, CooKernel, CsrRef, DeviceMatrix, DeviceVector, Gpu, Plan, RowStats, Scalar};
+use gpu_spmv::formats::{
+    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Storage, bf16, brc_b2_candidates,
+    brc_model_b2, f16,
+};
+use gpu_spmv::{
+    BrcCombine, CompressedKernel, CooKernel, CsrRef, DeviceMatrix, DeviceVector, Gpu, Plan, Precision,
+    RowStats, Scalar,
+};
 use std::time::Instant;
 
 /// One format configuration.
@@ -11,13 +17,22 @@ pub enum Format {
     Ell,
     Coo(CooKernel),
     Hyb,
-    Brc { b2: usize, combine: BrcCombine },
+    Brc {
+        b2: usize,
+        combine: BrcCombine,
+    },
     DenseBlocks,
+    /// Compressed column indices, values stored as `values` (the product's own type, or a narrower
+    /// one), `CompressedKernel::Auto`.
+    Compressed {
+        values: Storage,
+    },
 }
 
 impl Format {
     /// The short key of reports: `ell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
-    /// `-atomic` when split rows are combined by atomics), `dense-blocks`.
+    /// `-atomic` when split rows are combined by atomics), `dense-blocks`, `compressed-<storage>`
+    /// (`compressed-f32`, `compressed-bf16`, ...: the storage type of the values).
     pub fn key(&self) -> String {
         match *self {
             Format::Ell => "ell".into(),
@@ -27,6 +42,7 @@ impl Format {
             Format::Brc { b2, combine: BrcCombine::Deterministic } => format!("brc-b{b2}"),
             Format::Brc { b2, combine: BrcCombine::Atomic } => format!("brc-b{b2}-atomic"),
             Format::DenseBlocks => "dense-blocks".into(),
+            Format::Compressed { values } => format!("compressed-{}", values.name()),
         }
     }
 }
@@ -78,8 +94,9 @@ impl<T> std::fmt::Debug for Converted<T> {
 
 /// The formats the bench runs on a matrix of these statistics: each format once, BRC at every
 /// candidate B2 around the model's value (deterministic combination), and at the model's B2 with
-/// atomics.
-pub fn formats(stats: &RowStats, sm_count: u32) -> Vec<Format> {
+/// atomics; compressed column indices with the values in the product's type `precision`, and in
+/// bf16 and f16 for f32 products.
+pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<Format> {
     let mut all =
         vec![Format::Ell, Format::Coo(CooKernel::Atomic), Format::Coo(CooKernel::Segmented), Format::Hyb];
     all.extend(
@@ -89,6 +106,14 @@ pub fn formats(stats: &RowStats, sm_count: u32) -> Vec<Format> {
     );
     all.push(Format::Brc { b2: brc_model_b2(stats, sm_count), combine: BrcCombine::Atomic });
     all.push(Format::DenseBlocks);
+    all.extend(
+        match precision {
+            Precision::Single => [Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
+            Precision::Double => [Storage::F64].as_slice(),
+        }
+        .iter()
+        .map(|&values| Format::Compressed { values }),
+    );
     all
 }
 
@@ -114,6 +139,18 @@ pub fn convert<T: Scalar>(
             converted(start, DenseBlocks::try_from_csr(a, DENSE_WINDOW), copies, CooKernel::Segmented, |h| {
                 gpu.upload_dense_blocks(h)
             })
+        }
+        Format::Compressed { values: Storage::F16 } => {
+            let host = CompressedCsr::<T, f16>::try_from_csr(a);
+            converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
+        }
+        Format::Compressed { values: Storage::Bf16 } => {
+            let host = CompressedCsr::<T, bf16>::try_from_csr(a);
+            converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
+        }
+        Format::Compressed { values: Storage::F32 | Storage::F64 } => {
+            let host = CompressedCsr::<T>::try_from_csr(a);
+            converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
         }
     }
 }

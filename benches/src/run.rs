@@ -307,7 +307,7 @@ pub fn bench_matrix<T: Scalar>(
         records.push(r);
     }
 
-    for format in formats(view_stats, gpu.sm_count()) {
+    for format in formats(view_stats, gpu.sm_count(), T::PRECISION) {
         let variant = Variant::Format(format);
         progress(&variant.key());
         let converted = match convert(gpu, format, view, copies)? {

@@ -102,6 +102,10 @@ pub enum FormatError {
     /// An element of a local-matrix (LMA) operator names a node past the node count.
     #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
     LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },
+    /// Entry `entry` (in row `row`) is finite, but beyond the range of the storage type the caller
+    /// asked for (`storage`: binary16 holds up to 65,504, f32 and bfloat16 up to about 3.4e38).
+    #[error("entry {entry} (row {row}) is finite but beyond the range of {storage}")]
+    ValueOutOfRange { row: usize, entry: usize, storage: &'static str },
     /// A parameter of the conversion is out of its range.
     #[error("{what} is {value}, but it must be {expected}")]
     InvalidParameter { what: &'static str, value: usize, expected: &'static str },

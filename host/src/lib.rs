@@ -66,10 +66,10 @@ pub mod spmm {
 }
 
 pub use device::{
-    DeviceBrc, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, DeviceVector, Gpu,
-    Graph, VectorMut, VectorRef,
+    DeviceBrc, DeviceCompressed, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma,
+    DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
-pub use enqueue::{BrcCombine, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
+pub use enqueue::{BrcCombine, CompressedKernel, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
 pub use error::{CsrError, Error, FormatError};
 pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Csr, check, five_point, gpu_or_skip, random_vector, rng};
-use gpu_spmv::formats::{Coo, Ell, Hyb};
+use gpu_spmv::formats::{CompressedCsr, Coo, Ell, Hyb};
 use gpu_spmv::select::{
     AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, Reason, Selection,
     break_even_products, cheapest_format,
@@ -124,13 +124,19 @@ fn every_variant<T: Scalar>(test: &str) {
         (&p, AutoMatrix::Coo(gpu.upload_coo(&Coo::try_from_csr(p.view()).unwrap()).unwrap())),
         (&p, AutoMatrix::Hyb(gpu.upload_hyb(&Hyb::try_from_csr_with_width(p.view(), 2).unwrap()).unwrap())),
         (&s, AutoMatrix::Ell(gpu.upload_ell(&Ell::try_from_csr(s.view()).unwrap()).unwrap())),
+        (
+            &p,
+            AutoMatrix::Compressed(
+                gpu.upload_compressed(&CompressedCsr::try_from_csr(p.view()).unwrap()).unwrap(),
+            ),
+        ),
     ];
     for (a, m) in &variants {
         check_products(&gpu, "every variant", a, m, &mut rng);
     }
     assert_eq!(
         variants.iter().map(|(_, m)| m.format()).collect::<Vec<_>>(),
-        [AutoFormat::Csr, AutoFormat::CooSegmented, AutoFormat::Hyb, AutoFormat::Ell]
+        [AutoFormat::Csr, AutoFormat::CooSegmented, AutoFormat::Hyb, AutoFormat::Ell, AutoFormat::Compressed]
     );
 }
 

@@ -827,3 +827,87 @@ pub const SPMM_SCALE: Entry = entry!("spmm_scale");
 
 const _: () = assert!(same_values(&CSRT_ATOMIC_FAMILY.0, &CSR_PARAM_FAMILY.0));
 const _: () = assert!(same_values(&SPMM_COL_MAJOR_FAMILY.0, &CSR_PARAM_FAMILY.0));
+
+/// Rows per segment of a compressed-index matrix: a warp of the one-lane-per-row kernel covers
+/// exactly one segment, so its lanes read the segment's header as one broadcast.
+pub const COMPRESSED_SEGMENT_ROWS: u32 = WARP_SIZE;
+
+/// The flag of a segment head whose entries keep plain 32-bit columns (in `escapes`); without it,
+/// the head is the segment's base column and its entries are 16-bit offsets from it (in `deltas`).
+/// The host compresses only segments whose base is below `2^31`, so no base has the flag.
+pub const COMPRESSED_PLAIN: u32 = 1 << 31;
+
+/// A CSR matrix whose column indices are compressed per segment of [`COMPRESSED_SEGMENT_ROWS`]
+/// rows. Segment `s` has two words, `segments[2 s]` (the head) and `segments[2 s + 1]` (the shift):
+/// - head without [`COMPRESSED_PLAIN`]: entry `k` of the segment has column
+///   `head + deltas[k - shift]`, where `shift` counts the entries of plain segments before it;
+/// - head with the flag: entry `k` has column `escapes[k - shift]`, where `shift` counts the entries
+///   of compressed segments before it.
+///
+/// `values` holds the `nnz` values in CSR order in the storage type `V` (the product's own type, or
+/// a narrower one the caller asked for).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedArgs<V> {
+    pub row_offsets: DevicePtr<u32>,
+    pub segments: DevicePtr<u32>,
+    pub deltas: DevicePtr<u16>,
+    pub escapes: DevicePtr<u32>,
+    pub values: DevicePtr<V>,
+    pub rows: u32,
+}
+
+/// `spmv_compressed_c<coop>_*`: `coop` threads per row, a compile-time value, with the row walk and
+/// the summation order of `spmv_csr_vector_c<coop>_*` and of `spmv_csr_param_c<coop>_*` with one
+/// row per group and no long rows, so their results are bit-identical. `V` is the storage type of
+/// the values, `T` the type of `x`, `y` and every product and sum.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedParams<V, T> {
+    pub a: CompressedArgs<V>,
+    pub op: Axpby<T>,
+}
+
+/// An IEEE binary16 value as the kernels store it: its 16 bits.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub struct F16(pub u16);
+
+/// A bfloat16 value (the upper half of an f32) as the kernels store it: its 16 bits.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub struct Bf16(pub u16);
+
+const COMPRESSED_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmv_compressed_c", ""; 1, 2, 4, 8, 16, 32);
+const COMPRESSED_F16_FAMILY: ([u32; 6], [Entry; 6]) =
+    family!("spmv_compressed_c", "_f16"; 1, 2, 4, 8, 16, 32);
+const COMPRESSED_BF16_FAMILY: ([u32; 6], [Entry; 6]) =
+    family!("spmv_compressed_c", "_bf16"; 1, 2, 4, 8, 16, 32);
+const _: () = assert!(same_values(&COMPRESSED_FAMILY.0, &CSR_PARAM_FAMILY.0));
+const _: () = assert!(same_values(&COMPRESSED_F16_FAMILY.0, &CSR_PARAM_FAMILY.0));
+const _: () = assert!(same_values(&COMPRESSED_BF16_FAMILY.0, &CSR_PARAM_FAMILY.0));
+
+/// Threads per row the compressed-index kernel is compiled for: those of the parametrised CSR
+/// kernel, whose summation order it mirrors. One PTX entry per value, storage type and type.
+pub const COMPRESSED_COOPS: [u32; 6] = COMPRESSED_FAMILY.0;
+
+/// `spmv_compressed_c<coop>_*`: values stored in the product's type. Indexed like
+/// [`COMPRESSED_COOPS`].
+pub const COMPRESSED: [Entry; 6] = COMPRESSED_FAMILY.1;
+
+/// `spmv_compressed_c<coop>_f16_*`: values stored as binary16, widened exactly to the product's type.
+pub const COMPRESSED_F16: [Entry; 6] = COMPRESSED_F16_FAMILY.1;
+
+/// `spmv_compressed_c<coop>_bf16_*`: values stored as bfloat16, widened exactly.
+pub const COMPRESSED_BF16: [Entry; 6] = COMPRESSED_BF16_FAMILY.1;
+
+/// Values stored as f32: for an f32 product the entries of [`COMPRESSED`], for an f64 product
+/// `spmv_compressed_c<coop>_f32_f64`.
+pub const COMPRESSED_F32: [Entry; 6] = [
+    Entry { f32: COMPRESSED[0].f32, f64: "spmv_compressed_c1_f32_f64" },
+    Entry { f32: COMPRESSED[1].f32, f64: "spmv_compressed_c2_f32_f64" },
+    Entry { f32: COMPRESSED[2].f32, f64: "spmv_compressed_c4_f32_f64" },
+    Entry { f32: COMPRESSED[3].f32, f64: "spmv_compressed_c8_f32_f64" },
+    Entry { f32: COMPRESSED[4].f32, f64: "spmv_compressed_c16_f32_f64" },
+    Entry { f32: COMPRESSED[5].f32, f64: "spmv_compressed_c32_f32_f64" },
+];

@@ -80,6 +80,7 @@ macro_rules! impl_load {
     };
 }
 
+impl_load!(u16, "u16", reg16);
 impl_load!(u32, "u32", reg32);
 impl_load!(f32, "f32", reg32);
 impl_load!(f64, "f64", reg64);
@@ -295,4 +296,13 @@ pub fn match_any_b32(value: u32) -> u32 {
         );
     }
     peers
+}
+
+/// The f32 of the binary16 value with bits `h` (`cvt.f32.f16`, exact: every binary16 is an f32).
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let v: f32;
+    // SAFETY: a register-to-register conversion, defined for every input.
+    unsafe { asm!("cvt.f32.f16 {v}, {h};", v = out(reg32) v, h = in(reg16) h, options(pure, nomem, nostack)) }
+    v
 }

@@ -10,7 +10,7 @@ use crate::{nightly_cargo, root, run};
 use std::process::Command;
 
 /// Seconds per target when not given: long enough to get past the seeds' neighbourhood, short
-/// enough that CI runs all seven targets in under four minutes on two cores.
+/// enough that CI runs all eight targets in under four minutes on two cores.
 const DEFAULT_SECONDS: u64 = 25;
 
 /// libFuzzer's limit on one input, in seconds: far above the slowest input seen (a file declaring

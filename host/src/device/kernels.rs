@@ -43,6 +43,19 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     /// Indexed like `abi::SPMM_COL_MAJOR_COOPS`.
     pub spmm_col_major: Vec<F>,
     pub spmm_scale: F,
+    pub compressed: CompressedKernels<F>,
+}
+
+/// The compressed-index kernels of one product type, one family per storage type of the values,
+/// each indexed like `abi::COMPRESSED_COOPS`.
+#[derive(Debug)]
+pub(crate) struct CompressedKernels<F = CudaFunction> {
+    /// Values in the product's type.
+    pub full: Vec<F>,
+    /// Values in f32: for f32 products the same entries as `full`.
+    pub f32: Vec<F>,
+    pub f16: Vec<F>,
+    pub bf16: Vec<F>,
 }
 
 /// The kernels of the transpose's construction that do not depend on the element type
@@ -98,6 +111,12 @@ impl<F> KernelTable<F> {
             csrt_atomic: all(&abi::CSRT_ATOMIC)?,
             spmm_row_major: all(&abi::SPMM_ROW_MAJOR)?,
             spmm_col_major: all(&abi::SPMM_COL_MAJOR)?,
+            compressed: CompressedKernels {
+                full: all(&abi::COMPRESSED)?,
+                f32: all(&abi::COMPRESSED_F32)?,
+                f16: all(&abi::COMPRESSED_F16)?,
+                bf16: all(&abi::COMPRESSED_BF16)?,
+            },
             csrt_build_gather: lookup(pick(&abi::CSRT_BUILD_GATHER))?,
             spmm_scale: lookup(pick(&abi::SPMM_SCALE))?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,

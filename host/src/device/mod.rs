@@ -5,6 +5,7 @@
 //! chooses one; it imports only the host formats and the crate's errors and scalars.
 
 mod brc;
+mod compressed;
 mod coo;
 mod csr;
 mod dense;
@@ -22,6 +23,7 @@ mod transpose;
 mod vector;
 
 pub use brc::DeviceBrc;
+pub use compressed::DeviceCompressed;
 pub use coo::DeviceCoo;
 pub use csr::DeviceCsr;
 pub use dense::{DeviceDense, Layout};

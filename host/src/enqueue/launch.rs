@@ -8,7 +8,7 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
+    Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
     CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
     SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
 };
@@ -46,6 +46,13 @@ with_operands!(
     CsrTransposeParams: Accumulate,
     SpmmParams: SpmmOperands
 );
+
+impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
+    type Operands = Axpby<T>;
+    fn with(self, op: Axpby<T>) -> Self {
+        Self { op, ..self }
+    }
+}
 
 /// The operands of a [`Prepared`] launch before a product sets them.
 pub(crate) fn unset_axpby<T: Scalar>() -> Axpby<T> {

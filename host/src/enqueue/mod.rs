@@ -9,6 +9,7 @@
 //! measure (the tuner, the format planner) are the layer above. Imports only the layers below.
 
 pub(crate) mod cg;
+mod compressed;
 mod csr;
 mod formats;
 mod launch;
@@ -18,6 +19,7 @@ mod product;
 mod spmm;
 mod transpose;
 
+pub use compressed::CompressedKernel;
 pub use csr::Kernel;
 pub(crate) use csr::auto_per_row;
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
@@ -40,7 +42,8 @@ pub(crate) mod sealed {
     pub trait Enqueue<T: Scalar> {
         /// How the format's products can run: [`Kernel`] for CSR, [`CooKernel`] for COO (and for
         /// the COO part of HYB and dense blocks), [`BrcCombine`] for BRC, [`LmaKernel`] for the
-        /// local matrix approach, `()` for ELL. The default is what [`Gpu::spmv`] uses.
+        /// local matrix approach, [`CompressedKernel`] for compressed column indices, `()` for ELL.
+        /// The default is what [`Gpu::spmv`] uses.
         type Kernel: Copy + Debug + Default + PartialEq;
 
         /// A product's launches, prepared once: the resolved kernel's entries, grids and argument
@@ -60,7 +63,9 @@ pub(crate) mod sealed {
 }
 
 /// A matrix on the device in one of the crate's formats: CSR ([`DeviceCsr`](crate::DeviceCsr)),
-/// ELL, COO, HYB, BRC, dense blocks, or the planner's [`AutoMatrix`](crate::select::AutoMatrix).
+/// ELL, COO, HYB, BRC, dense blocks, compressed column indices
+/// ([`DeviceCompressed`](crate::DeviceCompressed)), or the planner's
+/// [`AutoMatrix`](crate::select::AutoMatrix).
 /// [`Gpu::spmv`] and [`Gpu::plan`] take any of them; every product returns `y` in the caller's row
 /// order, whatever order the format keeps its rows in. Sealed: implemented by this crate's device
 /// types only. Each type's doc says its strategy type (`Kernel`) and its launches.

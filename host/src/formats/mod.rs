@@ -1,9 +1,10 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
-//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks), and the local matrix approach (element
+//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
 //! matrices and their nodes), each with its validation and its model constants. Pure data: nothing
 //! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
 
 pub(crate) mod brc;
+pub(crate) mod compressed;
 pub(crate) mod convert;
 pub(crate) mod coo;
 pub(crate) mod csr;
@@ -15,12 +16,15 @@ pub(crate) mod interop;
 pub(crate) mod lma;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
+pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
 pub use coo::Coo;
 pub use csr::{CsrRef, RowStats};
 pub use dense_blocks::{
     DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
 };
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
+/// The 16-bit storage types of [`CompressedCsr`] values (from the `half` crate).
+pub use half::{bf16, f16};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;

@@ -1,7 +1,7 @@
 //! [`AutoMatrix`]: a matrix on the device in the format the planner chose.
 
 use super::selection::AutoFormat;
-use crate::device::{DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, Gpu};
+use crate::device::{DeviceCompressed, DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, Gpu};
 use crate::enqueue::DeviceMatrix;
 use crate::enqueue::sealed::{Enqueue, Product};
 use crate::scalar::Scalar;
@@ -10,7 +10,7 @@ use crate::{Kernel, Result};
 /// A matrix on the device in the format that minimises the total time of the products the caller
 /// announced, conversion included ([`Gpu::upload_for_products`]). [`Gpu::spmv`] takes it like any
 /// format, with the strategy the planner measured (CSR's [`Kernel::Auto`], the segmented COO
-/// kernel); its own strategy type is `()`.
+/// kernel, [`crate::CompressedKernel::Auto`]); its own strategy type is `()`.
 #[derive(Debug)]
 #[non_exhaustive]
 #[allow(clippy::large_enum_variant)] // one per matrix: boxing would add an indirection to every product
@@ -19,6 +19,7 @@ pub enum AutoMatrix<T> {
     Coo(DeviceCoo<T>),
     Hyb(DeviceHyb<T>),
     Ell(DeviceEll<T>),
+    Compressed(DeviceCompressed<T>),
 }
 
 /// The launches of the format an [`AutoMatrix`] holds.
@@ -28,6 +29,7 @@ pub enum AutoLaunch<T: Scalar> {
     Coo(<DeviceCoo<T> as Enqueue<T>>::Launch),
     Hyb(<DeviceHyb<T> as Enqueue<T>>::Launch),
     Ell(<DeviceEll<T> as Enqueue<T>>::Launch),
+    Compressed(<DeviceCompressed<T> as Enqueue<T>>::Launch),
 }
 
 impl<T: Scalar> AutoMatrix<T> {
@@ -38,6 +40,7 @@ impl<T: Scalar> AutoMatrix<T> {
             AutoMatrix::Coo(_) => AutoFormat::CooSegmented,
             AutoMatrix::Hyb(_) => AutoFormat::Hyb,
             AutoMatrix::Ell(_) => AutoFormat::Ell,
+            AutoMatrix::Compressed(_) => AutoFormat::Compressed,
         }
     }
 }
@@ -50,6 +53,7 @@ macro_rules! with_inner {
             AutoMatrix::Coo($a) => $body,
             AutoMatrix::Hyb($a) => $body,
             AutoMatrix::Ell($a) => $body,
+            AutoMatrix::Compressed($a) => $body,
         }
     };
 }
@@ -68,6 +72,7 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             AutoMatrix::Coo(a) => AutoLaunch::Coo(a.prepare(gpu, Default::default())?.1),
             AutoMatrix::Hyb(a) => AutoLaunch::Hyb(a.prepare(gpu, Default::default())?.1),
             AutoMatrix::Ell(a) => AutoLaunch::Ell(a.prepare(gpu, ())?.1),
+            AutoMatrix::Compressed(a) => AutoLaunch::Compressed(a.prepare(gpu, Default::default())?.1),
         };
         Ok(((), launch))
     }
@@ -78,6 +83,7 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             (AutoMatrix::Coo(a), AutoLaunch::Coo(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Hyb(a), AutoLaunch::Hyb(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Ell(a), AutoLaunch::Ell(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Compressed(a), AutoLaunch::Compressed(l)) => a.enqueue(gpu, l, p),
             _ => unreachable!("`prepare` makes the launch of the matrix's own format"),
         }
     }

@@ -6,6 +6,7 @@ use super::break_even::{FormatCost, break_even_products, cheapest_format, could_
 use super::selection::{AutoFormat, Outcome, Reason, Selection, Trial};
 use super::timing::ProductTimer;
 use crate::device::Gpu;
+use crate::formats::compressed::CompressedCsr;
 use crate::formats::coo::Coo;
 use crate::formats::csr::CsrRef;
 use crate::formats::ell::Ell;
@@ -20,7 +21,7 @@ use std::time::Instant;
 /// (a product cannot take less than no time): on the H100 bench the cheapest conversion of any format,
 /// over its ten matrices of 20 million entries in both precisions, took 78 CSR products (COO of the
 /// power-law matrix in `f64`). The planning itself runs [`PLAN_WARMUP_PRODUCTS`](super::PLAN_WARMUP_PRODUCTS) +
-/// [`PLAN_TIMED_PRODUCTS`](super::PLAN_TIMED_PRODUCTS) = 12 products per format, 48 with all of them.
+/// [`PLAN_TIMED_PRODUCTS`](super::PLAN_TIMED_PRODUCTS) = 12 products per format, 60 with all of them.
 pub const MIN_PLANNED_PRODUCTS: u64 = 100;
 
 /// A format the planner tries besides CSR.
@@ -29,17 +30,20 @@ enum Candidate {
     Coo,
     Hyb,
     Ell,
+    Compressed,
 }
 
 /// In the order tried: the cheapest conversion first (COO took 14 to 94 ms for 20 million entries on
-/// the H100 bench, HYB and ELL 67 to 213 ms). Ties go to the earlier.
-const CANDIDATES: [Candidate; 3] = [Candidate::Coo, Candidate::Hyb, Candidate::Ell];
+/// the H100 bench, HYB and ELL 67 to 213 ms), then compressed column indices, whose conversion the
+/// bench has yet to time. Ties go to the earlier.
+const CANDIDATES: [Candidate; 4] = [Candidate::Coo, Candidate::Hyb, Candidate::Ell, Candidate::Compressed];
 
 /// A candidate converted on the host.
 enum Converted<T> {
     Coo(Coo<T>),
     Hyb(Hyb<T>),
     Ell(Ell<T>),
+    Compressed(CompressedCsr<T>),
 }
 
 impl Candidate {
@@ -48,6 +52,7 @@ impl Candidate {
             Candidate::Coo => AutoFormat::CooSegmented,
             Candidate::Hyb => AutoFormat::Hyb,
             Candidate::Ell => AutoFormat::Ell,
+            Candidate::Compressed => AutoFormat::Compressed,
         }
     }
 
@@ -67,6 +72,7 @@ impl Candidate {
             Candidate::Coo => Converted::Coo(Coo::try_from_csr(a)?),
             Candidate::Hyb => Converted::Hyb(Hyb::try_from_csr(a)?),
             Candidate::Ell => Converted::Ell(Ell::try_from_csr(a)?),
+            Candidate::Compressed => Converted::Compressed(CompressedCsr::try_from_csr(a)?),
         })
     }
 }
@@ -77,6 +83,7 @@ impl<T: Scalar> Converted<T> {
             Converted::Coo(coo) => AutoMatrix::Coo(gpu.upload_coo(coo)?),
             Converted::Hyb(hyb) => AutoMatrix::Hyb(gpu.upload_hyb(hyb)?),
             Converted::Ell(ell) => AutoMatrix::Ell(gpu.upload_ell(ell)?),
+            Converted::Compressed(c) => AutoMatrix::Compressed(gpu.upload_compressed(c)?),
         })
     }
 }
@@ -108,8 +115,10 @@ impl Gpu {
     ///
     /// CSR is uploaded first: it is the baseline and the fallback. With no entries, or fewer than
     /// [`MIN_PLANNED_PRODUCTS`] products, that is the answer. Otherwise the planner times the CSR
-    /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB and ELL (when its padding
-    /// limit allows) converts on the host and uploads, timing both on the CPU, and times the product;
+    /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB, ELL (when its padding
+    /// limit allows) and compressed column indices (values kept in `T`: CSR's accuracy, and bit for
+    /// bit its `y` wherever Auto takes the parametrised kernel without splitting a row)
+    /// converts on the host and uploads, timing both on the CPU, and times the product;
     /// a candidate whose host conversion alone exceeds CSR's products is not uploaded. It keeps the
     /// smallest of conversion + `products` x product time ([`cheapest_format`]; a lone
     /// candidate wins exactly from its [`break_even_products`] count), CSR on a tie, and frees

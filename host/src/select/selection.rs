@@ -15,6 +15,9 @@ pub enum AutoFormat {
     Hyb,
     /// ELL, tried only when [`crate::formats::ELL_MAX_PADDING_RATIO`] allows it.
     Ell,
+    /// Compressed column indices, values in the matrix's type ([`crate::CompressedKernel::Auto`]):
+    /// the same `y`, bit for bit, as the cooperative CSR kernel of the same width.
+    Compressed,
 }
 
 impl AutoFormat {
@@ -25,6 +28,7 @@ impl AutoFormat {
             AutoFormat::CooSegmented => "coo-segmented",
             AutoFormat::Hyb => "hyb",
             AutoFormat::Ell => "ell",
+            AutoFormat::Compressed => "compressed",
         }
     }
 }

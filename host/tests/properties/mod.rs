@@ -6,8 +6,8 @@
 #![allow(dead_code)] // each user takes a part
 
 use gpu_spmv::formats::{
-    Brc, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates,
-    hyb_ell_width,
+    Brc, CompressedCsr, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
+    ValueStorage, bf16, brc_b2_candidates, f16, hyb_ell_width,
 };
 use gpu_spmv::io::{MAX_DIMENSION, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, read_matrix_market_from};
 use gpu_spmv::{CsrError, CsrRef, Error, FormatError, RowStats, Scalar};
@@ -126,6 +126,7 @@ pub fn check_conversions<T: Scalar>(a: CsrRef<'_, T>, p: FormatParams) {
     check_hyb(a, p.hyb_width);
     check_brc(a, p.b2);
     check_dense_blocks(a, p.window);
+    check_compressed(a);
 }
 
 /// Whether `a`'s sizes fit the kernels' 32-bit indices (else every conversion is `TooLarge`).
@@ -159,6 +160,38 @@ pub fn check_ell<T: Scalar>(a: CsrRef<'_, T>) {
             assert!(fits_u32(a) && ell_refuses(a, max) && width == max && longest_len == max);
         }
         Err(e) => assert_too_large("ELL", a, e),
+    }
+}
+
+/// Compressed column indices with values in `T`, bf16 and f16: every column decodes to its own,
+/// every value is its rounding, and a refusal names a finite value the storage type cannot hold.
+pub fn check_compressed<T: Scalar>(a: CsrRef<'_, T>) {
+    check_compressed_as::<T, T>(a);
+    check_compressed_as::<T, bf16>(a);
+    check_compressed_as::<T, f16>(a);
+}
+
+fn check_compressed_as<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>) {
+    let what = V::STORAGE.name();
+    match CompressedCsr::<T, V>::try_from_csr(a) {
+        Ok(c) => {
+            assert!(fits_u32(a), "{what}: accepted a matrix past 32 bits");
+            let cols: Vec<u32> = a.col_indices().iter().map(|&c| u32::try_from(c).unwrap()).collect();
+            assert_eq!(c.columns(), cols, "{what}: columns");
+            assert_eq!(c.deltas().len() + c.escapes().len(), a.nnz(), "{what}");
+            for (&v, &stored) in a.values().iter().zip(c.values()) {
+                let expected = V::round(v).widen();
+                assert!(stored.widen() == expected || expected.is_nan(), "{what}: value {}", v.to_f64());
+            }
+            assert!((0.0..=1.0).contains(&c.max_rounding()), "{what}: rounding {}", c.max_rounding());
+        }
+        Err(Error::Format(FormatError::ValueOutOfRange { row, entry, storage })) => {
+            let v = a.values()[entry];
+            assert!(v.to_f64().is_finite() && V::round(v).widen().is_infinite(), "{what}: entry {entry}");
+            assert!(a.row_offsets()[row] <= entry && entry < a.row_offsets()[row + 1], "{what}: row {row}");
+            assert_eq!(storage, what);
+        }
+        Err(e) => assert_too_large(what, a, e),
     }
 }
 

@@ -7,7 +7,7 @@ mod param;
 mod scalar;
 mod vector;
 
-use crate::abi::{CsrArgs, CsrParams, LONG_ROW_CHUNK, WARP_SIZE};
+use crate::abi::{Axpby, CsrArgs, CsrParams, LONG_ROW_CHUNK, WARP_SIZE};
 use crate::arch::{Load, global_thread, grid_threads};
 use crate::index::coop_slot;
 use crate::real::{Real, store_axpby};
@@ -27,11 +27,9 @@ unsafe fn row_range<T>(a: &CsrArgs<T>, row: usize) -> (usize, usize) {
     unsafe { (u32::load_nc(offsets.add(row)) as usize, u32::load_nc(offsets.add(row + 1)) as usize) }
 }
 
-/// The row walk of the cooperative kernels (`vector.rs`, `aligned.rs`): rows are dealt to warps in
-/// order, `COOP` lanes to a row (`index::coop_slot`); `lane_sum(start, end, lane)` is a lane's partial
-/// sum over its row's entries `start..end`; the group adds its lanes' sums with shuffles and lane 0
-/// writes `y`. The loop runs to the warp's bound, not the row's, so every lane of the warp reaches the
-/// shuffles with the full member mask.
+/// The row walk of the cooperative CSR kernels (`vector.rs`, `aligned.rs`) on a CSR matrix:
+/// [`group_rows`] with `lane_sum(start, end, lane)` a lane's partial sum over its row's entries
+/// `start..end`.
 ///
 /// # Safety
 /// `p` describes a validated CSR matrix and vectors of matching lengths; the block size is a multiple
@@ -41,21 +39,44 @@ unsafe fn rows_by_groups<T: Real, const COOP: u32>(
     p: &CsrParams<T>,
     lane_sum: impl Fn(usize, usize, usize) -> T,
 ) {
+    let row_sum = |row: usize, lane: usize| {
+        // SAFETY: `group_rows` passes rows below `rows`.
+        let (start, end) = unsafe { row_range(&p.a, row) };
+        lane_sum(start, end, lane)
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { group_rows::<T, COOP>(p.a.rows, &p.op, row_sum) }
+}
+
+/// The row walk of the cooperative kernels: rows are dealt to warps in order, `COOP` lanes to a row
+/// (`index::coop_slot`); `row_sum(row, lane)` is a lane's partial sum over its row; the group adds
+/// its lanes' sums with shuffles and lane 0 writes `y`. The loop runs to the warp's bound, not the
+/// row's, so every lane of the warp reaches the shuffles with the full member mask. The compressed-
+/// index kernel (`formats/compressed.rs`) walks its rows with it too, which makes its sums the same
+/// as the CSR kernels'.
+///
+/// # Safety
+/// `op.y` has `rows` elements, no other thread writes them, and `row_sum` is safe to call for every
+/// `row < rows`; the block size is a multiple of 32.
+#[inline(always)]
+pub(crate) unsafe fn group_rows<T: Real, const COOP: u32>(
+    rows: u32,
+    op: &Axpby<T>,
+    row_sum: impl Fn(usize, usize) -> T,
+) {
     let slot = coop_slot(global_thread(), grid_threads(), COOP);
-    let rows = p.a.rows as u64;
+    let rows = rows as u64;
     let mut first = slot.warp_first_row;
     while first < rows {
         let row = first + slot.group_in_warp as u64;
         let mut sum = T::ZERO;
         if row < rows {
-            // SAFETY: `row < rows`.
-            let (start, end) = unsafe { row_range(&p.a, row as usize) };
-            sum = lane_sum(start, end, slot.lane as usize);
+            sum = row_sum(row as usize, slot.lane as usize);
         }
         let total = group_sum::<T, COOP>(sum);
         if row < rows && slot.lane == 0 {
             // SAFETY: `row < rows`, written by lane 0 of its group only.
-            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
+            unsafe { store_axpby(op.y.as_mut_ptr(), row as usize, op.alpha, total, op.beta) };
         }
         first += slot.row_stride;
     }

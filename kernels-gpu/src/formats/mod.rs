@@ -5,6 +5,7 @@
 //! on one stream (Bell & Garland, NVIDIA TR 2008, section 4.5, do the same).
 
 mod brc;
+mod compressed;
 mod coo;
 mod dense_blocks;
 mod ell;

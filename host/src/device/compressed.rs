@@ -1,0 +1,126 @@
+//! A [`CompressedCsr`] on the device ([`DeviceCompressed`]), made by [`Gpu::upload_compressed`].
+
+use super::Gpu;
+use super::memory::addr;
+use crate::Result;
+use crate::formats::compressed::{CompressedCsr, ValueStorage};
+use crate::formats::convert::narrow;
+use crate::formats::csr::RowStats;
+use crate::scalar::Scalar;
+use cudarc::driver::CudaSlice;
+use kernels_gpu::abi::CompressedArgs;
+use std::marker::PhantomData;
+
+/// A CSR matrix of `T` with compressed column indices and values stored as `V` on the device. Its
+/// product is one launch of `spmv_compressed_c<coop>_*`: `coop` threads per row, the summation
+/// order of the cooperative CSR kernels.
+#[derive(Debug)]
+pub struct DeviceCompressed<T, V = T> {
+    row_offsets: CudaSlice<u32>,
+    segments: CudaSlice<u32>,
+    deltas: CudaSlice<u16>,
+    escapes: CudaSlice<u32>,
+    values: CudaSlice<V>,
+    stats: RowStats,
+    max_rounding: f64,
+    device_bytes: usize,
+    args: CompressedArgs<V>,
+    _matrix: PhantomData<fn() -> T>,
+}
+
+impl Gpu {
+    /// Uploads a matrix with compressed column indices (its conversion checked every dimension).
+    pub fn upload_compressed<T: Scalar, V: ValueStorage<T>>(
+        &self,
+        a: &CompressedCsr<T, V>,
+    ) -> Result<DeviceCompressed<T, V>> {
+        let row_offsets = self.upload(a.row_offsets())?;
+        let segments = self.upload(a.segments())?;
+        let deltas = self.upload(a.deltas())?;
+        let escapes = self.upload(a.escapes())?;
+        let values = self.upload(a.values())?;
+        let args = CompressedArgs {
+            row_offsets: addr(&row_offsets, self),
+            segments: addr(&segments, self),
+            deltas: addr(&deltas, self),
+            escapes: addr(&escapes, self),
+            values: addr(&values, self),
+            rows: narrow("the row count", a.nrows())?,
+        };
+        Ok(DeviceCompressed {
+            row_offsets,
+            segments,
+            deltas,
+            escapes,
+            values,
+            stats: *a.stats(),
+            max_rounding: a.max_rounding(),
+            device_bytes: a.device_bytes(),
+            args,
+            _matrix: PhantomData,
+        })
+    }
+}
+
+impl<T: Scalar, V: ValueStorage<T>> DeviceCompressed<T, V> {
+    pub fn nrows(&self) -> usize {
+        self.stats.rows
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.stats.cols
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+
+    /// The row statistics of the matrix it was built from.
+    pub fn stats(&self) -> &RowStats {
+        &self.stats
+    }
+
+    /// The conversion's largest relative rounding of a value (see
+    /// [`CompressedCsr::max_rounding`]).
+    pub fn max_rounding(&self) -> f64 {
+        self.max_rounding
+    }
+
+    /// The `nrows + 1` row offsets on the device.
+    pub fn row_offsets(&self) -> &CudaSlice<u32> {
+        &self.row_offsets
+    }
+
+    /// The two words per segment on the device (see [`CompressedCsr::segments`]).
+    pub fn segments(&self) -> &CudaSlice<u32> {
+        &self.segments
+    }
+
+    /// The 16-bit column offsets of the compressed segments on the device.
+    pub fn deltas(&self) -> &CudaSlice<u16> {
+        &self.deltas
+    }
+
+    /// The plain columns of the other segments on the device.
+    pub fn escapes(&self) -> &CudaSlice<u32> {
+        &self.escapes
+    }
+
+    /// The `nnz` values on the device, stored as `V`.
+    pub fn values(&self) -> &CudaSlice<V> {
+        &self.values
+    }
+
+    /// Bytes of the matrix on the device.
+    pub fn device_bytes(&self) -> usize {
+        self.device_bytes
+    }
+
+    pub(crate) fn args(&self) -> CompressedArgs<V> {
+        self.args
+    }
+
+    pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(self.row_offsets.context())
+    }
+}

@@ -1,0 +1,90 @@
+//! Products of [`DeviceCompressed`]: its strategy ([`CompressedKernel`]) and its one launch.
+
+use super::DeviceMatrix;
+use super::csr::auto_coop;
+use super::launch::{Prepared, unset_axpby};
+use super::sealed::{Enqueue, Product};
+use crate::device::{DeviceCompressed, Gpu};
+use crate::formats::compressed::{Storage, ValueStorage};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use kernels_gpu::abi::{BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
+use kernels_gpu::index::{coop_threads, grid_blocks};
+
+/// How a [`DeviceCompressed`] product runs: `coop` threads per row, one of
+/// [`CompressedKernel::COOPS`], 128 threads per block. With values in the matrix's type, its `y` is
+/// bit-identical to that of [`Kernel::CsrVector`](crate::Kernel::CsrVector) with the same `coop` on
+/// the same matrix in CSR, and to that of [`Kernel::CsrParam`](crate::Kernel::CsrParam) with the same
+/// `coop`, `repeat = 1` and no long rows (the kernels share the row walk and the order of the sums).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum CompressedKernel {
+    /// The width [`Kernel::Auto`](crate::Kernel::Auto) gives the parametrised CSR kernel on a regular
+    /// matrix: the smallest power of two at least a row's mean entries over 8.
+    #[default]
+    Auto,
+    /// `coop` threads per row.
+    Coop { coop: u32 },
+}
+
+impl CompressedKernel {
+    /// The widths the kernel is compiled for.
+    pub const COOPS: [u32; 6] = COMPRESSED_COOPS;
+}
+
+impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceCompressed<T, V> {
+    fn nrows(&self) -> usize {
+        DeviceCompressed::nrows(self)
+    }
+
+    fn ncols(&self) -> usize {
+        DeviceCompressed::ncols(self)
+    }
+
+    fn nnz(&self) -> usize {
+        DeviceCompressed::nnz(self)
+    }
+}
+
+/// One launch of `spmv_compressed_c<coop>_<storage>_<type>`, `y = alpha * A * x + beta * y`.
+impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressed<T, V> {
+    type Kernel = CompressedKernel;
+    type Launch = Prepared<CompressedParams<V, T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceCompressed::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, kernel: CompressedKernel) -> Result<(CompressedKernel, Self::Launch)> {
+        let coop = match kernel {
+            CompressedKernel::Auto => auto_coop(self.stats()),
+            CompressedKernel::Coop { coop } => coop,
+        };
+        let Some(variant) = COMPRESSED_COOPS.iter().position(|&c| c == coop) else {
+            return Err(Error::InvalidKernel(format!(
+                "coop {coop}: the compressed-index kernel is compiled for {COMPRESSED_COOPS:?} threads per row"
+            )));
+        };
+        let kernels = &gpu.kernels::<T>().compressed;
+        let family = match V::STORAGE {
+            Storage::F64 => &kernels.full,
+            Storage::F32 => &kernels.f32,
+            Storage::F16 => &kernels.f16,
+            Storage::Bf16 => &kernels.bf16,
+        };
+        let params = CompressedParams { a: self.args(), op: unset_axpby() };
+        let grid = grid_blocks(coop_threads(params.a.rows, coop), BLOCK_SIZE);
+        // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
+        // f64 matrices, whose `full` family it is). The kernel walks rows `0 .. rows` with a grid
+        // stride, in blocks of whole warps; `CompressedCsr::try_from_csr` encoded every entry's
+        // column inside `deltas` or `escapes` and below the column count, the length of `x`, and
+        // the matrix's rows are those of `y`.
+        let launch = unsafe { Prepared::new(&family[variant], grid, BLOCK_SIZE, 0, params) };
+        Ok((CompressedKernel::Coop { coop }, launch))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.axpby()) }
+    }
+}
