@@ -215,6 +215,11 @@ unsafe fn spmm_col_major<T: Real, const COOP: u32>(p: SpmmParams<T>) {
     }
 }
 
+/// Entries a chunk lane reads before their gathers, for one column per lane: its gathers of `X` in
+/// flight. Divided by the columns per lane (down to 1), so that the chunk path's registers stay near
+/// the row path's, which shares the kernel and its occupancy.
+const CHUNK_BATCH: usize = 4;
+
 /// The calling warp's chunk of a long row (the `chunk_blocks` blocks' warps in order), if there is
 /// one: its products summed for every column of `X`, `LANES` lanes over the `PER_LANE` columns of a
 /// panel each and `32 / LANES` over the entries, and written to `p.long.partials`. Element `(r, c)`
@@ -248,25 +253,43 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
         let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
         (from, end.min(from + LONG_ROW_CHUNK as usize))
     };
+    let batch = (CHUNK_BATCH / PER_LANE).max(1);
     let mut panel = 0;
     while panel < k {
         let mut sums = [T::ZERO; PER_LANE];
         let mut e = from + entry_lane;
         while e < to {
-            // SAFETY: `e < to <= nnz`; the column is below `ncols`, and `c < k`: inside `X`.
-            unsafe {
-                let (col, value) = entry(p, e);
-                for (j, sum) in sums.iter_mut().enumerate() {
-                    let c = panel + col_lane + LANES as usize * j;
-                    if c < k {
-                        *sum = value.fma(T::load_nc(x.add(col * row_stride + c * col_stride)), *sum);
-                    }
+            // `batch` of the lane's entries at once (indices past the chunk clamped to its last
+            // entry, their products dropped): their columns and values, then the gathers, so that
+            // a lane has `batch * PER_LANE` loads of `X` in flight rather than one entry's.
+            let mut cols = [0usize; CHUNK_BATCH];
+            let mut vals = [T::ZERO; CHUNK_BATCH];
+            for i in 0..CHUNK_BATCH {
+                if i < batch {
+                    // SAFETY: the index is below `to <= nnz`.
+                    (cols[i], vals[i]) = unsafe { entry(p, (e + i * entry_lanes).min(to - 1)) };
                 }
             }
-            e += entry_lanes;
+            for i in 0..CHUNK_BATCH {
+                if i >= batch {
+                    continue;
+                }
+                for (j, sum) in sums.iter_mut().enumerate() {
+                    // Loaded and multiplied unconditionally, then selected: a load under a branch
+                    // would wait for the products before it. A column past `k` is clamped into `X`
+                    // and its sum, never written, left unselected.
+                    let c = (panel + col_lane + LANES as usize * j).min(k - 1);
+                    // SAFETY: the column is below `ncols`, and `c < k`: inside `X`.
+                    let xv = unsafe { T::load_nc(x.add(cols[i] * row_stride + c * col_stride)) };
+                    let next = vals[i].fma(xv, *sum);
+                    *sum = if e + i * entry_lanes < to { next } else { *sum };
+                }
+            }
+            e += batch * entry_lanes;
         }
         // The entry lanes of each column lane are `LANES` apart: a butterfly over those offsets, each
-        // step over the whole panel (constant indices keep `sums` in registers, see below).
+        // step over the whole panel (constant indices keep `sums` in registers, as in
+        // `spmm_col_major`).
         let mut offset = WARP_SIZE / 2;
         while offset >= LANES {
             for sum in &mut sums {
@@ -288,8 +311,9 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
     }
 }
 
-/// Partial sums a lane loads before adding any, in [`long_rows`].
-const BATCH: usize = 8;
+/// Partial sums a lane loads before adding any, in [`long_rows`]: a row of 2.9 M entries has 11,400
+/// chunks, 360 per lane, which one load at a time would make a chain of 360 L2 round trips.
+const BATCH: usize = 16;
 
 /// `spmm_long_rows_*`: for each long row and column of `Y`, a warp adds the row's partial sums of
 /// that column (lane `l` the chunks `l, l + 32, ...` in order, `BATCH` loads in flight, then a
