@@ -156,7 +156,10 @@ impl<'a, T: Scalar> SpmmPlan<'a, T> {
 
 impl Gpu {
     /// Prepares products `Y = alpha * A * X + beta * Y` with `X` and `Y` of `k` columns in `layout`,
-    /// by `kernel` (checked against the layout, [`SpmmKernel::Auto`] resolved).
+    /// by `kernel` (checked against the layout, [`SpmmKernel::Auto`] resolved). With
+    /// `split_long_rows`, builds the matrix's long-row split the first time (kept with the matrix,
+    /// shared with the CSR product's plans) and allocates the plan's scratch: `k` partial sums per
+    /// chunk of (at most) 256 entries of the long rows.
     pub fn plan_spmm<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
@@ -229,7 +232,9 @@ impl Gpu {
     }
 
     /// `Y = alpha * A * X + beta * Y` with the kernel [`SpmmKernel::Auto`] picks for `X`'s layout
-    /// and column count: [`Gpu::plan_spmm`] and [`SpmmPlan::spmm`] in one call.
+    /// and column count: [`Gpu::plan_spmm`] and [`SpmmPlan::spmm`] in one call. For a matrix whose
+    /// long rows the kernel splits, that allocates the plan's scratch at every call (and cannot be
+    /// captured into a graph): plan once for repeated products.
     pub fn spmm<T: Scalar>(
         &self,
         alpha: T,
