@@ -276,8 +276,8 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
                 }
                 for (j, sum) in sums.iter_mut().enumerate() {
                     // Loaded and multiplied unconditionally, then selected: a load under a branch
-                    // would wait for the products before it. A column past `k` is clamped into `X`
-                    // and its sum, never written, left unselected.
+                    // would wait for the products before it. A column past `k` is clamped into `X`;
+                    // its sum is never written.
                     let c = (panel + col_lane + LANES as usize * j).min(k - 1);
                     // SAFETY: the column is below `ncols`, and `c < k`: inside `X`.
                     let xv = unsafe { T::load_nc(x.add(cols[i] * row_stride + c * col_stride)) };
