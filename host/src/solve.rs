@@ -1,7 +1,8 @@
 //! Conjugate gradients on the GPU, plain or Jacobi-preconditioned, on any device matrix of the
 //! crate through a [`Plan`] (CSR with any kernel, ELL, HYB, the local matrix approach, ...): the
 //! recurrence of [`crate::reference::cg`], which is its oracle, with every scalar kept on the device
-//! (`kernels-gpu/src/cg.rs`). An iteration is the plan's product and three vector launches; nothing
+//! (`kernels-gpu/src/cg.rs`). An iteration is the plan's product and one cooperative launch of the
+//! three vector passes; nothing
 //! in it allocates, synchronises or reads the host, so iterations may be captured into a CUDA graph
 //! and replayed ([`Cg::iterate`]). [`Cg::solve`] checks for convergence every
 //! [`Cg::check_every`] iterations; since the kernels stop by themselves once the solve has stopped,
@@ -107,7 +108,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         // SAFETY: `r`, `p`, `q` (and `inv_diag` for Jacobi) hold `n` elements, `partials`
         // `CG_PARTIALS`, `state` one, all allocated above on `gpu`'s context and owned by the
         // solver with the launches; `start` zeroes the state before every `init`.
-        let launches = unsafe { CgLaunches::new(gpu, params, inv_diag.is_some()) };
+        let launches = unsafe { CgLaunches::new(gpu, params, inv_diag.is_some())? };
         Ok(Self {
             plan,
             options,

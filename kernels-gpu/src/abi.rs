@@ -505,18 +505,14 @@ pub const fn cg_shared_bytes(elem_bytes: u32) -> u32 {
 /// `cg_init_plain_*` and `cg_init_jacobi_*`.
 pub const CG_INIT_PLAIN: Entry = entry!("cg_init_plain");
 pub const CG_INIT_JACOBI: Entry = entry!("cg_init_jacobi");
-/// `cg_pq_*`.
-pub const CG_PQ: Entry = entry!("cg_pq");
-/// `cg_update_plain_*` and `cg_update_jacobi_*`.
-pub const CG_UPDATE_PLAIN: Entry = entry!("cg_update_plain");
-pub const CG_UPDATE_JACOBI: Entry = entry!("cg_update_jacobi");
-/// `cg_step_plain_*` and `cg_step_jacobi_*`.
-pub const CG_STEP_PLAIN: Entry = entry!("cg_step_plain");
-pub const CG_STEP_JACOBI: Entry = entry!("cg_step_jacobi");
+/// `cg_iterate_plain_*` and `cg_iterate_jacobi_*`: the vector passes of an iteration, in one
+/// cooperative launch.
+pub const CG_ITERATE_PLAIN: Entry = entry!("cg_iterate_plain");
+pub const CG_ITERATE_JACOBI: Entry = entry!("cg_iterate_jacobi");
 
 /// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
 pub const CG_NOT_STARTED: u32 = 0;
-/// [`CgState::status`]: iterating; the only status in which `cg_pq_*` and `cg_update_*` do anything.
+/// [`CgState::status`]: iterating; the only status in which `cg_iterate_*` does anything.
 pub const CG_RUNNING: u32 = 1;
 /// [`CgState::status`]: `rᵀr <= tol_rr`, the relative residual reached the tolerance.
 pub const CG_CONVERGED: u32 = 2;
@@ -532,8 +528,8 @@ pub const CG_BREAKDOWN_RZ: u32 = 5;
 
 /// The scalars of a CG solve, kept on the device so that an iteration needs no host synchronisation.
 /// The host allocates it zeroed, and reads it back at its convergence checks (`status`, `iterations`,
-/// `rr / bb`). Each field is written by the last block of one kernel (see `cg.rs`) and read by later
-/// kernels on the stream.
+/// `rr / bb`). Each field is written by one thread of one kernel once every block has read the state
+/// (see `cg.rs`), and read by later kernels on the stream.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CgState<T> {
@@ -545,31 +541,32 @@ pub struct CgState<T> {
     pub rr: T,
     /// `bᵀb`, so that the relative residual is `sqrt(rr / bb)` (`cg_init_*`).
     pub bb: T,
-    /// `pᵀAp` of the latest iteration (`cg_pq_*`), kept for the breakdown report.
+    /// `pᵀAp` of the latest iteration (`cg_iterate_*`), kept for the breakdown report.
     pub pq: T,
-    /// `rz / pq` of the latest iteration (`cg_pq_*`).
+    /// `rz / pq` of the latest iteration (`cg_iterate_*`).
     pub alpha: T,
-    /// `rz_new / rz` of the latest iteration (`cg_update_*`).
+    /// `rz_new / rz` of the latest iteration (`cg_iterate_*`).
     pub beta: T,
-    /// Iterations done: updates of `r` (`cg_update_*`), each followed by its update of `x`.
+    /// Iterations done (`cg_iterate_*`): updates of `r`, each with its update of `x`.
     pub iterations: u32,
     /// One of `CG_NOT_STARTED`, `CG_RUNNING`, `CG_CONVERGED`, `CG_MAX_ITERATIONS`,
     /// `CG_BREAKDOWN_PAP`, `CG_BREAKDOWN_RZ`.
     pub status: u32,
-    /// 1 from an update of `r` to the update of `x` and `p` that completes its iteration
-    /// (`cg_step_*`), 0 otherwise: the step runs once per iteration even after the solve stopped.
-    pub step_pending: u32,
-    /// Blocks of the running kernel that have stored their partial sums; the last one to arrive
-    /// resets it to 0 (`atom.inc` wraps), so it is 0 between launches. Zeroed with the state.
+    /// Blocks of the running kernel that have stored their partial sums (or reached a grid
+    /// barrier); the last one to arrive resets it to 0 (`atom.inc` wraps), so it is 0 between
+    /// launches and barriers. Zeroed with the state.
     pub arrivals: u32,
+    /// Grid barriers passed (`cg_iterate_*`), wrapping: the blocks waiting at a barrier wait for it
+    /// to change.
+    pub epoch: u32,
 }
 
-/// `cg_init_{plain,jacobi}_*`, `cg_pq_*`, `cg_update_{plain,jacobi}_*` and `cg_step_{plain,jacobi}_*`
-/// (`cg.rs`): the vectors of one CG solve of `n` unknowns, its scratch and its state. Every kernel of
-/// the solve takes the same struct, so one value serves the whole captured iteration. Launch with
-/// [`crate::index::cg_blocks`]`(n)` blocks of [`CG_BLOCK_THREADS`] threads and
-/// [`cg_shared_bytes`] of dynamic shared memory; the grid depends on `n` alone, so the sums are
-/// reduced in the same order on every run and every GPU.
+/// `cg_init_{plain,jacobi}_*` and `cg_iterate_{plain,jacobi}_*` (`cg.rs`): the vectors of one CG
+/// solve of `n` unknowns, its scratch and its state. Both kernels take the same struct, so one value
+/// serves the whole captured iteration. Launch `cg_init_*` with [`crate::index::cg_blocks`]`(n)`
+/// blocks, and `cg_iterate_*` cooperatively with at most that many (as many as the GPU keeps
+/// resident), of [`CG_BLOCK_THREADS`] threads and [`cg_shared_bytes`] of dynamic shared memory; the
+/// sums are reduced in an order fixed by `n` alone, the same on every run and every GPU.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CgParams<T> {
@@ -582,7 +579,7 @@ pub struct CgParams<T> {
     pub r: DevicePtr<T>,
     /// The search direction; `cg_init_*` writes it.
     pub p: DevicePtr<T>,
-    /// `A p`, written by the product launched before `cg_pq_*` in each iteration.
+    /// `A p`, written by the product launched before `cg_iterate_*` in each iteration.
     pub q: DevicePtr<T>,
     /// The inverse of the diagonal of `A` (Jacobi preconditioner), read by the `jacobi` variants only.
     pub inv_diag: DevicePtr<T>,

@@ -3,18 +3,19 @@
 //! preconditioner `z = D⁻¹ r`, for the finite element study of Reguly & Giles (2012), section 8.
 //!
 //! Every scalar of the recurrence stays on the device, in a [`CgState`], so an iteration is a fixed
-//! sequence of launches with fixed parameters: no host synchronisation, capturable into a CUDA graph
-//! and replayable. The host reads the state back when it wants to know whether to go on.
+//! sequence of two launches with fixed parameters: no host synchronisation, capturable into a CUDA
+//! graph and replayable. The host reads the state back when it wants to know whether to go on.
 //!
 //! # One iteration
-//! With `n` unknowns, `s`-byte elements, and `jacobi` the preconditioned variants:
+//! With `n` unknowns, `s`-byte elements, and `jacobi` the preconditioned variant, the library's
+//! product `q = A p`, then `cg_iterate_{plain,jacobi}_*` in three passes with a grid-wide barrier
+//! between them:
 //!
-//! | launch | reads | writes | vector bytes |
+//! | pass | reads | writes | vector bytes |
 //! |---|---|---|---|
-//! | SpMV of the library, `q = A p` | `A`, `p` | `q` | (the matrix's) |
-//! | `cg_pq_*` | `p`, `q`, `rz` | `pq`, `alpha` | `2ns` |
-//! | `cg_update_{plain,jacobi}_*` | `r`, `q`, (`D⁻¹`), `alpha`, `rz` | `r`, `rr`, `rz`, `beta` | `3ns` (`4ns`) |
-//! | `cg_step_{plain,jacobi}_*` | `x`, `p`, `r`, (`D⁻¹`), `alpha`, `beta` | `x`, `p` | `5ns` (`6ns`) |
+//! | `pᵀq`, `alpha = rz / pq` | `p`, `q` | | `2ns` |
+//! | `r -= alpha q`, `rᵀz`, `rᵀr`, `beta` | `r`, `q`, (`D⁻¹`) | `r` | `3ns` (`4ns`) |
+//! | `x += alpha p`, `p = z + beta p` | `x`, `p`, `r`, (`D⁻¹`) | `x`, `p` | `5ns` (`6ns`) |
 //!
 //! so `10ns` (`12ns`) of vector traffic beside the product: 80 (96) bytes per unknown in f64. That is
 //! the least this recurrence allows: its three grid-wide dependencies (`alpha` needs all of `pᵀq`,
@@ -26,27 +27,35 @@
 //! two axpys, the preconditioner, two dots, a scal-and-axpy for `p`) moves `12ns` (`17ns`), and waits
 //! for the host at each dot.
 //!
+//! The passes share one cooperative launch (every block resident at once, so blocks may wait for
+//! each other) rather than a launch each: on a small, L2-resident problem each launch costs a
+//! dependent start of a few microseconds, far more than its bytes, and a grid barrier costs about
+//! one. The grid holds at most what the GPU keeps resident; a block takes the elements of several of
+//! the `index::cg_blocks(n)` blocks in turn where `n` needs more.
+//!
 //! Before the first iteration the host computes `r = b - A x0` with the library's product (copy `b`
 //! to `r`, then `alpha = -1`, `beta = 1`), then launches `cg_init_*`, which sets `p = z` and the
-//! state. `x` is complete after every `cg_step_*`.
+//! state. `x` is complete after every `cg_iterate_*`.
 //!
 //! # Dot products
-//! Deterministic, in two stages, fused into the kernels that produce their operands. Stage 1: each
-//! block sums its elements (a grid stride, fixed by `n` through `index::cg_blocks`), a butterfly over
-//! each warp's lanes and then warp 0, 1, ... in turn, and stores the sum in its slot of `partials`.
-//! Stage 2: the block that arrives last on the state's counter (Harris' "threadfence reduction", the
-//! release and acquire pattern of `csr/long_rows.rs`) sums the slots in block order, the same way, and
-//! updates the scalars. Every rounding is then fixed by `n`: the same sums on every run.
+//! Deterministic, in two stages, fused into the passes that produce their operands. Stage 1: each of
+//! the `index::cg_blocks(n)` blocks of elements (a grid stride fixed by `n`) is summed by one block
+//! of threads, a butterfly over each warp's lanes and then warp 0, 1, ... in turn, into its slot of
+//! `partials`. Stage 2 sums the slots in block order, the same way: in `cg_init_*`, by the block that
+//! arrives last on the state's counter (Harris' "threadfence reduction", the release and acquire
+//! pattern of `csr/long_rows.rs`); in `cg_iterate_*`, by every block after the barrier, each getting
+//! the same totals. Every rounding is then fixed by `n`: the same sums on every run and every GPU,
+//! whatever grid the GPU's residency allows.
 //!
 //! # Stopping on the device
-//! The last block of `cg_pq_*` or `cg_update_*` sets `status` when the solve stops (convergence,
-//! breakdown, the iteration limit), and `cg_pq_*` and `cg_update_*` do nothing unless it is
-//! `CG_RUNNING`; `cg_step_*` completes the iteration whose update ran (`step_pending`) and nothing
-//! else. A graph of `k` iterations replayed past the end of the solve leaves `x` and the state as
-//! they were when it stopped, so the host may check only every `k` iterations and still report the
-//! exact iteration count. (The product keeps running on the unchanged `p`: wasted, harmless.) Every
-//! block reads the state when it starts and the state changes only in the last block of a kernel,
-//! after every block has arrived, so all blocks of a launch see the same state.
+//! `cg_iterate_*` sets `status` when the solve stops (convergence, breakdown, the iteration limit)
+//! and does nothing unless it is `CG_RUNNING`: an iteration whose `pᵀq` breaks down stops before it
+//! touches a vector, and one that updates `r` also updates `x` and `p`. A graph of `k` iterations
+//! replayed past the end of the solve leaves `x` and the state as they were when it stopped, so the
+//! host may check only every `k` iterations and still report the exact iteration count. (The product
+//! keeps running on the unchanged `p`: wasted, harmless.) Every block reads the state when it starts,
+//! and the state changes only after the barriers (in block 0) or in the last block of `cg_init_*`,
+//! so all blocks of a launch see the same state.
 //!
 //! Thread mapping: [`CG_BLOCK_THREADS`] threads per block, one element per thread per grid-stride
 //! step.
@@ -59,6 +68,7 @@ use crate::arch::{
     atomic_inc_u32, block_idx, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads,
     sync_threads, sync_threads_or, thread_idx,
 };
+use crate::index::cg_blocks;
 use crate::real::Real;
 use crate::reduce::group_sum;
 use core::ops::{Div, Neg};
@@ -171,17 +181,83 @@ unsafe fn grid_sums<T: Real, const N: usize>(
     if !unsafe { sync_threads_or(last) } {
         return None;
     }
+    // SAFETY: every block stored its slots before arriving; the branch is uniform across the block
+    // (`sync_threads_or` gave all threads one answer).
+    Some(unsafe { grid_totals(partials, 0, blocks) })
+}
+
+/// Stage 2 of the dot products: the sums over `blocks` blocks of the partials `first .. first + N`
+/// (sum `k` of block `b` at `(first + k) * CG_MAX_BLOCKS + b`), each thread taking blocks `t, t +
+/// 256, ...` and the block then adding the threads' sums with [`block_sums`]: the same order
+/// whichever block runs it.
+///
+/// # Safety
+/// As [`block_sums`]; `first + N <= CG_MAX_SUMS`, `blocks <= CG_MAX_BLOCKS`, and those slots were
+/// stored and made visible (released, then acquired) before the call.
+#[inline(always)]
+unsafe fn grid_totals<T: Real, const N: usize>(partials: *const T, first: usize, blocks: u32) -> [T; N] {
     let mut mine = [T::ZERO; N];
     let mut b = thread_idx();
     while b < blocks {
         for (k, m) in mine.iter_mut().enumerate() {
-            // SAFETY: `b < blocks <= CG_MAX_BLOCKS`; every block stored its slot before arriving.
-            *m = *m + unsafe { partials.add(k * CG_MAX_BLOCKS as usize + b as usize).read_volatile() };
+            // SAFETY: slot `(first + k) * CG_MAX_BLOCKS + b` is inside `partials` (caller).
+            *m = *m
+                + unsafe { partials.add((first + k) * CG_MAX_BLOCKS as usize + b as usize).read_volatile() };
         }
         b += CG_BLOCK_THREADS;
     }
-    // SAFETY: the branch is uniform across the block (`sync_threads_or` gave all threads one answer).
-    Some(unsafe { block_sums(mine) })
+    // SAFETY: forwarded from the caller.
+    unsafe { block_sums(mine) }
+}
+
+/// Stores the block's sums of `sums` as the partials `first .. first + N` of (virtual) block `slot`.
+///
+/// # Safety
+/// As [`block_sums`]; `first + N <= CG_MAX_SUMS`, `slot < CG_MAX_BLOCKS`, and no other block writes
+/// these slots during the launch.
+#[inline(always)]
+unsafe fn store_block_sums<T: Real, const N: usize>(sums: [T; N], partials: *mut T, first: usize, slot: u32) {
+    // SAFETY: forwarded from the caller.
+    let totals = unsafe { block_sums(sums) };
+    if thread_idx() == 0 {
+        for (k, &t) in totals.iter().enumerate() {
+            // SAFETY: inside `partials`, this block's (caller).
+            unsafe { partials.add((first + k) * CG_MAX_BLOCKS as usize + slot as usize).write_volatile(t) };
+        }
+    }
+}
+
+/// Waits until every block of the launch has called it: a grid-wide barrier, which a cooperative
+/// launch (every block resident at once) makes safe. Thread 0 of each block reads the barrier's
+/// epoch, arrives on `state.arrivals` (released by the fence before it); the last to arrive (the
+/// counter wraps to 0 for the next barrier) advances the epoch, and the others spin until they see
+/// it advance, then acquire. Everything any block wrote before the barrier is visible to every block
+/// after it.
+///
+/// # Safety
+/// Every thread of every block calls it (grid-uniform control flow), the launch is cooperative, and
+/// `state.arrivals` is 0 at the first barrier of the launch.
+#[inline(always)]
+unsafe fn grid_barrier<T>(state: *mut CgState<T>) {
+    // SAFETY: every thread reaches the barriers (caller); `state` is valid and its `arrivals` and
+    // `epoch` are changed only here and atomically or by the last arrival, after every block read
+    // `epoch`.
+    unsafe {
+        sync_threads();
+        if thread_idx() == 0 {
+            let epoch = load!(state, epoch);
+            fence_acq_rel_gpu();
+            let blocks = grid_dim();
+            if atomic_inc_u32(&raw mut (*state).arrivals, blocks - 1) == blocks - 1 {
+                fence_acq_rel_gpu();
+                store!(state, epoch, epoch.wrapping_add(1));
+            } else {
+                while load!(state, epoch) == epoch {}
+            }
+            fence_acq_rel_gpu();
+        }
+        sync_threads();
+    }
 }
 
 /// `z_i = D⁻¹_i r_i`, or `r_i` without the preconditioner.
@@ -239,153 +315,157 @@ unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
             store!(s, rr, rr);
             store!(s, bb, bb);
             store!(s, iterations, 0);
-            store!(s, step_pending, 0);
             store!(s, status, status);
         }
     }
 }
 
-/// `cg_pq_*`: `pq = pᵀq` and `alpha = rz / pq`, or the breakdown status.
-///
-/// # Safety
-/// As [`init`], after it.
-#[inline(always)]
-unsafe fn pq<T: CgReal>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: `state` is valid; written in this launch only after every block read it.
-    if unsafe { load!(s, status) } != CG_RUNNING {
-        return;
-    }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    let mut pq = T::ZERO;
-    while i < p.n as u64 {
-        // SAFETY: `i < n`; `p` and `q` are read-only here.
-        unsafe {
-            pq = T::load_nc(p.p.as_ptr().add(i as usize)).fma(T::load_nc(p.q.as_ptr().add(i as usize)), pq);
-        }
-        i += stride;
-    }
-    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    if let Some([pq]) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), s) }
-        && thread_idx() == 0
-    {
-        // SAFETY: as in `init`.
-        unsafe {
-            let alpha = load!(s, rz) / pq;
-            store!(s, pq, pq);
-            if positive(pq) && alpha.is_finite() {
-                store!(s, alpha, alpha);
-            } else {
-                store!(s, status, CG_BREAKDOWN_PAP);
-            }
-        }
-    }
-}
+/// The partials slot of `pᵀq` in [`iterate`]: apart from the slots of `rᵀz` and `rᵀr` (0 and 1),
+/// because a block may store its update's sums while another still reads the `pᵀq` partials.
+const PQ_SLOT: usize = 2;
 
-/// `cg_update_*`: `r -= alpha q`, then `rz`, `rr`, `beta` and the status; marks the step pending.
+/// `cg_iterate_*`: the three vector passes of an iteration in one cooperative launch, with a
+/// grid-wide barrier where the recurrence needs a whole sum (see the module doc): `pᵀq` and
+/// `alpha`; `r -= alpha q`, `rᵀz`, `rᵀr` and `beta`; `x += alpha p` and `p = z + beta p`. The grid
+/// may be smaller than [`cg_blocks`]`(n)`: each block then takes the elements and the partial-sum
+/// slot of several of those blocks in turn, so every sum is rounded the same whatever the grid.
+/// Every block computes the totals itself, in block order, so they are the same in every block;
+/// block 0 writes the state once every block has read it.
 ///
 /// # Safety
-/// As [`pq`], after it.
+/// As [`init`], after it and the product `q = A p`; a cooperative launch of at most `cg_blocks(n)`
+/// blocks of [`CG_BLOCK_THREADS`] threads with the dynamic shared memory [`CgParams`] states.
 #[inline(always)]
-unsafe fn update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+unsafe fn iterate<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     let s = p.state.as_mut_ptr();
-    // SAFETY: as in `pq`.
-    let (status, alpha) = unsafe { (load!(s, status), load!(s, alpha)) };
+    // SAFETY: `state` is valid; block 0 writes it only after the last barrier, once every block has
+    // read it here.
+    let (status, rz_old, tol_rr, iterations) =
+        unsafe { (load!(s, status), load!(s, rz), load!(s, tol_rr), load!(s, iterations)) };
     if status != CG_RUNNING {
         return;
     }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    let (mut rz, mut rr) = (T::ZERO, T::ZERO);
-    while i < p.n as u64 {
-        let i_ = i as usize;
-        // SAFETY: `i < n`; `r[i]` is this thread's; `q` and `inv_diag` are read-only here.
-        unsafe {
-            let ri = p.r.as_mut_ptr().add(i_);
-            let r = (-alpha).fma(T::load_nc(p.q.as_ptr().add(i_)), *ri);
-            *ri = r;
-            rz = r.fma(precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, r), rz);
-            rr = r.fma(r, rr);
+    let (n, virtual_blocks) = (u64::from(p.n), cg_blocks(p.n));
+    let stride = u64::from(virtual_blocks) * u64::from(CG_BLOCK_THREADS);
+    let partials = p.partials.as_mut_ptr();
+    // The elements of virtual block `vb`, as the launch of `cg_blocks(n)` blocks gives them.
+    let first = |vb: u32| u64::from(vb) * u64::from(CG_BLOCK_THREADS) + u64::from(thread_idx());
+    let (px, pp, pr) = (p.x.as_mut_ptr(), p.p.as_mut_ptr(), p.r.as_mut_ptr());
+
+    // `pᵀq`. `p` is written in the last pass, so it is read through the coherent path throughout.
+    let mut vb = block_idx();
+    while vb < virtual_blocks {
+        let (mut i, mut pq) = (first(vb), T::ZERO);
+        while i < n {
+            // SAFETY: `i < n`; `q` is read-only in this launch.
+            unsafe { pq = (*pp.add(i as usize)).fma(T::load_nc(p.q.as_ptr().add(i as usize)), pq) };
+            i += stride;
         }
-        i += stride;
+        // SAFETY: block-uniform (`vb` is); slot `vb < cg_blocks(n) <= CG_MAX_BLOCKS`, this block's.
+        unsafe { store_block_sums([pq], partials, PQ_SLOT, vb) };
+        vb += grid_dim();
     }
-    // Without the preconditioner `rz` and `rr` are the same sum: reduce it once.
-    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    let totals = unsafe {
+    // SAFETY: grid-uniform (every block passed the status test); a cooperative launch (caller).
+    unsafe { grid_barrier(s) };
+    // SAFETY: every block stored its `pᵀq` slots before the barrier.
+    let [pq] = unsafe { grid_totals::<T, 1>(partials, PQ_SLOT, virtual_blocks) };
+    let alpha = rz_old / pq;
+    if !(positive(pq) && alpha.is_finite()) {
+        if block_idx() == 0 && thread_idx() == 0 {
+            // SAFETY: every block read the state before the barrier.
+            unsafe {
+                store!(s, pq, pq);
+                store!(s, status, CG_BREAKDOWN_PAP);
+            }
+        }
+        return;
+    }
+
+    // `r -= alpha q`, `rᵀz`, `rᵀr`.
+    let mut vb = block_idx();
+    while vb < virtual_blocks {
+        let (mut i, mut rz, mut rr) = (first(vb), T::ZERO, T::ZERO);
+        while i < n {
+            let i_ = i as usize;
+            // SAFETY: `i < n`; `r[i]` is this thread's in every pass; `q` and `inv_diag` are read-only.
+            unsafe {
+                let r = (-alpha).fma(T::load_nc(p.q.as_ptr().add(i_)), *pr.add(i_));
+                *pr.add(i_) = r;
+                rz = r.fma(precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, r), rz);
+                rr = r.fma(r, rr);
+            }
+            i += stride;
+        }
+        // Without the preconditioner `rz` and `rr` are the same sum: reduce it once.
+        // SAFETY: as for `pᵀq`, in the slots of `rᵀz` and `rᵀr`.
+        unsafe {
+            if JACOBI {
+                store_block_sums([rz, rr], partials, 0, vb);
+            } else {
+                store_block_sums([rr], partials, 0, vb);
+            }
+        }
+        vb += grid_dim();
+    }
+    // SAFETY: grid-uniform: every block took the same `alpha` branch.
+    unsafe { grid_barrier(s) };
+    // SAFETY: every block stored its slots before the barrier.
+    let [rz, rr] = unsafe {
         if JACOBI {
-            grid_sums([rz, rr], p.partials.as_mut_ptr(), s)
+            grid_totals::<T, 2>(partials, 0, virtual_blocks)
         } else {
-            grid_sums([rr], p.partials.as_mut_ptr(), s).map(|[rr]| [rr, rr])
+            let [rr] = grid_totals::<T, 1>(partials, 0, virtual_blocks);
+            [rr, rr]
         }
     };
-    if let Some([rz, rr]) = totals
-        && thread_idx() == 0
-    {
-        // SAFETY: as in `init`.
+    let beta = rz / rz_old;
+
+    // `x += alpha p`, `p = z + beta p`: the step completes the iteration whatever the new status.
+    let mut vb = block_idx();
+    while vb < virtual_blocks {
+        let mut i = first(vb);
+        while i < n {
+            let i_ = i as usize;
+            // SAFETY: `i < n`; `x[i]`, `p[i]` and `r[i]` are this thread's; `inv_diag` is read-only.
+            unsafe {
+                let old_p = *pp.add(i_);
+                *px.add(i_) = alpha.fma(old_p, *px.add(i_));
+                *pp.add(i_) =
+                    beta.fma(old_p, precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, *pr.add(i_)));
+            }
+            i += stride;
+        }
+        vb += grid_dim();
+    }
+    if block_idx() == 0 && thread_idx() == 0 {
+        let iterations = iterations + 1;
+        let status = if rr <= tol_rr {
+            CG_CONVERGED
+        } else if !positive(rz) || !rr.is_finite() {
+            CG_BREAKDOWN_RZ
+        } else if iterations >= p.max_iterations {
+            CG_MAX_ITERATIONS
+        } else {
+            CG_RUNNING
+        };
+        // SAFETY: every block read the state before the first barrier.
         unsafe {
-            let iterations = load!(s, iterations) + 1;
-            let status = if rr <= load!(s, tol_rr) {
-                CG_CONVERGED
-            } else if !positive(rz) || !rr.is_finite() {
-                CG_BREAKDOWN_RZ
-            } else if iterations >= p.max_iterations {
-                CG_MAX_ITERATIONS
-            } else {
-                CG_RUNNING
-            };
-            store!(s, beta, rz / load!(s, rz));
+            store!(s, pq, pq);
+            store!(s, alpha, alpha);
+            store!(s, beta, beta);
             store!(s, rz, rz);
             store!(s, rr, rr);
             store!(s, iterations, iterations);
-            store!(s, step_pending, 1);
             store!(s, status, status);
         }
-    }
-}
-
-/// `cg_step_*`: `x += alpha p` and `p = z + beta p` with the old `p`, once per update of `r`.
-///
-/// # Safety
-/// As [`pq`], after [`update`].
-#[inline(always)]
-unsafe fn step<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: as in `pq`.
-    let (pending, alpha, beta) = unsafe { (load!(s, step_pending), load!(s, alpha), load!(s, beta)) };
-    if pending == 0 {
-        return;
-    }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    while i < p.n as u64 {
-        let i_ = i as usize;
-        // SAFETY: `i < n`; `x[i]` and `p[i]` are this thread's; `r` and `inv_diag` are read-only here.
-        unsafe {
-            let (xi, pi) = (p.x.as_mut_ptr().add(i_), p.p.as_mut_ptr().add(i_));
-            let old_p = *pi;
-            *xi = alpha.fma(old_p, *xi);
-            let z = precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, T::load_nc(p.r.as_ptr().add(i_)));
-            *pi = beta.fma(old_p, z);
-        }
-        i += stride;
-    }
-    // No sums: the arrival only finds the last block, which clears the flag once all have read it.
-    // SAFETY: launched as `CgParams` says; the flag test above is uniform across the grid.
-    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), s) }.is_some() && thread_idx() == 0 {
-        // SAFETY: as in `init`.
-        unsafe { store!(s, step_pending, 0) };
     }
 }
 
 crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false>);
 crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true>);
-crate::ptx_entry!(cg_pq_f32, CgParams<f32>, pq::<f32>);
-crate::ptx_entry!(cg_update_plain_f32, CgParams<f32>, update::<f32, false>);
-crate::ptx_entry!(cg_update_jacobi_f32, CgParams<f32>, update::<f32, true>);
-crate::ptx_entry!(cg_step_plain_f32, CgParams<f32>, step::<f32, false>);
-crate::ptx_entry!(cg_step_jacobi_f32, CgParams<f32>, step::<f32, true>);
+crate::ptx_entry!(cg_iterate_plain_f32, CgParams<f32>, iterate::<f32, false>);
+crate::ptx_entry!(cg_iterate_jacobi_f32, CgParams<f32>, iterate::<f32, true>);
 crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false>);
 crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true>);
-crate::ptx_entry!(cg_pq_f64, CgParams<f64>, pq::<f64>);
-crate::ptx_entry!(cg_update_plain_f64, CgParams<f64>, update::<f64, false>);
-crate::ptx_entry!(cg_update_jacobi_f64, CgParams<f64>, update::<f64, true>);
-crate::ptx_entry!(cg_step_plain_f64, CgParams<f64>, step::<f64, false>);
-crate::ptx_entry!(cg_step_jacobi_f64, CgParams<f64>, step::<f64, true>);
+crate::ptx_entry!(cg_iterate_plain_f64, CgParams<f64>, iterate::<f64, false>);
+crate::ptx_entry!(cg_iterate_jacobi_f64, CgParams<f64>, iterate::<f64, true>);

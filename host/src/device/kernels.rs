@@ -76,11 +76,8 @@ impl<F> TransposeBuild<F> {
 pub(crate) struct CgKernels<F = CudaFunction> {
     pub init_plain: F,
     pub init_jacobi: F,
-    pub pq: F,
-    pub update_plain: F,
-    pub update_jacobi: F,
-    pub step_plain: F,
-    pub step_jacobi: F,
+    pub iterate_plain: F,
+    pub iterate_jacobi: F,
 }
 
 impl<F> KernelTable<F> {
@@ -119,11 +116,8 @@ impl<F> KernelTable<F> {
             cg: CgKernels {
                 init_plain: lookup(pick(&abi::CG_INIT_PLAIN))?,
                 init_jacobi: lookup(pick(&abi::CG_INIT_JACOBI))?,
-                pq: lookup(pick(&abi::CG_PQ))?,
-                update_plain: lookup(pick(&abi::CG_UPDATE_PLAIN))?,
-                update_jacobi: lookup(pick(&abi::CG_UPDATE_JACOBI))?,
-                step_plain: lookup(pick(&abi::CG_STEP_PLAIN))?,
-                step_jacobi: lookup(pick(&abi::CG_STEP_JACOBI))?,
+                iterate_plain: lookup(pick(&abi::CG_ITERATE_PLAIN))?,
+                iterate_jacobi: lookup(pick(&abi::CG_ITERATE_JACOBI))?,
             },
         })
     }

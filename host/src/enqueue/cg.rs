@@ -1,13 +1,13 @@
 //! The launches of a conjugate-gradient solve (`kernels-gpu/src/cg.rs`, whose module doc gives the
-//! iteration): the state the kernels keep on the device, and the four prepared launches of an
-//! iteration besides its product. The solver itself (`crate::solve`) owns the buffers and decides
+//! iteration): the state the kernels keep on the device, the prepared launch of the solve's start,
+//! and the one cooperative launch of an iteration besides its product. The solver itself (`crate::solve`) owns the buffers and decides
 //! when to read the state.
 
 use super::launch::{Prepared, WithOperands, copy};
 use crate::Result;
 use crate::device::Gpu;
 use crate::scalar::Scalar;
-use cudarc::driver::{CudaFunction, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{CG_BLOCK_THREADS, CgParams, CgState, DevicePtr as AbiPtr, cg_shared_bytes};
 use kernels_gpu::index::cg_blocks;
 
@@ -35,9 +35,7 @@ impl<T: Copy> WithOperands for CgParams<T> {
 #[derive(Debug)]
 pub(crate) struct CgLaunches<T> {
     init: Prepared<CgParams<T>>,
-    pq: Prepared<CgParams<T>>,
-    update: Prepared<CgParams<T>>,
-    step: Prepared<CgParams<T>>,
+    iterate: Prepared<CgParams<T>>,
     r: AbiPtr<T>,
     n: u32,
 }
@@ -50,23 +48,37 @@ impl<T: Scalar> CgLaunches<T> {
     /// `params.r`, `p`, `q` (and `inv_diag` when `jacobi`) hold `params.n` elements of `gpu`'s
     /// context, `partials` holds `CG_PARTIALS`, `state` one [`DeviceCgState`] zeroed before every
     /// [`CgLaunches::init`], and all of them live as long as the launches.
-    pub unsafe fn new(gpu: &Gpu, params: CgParams<T>, jacobi: bool) -> Self {
+    pub unsafe fn new(gpu: &Gpu, params: CgParams<T>, jacobi: bool) -> Result<Self> {
         let table = &gpu.kernels::<T>().cg;
         let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
         let grid = cg_blocks(params.n);
         #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
         let shared = cg_shared_bytes(size_of::<T>() as u32);
-        // SAFETY: the caller's contract for the buffers; every CG kernel takes `cg_blocks(n)` blocks of
-        // `CG_BLOCK_THREADS` threads with `cg_shared_bytes` of dynamic shared memory, as here; `b`
-        // and `x` are set at each launch (`init`, `iterate`), under their contract.
-        let prepare = |f: &CudaFunction| unsafe { Prepared::new(f, grid, CG_BLOCK_THREADS, shared, params) };
-        Self {
-            init: prepare(pick(&table.init_plain, &table.init_jacobi)),
-            pq: prepare(&table.pq),
-            update: prepare(pick(&table.update_plain, &table.update_jacobi)),
-            step: prepare(pick(&table.step_plain, &table.step_jacobi)),
-            r: params.r,
-            n: params.n,
+        let iterate = pick(&table.iterate_plain, &table.iterate_jacobi);
+        // The iteration's blocks wait for each other: no more than the GPU keeps resident.
+        let per_sm = iterate.occupancy_max_active_blocks_per_multiprocessor(
+            CG_BLOCK_THREADS,
+            shared as usize,
+            None,
+        )?;
+        let resident = per_sm.saturating_mul(gpu.sm_count()).max(1);
+        // SAFETY: the caller's contract for the buffers; the CG kernels take `CG_BLOCK_THREADS`
+        // threads with `cg_shared_bytes` of dynamic shared memory, `cg_init_*` `cg_blocks(n)` blocks
+        // and `cg_iterate_*` at most that many, all resident (a cooperative launch); `b` and `x`
+        // are set at each launch (`init`, `after_product`), under their contract.
+        unsafe {
+            Ok(Self {
+                init: Prepared::new(
+                    pick(&table.init_plain, &table.init_jacobi),
+                    grid,
+                    CG_BLOCK_THREADS,
+                    shared,
+                    params,
+                ),
+                iterate: Prepared::cooperative(iterate, grid.min(resident), CG_BLOCK_THREADS, shared, params),
+                r: params.r,
+                n: params.n,
+            })
         }
     }
 
@@ -88,17 +100,12 @@ impl<T: Scalar> CgLaunches<T> {
         unsafe { self.init.enqueue(gpu, (b, x)) }
     }
 
-    /// Enqueues the three vector launches of an iteration, after its product `q = A p`.
+    /// Enqueues the vector passes of an iteration, after its product `q = A p`.
     ///
     /// # Safety
     /// `x` holds `n` elements of `gpu`'s context, and `init` ran before with it.
     pub unsafe fn after_product(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
-        let unread = AbiPtr::new(0);
         // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
-        unsafe {
-            self.pq.enqueue(gpu, (unread, x))?;
-            self.update.enqueue(gpu, (unread, x))?;
-            self.step.enqueue(gpu, (unread, x))
-        }
+        unsafe { self.iterate.enqueue(gpu, (AbiPtr::new(0), x)) }
     }
 }

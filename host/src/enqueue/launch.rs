@@ -58,8 +58,9 @@ pub(crate) fn unset_accumulate<T: Scalar>() -> Accumulate<T> {
     Accumulate { x: AbiPtr::new(0), y: AbiPtr::new(0), alpha: T::ZERO }
 }
 
-/// One launch of a product, prepared once: the entry, the grid, the dynamic shared memory, and the
-/// parameter struct with everything but the operands, which [`Prepared::enqueue`] sets.
+/// One launch of a product, prepared once: the entry, the grid, the dynamic shared memory, the
+/// parameter struct with everything but the operands, which [`Prepared::enqueue`] sets, and whether
+/// the launch is cooperative.
 #[derive(Debug, Clone)]
 pub struct Prepared<P> {
     f: CudaFunction,
@@ -67,6 +68,7 @@ pub struct Prepared<P> {
     block: u32,
     shared_bytes: u32,
     params: P,
+    cooperative: bool,
 }
 
 impl<P: WithOperands> Prepared<P> {
@@ -78,7 +80,23 @@ impl<P: WithOperands> Prepared<P> {
     /// accesses within those buffers and the ones `params` points to, and the latter live as long as
     /// the matrix `params` was built from.
     pub(crate) unsafe fn new(f: &CudaFunction, grid: u32, block: u32, shared_bytes: u32, params: P) -> Self {
-        Self { f: f.clone(), grid, block, shared_bytes, params }
+        Self { f: f.clone(), grid, block, shared_bytes, params, cooperative: false }
+    }
+
+    /// As [`Prepared::new`], for a kernel whose blocks wait for each other (a grid-wide barrier):
+    /// launched cooperatively, so that the driver either makes every block resident at once or
+    /// refuses the launch.
+    ///
+    /// # Safety
+    /// As [`Prepared::new`].
+    pub(crate) unsafe fn cooperative(
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        params: P,
+    ) -> Self {
+        Self { f: f.clone(), grid, block, shared_bytes, params, cooperative: true }
     }
 
     /// Enqueues the launch on `gpu`'s stream with the operands `op`.
@@ -89,8 +107,9 @@ impl<P: WithOperands> Prepared<P> {
     /// was prepared for), and every buffer `self` points to is alive.
     pub(crate) unsafe fn enqueue(&self, gpu: &Gpu, op: P::Operands) -> Result<()> {
         let params = self.params.with(op);
+        let (f, shape) = (&self.f, (self.grid, self.block, self.shared_bytes));
         // SAFETY: `Prepared::new`'s contract, with the operands the caller vouches for.
-        unsafe { launch(gpu, &self.f, self.grid, self.block, self.shared_bytes, &params) }
+        unsafe { launch_as(gpu, f, shape, &params, self.cooperative) }
     }
 }
 
@@ -108,21 +127,42 @@ pub(crate) unsafe fn launch<P>(
     shared_bytes: u32,
     params: &P,
 ) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { launch_as(gpu, f, (grid, block, shared_bytes), params, false) }
+}
+
+/// [`launch`] with the shape `(grid, block, shared_bytes)`, cooperatively when `cooperative` (the
+/// driver refuses a grid whose blocks cannot all be resident at once).
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn launch_as<P>(
+    gpu: &Gpu,
+    f: &CudaFunction,
+    (grid, block, shared_bytes): (u32, u32, u32),
+    params: &P,
+    cooperative: bool,
+) -> Result<()> {
     if grid == 0 {
         return Ok(());
     }
     let mut args = [std::ptr::from_ref(params).cast_mut().cast::<c_void>()];
+    let (cu_f, stream) = (f.cu_function(), gpu.stream().cu_stream());
     // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
-    // contract); the driver copies it before `launch_kernel` returns, so the borrow suffices.
+    // contract); the driver copies it before the launch call returns, so the borrow suffices.
     let launched = unsafe {
-        result::launch_kernel(
-            f.cu_function(),
-            (grid, 1, 1),
-            (block, 1, 1),
-            shared_bytes,
-            gpu.stream().cu_stream(),
-            &mut args,
-        )
+        if cooperative {
+            result::launch_cooperative_kernel(
+                cu_f,
+                (grid, 1, 1),
+                (block, 1, 1),
+                shared_bytes,
+                stream,
+                &mut args,
+            )
+        } else {
+            result::launch_kernel(cu_f, (grid, 1, 1), (block, 1, 1), shared_bytes, stream, &mut args)
+        }
     };
     match launched {
         // The driver refuses a block whose threads' registers exceed the SM's before anything runs:
