@@ -777,13 +777,72 @@ pub struct SpmmOperands<T> {
     pub ldy: u32,
 }
 
-/// `spmm_csr_rm_w<w>_*` and `spmm_csr_cm_c<coop>_*`.
+/// The long rows of an SpMM plan (`spmm.rs`): the matrix's long-row split (the rows and chunks of
+/// [`LongRowArgs`], shared with the CSR product), and the plan's own scratch, one partial sum per
+/// chunk and column of `X`, which a second launch (`spmm_long_rows_*`) adds up row by row.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SpmmLongRows<T> {
+    /// Rows of at least this many entries are long.
+    pub min_len: u32,
+    /// Chunks over all long rows; 0 turns the split off, and then no row counts as long.
+    pub chunks: u32,
+    /// How many rows are long.
+    pub count: u32,
+    /// As in [`LongRowArgs`].
+    pub rows: DevicePtr<u32>,
+    pub first_chunk: DevicePtr<u32>,
+    pub chunk_row: DevicePtr<u32>,
+    /// `k * chunks` sums: column `c` of chunk `ch` at `c * chunks + ch`, so that the chunks of one
+    /// row and column, which the second launch adds, are contiguous.
+    pub partials: DevicePtr<T>,
+}
+
+impl<T> SpmmLongRows<T> {
+    /// No row is long: the chunk path is off, and the kernels read none of the arrays.
+    pub const fn unsplit() -> Self {
+        Self {
+            min_len: u32::MAX,
+            chunks: 0,
+            count: 0,
+            rows: DevicePtr::new(0),
+            first_chunk: DevicePtr::new(0),
+            chunk_row: DevicePtr::new(0),
+            partials: DevicePtr::new(0),
+        }
+    }
+
+    /// Whether a row of `len` entries is left to the chunk warps.
+    pub const fn is_long(&self, len: u32) -> bool {
+        self.chunks != 0 && len >= self.min_len
+    }
+}
+
+/// `spmm_csr_rm_w<w>_*` and `spmm_csr_cm_c<coop>_*`. The first `chunk_blocks` blocks give each
+/// [`LONG_ROW_CHUNK`] of the long rows of `long` a warp, which writes the chunk's partial sums; the
+/// blocks after them walk the other rows with a stride of their own count.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct SpmmParams<T> {
     pub a: CsrArgs<T>,
     pub op: SpmmOperands<T>,
+    pub chunk_blocks: u32,
+    pub long: SpmmLongRows<T>,
 }
+
+/// `spmm_long_rows_*`: `Y = alpha * (sum of the partial sums) + beta * Y` for each long row and
+/// column, one warp per pair, after the launch of [`SpmmParams`] that wrote `long.partials`. `Y` is
+/// row-major when `row_major != 0`, else column-major.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SpmmLongRowsParams<T> {
+    pub long: SpmmLongRows<T>,
+    pub op: SpmmOperands<T>,
+    pub row_major: u32,
+}
+
+/// `spmm_long_rows_*`.
+pub const SPMM_LONG_ROWS: Entry = entry!("spmm_long_rows");
 
 const SPMM_ROW_MAJOR_FAMILY: ([u32; 5], [Entry; 5]) = family!("spmm_csr_rm_w", ""; 4, 8, 16, 32, 64);
 

@@ -11,7 +11,8 @@
 //! PTX entry points are named `spmv_<format>_<variant>_<type>` (`csrt` for the transposed product
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
-//! `spmm_<format>_<layout>_<variant>_<type>`.
+//! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
+//! long rows, and `spmm_scale_<type>`).
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.

@@ -42,6 +42,7 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     pub spmm_row_major: Vec<F>,
     /// Indexed like `abi::SPMM_COL_MAJOR_COOPS`.
     pub spmm_col_major: Vec<F>,
+    pub spmm_long_rows: F,
     pub spmm_scale: F,
     pub compressed: CompressedKernels<F>,
 }
@@ -118,6 +119,7 @@ impl<F> KernelTable<F> {
                 bf16: all(&abi::COMPRESSED_BF16)?,
             },
             csrt_build_gather: lookup(pick(&abi::CSRT_BUILD_GATHER))?,
+            spmm_long_rows: lookup(pick(&abi::SPMM_LONG_ROWS))?,
             spmm_scale: lookup(pick(&abi::SPMM_SCALE))?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
             csr_balanced: lookup(pick(&abi::CSR_BALANCED))?,

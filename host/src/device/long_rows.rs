@@ -1,12 +1,13 @@
 //! The long rows of a matrix, cut into chunks for the parametrised kernel (`csr/param.rs` describes the
-//! scheme), and the scratch its chunk warps share: one partial sum per chunk, one counter per row.
+//! scheme), and the scratch its chunk warps share: one partial sum per chunk, one counter per row; and
+//! an SpMM plan's scratch for the same chunks (`spmm.rs`), one partial sum per chunk and column.
 
 use super::Gpu;
 use super::memory::addr;
-use crate::Result;
 use crate::formats::convert::narrow;
+use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{LongRowArgs, long_row_chunks};
+use kernels_gpu::abi::{LongRowArgs, SpmmLongRows, long_row_chunks};
 
 /// Where the long rows are, built on the host in one pass over the row offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +101,55 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
     pub fn device_bytes(&self) -> usize {
         (self.rows.len() + self.first_chunk.len() + self.chunk_row.len() + self.counters.len()) * 4
             + self.partials.len() * size_of::<T>()
+    }
+
+    /// The scratch of an SpMM plan with `X` of `k` columns over these chunks: `k` partial sums per
+    /// chunk, the plan's own (products of two plans on one matrix do not share it), allocated here,
+    /// once per plan.
+    pub fn spmm_scratch(&self, gpu: &Gpu, k: usize) -> Result<SpmmScratch<T>> {
+        let chunks = self.args.chunks;
+        let len = (chunks as usize).checked_mul(k).ok_or(Error::TooLarge {
+            what: "the SpMM partial sums (chunks x k)",
+            value: usize::MAX,
+            limit: usize::MAX,
+        })?;
+        let partials = gpu.alloc_zeros(len)?;
+        let args = SpmmLongRows {
+            min_len: self.args.min_len,
+            chunks,
+            count: narrow("the long-row count", self.rows.len())?,
+            rows: self.args.rows,
+            first_chunk: self.args.first_chunk,
+            chunk_row: self.args.chunk_row,
+            partials: addr(&partials, gpu),
+        };
+        Ok(SpmmScratch { partials, args })
+    }
+}
+
+/// An SpMM plan's view of its matrix's long rows ([`DeviceLongRows`], which must outlive it) and its
+/// own scratch.
+#[derive(Debug)]
+pub(crate) struct SpmmScratch<T> {
+    // Only ever reached through `args`; held so that it lives as long as the plan.
+    partials: CudaSlice<T>,
+    args: SpmmLongRows<T>,
+}
+
+impl<T: Copy> SpmmScratch<T> {
+    /// The kernels' view.
+    pub fn args(&self) -> SpmmLongRows<T> {
+        self.args
+    }
+
+    /// How many rows are long.
+    pub fn count(&self) -> usize {
+        self.args.count as usize
+    }
+
+    /// Bytes of the scratch.
+    pub fn device_bytes(&self) -> usize {
+        self.partials.len() * size_of::<T>()
     }
 }
 

@@ -1,6 +1,6 @@
 //! Tier 3, device data: the [`Gpu`] (context, stream, the kernels' module and entry table), every
 //! buffer the crate allocates, the device form of each format with the kernels' argument views of
-//! it, the data of the CSR strategies that cut rows, the buffers of a CSR matrix's transpose, and
+//! it, the data of the CSR strategies that cut rows (and of SpMM's split of long rows), the buffers of a CSR matrix's transpose, and
 //! the dense matrices of the products with several vectors. Nothing here launches a kernel or
 //! chooses one; it imports only the host formats and the crate's errors and scalars.
 
@@ -33,6 +33,7 @@ pub use gpu::Gpu;
 pub use graph::Graph;
 pub use hyb::DeviceHyb;
 pub use lma::DeviceLma;
+pub(crate) use long_rows::SpmmScratch;
 pub(crate) use memory::addr;
 pub(crate) use transpose::TransposeBuffers;
 pub(crate) use vector::sealed::{Operand, OperandMut};

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
     CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
-    SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
+    SCALE_BLOCK_SIZE, ScaleParams, SpmmLongRowsParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -44,7 +44,8 @@ with_operands!(
     CooParams: Accumulate,
     LmaParams: Accumulate,
     CsrTransposeParams: Accumulate,
-    SpmmParams: SpmmOperands
+    SpmmParams: SpmmOperands,
+    SpmmLongRowsParams: SpmmOperands
 );
 
 impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {

@@ -5,7 +5,7 @@ mod kernel;
 mod rule;
 
 pub use kernel::Kernel;
-pub(crate) use rule::{auto_coop, auto_per_row};
+pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
 use super::launch::{Prepared, unset_axpby};
@@ -19,7 +19,6 @@ use kernels_gpu::abi::{
     LongRowArgs, MAX_GRID_X, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
-use rule::long_row_min_len;
 
 /// The prepared launch of a CSR product, by the kernel's parameter struct.
 #[derive(Debug)]
@@ -165,8 +164,9 @@ fn param_grid(rows: u32, coop: u32, repeat: u32, block: u32, chunks: u32) -> Res
 
 /// The grid of the balanced kernel: `.0` blocks give each of `chunks` long-row chunks a warp, then
 /// `.1` blocks walk the `tasks` row tasks, a warp per task (with a grid stride, so they are capped
-/// to keep the grid within [`MAX_GRID_X`]; at least one block when there are tasks).
-fn balanced_grid(tasks: u32, chunks: u32, block: u32) -> Result<(u32, u32)> {
+/// to keep the grid within [`MAX_GRID_X`]; at least one block when there are tasks). Also SpMM's
+/// grid, whose tasks are the warps of its row groups.
+pub(crate) fn balanced_grid(tasks: u32, chunks: u32, block: u32) -> Result<(u32, u32)> {
     let warps = block / WARP_SIZE;
     let chunk_blocks = chunks.div_ceil(warps);
     Ok((chunk_blocks, tasks.div_ceil(warps).min(grid_room(chunk_blocks, chunks)?)))
