@@ -111,6 +111,12 @@ pub const CSR_BALANCED: Entry = entry!("spmv_csr_balanced");
 /// `spmv_scale_*`.
 pub const SCALE: Entry = entry!("spmv_scale");
 
+/// `dist_gather_*`: the pack of the distributed product.
+pub const DIST_GATHER: Entry = entry!("dist_gather");
+
+/// Threads per block of `dist_gather_*`: an element per thread, as `spmv_scale_*`.
+pub const GATHER_BLOCK_SIZE: u32 = 256;
+
 /// `spmv_ell_*`.
 pub const ELL: Entry = entry!("spmv_ell");
 
@@ -222,6 +228,18 @@ pub struct CsrParams<T> {
 pub struct ScaleParams<T> {
     pub y: DevicePtr<T>,
     pub beta: T,
+    pub len: u32,
+}
+
+/// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`, one thread per element (grid stride):
+/// the entries of `x` a device sends to the others in a distributed product, packed contiguously.
+/// Every index is below `x`'s length (checked by the host when the indices are uploaded).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct GatherParams<T> {
+    pub x: DevicePtr<T>,
+    pub indices: DevicePtr<u32>,
+    pub out: DevicePtr<T>,
     pub len: u32,
 }
 

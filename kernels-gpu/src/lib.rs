@@ -11,7 +11,7 @@
 //! PTX entry points are named `spmv_<format>_<variant>_<type>` (`csrt` for the transposed product
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
-//! `spmm_<format>_<layout>_<variant>_<type>`.
+//! `spmm_<format>_<layout>_<variant>_<type>`, and the distributed product's pack `dist_gather_<type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -32,6 +32,8 @@ mod cg;
 mod csr;
 #[cfg(target_arch = "nvptx64")]
 mod formats;
+#[cfg(target_arch = "nvptx64")]
+mod gather;
 #[cfg(target_arch = "nvptx64")]
 mod probe;
 #[cfg(target_arch = "nvptx64")]

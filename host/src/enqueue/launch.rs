@@ -9,8 +9,8 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
-    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
-    SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
+    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams,
+    GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -162,6 +162,24 @@ pub(crate) unsafe fn scale_dense<T: Scalar>(
     let grid = grid_blocks(u64::from(inner) * u64::from(outer), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `inner * outer` elements.
     unsafe { launch(gpu, &gpu.kernels::<T>().spmm_scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+}
+
+/// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`.
+///
+/// # Safety
+/// `indices` and `out` hold `len` elements and `x` more than the largest index, all in `gpu`'s
+/// context; `out` overlaps neither.
+pub(crate) unsafe fn gather<T: Scalar>(
+    gpu: &Gpu,
+    out: AbiPtr<T>,
+    x: AbiPtr<T>,
+    indices: AbiPtr<u32>,
+    len: u32,
+) -> Result<()> {
+    let params = GatherParams { x, indices, out, len };
+    let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
+    unsafe { launch(gpu, &gpu.kernels::<T>().gather, grid, GATHER_BLOCK_SIZE, 0, &params) }
 }
 
 /// Enqueues a copy of `len` elements from `src` to `dst`.

@@ -11,6 +11,7 @@
 pub(crate) mod cg;
 mod csr;
 mod formats;
+mod gather;
 mod launch;
 mod plan;
 pub mod probe;

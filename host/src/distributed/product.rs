@@ -1,0 +1,166 @@
+//! [`DistributedPlan`]: `y = alpha * A * x + beta * y` for a [`DistributedCsr`], prepared once.
+//!
+//! One product, for each GPU of the process (Ginkgo's distributed SpMV, Cojean et al. 2023, §3.3;
+//! the overlap of PETSc's MPIAIJ `MatMult`):
+//!
+//! 1. on the `Gpu`'s stream, pack the entries of `x` the other ranks need (`dist_gather_*`) and
+//!    record `packed`; the communicator's stream waits for it;
+//! 2. in one NCCL group over every GPU of the process, send each peer its run of the send buffer and
+//!    receive each owner's run of the ghost vector, on the communicator's stream; record `arrived`;
+//! 3. on the `Gpu`'s stream, meanwhile, the local block's product `y = alpha L x + beta y`;
+//! 4. the `Gpu`'s stream waits for `arrived`, then adds the remote block's `y += alpha R x_ghost`.
+//!
+//! The two streams stay in step from one product to the next without the host: the next pack (on
+//! the `Gpu`'s stream) comes after this product's wait for `arrived`, so it cannot overwrite a send
+//! buffer still being sent, and the next receive (on the communicator's stream, after the next
+//! `packed`) comes after this product's remote block has read the ghost vector. Nothing is allocated
+//! and nothing waits on the host. NCCL needs the send and receive calls of all communicators one
+//! thread drives inside one group (NCCL *User Guide*, "Group calls"), which is why step 2 walks all
+//! the process's GPUs at once.
+
+use super::matrix::DistributedCsr;
+use crate::device::{DeviceCsr, DeviceVector, Ranks};
+use crate::enqueue::{Kernel, Plan};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaEvent, CudaSlice};
+use cudarc::nccl::{group_end, group_start};
+
+/// What one GPU holds for the products of a plan: a plan per block, the send buffer and ghost
+/// vector, and the two events that order its streams.
+#[derive(Debug)]
+struct MemberPlan<'a, T: Scalar> {
+    local: Plan<'a, T, DeviceCsr<T>>,
+    remote: Plan<'a, T, DeviceCsr<T>>,
+    send: CudaSlice<T>,
+    ghost: CudaSlice<T>,
+    packed: CudaEvent,
+    arrived: CudaEvent,
+}
+
+/// Products with one [`DistributedCsr`] on the GPUs of one [`Ranks`], each block with a plan of its
+/// own (so [`Kernel::Auto`] chooses for the local and the remote block separately: the remote block
+/// of a stencil is a few entries in a few rows, nothing like the local one).
+#[derive(Debug)]
+pub struct DistributedPlan<'a, T: Scalar> {
+    ranks: &'a Ranks,
+    matrix: &'a DistributedCsr<T>,
+    members: Vec<MemberPlan<'a, T>>,
+}
+
+impl<T: Scalar> DistributedCsr<T> {
+    /// Prepares products on `ranks` (the ranks the matrix was uploaded for), each block by
+    /// `kernel`: a [`Plan`] per block, the send buffer and ghost vector, the events.
+    pub fn plan<'a>(&'a self, ranks: &'a Ranks, kernel: Kernel) -> Result<DistributedPlan<'a, T>> {
+        self.check_ranks(ranks)?;
+        let mut members = Vec::with_capacity(self.parts.len());
+        for (member, part) in ranks.members().iter().zip(&self.parts) {
+            let gpu = member.gpu();
+            let ghosts = part.receives.last().map_or(0, |(_, run)| run.end);
+            members.push(MemberPlan {
+                local: gpu.plan(&part.local, kernel)?,
+                remote: gpu.plan(&part.remote, kernel)?,
+                send: gpu.alloc_zeros(part.pack.len as usize)?,
+                ghost: gpu.alloc_zeros(ghosts)?,
+                packed: gpu.context().new_event(None)?,
+                arrived: gpu.context().new_event(None)?,
+            });
+        }
+        Ok(DistributedPlan { ranks, matrix: self, members })
+    }
+}
+
+impl<T: Scalar + cudarc::nccl::NcclType> DistributedPlan<'_, T> {
+    /// `y = alpha * A * x + beta * y` over the process's GPUs: `x[i]` and `y[i]` are the `i`-th
+    /// member's parts (lengths [`DistributedCsr::cols`] and [`DistributedCsr::rows`]). As a product
+    /// on one GPU: `y` not read when `beta == 0`, every check made before anything is enqueued, so an
+    /// error leaves every `y` as it was; no allocation, no host synchronisation. Every process must
+    /// call it (the exchange waits for its peers).
+    pub fn spmv(
+        &mut self,
+        alpha: T,
+        x: &[DeviceVector<T>],
+        beta: T,
+        y: &mut [DeviceVector<T>],
+    ) -> Result<()> {
+        self.check(x, y)?;
+        for ((m, part), x) in self.members.iter_mut().zip(&self.matrix.parts).zip(x) {
+            let gpu = m.local.gpu();
+            gpu.gather(&part.pack, x, &mut m.send)?;
+            m.packed.record(gpu.stream())?;
+        }
+        for (member, m) in self.ranks.members().iter().zip(&self.members) {
+            member.comm_stream().wait(&m.packed)?;
+        }
+        self.exchange()?;
+        for (member, m) in self.ranks.members().iter().zip(&self.members) {
+            m.arrived.record(&member.comm_stream())?;
+        }
+        for ((m, x), y) in self.members.iter().zip(x).zip(y.iter_mut()) {
+            m.local.spmv(alpha, x, beta, y)?;
+            m.local.gpu().stream().wait(&m.arrived)?;
+            if m.remote.matrix().nnz() > 0 {
+                m.remote.spmv(alpha, &m.ghost, T::from_f64(1.0), y)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sends and receives of every member, in one NCCL group.
+    fn exchange(&mut self) -> Result<()> {
+        group_start().map_err(Error::nccl("ncclGroupStart"))?;
+        let mut result = Ok(());
+        'members: for ((member, m), part) in
+            self.ranks.members().iter().zip(&mut self.members).zip(&self.matrix.parts)
+        {
+            let comm = member.comm();
+            for (peer, run) in &part.sends {
+                if let Err(e) = comm.send(&m.send.slice(run.clone()), *peer as i32) {
+                    result = Err(Error::nccl("ncclSend")(e));
+                    break 'members;
+                }
+            }
+            for (owner, run) in &part.receives {
+                if let Err(e) = comm.recv(&mut m.ghost.slice_mut(run.clone()), *owner as i32) {
+                    result = Err(Error::nccl("ncclRecv")(e));
+                    break 'members;
+                }
+            }
+        }
+        // The group is closed whatever happened inside it, so that NCCL is usable after an error.
+        let end = group_end().map_err(Error::nccl("ncclGroupEnd"));
+        result.and(end.map(drop))
+    }
+
+    /// Every member's `x` and `y` of its GPU and of its part's lengths.
+    fn check(&self, x: &[DeviceVector<T>], y: &[DeviceVector<T>]) -> Result<()> {
+        let members = self.members.len();
+        if x.len() != members {
+            return Err(Error::DimensionMismatch { what: "x (parts)", expected: members, got: x.len() });
+        }
+        if y.len() != members {
+            return Err(Error::DimensionMismatch { what: "y (parts)", expected: members, got: y.len() });
+        }
+        for (((member, part), x), y) in self.ranks.members().iter().zip(&self.matrix.parts).zip(x).zip(y) {
+            let gpu = member.gpu();
+            if !gpu.owns(x.as_slice().context()) {
+                return Err(Error::ForeignBuffer("x"));
+            }
+            if !gpu.owns(y.as_slice().context()) {
+                return Err(Error::ForeignBuffer("y"));
+            }
+            if x.len() != part.cols.len() {
+                return Err(Error::DimensionMismatch { what: "x", expected: part.cols.len(), got: x.len() });
+            }
+            if y.len() != part.rows.len() {
+                return Err(Error::DimensionMismatch { what: "y", expected: part.rows.len(), got: y.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// The plans of the `i`-th member's local and remote blocks (their resolved kernels).
+    pub fn block_plans(&self, i: usize) -> (&Plan<'_, T, DeviceCsr<T>>, &Plan<'_, T, DeviceCsr<T>>) {
+        (&self.members[i].local, &self.members[i].remote)
+    }
+}
