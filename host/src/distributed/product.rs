@@ -70,7 +70,7 @@ impl<T: Scalar> DistributedCsr<T> {
     }
 }
 
-impl<T: Scalar + cudarc::nccl::NcclType> DistributedPlan<'_, T> {
+impl<T: Scalar> DistributedPlan<'_, T> {
     /// `y = alpha * A * x + beta * y` over the process's GPUs: `x[i]` and `y[i]` are the `i`-th
     /// member's parts (lengths [`DistributedCsr::cols`] and [`DistributedCsr::rows`]). As a product
     /// on one GPU: `y` not read when `beta == 0`, every check made before anything is enqueued, so an
