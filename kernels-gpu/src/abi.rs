@@ -531,6 +531,29 @@ pub const CG_UPDATE_JACOBI: Entry = entry!("cg_update_jacobi");
 /// `cg_step_plain_*` and `cg_step_jacobi_*`.
 pub const CG_STEP_PLAIN: Entry = entry!("cg_step_plain");
 pub const CG_STEP_JACOBI: Entry = entry!("cg_step_jacobi");
+/// The distributed solve's variants of `cg_init_*`, `cg_pq_*` and `cg_update_*`: the same passes,
+/// whose sums over the grid are left in [`CgParams::sums`] for an all-reduce over the GPUs instead
+/// of being applied to the state; `cg_finish_{init,pq,update_plain,update_jacobi}_*` then apply the
+/// reduced sums, one thread (launch one block of [`CG_FINISH_THREADS`]).
+pub const CG_INIT_PLAIN_LOCAL: Entry = entry!("cg_init_plain_local");
+pub const CG_INIT_JACOBI_LOCAL: Entry = entry!("cg_init_jacobi_local");
+pub const CG_PQ_LOCAL: Entry = entry!("cg_pq_local");
+pub const CG_UPDATE_PLAIN_LOCAL: Entry = entry!("cg_update_plain_local");
+pub const CG_UPDATE_JACOBI_LOCAL: Entry = entry!("cg_update_jacobi_local");
+pub const CG_FINISH_INIT: Entry = entry!("cg_finish_init");
+pub const CG_FINISH_PQ: Entry = entry!("cg_finish_pq");
+pub const CG_FINISH_UPDATE_PLAIN: Entry = entry!("cg_finish_update_plain");
+pub const CG_FINISH_UPDATE_JACOBI: Entry = entry!("cg_finish_update_jacobi");
+
+/// Threads of the one block of a `cg_finish_*` launch; thread 0 does the work.
+pub const CG_FINISH_THREADS: u32 = WARP_SIZE;
+
+/// The sums each `*_local` kernel leaves in [`CgParams::sums`]: `cg_init_*` rᵀz, rᵀr, bᵀb;
+/// `cg_pq_local` pᵀq; `cg_update_jacobi_local` rᵀz, rᵀr; `cg_update_plain_local` rᵀr.
+pub const CG_INIT_SUMS: u32 = 3;
+pub const CG_PQ_SUMS: u32 = 1;
+pub const CG_UPDATE_SUMS_JACOBI: u32 = 2;
+pub const CG_UPDATE_SUMS_PLAIN: u32 = 1;
 
 /// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
 pub const CG_NOT_STARTED: u32 = 0;
@@ -608,6 +631,10 @@ pub struct CgParams<T> {
     pub partials: DevicePtr<T>,
     /// One [`CgState`], zeroed before `cg_init_*`.
     pub state: DevicePtr<CgState<T>>,
+    /// [`CG_MAX_SUMS`] elements: the sums over this GPU's rows that the `*_local` kernels of a
+    /// distributed solve leave for the all-reduce, and that `cg_finish_*` read back reduced. Unused
+    /// (0) on one GPU.
+    pub sums: DevicePtr<T>,
     /// Stop when `|r| <= rel_tol * |b|`.
     pub rel_tol: T,
     pub max_iterations: u32,

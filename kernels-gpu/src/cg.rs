@@ -48,6 +48,14 @@
 //! block reads the state when it starts and the state changes only in the last block of a kernel,
 //! after every block has arrived, so all blocks of a launch see the same state.
 //!
+//! # On several GPUs
+//! A distributed solve (`host/src/distributed/cg.rs`) runs the same passes on each GPU's rows, but a
+//! sum over its rows is not the sum over the unknowns: the `*_local` variants leave their sums in
+//! `CgParams::sums` instead of applying them, the host all-reduces those few elements over the GPUs
+//! with NCCL, and `cg_finish_*` (one thread) applies the reduced sums with the very code the
+//! single-GPU kernels apply theirs with. Every GPU then holds the same scalars and status, so all stop
+//! at the same iteration.
+//!
 //! Thread mapping: [`CG_BLOCK_THREADS`] threads per block, one element per thread per grid-stride
 //! step.
 
@@ -194,13 +202,45 @@ unsafe fn precondition<T: Real, const JACOBI: bool>(inv_diag: *const T, i: usize
     if JACOBI { unsafe { T::load_nc(inv_diag.add(i)) * r } } else { r }
 }
 
+/// The end of a kernel's sums over the grid, in thread 0 of its last block: on one GPU (`LOCAL`
+/// false) `apply` them to the state; in a distributed solve leave them in `p.sums` for the
+/// all-reduce over the GPUs, after which `cg_finish_*` applies the reduced sums with the same code.
+///
+/// # Safety
+/// `p.sums` holds `N` elements when `LOCAL`; `apply`'s own contract.
+#[inline(always)]
+unsafe fn conclude<T: CgReal, const N: usize, const LOCAL: bool>(
+    p: &CgParams<T>,
+    totals: [T; N],
+    apply: impl FnOnce([T; N]),
+) {
+    if LOCAL {
+        for (k, &t) in totals.iter().enumerate() {
+            // SAFETY: `k < N`, within `sums` (the caller's contract); only this thread writes it.
+            unsafe { p.sums.as_mut_ptr().add(k).write_volatile(t) };
+        }
+    } else {
+        apply(totals);
+    }
+}
+
+/// The reduced sums of a distributed solve, as `cg_finish_*` reads them.
+///
+/// # Safety
+/// `p.sums` holds `N` elements, all written before the launch.
+#[inline(always)]
+unsafe fn reduced<T: CgReal, const N: usize>(p: &CgParams<T>) -> [T; N] {
+    // SAFETY: `k < N`, within `sums` (the caller's contract).
+    core::array::from_fn(|k| unsafe { p.sums.as_ptr().add(k).read_volatile() })
+}
+
 /// `cg_init_*`: `p = z = D⁻¹ r` and the state: `rz`, `rr`, `bb`, `tol_rr`, the status.
 ///
 /// # Safety
 /// `p` describes one solve: vectors of `n` elements (`r = b - A x0`), scratch and a zeroed state;
 /// launched as [`CgParams`] says.
 #[inline(always)]
-unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+unsafe fn init<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>) {
     let (mut i, stride) = (global_thread(), grid_threads());
     let (mut rz, mut rr, mut bb) = (T::ZERO, T::ZERO, T::ZERO);
     while i < p.n as u64 {
@@ -219,29 +259,40 @@ unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     }
     let s = p.state.as_mut_ptr();
     // SAFETY: launched as `CgParams` says, with a zeroed state.
-    if let Some([rz, rr, bb]) = unsafe { grid_sums([rz, rr, bb], p.partials.as_mut_ptr(), s) }
+    if let Some(totals) = unsafe { grid_sums([rz, rr, bb], p.partials.as_mut_ptr(), s) }
         && thread_idx() == 0
     {
-        let tol_rr = p.rel_tol * p.rel_tol * bb;
-        let status = if rr <= tol_rr {
-            CG_CONVERGED
-        } else if !positive(rz) || !rr.is_finite() {
-            CG_BREAKDOWN_RZ
-        } else if p.max_iterations == 0 {
-            CG_MAX_ITERATIONS
-        } else {
-            CG_RUNNING
-        };
         // SAFETY: `state` is valid; only this thread writes it in this launch.
-        unsafe {
-            store!(s, tol_rr, tol_rr);
-            store!(s, rz, rz);
-            store!(s, rr, rr);
-            store!(s, bb, bb);
-            store!(s, iterations, 0);
-            store!(s, step_pending, 0);
-            store!(s, status, status);
-        }
+        unsafe { conclude::<T, 3, LOCAL>(&p, totals, |totals| init_scalars(&p, totals)) };
+    }
+}
+
+/// The state from `rz`, `rr`, `bb` over all unknowns.
+///
+/// # Safety
+/// `p.state` is valid and no other thread touches it during the call.
+#[inline(always)]
+unsafe fn init_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr, bb]: [T; 3]) {
+    let s = p.state.as_mut_ptr();
+    let tol_rr = p.rel_tol * p.rel_tol * bb;
+    let status = if rr <= tol_rr {
+        CG_CONVERGED
+    } else if !positive(rz) || !rr.is_finite() {
+        CG_BREAKDOWN_RZ
+    } else if p.max_iterations == 0 {
+        CG_MAX_ITERATIONS
+    } else {
+        CG_RUNNING
+    };
+    // SAFETY: `state` is valid; only this thread writes it in this launch.
+    unsafe {
+        store!(s, tol_rr, tol_rr);
+        store!(s, rz, rz);
+        store!(s, rr, rr);
+        store!(s, bb, bb);
+        store!(s, iterations, 0);
+        store!(s, step_pending, 0);
+        store!(s, status, status);
     }
 }
 
@@ -250,7 +301,7 @@ unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
 /// # Safety
 /// As [`init`], after it.
 #[inline(always)]
-unsafe fn pq<T: CgReal>(p: CgParams<T>) {
+unsafe fn pq<T: CgReal, const LOCAL: bool>(p: CgParams<T>) {
     let s = p.state.as_mut_ptr();
     // SAFETY: `state` is valid; written in this launch only after every block read it.
     if unsafe { load!(s, status) } != CG_RUNNING {
@@ -266,18 +317,29 @@ unsafe fn pq<T: CgReal>(p: CgParams<T>) {
         i += stride;
     }
     // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    if let Some([pq]) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), s) }
+    if let Some(totals) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), s) }
         && thread_idx() == 0
     {
         // SAFETY: as in `init`.
-        unsafe {
-            let alpha = load!(s, rz) / pq;
-            store!(s, pq, pq);
-            if positive(pq) && alpha.is_finite() {
-                store!(s, alpha, alpha);
-            } else {
-                store!(s, status, CG_BREAKDOWN_PAP);
-            }
+        unsafe { conclude::<T, 1, LOCAL>(&p, totals, |[pq]| pq_scalars(&p, pq)) };
+    }
+}
+
+/// `alpha` from `pq` over all unknowns, or the breakdown status.
+///
+/// # Safety
+/// As [`init_scalars`].
+#[inline(always)]
+unsafe fn pq_scalars<T: CgReal>(p: &CgParams<T>, pq: T) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: the caller's contract.
+    unsafe {
+        let alpha = load!(s, rz) / pq;
+        store!(s, pq, pq);
+        if positive(pq) && alpha.is_finite() {
+            store!(s, alpha, alpha);
+        } else {
+            store!(s, status, CG_BREAKDOWN_PAP);
         }
     }
 }
@@ -287,7 +349,7 @@ unsafe fn pq<T: CgReal>(p: CgParams<T>) {
 /// # Safety
 /// As [`pq`], after it.
 #[inline(always)]
-unsafe fn update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+unsafe fn update<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>) {
     let s = p.state.as_mut_ptr();
     // SAFETY: as in `pq`.
     let (status, alpha) = unsafe { (load!(s, status), load!(s, alpha)) };
@@ -309,36 +371,48 @@ unsafe fn update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
         i += stride;
     }
     // Without the preconditioner `rz` and `rr` are the same sum: reduce it once.
-    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    let totals = unsafe {
+    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid. As in
+    // `init` for the state.
+    unsafe {
         if JACOBI {
-            grid_sums([rz, rr], p.partials.as_mut_ptr(), s)
+            if let Some(totals) = grid_sums([rz, rr], p.partials.as_mut_ptr(), s)
+                && thread_idx() == 0
+            {
+                conclude::<T, 2, LOCAL>(&p, totals, |totals| update_scalars(&p, totals));
+            }
+        } else if let Some(totals) = grid_sums([rr], p.partials.as_mut_ptr(), s)
+            && thread_idx() == 0
+        {
+            conclude::<T, 1, LOCAL>(&p, totals, |[rr]| update_scalars(&p, [rr, rr]));
+        }
+    }
+}
+
+/// `rz`, `rr`, `beta`, the iteration count and the status from `rz` and `rr` over all unknowns.
+///
+/// # Safety
+/// As [`init_scalars`].
+#[inline(always)]
+unsafe fn update_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr]: [T; 2]) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: the caller's contract.
+    unsafe {
+        let iterations = load!(s, iterations) + 1;
+        let status = if rr <= load!(s, tol_rr) {
+            CG_CONVERGED
+        } else if !positive(rz) || !rr.is_finite() {
+            CG_BREAKDOWN_RZ
+        } else if iterations >= p.max_iterations {
+            CG_MAX_ITERATIONS
         } else {
-            grid_sums([rr], p.partials.as_mut_ptr(), s).map(|[rr]| [rr, rr])
-        }
-    };
-    if let Some([rz, rr]) = totals
-        && thread_idx() == 0
-    {
-        // SAFETY: as in `init`.
-        unsafe {
-            let iterations = load!(s, iterations) + 1;
-            let status = if rr <= load!(s, tol_rr) {
-                CG_CONVERGED
-            } else if !positive(rz) || !rr.is_finite() {
-                CG_BREAKDOWN_RZ
-            } else if iterations >= p.max_iterations {
-                CG_MAX_ITERATIONS
-            } else {
-                CG_RUNNING
-            };
-            store!(s, beta, rz / load!(s, rz));
-            store!(s, rz, rz);
-            store!(s, rr, rr);
-            store!(s, iterations, iterations);
-            store!(s, step_pending, 1);
-            store!(s, status, status);
-        }
+            CG_RUNNING
+        };
+        store!(s, beta, rz / load!(s, rz));
+        store!(s, rz, rz);
+        store!(s, rr, rr);
+        store!(s, iterations, iterations);
+        store!(s, step_pending, 1);
+        store!(s, status, status);
     }
 }
 
@@ -375,17 +449,80 @@ unsafe fn step<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     }
 }
 
-crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false>);
-crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true>);
-crate::ptx_entry!(cg_pq_f32, CgParams<f32>, pq::<f32>);
-crate::ptx_entry!(cg_update_plain_f32, CgParams<f32>, update::<f32, false>);
-crate::ptx_entry!(cg_update_jacobi_f32, CgParams<f32>, update::<f32, true>);
+/// `cg_finish_init_*`: the state from the reduced sums of `cg_init_*_local`.
+///
+/// # Safety
+/// As [`init`], after `cg_init_*_local` and the all-reduce of its [`CG_INIT_SUMS`] sums; one block.
+#[inline(always)]
+unsafe fn finish_init<T: CgReal>(p: CgParams<T>) {
+    if thread_idx() == 0 {
+        // SAFETY: the caller's contract; the only thread of the launch that works.
+        unsafe { init_scalars(&p, reduced(&p)) };
+    }
+}
+
+/// `cg_finish_pq_*`: `alpha` from the reduced `pq` of `cg_pq_local_*`.
+///
+/// # Safety
+/// As [`finish_init`], after `cg_pq_local_*` and its all-reduce.
+#[inline(always)]
+unsafe fn finish_pq<T: CgReal>(p: CgParams<T>) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: as `finish_init`; a stopped solve left no sums to apply, as in `pq`.
+    if thread_idx() == 0 && unsafe { load!(s, status) } == CG_RUNNING {
+        let [pq] = unsafe { reduced(&p) };
+        // SAFETY: as above.
+        unsafe { pq_scalars(&p, pq) };
+    }
+}
+
+/// `cg_finish_update_*`: the state from the reduced sums of `cg_update_*_local`.
+///
+/// # Safety
+/// As [`finish_pq`], after `cg_update_*_local` and its all-reduce.
+#[inline(always)]
+unsafe fn finish_update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
+    let s = p.state.as_mut_ptr();
+    // SAFETY: as `finish_pq`.
+    if thread_idx() == 0 && unsafe { load!(s, status) } == CG_RUNNING {
+        // SAFETY: as above; without the preconditioner the one sum is both `rz` and `rr`.
+        unsafe {
+            let totals = if JACOBI { reduced(&p) } else { [reduced::<T, 1>(&p)[0]; 2] };
+            update_scalars(&p, totals);
+        }
+    }
+}
+
+crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false, false>);
+crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true, false>);
+crate::ptx_entry!(cg_pq_f32, CgParams<f32>, pq::<f32, false>);
+crate::ptx_entry!(cg_update_plain_f32, CgParams<f32>, update::<f32, false, false>);
+crate::ptx_entry!(cg_update_jacobi_f32, CgParams<f32>, update::<f32, true, false>);
 crate::ptx_entry!(cg_step_plain_f32, CgParams<f32>, step::<f32, false>);
 crate::ptx_entry!(cg_step_jacobi_f32, CgParams<f32>, step::<f32, true>);
-crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false>);
-crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true>);
-crate::ptx_entry!(cg_pq_f64, CgParams<f64>, pq::<f64>);
-crate::ptx_entry!(cg_update_plain_f64, CgParams<f64>, update::<f64, false>);
-crate::ptx_entry!(cg_update_jacobi_f64, CgParams<f64>, update::<f64, true>);
+crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false, false>);
+crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true, false>);
+crate::ptx_entry!(cg_pq_f64, CgParams<f64>, pq::<f64, false>);
+crate::ptx_entry!(cg_update_plain_f64, CgParams<f64>, update::<f64, false, false>);
+crate::ptx_entry!(cg_update_jacobi_f64, CgParams<f64>, update::<f64, true, false>);
 crate::ptx_entry!(cg_step_plain_f64, CgParams<f64>, step::<f64, false>);
 crate::ptx_entry!(cg_step_jacobi_f64, CgParams<f64>, step::<f64, true>);
+
+crate::ptx_entry!(cg_init_plain_local_f32, CgParams<f32>, init::<f32, false, true>);
+crate::ptx_entry!(cg_init_jacobi_local_f32, CgParams<f32>, init::<f32, true, true>);
+crate::ptx_entry!(cg_pq_local_f32, CgParams<f32>, pq::<f32, true>);
+crate::ptx_entry!(cg_update_plain_local_f32, CgParams<f32>, update::<f32, false, true>);
+crate::ptx_entry!(cg_update_jacobi_local_f32, CgParams<f32>, update::<f32, true, true>);
+crate::ptx_entry!(cg_finish_init_f32, CgParams<f32>, finish_init::<f32>);
+crate::ptx_entry!(cg_finish_pq_f32, CgParams<f32>, finish_pq::<f32>);
+crate::ptx_entry!(cg_finish_update_plain_f32, CgParams<f32>, finish_update::<f32, false>);
+crate::ptx_entry!(cg_finish_update_jacobi_f32, CgParams<f32>, finish_update::<f32, true>);
+crate::ptx_entry!(cg_init_plain_local_f64, CgParams<f64>, init::<f64, false, true>);
+crate::ptx_entry!(cg_init_jacobi_local_f64, CgParams<f64>, init::<f64, true, true>);
+crate::ptx_entry!(cg_pq_local_f64, CgParams<f64>, pq::<f64, true>);
+crate::ptx_entry!(cg_update_plain_local_f64, CgParams<f64>, update::<f64, false, true>);
+crate::ptx_entry!(cg_update_jacobi_local_f64, CgParams<f64>, update::<f64, true, true>);
+crate::ptx_entry!(cg_finish_init_f64, CgParams<f64>, finish_init::<f64>);
+crate::ptx_entry!(cg_finish_pq_f64, CgParams<f64>, finish_pq::<f64>);
+crate::ptx_entry!(cg_finish_update_plain_f64, CgParams<f64>, finish_update::<f64, false>);
+crate::ptx_entry!(cg_finish_update_jacobi_f64, CgParams<f64>, finish_update::<f64, true>);

@@ -81,6 +81,15 @@ pub(crate) struct CgKernels<F = CudaFunction> {
     pub update_jacobi: F,
     pub step_plain: F,
     pub step_jacobi: F,
+    pub init_plain_local: F,
+    pub init_jacobi_local: F,
+    pub pq_local: F,
+    pub update_plain_local: F,
+    pub update_jacobi_local: F,
+    pub finish_init: F,
+    pub finish_pq: F,
+    pub finish_update_plain: F,
+    pub finish_update_jacobi: F,
 }
 
 impl<F> KernelTable<F> {
@@ -124,6 +133,15 @@ impl<F> KernelTable<F> {
                 update_jacobi: lookup(pick(&abi::CG_UPDATE_JACOBI))?,
                 step_plain: lookup(pick(&abi::CG_STEP_PLAIN))?,
                 step_jacobi: lookup(pick(&abi::CG_STEP_JACOBI))?,
+                init_plain_local: lookup(pick(&abi::CG_INIT_PLAIN_LOCAL))?,
+                init_jacobi_local: lookup(pick(&abi::CG_INIT_JACOBI_LOCAL))?,
+                pq_local: lookup(pick(&abi::CG_PQ_LOCAL))?,
+                update_plain_local: lookup(pick(&abi::CG_UPDATE_PLAIN_LOCAL))?,
+                update_jacobi_local: lookup(pick(&abi::CG_UPDATE_JACOBI_LOCAL))?,
+                finish_init: lookup(pick(&abi::CG_FINISH_INIT))?,
+                finish_pq: lookup(pick(&abi::CG_FINISH_PQ))?,
+                finish_update_plain: lookup(pick(&abi::CG_FINISH_UPDATE_PLAIN))?,
+                finish_update_jacobi: lookup(pick(&abi::CG_FINISH_UPDATE_JACOBI))?,
             },
         })
     }

@@ -133,7 +133,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
     }
 
     /// Every member's `x` and `y` of its GPU and of its part's lengths.
-    fn check(&self, x: &[DeviceVector<T>], y: &[DeviceVector<T>]) -> Result<()> {
+    pub(super) fn check(&self, x: &[DeviceVector<T>], y: &[DeviceVector<T>]) -> Result<()> {
         let members = self.members.len();
         if x.len() != members {
             return Err(Error::DimensionMismatch { what: "x (parts)", expected: members, got: x.len() });
@@ -157,6 +157,16 @@ impl<T: Scalar> DistributedPlan<'_, T> {
             }
         }
         Ok(())
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> &DistributedCsr<T> {
+        self.matrix
+    }
+
+    /// The GPUs the products run on.
+    pub fn ranks(&self) -> &Ranks {
+        self.ranks
     }
 
     /// The plans of the `i`-th member's local and remote blocks (their resolved kernels).

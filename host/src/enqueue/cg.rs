@@ -8,7 +8,10 @@ use crate::Result;
 use crate::device::Gpu;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaFunction, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{CG_BLOCK_THREADS, CgParams, CgState, DevicePtr as AbiPtr, cg_shared_bytes};
+use kernels_gpu::abi::{
+    CG_BLOCK_THREADS, CG_FINISH_THREADS, CG_UPDATE_SUMS_JACOBI, CG_UPDATE_SUMS_PLAIN, CgParams, CgState,
+    DevicePtr as AbiPtr, cg_shared_bytes,
+};
 use kernels_gpu::index::cg_blocks;
 
 /// A [`CgState`] as a device buffer's element.
@@ -53,6 +56,56 @@ impl<T: Scalar> CgLaunches<T> {
     pub unsafe fn new(gpu: &Gpu, params: CgParams<T>, jacobi: bool) -> Self {
         let table = &gpu.kernels::<T>().cg;
         let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
+        // SAFETY: the caller's contract.
+        unsafe {
+            Self::with(
+                params,
+                [pick(&table.init_plain, &table.init_jacobi), &table.pq, pick(&table.update_plain, &table.update_jacobi)],
+                pick(&table.step_plain, &table.step_jacobi),
+            )
+        }
+    }
+
+    /// The launches of one GPU's rows of a distributed solve: `init`, `pq` and `update` leave their
+    /// sums in `params.sums` (the `*_local` kernels) for an all-reduce, after which the [`CgFinish`]
+    /// launches apply the reduced sums, read from `reduced`.
+    ///
+    /// # Safety
+    /// As [`CgLaunches::new`]; `params.sums` and `reduced` hold `CG_MAX_SUMS` elements of `gpu`'s
+    /// context and live as long as the launches, and `reduced` holds the all-reduced sums of every
+    /// `*_local` launch before the [`CgFinish`] launch that follows it.
+    pub unsafe fn distributed(gpu: &Gpu, params: CgParams<T>, reduced: AbiPtr<T>, jacobi: bool) -> (Self, CgFinish<T>) {
+        let table = &gpu.kernels::<T>().cg;
+        let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
+        let finish_params = CgParams { sums: reduced, ..params };
+        // SAFETY: the `cg_finish_*` kernels take one block of `CG_FINISH_THREADS` and read `sums`
+        // (here the reduced copy) and the state only, under the caller's contract.
+        let finish = |f: &CudaFunction| unsafe { Prepared::new(f, 1, CG_FINISH_THREADS, 0, finish_params) };
+        // SAFETY: the caller's contract; the `*_local` kernels take the single-GPU kernels' launch
+        // and write `params.sums` besides.
+        let launches = unsafe {
+            Self::with(
+                params,
+                [
+                    pick(&table.init_plain_local, &table.init_jacobi_local),
+                    &table.pq_local,
+                    pick(&table.update_plain_local, &table.update_jacobi_local),
+                ],
+                pick(&table.step_plain, &table.step_jacobi),
+            )
+        };
+        let finish = CgFinish {
+            init: finish(&table.finish_init),
+            pq: finish(&table.finish_pq),
+            update: finish(pick(&table.finish_update_plain, &table.finish_update_jacobi)),
+            update_sums: if jacobi { CG_UPDATE_SUMS_JACOBI } else { CG_UPDATE_SUMS_PLAIN },
+        };
+        (launches, finish)
+    }
+
+    /// # Safety
+    /// As [`CgLaunches::new`], for these entries.
+    unsafe fn with(params: CgParams<T>, [init, pq, update]: [&CudaFunction; 3], step: &CudaFunction) -> Self {
         let grid = cg_blocks(params.n);
         #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
         let shared = cg_shared_bytes(size_of::<T>() as u32);
@@ -60,14 +113,7 @@ impl<T: Scalar> CgLaunches<T> {
         // `CG_BLOCK_THREADS` threads with `cg_shared_bytes` of dynamic shared memory, as here; `b`
         // and `x` are set at each launch (`init`, `iterate`), under their contract.
         let prepare = |f: &CudaFunction| unsafe { Prepared::new(f, grid, CG_BLOCK_THREADS, shared, params) };
-        Self {
-            init: prepare(pick(&table.init_plain, &table.init_jacobi)),
-            pq: prepare(&table.pq),
-            update: prepare(pick(&table.update_plain, &table.update_jacobi)),
-            step: prepare(pick(&table.step_plain, &table.step_jacobi)),
-            r: params.r,
-            n: params.n,
-        }
+        Self { init: prepare(init), pq: prepare(pq), update: prepare(update), step: prepare(step), r: params.r, n: params.n }
     }
 
     /// Enqueues the copy of `b` into `r`, the first half of `r = b - A x0`.
@@ -93,12 +139,78 @@ impl<T: Scalar> CgLaunches<T> {
     /// # Safety
     /// `x` holds `n` elements of `gpu`'s context, and `init` ran before with it.
     pub unsafe fn after_product(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
-        let unread = AbiPtr::new(0);
-        // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
+        // SAFETY: the caller's contract.
         unsafe {
-            self.pq.enqueue(gpu, (unread, x))?;
-            self.update.enqueue(gpu, (unread, x))?;
-            self.step.enqueue(gpu, (unread, x))
+            self.pq(gpu, x)?;
+            self.update(gpu, x)?;
+            self.step(gpu, x)
         }
+    }
+
+    /// Enqueues `cg_pq_*` (or its `_local` variant), the first of [`CgLaunches::after_product`].
+    ///
+    /// # Safety
+    /// As [`CgLaunches::after_product`].
+    pub unsafe fn pq(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
+        // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
+        unsafe { self.pq.enqueue(gpu, (AbiPtr::new(0), x)) }
+    }
+
+    /// Enqueues `cg_update_*` (or its `_local` variant), after [`CgLaunches::pq`].
+    ///
+    /// # Safety
+    /// As [`CgLaunches::after_product`].
+    pub unsafe fn update(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
+        // SAFETY: as `pq`.
+        unsafe { self.update.enqueue(gpu, (AbiPtr::new(0), x)) }
+    }
+
+    /// Enqueues `cg_step_*`, after [`CgLaunches::update`].
+    ///
+    /// # Safety
+    /// As [`CgLaunches::after_product`].
+    pub unsafe fn step(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
+        // SAFETY: as `pq`.
+        unsafe { self.step.enqueue(gpu, (AbiPtr::new(0), x)) }
+    }
+}
+
+/// The launches that apply the all-reduced sums of a distributed solve's `*_local` kernels
+/// (`cg_finish_*`), one per kernel that sums.
+#[derive(Debug)]
+pub(crate) struct CgFinish<T> {
+    init: Prepared<CgParams<T>>,
+    pq: Prepared<CgParams<T>>,
+    update: Prepared<CgParams<T>>,
+    /// The sums `cg_update_*_local` leaves: 2 with the preconditioner (rᵀz, rᵀr), else 1.
+    pub update_sums: u32,
+}
+
+impl<T: Scalar> CgFinish<T> {
+    /// Enqueues `cg_finish_init_*`.
+    ///
+    /// # Safety
+    /// [`CgLaunches::distributed`]'s contract: the reduced sums of the `init` before it are in place.
+    pub unsafe fn init(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: the caller's contract; `b` and `x` are not read.
+        unsafe { self.init.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
+    }
+
+    /// Enqueues `cg_finish_pq_*`.
+    ///
+    /// # Safety
+    /// As [`CgFinish::init`], after a `pq`.
+    pub unsafe fn pq(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: as `init`.
+        unsafe { self.pq.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
+    }
+
+    /// Enqueues `cg_finish_update_*`.
+    ///
+    /// # Safety
+    /// As [`CgFinish::init`], after an `update`.
+    pub unsafe fn update(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: as `init`.
+        unsafe { self.update.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
     }
 }
