@@ -1,4 +1,5 @@
-//! The distributed product over NCCL against the f64 reference, in both run modes: one process
+//! The distributed product over NCCL against the f64 reference, and the distributed CG against the
+//! CPU CG, in both run modes: one process
 //! driving every GPU, and one process per GPU (this test binary re-executes itself once per rank,
 //! the ranks joining through an NCCL unique id in a file). Needs at least two GPUs: with fewer the
 //! tests print why and pass, unless `SPMV_REQUIRE_GPU=2` (or more), which makes them fail instead.
@@ -7,7 +8,8 @@
 mod common;
 
 use common::{Case, Csr, edge_cases, five_point, random_vector, required_gpus, rng, say, tolerance};
-use gpu_spmv::distributed::{DistributedCsr, Ranks, UniqueId};
+use gpu_spmv::distributed::{DistributedCg, DistributedCsr, Ranks, UniqueId};
+use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, cg};
 use gpu_spmv::reference::max_relative_error;
 use gpu_spmv::{DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
@@ -72,7 +74,64 @@ fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCh
     }
 }
 
-/// Every product and refusal of one run mode on `ranks`.
+/// The 2D 5-point Laplacian of an `n` x `n` grid, row and column `r` scaled by `1 + r % 7` so that
+/// Jacobi matters: SPD (as in `gpu_solve.rs`).
+fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
+    let s = |r: usize| 1.0 + (r % 7) as f64;
+    five_point(n, |r, c| T::from_f64(if c == r { 4.0 * s(r) * s(r) } else { -s(r) * s(c) }))
+}
+
+/// The distributed CG on `ranks` against the CPU CG: both converge, iterations within a few (the
+/// sums are added in another order), this process's parts of the solution close to the CPU's.
+fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha8Rng) {
+    let a = laplacian::<T>(123);
+    let view = a.view();
+    let b = random_vector::<T>(rng, a.nrows);
+    let d = DistributedCsr::upload(ranks, view).unwrap();
+    for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+        let what = format!("{what}, {preconditioner:?}");
+        let options = CgOptions { rel_tol, max_iterations: 5000, preconditioner };
+        let mut x_cpu = vec![T::ZERO; a.nrows];
+        let cpu = cg(&view, &b, &mut x_cpu, &options).unwrap();
+        let diagonal = view.diagonal();
+        let mut solver =
+            DistributedCg::new(d.plan(ranks, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
+        solver.set_check_every(7);
+        let members = ranks.members();
+        let db: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&b[d.rows(i)]).unwrap()).collect();
+        let mut dx: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<T>(d.rows(i).len()).unwrap()).collect();
+        let outcome = solver.solve(&db, &mut dx).unwrap();
+        assert_eq!(outcome.stop, CgStop::Converged, "{what}: {outcome:?}");
+        let slack = 2 + cpu.iterations / 50;
+        assert!(
+            outcome.iterations.abs_diff(cpu.iterations) <= slack,
+            "{what}: GPUs {outcome:?}, CPU {cpu:?}"
+        );
+        assert!(outcome.relative_residual <= rel_tol, "{what}: {outcome:?}");
+        let norm = x_cpu.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
+        let bound = 50.0 * rel_tol.max(T::EPSILON * 100.0) * norm;
+        for (i, m) in members.iter().enumerate() {
+            let x = dx[i].to_host(m.gpu()).unwrap();
+            let diff = x
+                .iter()
+                .zip(&x_cpu[d.rows(i)])
+                .map(|(a, b)| (a.to_f64() - b.to_f64()).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(diff <= bound, "{what}, rank {}: |x - x_cpu| = {diff:e} over {bound:e}", m.rank());
+        }
+        say(&format!(
+            "{what}: {} iterations (CPU {}), rank(s) {:?}",
+            outcome.iterations,
+            cpu.iterations,
+            members.iter().map(|m| m.rank()).collect::<Vec<_>>()
+        ));
+    }
+}
+
+/// Every product and solve of one run mode on `ranks`.
 fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng) {
     for (name, a) in matrices::<f32>(rng) {
         check_parts(&format!("{test}: {name} (f32)"), ranks, &a, rng);
@@ -80,11 +139,13 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng) {
     for (name, a) in matrices::<f64>(rng) {
         check_parts(&format!("{test}: {name} (f64)"), ranks, &a, rng);
     }
+    check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng);
+    check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng);
 }
 
 #[test]
-fn product_one_process_for_all_gpus() {
-    let test = "product_one_process_for_all_gpus";
+fn one_process_for_all_gpus() {
+    let test = "one_process_for_all_gpus";
     let Some(count) = gpus_or_skip(test) else { return };
     let mut rng = rng(test);
     let ranks = Ranks::all_local(count).unwrap();
@@ -136,8 +197,8 @@ const SIZE: &str = "SPMV_DIST_SIZE";
 const ID_FILE: &str = "SPMV_DIST_ID_FILE";
 
 #[test]
-fn product_one_process_per_gpu() {
-    let test = "product_one_process_per_gpu";
+fn one_process_per_gpu() {
+    let test = "one_process_per_gpu";
     if let Ok(rank) = std::env::var(RANK) {
         // A child: rank `rank` on GPU `rank`, the same matrices as its siblings (the same seed).
         let rank: usize = rank.parse().unwrap();

@@ -67,7 +67,11 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
                 let diagonal = diagonal.unwrap_or_default();
                 if diagonal.len() != matrix.nrows() {
                     let got = diagonal.len();
-                    return Err(Error::DimensionMismatch { what: "the diagonal", expected: matrix.nrows(), got });
+                    return Err(Error::DimensionMismatch {
+                        what: "the diagonal",
+                        expected: matrix.nrows(),
+                        got,
+                    });
                 }
                 Some(inverse_diagonal(diagonal)?)
             }
@@ -145,13 +149,17 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     pub fn start(&mut self, b: &[DeviceVector<T>], x: &mut [DeviceVector<T>]) -> Result<()> {
         self.plan.check(b, &self.r)?;
         self.plan.check(x, &self.r)?;
-        for ((member, m), (b, r)) in self.plan.ranks().members().iter().zip(&mut self.members).zip(b.iter().zip(&mut self.r)) {
+        for ((member, m), (b, r)) in
+            self.plan.ranks().members().iter().zip(&mut self.members).zip(b.iter().zip(&mut self.r))
+        {
             let gpu = member.gpu();
             gpu.stream().memset_zeros(&mut m.state)?;
             gpu.stream().memcpy_dtod(b.as_slice(), r.as_mut_slice())?;
         }
         self.plan.spmv(T::from_f64(-1.0), x, T::from_f64(1.0), &mut self.r)?;
-        for ((member, m), (b, x)) in self.plan.ranks().members().iter().zip(&self.members).zip(b.iter().zip(x.iter())) {
+        for ((member, m), (b, x)) in
+            self.plan.ranks().members().iter().zip(&self.members).zip(b.iter().zip(x.iter()))
+        {
             let gpu = member.gpu();
             // SAFETY: `b` and `x` were checked to hold this GPU's `n` elements of its context; `r`
             // holds `b - A x` and the state is zeroed, both earlier on the stream.

@@ -60,7 +60,11 @@ impl<T: Scalar> CgLaunches<T> {
         unsafe {
             Self::with(
                 params,
-                [pick(&table.init_plain, &table.init_jacobi), &table.pq, pick(&table.update_plain, &table.update_jacobi)],
+                [
+                    pick(&table.init_plain, &table.init_jacobi),
+                    &table.pq,
+                    pick(&table.update_plain, &table.update_jacobi),
+                ],
                 pick(&table.step_plain, &table.step_jacobi),
             )
         }
@@ -74,7 +78,12 @@ impl<T: Scalar> CgLaunches<T> {
     /// As [`CgLaunches::new`]; `params.sums` and `reduced` hold `CG_MAX_SUMS` elements of `gpu`'s
     /// context and live as long as the launches, and `reduced` holds the all-reduced sums of every
     /// `*_local` launch before the [`CgFinish`] launch that follows it.
-    pub unsafe fn distributed(gpu: &Gpu, params: CgParams<T>, reduced: AbiPtr<T>, jacobi: bool) -> (Self, CgFinish<T>) {
+    pub unsafe fn distributed(
+        gpu: &Gpu,
+        params: CgParams<T>,
+        reduced: AbiPtr<T>,
+        jacobi: bool,
+    ) -> (Self, CgFinish<T>) {
         let table = &gpu.kernels::<T>().cg;
         let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
         let finish_params = CgParams { sums: reduced, ..params };
@@ -113,7 +122,14 @@ impl<T: Scalar> CgLaunches<T> {
         // `CG_BLOCK_THREADS` threads with `cg_shared_bytes` of dynamic shared memory, as here; `b`
         // and `x` are set at each launch (`init`, `iterate`), under their contract.
         let prepare = |f: &CudaFunction| unsafe { Prepared::new(f, grid, CG_BLOCK_THREADS, shared, params) };
-        Self { init: prepare(init), pq: prepare(pq), update: prepare(update), step: prepare(step), r: params.r, n: params.n }
+        Self {
+            init: prepare(init),
+            pq: prepare(pq),
+            update: prepare(update),
+            step: prepare(step),
+            r: params.r,
+            n: params.n,
+        }
     }
 
     /// Enqueues the copy of `b` into `r`, the first half of `r = b - A x0`.
