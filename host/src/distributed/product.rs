@@ -84,18 +84,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
         y: &mut [DeviceVector<T>],
     ) -> Result<()> {
         self.check(x, y)?;
-        for ((m, part), x) in self.members.iter_mut().zip(&self.matrix.parts).zip(x) {
-            let gpu = m.local.gpu();
-            gpu.gather(&part.pack, x, &mut m.send)?;
-            m.packed.record(gpu.stream())?;
-        }
-        for (member, m) in self.ranks.members().iter().zip(&self.members) {
-            member.comm_stream().wait(&m.packed)?;
-        }
-        self.exchange()?;
-        for (member, m) in self.ranks.members().iter().zip(&self.members) {
-            m.arrived.record(&member.comm_stream())?;
-        }
+        self.send_ghosts(x)?;
         for ((m, x), y) in self.members.iter().zip(x).zip(y.iter_mut()) {
             m.local.spmv(alpha, x, beta, y)?;
             m.local.gpu().stream().wait(&m.arrived)?;
@@ -106,8 +95,38 @@ impl<T: Scalar> DistributedPlan<'_, T> {
         Ok(())
     }
 
+    /// The pack and exchange of `x`'s ghost entries alone, as a product makes them, each GPU's
+    /// stream then waiting for its ghosts: the communication of a product without its arithmetic,
+    /// to measure it. Checks `x` as [`DistributedPlan::spmv`] does.
+    pub fn exchange(&mut self, x: &[DeviceVector<T>]) -> Result<()> {
+        self.check_parts("x", x, |i| self.matrix.cols(i).len())?;
+        self.send_ghosts(x)?;
+        for m in &self.members {
+            m.local.gpu().stream().wait(&m.arrived)?;
+        }
+        Ok(())
+    }
+
+    /// Steps 1 and 2 of a product (see the module doc): the pack, then the sends and receives on the
+    /// communicators' streams, `arrived` recorded after them.
+    fn send_ghosts(&mut self, x: &[DeviceVector<T>]) -> Result<()> {
+        for ((m, part), x) in self.members.iter_mut().zip(&self.matrix.parts).zip(x) {
+            let gpu = m.local.gpu();
+            gpu.gather(&part.pack, x, &mut m.send)?;
+            m.packed.record(gpu.stream())?;
+        }
+        for (member, m) in self.ranks.members().iter().zip(&self.members) {
+            member.comm_stream().wait(&m.packed)?;
+        }
+        self.exchange_runs()?;
+        for (member, m) in self.ranks.members().iter().zip(&self.members) {
+            m.arrived.record(&member.comm_stream())?;
+        }
+        Ok(())
+    }
+
     /// The sends and receives of every member, in one NCCL group.
-    fn exchange(&mut self) -> Result<()> {
+    fn exchange_runs(&mut self) -> Result<()> {
         group_start().map_err(Error::nccl("ncclGroupStart"))?;
         let mut result = Ok(());
         'members: for ((member, m), part) in
@@ -134,26 +153,28 @@ impl<T: Scalar> DistributedPlan<'_, T> {
 
     /// Every member's `x` and `y` of its GPU and of its part's lengths.
     pub(super) fn check(&self, x: &[DeviceVector<T>], y: &[DeviceVector<T>]) -> Result<()> {
-        let members = self.members.len();
-        if x.len() != members {
-            return Err(Error::DimensionMismatch { what: "x (parts)", expected: members, got: x.len() });
+        self.check_parts("x", x, |i| self.matrix.cols(i).len())?;
+        self.check_parts("y", y, |i| self.matrix.rows(i).len())
+    }
+
+    /// One vector per member, each on the member's GPU with the length `len(i)`.
+    fn check_parts(
+        &self,
+        what: &'static str,
+        v: &[DeviceVector<T>],
+        len: impl Fn(usize) -> usize,
+    ) -> Result<()> {
+        let members = self.ranks.members();
+        if v.len() != members.len() {
+            let what = if what == "x" { "x (parts)" } else { "y (parts)" };
+            return Err(Error::DimensionMismatch { what, expected: members.len(), got: v.len() });
         }
-        if y.len() != members {
-            return Err(Error::DimensionMismatch { what: "y (parts)", expected: members, got: y.len() });
-        }
-        for (((member, part), x), y) in self.ranks.members().iter().zip(&self.matrix.parts).zip(x).zip(y) {
-            let gpu = member.gpu();
-            if !gpu.owns(x.as_slice().context()) {
-                return Err(Error::ForeignBuffer("x"));
+        for (i, (member, v)) in members.iter().zip(v).enumerate() {
+            if !member.gpu().owns(v.as_slice().context()) {
+                return Err(Error::ForeignBuffer(what));
             }
-            if !gpu.owns(y.as_slice().context()) {
-                return Err(Error::ForeignBuffer("y"));
-            }
-            if x.len() != part.cols.len() {
-                return Err(Error::DimensionMismatch { what: "x", expected: part.cols.len(), got: x.len() });
-            }
-            if y.len() != part.rows.len() {
-                return Err(Error::DimensionMismatch { what: "y", expected: part.rows.len(), got: y.len() });
+            if v.len() != len(i) {
+                return Err(Error::DimensionMismatch { what, expected: len(i), got: v.len() });
             }
         }
         Ok(())
