@@ -12,7 +12,7 @@ use spmv_bench::ops::{OpsRun, bench_spmm, bench_transpose};
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
-use spmv_bench::{cg_baseline, cusparse, fem};
+use spmv_bench::{cg_baseline, cusparse, fem, multi_gpu};
 use spmv_bench::{plot, variants};
 use std::path::PathBuf;
 
@@ -59,6 +59,11 @@ struct Options {
     /// Only redraw the plots (and report.md) of an earlier run, next to its results.json
     #[arg(long, value_name = "RESULTS.json")]
     plot: Option<PathBuf>,
+    /// The multi-GPU study instead: the product and a CG iteration on 1 and N GPUs over NCCL, one
+    /// process for all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast
+    /// must stay off)
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
 }
 
 /// `--precision`: one element type or both.
@@ -90,6 +95,15 @@ fn main() -> Result<()> {
         let plots = plot::write_plots(&results, dir)?;
         println!("redrew {} in {}", plots.join(", "), dir.display());
         return Ok(());
+    }
+
+    if let Some(gpus) = options.gpus {
+        let started = utc_now();
+        let dir = options
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("target/bench").join(format!("{started}-gpus{gpus}")));
+        return multi_gpu::run(gpus, &options.only, &dir, git_commit(), started);
     }
 
     let gpu = match Gpu::new() {

@@ -17,6 +17,11 @@ pub struct DistributedCsr<T> {
     pub(super) parts: Vec<DevicePart<T>>,
 }
 
+/// `rank` as NCCL's `int`: every rank is below the communicator's size, which NCCL keeps in one.
+fn nccl_rank(rank: usize) -> Result<i32> {
+    i32::try_from(rank).map_err(|_| Error::TooLarge { what: "a rank", value: rank, limit: i32::MAX as usize })
+}
+
 /// One rank's part on its GPU.
 #[derive(Debug)]
 pub(super) struct DevicePart<T> {
@@ -27,10 +32,10 @@ pub(super) struct DevicePart<T> {
     pub remote: DeviceCsr<T>,
     /// Every send list, peer after peer: the pack writes the send buffer in this order.
     pub pack: DeviceGather,
-    /// `(peer, range of the send buffer)`, in increasing order of peer.
-    pub sends: Vec<(usize, Range<usize>)>,
+    /// `(peer, range of the send buffer)`, in increasing order of peer (NCCL's `int` ranks).
+    pub sends: Vec<(i32, Range<usize>)>,
     /// `(owner, range of the ghost vector)`, in increasing order of owner.
-    pub receives: Vec<(usize, Range<usize>)>,
+    pub receives: Vec<(i32, Range<usize>)>,
 }
 
 impl<T: Scalar> DistributedCsr<T> {
@@ -45,9 +50,10 @@ impl<T: Scalar> DistributedCsr<T> {
             let mut indices = Vec::new();
             let mut sends = Vec::with_capacity(part.sends.len());
             for (peer, list) in &part.sends {
-                sends.push((*peer, indices.len()..indices.len() + list.len()));
+                sends.push((nccl_rank(*peer)?, indices.len()..indices.len() + list.len()));
                 indices.extend_from_slice(list);
             }
+            let receives = part.receives.iter().map(|(owner, run)| Ok((nccl_rank(*owner)?, run.clone())));
             parts.push(DevicePart {
                 rank,
                 rows: part.rows.clone(),
@@ -56,7 +62,7 @@ impl<T: Scalar> DistributedCsr<T> {
                 remote: gpu.upload_csr_ref(part.remote.view()?)?,
                 pack: gpu.upload_gather("a send list", &indices, part.cols.len())?,
                 sends,
-                receives: part.receives.clone(),
+                receives: receives.collect::<Result<_>>()?,
             });
         }
         Ok(Self { nrows: split.nrows, ncols: split.ncols, parts })

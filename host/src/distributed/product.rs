@@ -26,12 +26,15 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{group_end, group_start};
 
+/// The plan of one block of a part.
+pub type BlockPlan<'a, T> = Plan<'a, T, DeviceCsr<T>>;
+
 /// What one GPU holds for the products of a plan: a plan per block, the send buffer and ghost
 /// vector, and the two events that order its streams.
 #[derive(Debug)]
 struct MemberPlan<'a, T: Scalar> {
-    local: Plan<'a, T, DeviceCsr<T>>,
-    remote: Plan<'a, T, DeviceCsr<T>>,
+    local: BlockPlan<'a, T>,
+    remote: BlockPlan<'a, T>,
     send: CudaSlice<T>,
     ghost: CudaSlice<T>,
     packed: CudaEvent,
@@ -134,13 +137,13 @@ impl<T: Scalar> DistributedPlan<'_, T> {
         {
             let comm = member.comm();
             for (peer, run) in &part.sends {
-                if let Err(e) = comm.send(&m.send.slice(run.clone()), *peer as i32) {
+                if let Err(e) = comm.send(&m.send.slice(run.clone()), *peer) {
                     result = Err(Error::nccl("ncclSend")(e));
                     break 'members;
                 }
             }
             for (owner, run) in &part.receives {
-                if let Err(e) = comm.recv(&mut m.ghost.slice_mut(run.clone()), *owner as i32) {
+                if let Err(e) = comm.recv(&mut m.ghost.slice_mut(run.clone()), *owner) {
                     result = Err(Error::nccl("ncclRecv")(e));
                     break 'members;
                 }
@@ -191,7 +194,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
     }
 
     /// The plans of the `i`-th member's local and remote blocks (their resolved kernels).
-    pub fn block_plans(&self, i: usize) -> (&Plan<'_, T, DeviceCsr<T>>, &Plan<'_, T, DeviceCsr<T>>) {
+    pub fn block_plans(&self, i: usize) -> (&BlockPlan<'_, T>, &BlockPlan<'_, T>) {
         (&self.members[i].local, &self.members[i].remote)
     }
 }

@@ -17,6 +17,7 @@
 //! The product on a part is then `y = alpha * L x_own + beta * y` while the ghosts travel, and
 //! `y += alpha * R x_ghost` once they have arrived.
 
+use super::convert::index32;
 use super::csr::CsrRef;
 use crate::error::FormatError;
 use crate::scalar::Scalar;
@@ -162,7 +163,8 @@ impl<T: Scalar> Split<T> {
         for p in 0..parts {
             for (owner, run) in built[p].receives.clone() {
                 let first = partition.cols(owner, ncols).start;
-                let list = built[p].ghosts[run].iter().map(|&c| (c - first) as u32).collect();
+                // Below the owner's column count, which fits 32 bits (checked above).
+                let list = built[p].ghosts[run].iter().map(|&c| index32(c - first)).collect();
                 built[owner].sends.push((p, list));
             }
         }
@@ -376,7 +378,7 @@ mod tests {
         assert_eq!(inner.receives, vec![(0, 0..2), (2, 2..4)]);
         assert_eq!(
             split.parts[0].sends,
-            vec![(1, vec![inner.rows.start as u32 - 2, inner.rows.start as u32 - 1])]
+            vec![(1, vec![index32(inner.rows.start - 2), index32(inner.rows.start - 1)])]
         );
         assert!(split.parts[0].receives.iter().all(|(o, _)| *o == 1));
     }
