@@ -114,7 +114,11 @@ pub const SCALE: Entry = entry!("spmv_scale");
 /// `dist_gather_*`: the pack of the distributed product.
 pub const DIST_GATHER: Entry = entry!("dist_gather");
 
-/// Threads per block of `dist_gather_*`: an element per thread, as `spmv_scale_*`.
+/// `dist_scatter_add_*`: the remote block's rows added into the part's `y`.
+pub const DIST_SCATTER_ADD: Entry = entry!("dist_scatter_add");
+
+/// Threads per block of `dist_gather_*` and `dist_scatter_add_*`: an element per thread, as
+/// `spmv_scale_*`.
 pub const GATHER_BLOCK_SIZE: u32 = 256;
 
 /// `spmv_ell_*`.
@@ -240,6 +244,20 @@ pub struct GatherParams<T> {
     pub x: DevicePtr<T>,
     pub indices: DevicePtr<u32>,
     pub out: DevicePtr<T>,
+    pub len: u32,
+}
+
+/// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`, one thread per element (grid
+/// stride): the product of a distributed part's remote block, which holds only the rows with remote
+/// entries, added into the rows of `y` they are. The indices are strictly increasing (so no two
+/// threads write one element) and below `y`'s length, both checked by the host when they are
+/// uploaded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ScatterAddParams<T> {
+    pub v: DevicePtr<T>,
+    pub indices: DevicePtr<u32>,
+    pub y: DevicePtr<T>,
     pub len: u32,
 }
 

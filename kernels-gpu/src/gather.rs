@@ -1,9 +1,10 @@
-//! `out[i] = x[indices[i]]`: the pack of the distributed product, which puts the entries of a
-//! device's `x` that another device needs side by side, so that NCCL sends one contiguous run
-//! (`host/src/formats/partition.rs` builds the index lists). One thread per element, grid stride:
-//! the reads of `x` are as scattered as the indices, the writes coalesced.
+//! The index kernels of the distributed product (`host/src/formats/partition.rs` builds the index
+//! lists): `out[i] = x[indices[i]]`, the pack that puts the entries of a device's `x` that another
+//! device needs side by side, so that NCCL sends one contiguous run; and `y[indices[i]] += v[i]`,
+//! which adds the remote block's rows into the rows of `y` they are. One thread per element, grid
+//! stride: the indexed side is as scattered as the indices, the other coalesced.
 
-use crate::abi::GatherParams;
+use crate::abi::{GatherParams, ScatterAddParams};
 use crate::arch::{Load, global_thread, grid_threads};
 use crate::real::Real;
 
@@ -24,5 +25,24 @@ unsafe fn gather<T: Real>(p: GatherParams<T>) {
     }
 }
 
+/// # Safety
+/// `p.indices` and `p.v` hold `p.len` elements, the indices are strictly increasing and below the
+/// length of `p.y`, and `y` overlaps neither.
+#[inline(always)]
+unsafe fn scatter_add<T: Real>(p: ScatterAddParams<T>) {
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < p.len as u64 {
+        let i_ = i as usize;
+        // SAFETY: `i < len`; the index is in `y` and no other thread's (the caller's contract).
+        unsafe {
+            let target = p.y.as_mut_ptr().add(u32::load_nc(p.indices.as_ptr().add(i_)) as usize);
+            *target = *target + T::load_nc(p.v.as_ptr().add(i_));
+        }
+        i += stride;
+    }
+}
+
 crate::ptx_entry!(dist_gather_f32, GatherParams<f32>, gather::<f32>);
 crate::ptx_entry!(dist_gather_f64, GatherParams<f64>, gather::<f64>);
+crate::ptx_entry!(dist_scatter_add_f32, ScatterAddParams<f32>, scatter_add::<f32>);
+crate::ptx_entry!(dist_scatter_add_f64, ScatterAddParams<f64>, scatter_add::<f64>);

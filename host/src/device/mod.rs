@@ -29,7 +29,7 @@ pub use csr::DeviceCsr;
 pub use dense::{DeviceDense, Layout};
 pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;
-pub(crate) use gather::DeviceGather;
+pub(crate) use gather::{DeviceGather, DeviceScatter};
 pub use gpu::Gpu;
 pub use graph::Graph;
 pub use hyb::DeviceHyb;

@@ -1,7 +1,8 @@
 //! [`DistributedCsr`]: the parts of a [`Split`] that this process's GPUs hold, uploaded: each part's
 //! local and remote blocks as [`DeviceCsr`]s, and its send lists as one index list for the pack.
 
-use crate::device::{DeviceCsr, DeviceGather, Ranks};
+use crate::device::{DeviceCsr, DeviceGather, DeviceScatter, Ranks};
+use crate::formats::convert::narrow;
 use crate::formats::{CsrRef, RowPartition, Split};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -29,7 +30,9 @@ pub(super) struct DevicePart<T> {
     pub rows: Range<usize>,
     pub cols: Range<usize>,
     pub local: DeviceCsr<T>,
+    /// Only the rows with remote entries; `unpack` says which rows of the part they are.
     pub remote: DeviceCsr<T>,
+    pub unpack: DeviceScatter,
     /// Every send list, peer after peer: the pack writes the send buffer in this order.
     pub pack: DeviceGather,
     /// `(peer, range of the send buffer)`, in increasing order of peer (NCCL's `int` ranks).
@@ -53,6 +56,8 @@ impl<T: Scalar> DistributedCsr<T> {
                 sends.push((nccl_rank(*peer)?, indices.len()..indices.len() + list.len()));
                 indices.extend_from_slice(list);
             }
+            let remote_rows =
+                part.remote_rows.iter().map(|&r| narrow("a part's row", r)).collect::<Result<Vec<_>>>()?;
             let receives = part.receives.iter().map(|(owner, run)| Ok((nccl_rank(*owner)?, run.clone())));
             parts.push(DevicePart {
                 rank,
@@ -61,6 +66,7 @@ impl<T: Scalar> DistributedCsr<T> {
                 local: gpu.upload_csr_ref(part.local.view()?)?,
                 remote: gpu.upload_csr_ref(part.remote.view()?)?,
                 pack: gpu.upload_gather("a send list", &indices, part.cols.len())?,
+                unpack: gpu.upload_scatter("the remote rows", &remote_rows, part.rows.len())?,
                 sends,
                 receives: receives.collect::<Result<_>>()?,
             });

@@ -8,7 +8,8 @@
 //! 2. in one NCCL group over every GPU of the process, send each peer its run of the send buffer and
 //!    receive each owner's run of the ghost vector, on the communicator's stream; record `arrived`;
 //! 3. on the `Gpu`'s stream, meanwhile, the local block's product `y = alpha L x + beta y`;
-//! 4. the `Gpu`'s stream waits for `arrived`, then adds the remote block's `y += alpha R x_ghost`.
+//! 4. the `Gpu`'s stream waits for `arrived`, then computes the remote block's `t = alpha R x_ghost`
+//!    over the rows that have remote entries and adds it into theirs (`dist_scatter_add_*`).
 //!
 //! The two streams stay in step from one product to the next without the host: the next pack (on
 //! the `Gpu`'s stream) comes after this product's wait for `arrived`, so it cannot overwrite a send
@@ -37,6 +38,8 @@ struct MemberPlan<'a, T: Scalar> {
     remote: BlockPlan<'a, T>,
     send: CudaSlice<T>,
     ghost: CudaSlice<T>,
+    /// The remote block's product, one element per row with remote entries.
+    remote_y: CudaSlice<T>,
     packed: CudaEvent,
     arrived: CudaEvent,
 }
@@ -65,6 +68,7 @@ impl<T: Scalar> DistributedCsr<T> {
                 remote: gpu.plan(&part.remote, kernel)?,
                 send: gpu.alloc_zeros(part.pack.len as usize)?,
                 ghost: gpu.alloc_zeros(ghosts)?,
+                remote_y: gpu.alloc_zeros(part.unpack.0.len as usize)?,
                 packed: gpu.context().new_event(None)?,
                 arrived: gpu.context().new_event(None)?,
             });
@@ -88,11 +92,40 @@ impl<T: Scalar> DistributedPlan<'_, T> {
     ) -> Result<()> {
         self.check(x, y)?;
         self.send_ghosts(x)?;
-        for ((m, x), y) in self.members.iter().zip(x).zip(y.iter_mut()) {
+        self.blocks(alpha, x, beta, y, true)
+    }
+
+    /// The arithmetic of a product alone: both blocks' products with the ghost vector as it is,
+    /// without the exchange, to measure it. Checks as [`DistributedPlan::spmv`] does.
+    pub fn without_exchange(
+        &mut self,
+        alpha: T,
+        x: &[DeviceVector<T>],
+        beta: T,
+        y: &mut [DeviceVector<T>],
+    ) -> Result<()> {
+        self.check(x, y)?;
+        self.blocks(alpha, x, beta, y, false)
+    }
+
+    /// Steps 3 and 4 of a product, waiting for `arrived` before the remote block when `wait`.
+    fn blocks(
+        &mut self,
+        alpha: T,
+        x: &[DeviceVector<T>],
+        beta: T,
+        y: &mut [DeviceVector<T>],
+        wait: bool,
+    ) -> Result<()> {
+        for (((m, part), x), y) in self.members.iter_mut().zip(&self.matrix.parts).zip(x).zip(y.iter_mut()) {
+            let gpu = m.local.gpu();
             m.local.spmv(alpha, x, beta, y)?;
-            m.local.gpu().stream().wait(&m.arrived)?;
+            if wait {
+                gpu.stream().wait(&m.arrived)?;
+            }
             if m.remote.matrix().nnz() > 0 {
-                m.remote.spmv(alpha, &m.ghost, T::from_f64(1.0), y)?;
+                m.remote.spmv(alpha, &m.ghost, T::ZERO, &mut m.remote_y)?;
+                gpu.scatter_add(&part.unpack, &m.remote_y, y)?;
             }
         }
         Ok(())

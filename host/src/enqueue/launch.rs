@@ -10,7 +10,8 @@ use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
     CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams,
-    GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
+    GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
+    SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -180,6 +181,24 @@ pub(crate) unsafe fn gather<T: Scalar>(
     let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
     unsafe { launch(gpu, &gpu.kernels::<T>().gather, grid, GATHER_BLOCK_SIZE, 0, &params) }
+}
+
+/// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`.
+///
+/// # Safety
+/// `indices` and `v` hold `len` elements, the indices strictly increasing and below `y`'s length,
+/// all in `gpu`'s context; `y` overlaps neither.
+pub(crate) unsafe fn scatter_add<T: Scalar>(
+    gpu: &Gpu,
+    y: AbiPtr<T>,
+    v: AbiPtr<T>,
+    indices: AbiPtr<u32>,
+    len: u32,
+) -> Result<()> {
+    let params = ScatterAddParams { v, indices, y, len };
+    let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
+    unsafe { launch(gpu, &gpu.kernels::<T>().scatter_add, grid, GATHER_BLOCK_SIZE, 0, &params) }
 }
 
 /// Enqueues a copy of `len` elements from `src` to `dst`.
