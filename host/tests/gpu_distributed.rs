@@ -14,6 +14,11 @@ use gpu_spmv::reference::max_relative_error;
 use gpu_spmv::{DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;
+use std::sync::Mutex;
+
+/// Held by each test while it uses the GPUs: communicators of two tests interleaving their NCCL
+/// kernels on the same GPUs in different orders may wait for each other forever.
+static GPUS: Mutex<()> = Mutex::new(());
 
 /// The GPUs of this machine (up to 8), or `None` after saying why there are fewer than two.
 fn gpus_or_skip(test: &str) -> Option<usize> {
@@ -146,6 +151,7 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng) {
 #[test]
 fn one_process_for_all_gpus() {
     let test = "one_process_for_all_gpus";
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(count) = gpus_or_skip(test) else { return };
     let mut rng = rng(test);
     let ranks = Ranks::all_local(count).unwrap();
@@ -155,6 +161,7 @@ fn one_process_for_all_gpus() {
 #[test]
 fn product_refuses_bad_operands_and_leaves_y() {
     let test = "product_refuses_bad_operands_and_leaves_y";
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(count) = gpus_or_skip(test) else { return };
     let mut rng = rng(test);
     let ranks = Ranks::all_local(count).unwrap();
@@ -209,6 +216,7 @@ fn one_process_per_gpu() {
         check_all(&format!("{test} (rank {rank})"), &ranks, &mut rng);
         return;
     }
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(count) = gpus_or_skip(test) else { return };
     let seed: u64 = rand::random();
     say(&format!("{test}: seed {seed} for every rank"));
