@@ -1,7 +1,7 @@
 //! [`DistributedPlan`]: `y = alpha * A * x + beta * y` for a [`DistributedCsr`], prepared once.
 //!
-//! One product, for each GPU of the process (Ginkgo's distributed SpMV, Cojean et al. 2023, §3.3;
-//! the overlap of PETSc's MPIAIJ `MatMult`):
+//! One product, for each GPU of the process (the overlap of PETSc's MPIAIJ `MatMult`, which starts
+//! the scatter of the ghosts, multiplies the diagonal block, then adds the off-diagonal one):
 //!
 //! 1. on the `Gpu`'s stream, pack the entries of `x` the other ranks need (`dist_gather_*`) and
 //!    record `packed`; the communicator's stream waits for it;

@@ -1,6 +1,7 @@
 //! A CSR matrix split over `parts` devices by rows, for the distributed product (`crate::distributed`):
 //! the PETSc MPIAIJ split (Balay et al., *PETSc Users Manual*, "Parallel AIJ matrices"), which
-//! Ginkgo's distributed matrix also uses (Cojean et al. 2023, §3.2).
+//! Ginkgo's distributed matrix also uses (`experimental::distributed::Matrix`, its local and
+//! non-local parts).
 //!
 //! Rows are cut into contiguous ranges balanced by non-zeros ([`RowPartition::balanced`]): the
 //! product's time on each device is its bytes, and its bytes are its entries. The columns, and so
@@ -20,7 +21,7 @@
 //! The remote block keeps only the rows that have remote entries (PETSc's compressed rows for the
 //! off-diagonal block, `MatMult_SeqAIJ` with `compressedrow`), with the part's row of each: a
 //! stencil's remote block is one plane of rows, and over all the part's rows its product would read
-//! the row offsets and read and write all of `y` again, 20 bytes a row, a tenth of the local
+//! the row offsets and read and write all of `y` again, 20 bytes a row, a fifth of the local
 //! product's bytes for a 7-point stencil in f64.
 
 use super::convert::index32;
