@@ -9,6 +9,7 @@ pub mod fem;
 pub mod formats;
 pub mod matrices;
 pub mod measure;
+pub mod multi_gpu;
 pub mod ops;
 pub mod plot;
 pub mod regimes;

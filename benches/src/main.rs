@@ -12,7 +12,7 @@ use spmv_bench::ops::{OpsRun, bench_spmm, bench_transpose};
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
-use spmv_bench::{cg_baseline, cusparse, fem};
+use spmv_bench::{cg_baseline, cusparse, fem, multi_gpu};
 use spmv_bench::{plot, summary, variants};
 use std::path::PathBuf;
 
@@ -64,6 +64,11 @@ struct Options {
     /// it; every run prints the summary. With --plot, print the earlier run's summary
     #[arg(long)]
     summary: bool,
+    /// The multi-GPU study instead: the product and a CG iteration on 1 and N GPUs over NCCL, one
+    /// process for all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast
+    /// must stay off)
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
 }
 
 /// `--precision`: one element type or both.
@@ -100,6 +105,15 @@ fn main() -> Result<()> {
             print!("{}", summary::text(&results));
         }
         return Ok(());
+    }
+
+    if let Some(gpus) = options.gpus {
+        let started = utc_now();
+        let dir = options
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("target/bench").join(format!("{started}-gpus{gpus}")));
+        return multi_gpu::run(gpus, &options.only, &dir, git_commit(), started);
     }
 
     let gpu = match Gpu::new() {

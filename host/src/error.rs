@@ -45,6 +45,12 @@ pub enum Error {
     /// and everything on it stay usable: free something, or use a smaller matrix.
     #[error("the GPU has no room for {bytes} more bytes")]
     DeviceMemory { bytes: usize },
+    /// NCCL, the library that moves data between GPUs, is missing or reported an error during `op`.
+    #[error("NCCL {op}: {message}")]
+    Nccl { op: &'static str, message: String },
+    /// Entry `entry` of the index list `what` is `index`, past the `len` elements it indexes.
+    #[error("{what}: entry {entry} is {index}, out of range for {len} elements")]
+    IndexOutOfRange { what: &'static str, entry: usize, index: usize, len: usize },
     /// The CUDA driver reported an error.
     #[error("CUDA driver: {0}")]
     Driver(#[from] DriverError),
@@ -63,6 +69,13 @@ pub enum Error {
         .line.map(|l| format!(", line {l}")).unwrap_or_default()
     )]
     MatrixMarket { path: Option<std::path::PathBuf>, line: Option<usize>, message: String },
+}
+
+impl Error {
+    /// The [`Error::Nccl`] of a failed `op`.
+    pub(crate) fn nccl(op: &'static str) -> impl FnOnce(cudarc::nccl::result::NcclError) -> Self {
+        move |e| Self::Nccl { op, message: format!("{:?}", e.0) }
+    }
 }
 
 /// Why CSR arrays were refused.

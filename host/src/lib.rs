@@ -31,7 +31,8 @@
 //! The crate is built in layers, each importing only from those below it (`docs/ARCHITECTURE.md`):
 //! host formats ([`formats`], [`io`], [`reference`]) → device data (`device`: the [`Gpu`], buffers,
 //! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
-//! measurement and solvers ([`select`], [`tune`], [`solve`]) → this facade.
+//! measurement and solvers ([`select`], [`tune`], [`solve`]) → several GPUs ([`distributed`]) → this
+//! facade.
 
 // Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
 #![warn(clippy::cast_possible_truncation)]
@@ -50,6 +51,8 @@ mod enqueue;
 pub mod select;
 pub mod solve;
 pub mod tune;
+
+pub mod distributed;
 
 /// The transposed product `y = alpha * Aᵀ * x + beta * y` of a [`DeviceCsr`]:
 /// [`DeviceCsr::transposed`] gives the view, a [`DeviceMatrix`] that [`Gpu::spmv`] and [`Gpu::plan`]

@@ -21,6 +21,7 @@ mod sealed {
 pub trait Scalar:
     sealed::Sealed
     + nalgebra_sparse::na::Scalar
+    + cudarc::nccl::NcclType
     + Copy
     + Default
     + Display

@@ -101,6 +101,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             inv_diag: inv_diag.as_ref().map_or(AbiPtr::new(0), |d| addr(d, gpu)),
             partials: addr(&partials, gpu),
             state: AbiPtr::new(addr(&state, gpu).addr()),
+            sums: AbiPtr::new(0),
             rel_tol: T::from_f64(options.rel_tol),
             max_iterations: narrow("the iteration limit", options.max_iterations)?,
             n,

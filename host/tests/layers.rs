@@ -16,6 +16,7 @@ const TIERS: &[&[&str]] = &[
     &["device"],
     &["enqueue"],
     &["select", "solve", "tune"],
+    &["distributed"],
 ];
 
 fn tier(module: &str) -> Option<usize> {

@@ -111,6 +111,16 @@ pub const CSR_BALANCED: Entry = entry!("spmv_csr_balanced");
 /// `spmv_scale_*`.
 pub const SCALE: Entry = entry!("spmv_scale");
 
+/// `dist_gather_*`: the pack of the distributed product.
+pub const DIST_GATHER: Entry = entry!("dist_gather");
+
+/// `dist_scatter_add_*`: the remote block's rows added into the part's `y`.
+pub const DIST_SCATTER_ADD: Entry = entry!("dist_scatter_add");
+
+/// Threads per block of `dist_gather_*` and `dist_scatter_add_*`: an element per thread, as
+/// `spmv_scale_*`.
+pub const GATHER_BLOCK_SIZE: u32 = 256;
+
 /// `spmv_ell_*`.
 pub const ELL: Entry = entry!("spmv_ell");
 
@@ -222,6 +232,32 @@ pub struct CsrParams<T> {
 pub struct ScaleParams<T> {
     pub y: DevicePtr<T>,
     pub beta: T,
+    pub len: u32,
+}
+
+/// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`, one thread per element (grid stride):
+/// the entries of `x` a device sends to the others in a distributed product, packed contiguously.
+/// Every index is below `x`'s length (checked by the host when the indices are uploaded).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct GatherParams<T> {
+    pub x: DevicePtr<T>,
+    pub indices: DevicePtr<u32>,
+    pub out: DevicePtr<T>,
+    pub len: u32,
+}
+
+/// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`, one thread per element (grid
+/// stride): the product of a distributed part's remote block, which holds only the rows with remote
+/// entries, added into the rows of `y` they are. The indices are strictly increasing (so no two
+/// threads write one element) and below `y`'s length, both checked by the host when they are
+/// uploaded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ScatterAddParams<T> {
+    pub v: DevicePtr<T>,
+    pub indices: DevicePtr<u32>,
+    pub y: DevicePtr<T>,
     pub len: u32,
 }
 
@@ -509,6 +545,32 @@ pub const CG_INIT_JACOBI: Entry = entry!("cg_init_jacobi");
 /// cooperative launch.
 pub const CG_ITERATE_PLAIN: Entry = entry!("cg_iterate_plain");
 pub const CG_ITERATE_JACOBI: Entry = entry!("cg_iterate_jacobi");
+/// The distributed solve's kernels (`cg.rs`, "On several GPUs"): `cg_init_*_local_*` as `cg_init_*`
+/// and the passes of `cg_iterate_*` as separate launches (`cg_pq_local_*`, `cg_update_*_local_*`,
+/// `cg_step_*`), whose sums over the grid are left in [`CgParams::sums`] for an all-reduce over the
+/// GPUs instead of being applied to the state; `cg_finish_{init,pq,update_plain,update_jacobi}_*`
+/// then apply the reduced sums, one thread (launch one block of [`CG_FINISH_THREADS`]).
+pub const CG_INIT_PLAIN_LOCAL: Entry = entry!("cg_init_plain_local");
+pub const CG_INIT_JACOBI_LOCAL: Entry = entry!("cg_init_jacobi_local");
+pub const CG_PQ_LOCAL: Entry = entry!("cg_pq_local");
+pub const CG_UPDATE_PLAIN_LOCAL: Entry = entry!("cg_update_plain_local");
+pub const CG_UPDATE_JACOBI_LOCAL: Entry = entry!("cg_update_jacobi_local");
+pub const CG_STEP_PLAIN: Entry = entry!("cg_step_plain");
+pub const CG_STEP_JACOBI: Entry = entry!("cg_step_jacobi");
+pub const CG_FINISH_INIT: Entry = entry!("cg_finish_init");
+pub const CG_FINISH_PQ: Entry = entry!("cg_finish_pq");
+pub const CG_FINISH_UPDATE_PLAIN: Entry = entry!("cg_finish_update_plain");
+pub const CG_FINISH_UPDATE_JACOBI: Entry = entry!("cg_finish_update_jacobi");
+
+/// Threads of the one block of a `cg_finish_*` launch; thread 0 does the work.
+pub const CG_FINISH_THREADS: u32 = WARP_SIZE;
+
+/// The sums each `*_local` kernel leaves in [`CgParams::sums`]: `cg_init_*` rᵀz, rᵀr, bᵀb;
+/// `cg_pq_local` pᵀq; `cg_update_jacobi_local` rᵀz, rᵀr; `cg_update_plain_local` rᵀr.
+pub const CG_INIT_SUMS: u32 = 3;
+pub const CG_PQ_SUMS: u32 = 1;
+pub const CG_UPDATE_SUMS_JACOBI: u32 = 2;
+pub const CG_UPDATE_SUMS_PLAIN: u32 = 1;
 
 /// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
 pub const CG_NOT_STARTED: u32 = 0;
@@ -541,17 +603,22 @@ pub struct CgState<T> {
     pub rr: T,
     /// `bᵀb`, so that the relative residual is `sqrt(rr / bb)` (`cg_init_*`).
     pub bb: T,
-    /// `pᵀAp` of the latest iteration (`cg_iterate_*`), kept for the breakdown report.
+    /// `pᵀAp` of the latest iteration (`cg_iterate_*`, `cg_finish_pq_*`), kept for the breakdown
+    /// report.
     pub pq: T,
-    /// `rz / pq` of the latest iteration (`cg_iterate_*`).
+    /// `rz / pq` of the latest iteration (`cg_iterate_*`, `cg_finish_pq_*`).
     pub alpha: T,
-    /// `rz_new / rz` of the latest iteration (`cg_iterate_*`).
+    /// `rz_new / rz` of the latest iteration (`cg_iterate_*`, `cg_finish_update_*`).
     pub beta: T,
-    /// Iterations done (`cg_iterate_*`): updates of `r`, each with its update of `x`.
+    /// Iterations done: updates of `r`, each with its update of `x`.
     pub iterations: u32,
     /// One of `CG_NOT_STARTED`, `CG_RUNNING`, `CG_CONVERGED`, `CG_MAX_ITERATIONS`,
     /// `CG_BREAKDOWN_PAP`, `CG_BREAKDOWN_RZ`.
     pub status: u32,
+    /// In a distributed solve, 1 from an update of `r` (`cg_finish_update_*`) to the update of `x`
+    /// and `p` that completes its iteration (`cg_step_*`), 0 otherwise: the step runs once per
+    /// iteration even after the solve stopped. `cg_iterate_*` does both at once and leaves it 0.
+    pub step_pending: u32,
     /// Blocks of the running kernel that have stored their partial sums (or reached a grid
     /// barrier); the last one to arrive resets it to 0 (`atom.inc` wraps), so it is 0 between
     /// launches and barriers. Zeroed with the state.
@@ -561,12 +628,13 @@ pub struct CgState<T> {
     pub epoch: u32,
 }
 
-/// `cg_init_{plain,jacobi}_*` and `cg_iterate_{plain,jacobi}_*` (`cg.rs`): the vectors of one CG
-/// solve of `n` unknowns, its scratch and its state. Both kernels take the same struct, so one value
-/// serves the whole captured iteration. Launch `cg_init_*` with [`crate::index::cg_blocks`]`(n)`
-/// blocks, and `cg_iterate_*` cooperatively with at most that many (as many as the GPU keeps
-/// resident), of [`CG_BLOCK_THREADS`] threads and [`cg_shared_bytes`] of dynamic shared memory; the
-/// sums are reduced in an order fixed by `n` alone, the same on every run and every GPU.
+/// Every CG kernel (`cg.rs`): the vectors of one CG solve of `n` unknowns (a GPU's share of them in a
+/// distributed solve), its scratch and its state. Every kernel takes the same struct, so one value
+/// serves the whole captured iteration. Launch `cg_iterate_*` cooperatively with at most
+/// [`crate::index::cg_blocks`]`(n)` blocks (as many as the GPU keeps resident), `cg_finish_*` with
+/// one block of [`CG_FINISH_THREADS`], and the others with `cg_blocks(n)` blocks, of
+/// [`CG_BLOCK_THREADS`] threads and [`cg_shared_bytes`] of dynamic shared memory; the sums are
+/// reduced in an order fixed by `n` alone, the same on every run and every GPU.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CgParams<T> {
@@ -587,6 +655,10 @@ pub struct CgParams<T> {
     pub partials: DevicePtr<T>,
     /// One [`CgState`], zeroed before `cg_init_*`.
     pub state: DevicePtr<CgState<T>>,
+    /// [`CG_MAX_SUMS`] elements: the sums over this GPU's rows that the `*_local` kernels of a
+    /// distributed solve leave for the all-reduce, and that `cg_finish_*` read back reduced. Unused
+    /// (0) on one GPU.
+    pub sums: DevicePtr<T>,
     /// Stop when `|r| <= rel_tol * |b|`.
     pub rel_tol: T,
     pub max_iterations: u32,

@@ -12,7 +12,7 @@
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
-//! long rows, and `spmm_scale_<type>`).
+//! long rows, and `spmm_scale_<type>`), and the distributed product's pack `dist_gather_<type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -33,6 +33,8 @@ mod cg;
 mod csr;
 #[cfg(target_arch = "nvptx64")]
 mod formats;
+#[cfg(target_arch = "nvptx64")]
+mod gather;
 #[cfg(target_arch = "nvptx64")]
 mod probe;
 #[cfg(target_arch = "nvptx64")]

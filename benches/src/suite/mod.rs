@@ -21,6 +21,9 @@ mod wide_rows;
 
 use nalgebra_sparse::CsrMatrix;
 
+/// The power-law graph of `n` rows (the `powerlaw` generator at any size), for the multi-GPU study.
+pub(crate) use powerlaw::generate as powerlaw_graph;
+
 /// How large the suite's matrices are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Size {

@@ -27,7 +27,7 @@ pub(super) fn build(size: Size, seed: u64) -> CsrMatrix<f64> {
     generate(size.pick(16_384, 325_000, 6_500_000), seed)
 }
 
-fn generate(n: usize, seed: u64) -> CsrMatrix<f64> {
+pub(crate) fn generate(n: usize, seed: u64) -> CsrMatrix<f64> {
     let max_len = MAX_LEN.min(n / 4);
     let window = LOCAL_WINDOW.min(n);
     build_rows(n, n, seed, |r, w| {

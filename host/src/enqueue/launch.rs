@@ -9,8 +9,9 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
-    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
-    SCALE_BLOCK_SIZE, ScaleParams, SpmmLongRowsParams, SpmmOperands, SpmmParams,
+    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams,
+    GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
+    SpmmLongRowsParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -210,6 +211,42 @@ pub(crate) unsafe fn scale_dense<T: Scalar>(
     let grid = grid_blocks(u64::from(inner) * u64::from(outer), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `inner * outer` elements.
     unsafe { launch(gpu, &gpu.kernels::<T>().spmm_scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+}
+
+/// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`.
+///
+/// # Safety
+/// `indices` and `out` hold `len` elements and `x` more than the largest index, all in `gpu`'s
+/// context; `out` overlaps neither.
+pub(crate) unsafe fn gather<T: Scalar>(
+    gpu: &Gpu,
+    out: AbiPtr<T>,
+    x: AbiPtr<T>,
+    indices: AbiPtr<u32>,
+    len: u32,
+) -> Result<()> {
+    let params = GatherParams { x, indices, out, len };
+    let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
+    unsafe { launch(gpu, &gpu.kernels::<T>().gather, grid, GATHER_BLOCK_SIZE, 0, &params) }
+}
+
+/// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`.
+///
+/// # Safety
+/// `indices` and `v` hold `len` elements, the indices strictly increasing and below `y`'s length,
+/// all in `gpu`'s context; `y` overlaps neither.
+pub(crate) unsafe fn scatter_add<T: Scalar>(
+    gpu: &Gpu,
+    y: AbiPtr<T>,
+    v: AbiPtr<T>,
+    indices: AbiPtr<u32>,
+    len: u32,
+) -> Result<()> {
+    let params = ScatterAddParams { v, indices, y, len };
+    let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
+    // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
+    unsafe { launch(gpu, &gpu.kernels::<T>().scatter_add, grid, GATHER_BLOCK_SIZE, 0, &params) }
 }
 
 /// Enqueues a copy of `len` elements from `src` to `dst`.

@@ -12,6 +12,7 @@ pub(crate) mod cg;
 mod compressed;
 mod csr;
 mod formats;
+mod gather;
 mod launch;
 mod plan;
 pub mod probe;

@@ -14,6 +14,7 @@ pub(crate) mod hyb;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub(crate) mod interop;
 pub(crate) mod lma;
+pub(crate) mod partition;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
@@ -29,3 +30,4 @@ pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;
 pub use lma::{Lma, NO_NODE};
+pub use partition::{Block, Part, RowPartition, Split};

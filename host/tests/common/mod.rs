@@ -138,16 +138,22 @@ pub fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// The first GPU, or `None` after saying why there is none; with `SPMV_REQUIRE_GPU=1` a missing GPU
-/// fails the test instead.
+/// The GPUs `SPMV_REQUIRE_GPU` asks for: a test that needs no more than that many and finds fewer
+/// fails instead of skipping (`1` for the single-GPU tests, `2` for those of several GPUs too).
+pub fn required_gpus() -> usize {
+    std::env::var("SPMV_REQUIRE_GPU").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// The first GPU, or `None` after saying why there is none; with `SPMV_REQUIRE_GPU=1` (or more) a
+/// missing GPU fails the test instead.
 pub fn gpu_or_skip(test: &str) -> Option<gpu_spmv::Gpu> {
     match gpu_spmv::Gpu::new() {
         Ok(gpu) => {
             say(&format!("{test}: running on {}", gpu.name()));
             Some(gpu)
         }
-        Err(e) if std::env::var("SPMV_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("{test}: SPMV_REQUIRE_GPU=1 but no GPU: {e}")
+        Err(e) if required_gpus() >= 1 => {
+            panic!("{test}: SPMV_REQUIRE_GPU={} but no GPU: {e}", required_gpus())
         }
         Err(e) => {
             say(&format!("{test}: SKIPPED, no GPU: {e}"));

@@ -1,0 +1,243 @@
+//! The distributed product over NCCL against the f64 reference, and the distributed CG against the
+//! CPU CG, in both run modes: one process
+//! driving every GPU, and one process per GPU (this test binary re-executes itself once per rank,
+//! the ranks joining through an NCCL unique id in a file). Needs at least two GPUs: with fewer the
+//! tests print why and pass, unless `SPMV_REQUIRE_GPU=2` (or more), which makes them fail instead.
+//! Run with `NCCL_NVLS_ENABLE=0` on machines whose NVLink multicast must stay off.
+
+mod common;
+
+use common::{Case, Csr, edge_cases, five_point, random_vector, required_gpus, rng, say, tolerance};
+use gpu_spmv::distributed::{DistributedCg, DistributedCsr, Ranks, UniqueId};
+use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, cg};
+use gpu_spmv::reference::max_relative_error;
+use gpu_spmv::{DeviceVector, Error, Gpu, Kernel, Scalar};
+use rand_chacha::ChaCha8Rng;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Held by each test while it uses the GPUs: communicators of two tests interleaving their NCCL
+/// kernels on the same GPUs in different orders may wait for each other forever.
+static GPUS: Mutex<()> = Mutex::new(());
+
+/// The GPUs of this machine (up to 8), or `None` after saying why there are fewer than two.
+fn gpus_or_skip(test: &str) -> Option<usize> {
+    let count = (0..8).take_while(|&i| Gpu::with_ordinal(i).is_ok()).count();
+    if count >= 2 {
+        say(&format!("{test}: running on {count} GPUs"));
+        return Some(count);
+    }
+    if required_gpus() >= 2 {
+        panic!("{test}: SPMV_REQUIRE_GPU={} but {count} GPU(s)", required_gpus());
+    }
+    say(&format!("{test}: SKIPPED, {count} GPU(s); the distributed tests need 2"));
+    None
+}
+
+/// The matrices of every distributed test: the edge cases of the single-GPU tests (no rows, empty
+/// rows, one huge row, wide and tall, unsorted and repeated columns) and a stencil.
+fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Csr<T>)> {
+    let mut all = edge_cases::<T>(rng);
+    all.push((
+        "5-point stencil 301 x 301",
+        five_point(301, |r, c| T::from_f64(if r == c { 4.0 } else { -1.0 })),
+    ));
+    all
+}
+
+/// The products checked for each matrix: `beta == 0` on a poisoned `y` (NaN must not leak, every
+/// element must be written) and a general one.
+fn scalars<T: Scalar>() -> [(T, T, bool); 2] {
+    [(T::from_f64(1.0), T::ZERO, true), (T::from_f64(-0.75), T::from_f64(1.25), false)]
+}
+
+/// Checks this process's parts of `y = alpha A x + beta y0` on `ranks` against the reference.
+fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCha8Rng) {
+    let d = DistributedCsr::upload(ranks, a.view()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut plan = d.plan(ranks, Kernel::Auto).unwrap();
+    let x = random_vector::<T>(rng, a.ncols);
+    for (alpha, beta, poison) in scalars::<T>() {
+        let y0 = if poison { vec![T::from_f64(f64::NAN); a.nrows] } else { random_vector(rng, a.nrows) };
+        let case = Case::new(a, &x, alpha, beta, y0.clone());
+        let members = ranks.members();
+        let xs: Vec<DeviceVector<T>> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&x[d.cols(i)]).unwrap()).collect();
+        let mut ys: Vec<DeviceVector<T>> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&y0[d.rows(i)]).unwrap()).collect();
+        plan.spmv(alpha, &xs, beta, &mut ys).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (i, m) in members.iter().enumerate() {
+            let y = ys[i].to_host(m.gpu()).unwrap();
+            let rows = d.rows(i);
+            let err = max_relative_error(&y, &case.reference[rows.clone()], &case.scale[rows.clone()]);
+            let tol = tolerance::<T>(a.view().stats().max);
+            assert!(
+                err <= tol,
+                "{name}, rank {}, rows {rows:?}, alpha {alpha}, beta {beta}: relative error {err:e} over {tol:e}",
+                m.rank()
+            );
+        }
+    }
+}
+
+/// The 2D 5-point Laplacian of an `n` x `n` grid, row and column `r` scaled by `1 + r % 7` so that
+/// Jacobi matters: SPD (as in `gpu_solve.rs`).
+fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
+    let s = |r: usize| 1.0 + (r % 7) as f64;
+    five_point(n, |r, c| T::from_f64(if c == r { 4.0 * s(r) * s(r) } else { -s(r) * s(c) }))
+}
+
+/// The distributed CG on `ranks` against the CPU CG: both converge, iterations within a few (the
+/// sums are added in another order), this process's parts of the solution close to the CPU's.
+fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha8Rng) {
+    let a = laplacian::<T>(123);
+    let view = a.view();
+    let b = random_vector::<T>(rng, a.nrows);
+    let d = DistributedCsr::upload(ranks, view).unwrap();
+    for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+        let what = format!("{what}, {preconditioner:?}");
+        let options = CgOptions { rel_tol, max_iterations: 5000, preconditioner };
+        let mut x_cpu = vec![T::ZERO; a.nrows];
+        let cpu = cg(&view, &b, &mut x_cpu, &options).unwrap();
+        let diagonal = view.diagonal();
+        let mut solver =
+            DistributedCg::new(d.plan(ranks, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
+        solver.set_check_every(7);
+        let members = ranks.members();
+        let db: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&b[d.rows(i)]).unwrap()).collect();
+        let mut dx: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<T>(d.rows(i).len()).unwrap()).collect();
+        let outcome = solver.solve(&db, &mut dx).unwrap();
+        assert_eq!(outcome.stop, CgStop::Converged, "{what}: {outcome:?}");
+        let slack = 2 + cpu.iterations / 50;
+        assert!(
+            outcome.iterations.abs_diff(cpu.iterations) <= slack,
+            "{what}: GPUs {outcome:?}, CPU {cpu:?}"
+        );
+        assert!(outcome.relative_residual <= rel_tol, "{what}: {outcome:?}");
+        let norm = x_cpu.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
+        let bound = 50.0 * rel_tol.max(T::EPSILON * 100.0) * norm;
+        for (i, m) in members.iter().enumerate() {
+            let x = dx[i].to_host(m.gpu()).unwrap();
+            let diff = x
+                .iter()
+                .zip(&x_cpu[d.rows(i)])
+                .map(|(a, b)| (a.to_f64() - b.to_f64()).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(diff <= bound, "{what}, rank {}: |x - x_cpu| = {diff:e} over {bound:e}", m.rank());
+        }
+        say(&format!(
+            "{what}: {} iterations (CPU {}), rank(s) {:?}",
+            outcome.iterations,
+            cpu.iterations,
+            members.iter().map(|m| m.rank()).collect::<Vec<_>>()
+        ));
+    }
+}
+
+/// Every product and solve of one run mode on `ranks`.
+fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng) {
+    for (name, a) in matrices::<f32>(rng) {
+        check_parts(&format!("{test}: {name} (f32)"), ranks, &a, rng);
+    }
+    for (name, a) in matrices::<f64>(rng) {
+        check_parts(&format!("{test}: {name} (f64)"), ranks, &a, rng);
+    }
+    check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng);
+    check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng);
+}
+
+#[test]
+fn one_process_for_all_gpus() {
+    let test = "one_process_for_all_gpus";
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(count) = gpus_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let ranks = Ranks::all_local(count).unwrap();
+    check_all(test, &ranks, &mut rng);
+}
+
+#[test]
+fn product_refuses_bad_operands_and_leaves_y() {
+    let test = "product_refuses_bad_operands_and_leaves_y";
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(count) = gpus_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let ranks = Ranks::all_local(count).unwrap();
+    let a: Csr<f64> = five_point(50, |r, c| if r == c { 4.0 } else { -1.0 });
+    let d = DistributedCsr::upload(&ranks, a.view()).unwrap();
+    let mut plan = d.plan(&ranks, Kernel::Auto).unwrap();
+    let members = ranks.members();
+    let xs: Vec<_> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| m.gpu().upload_vector(&random_vector(&mut rng, d.cols(i).len())).unwrap())
+        .collect();
+    let y0: Vec<Vec<f64>> = (0..members.len()).map(|i| random_vector(&mut rng, d.rows(i).len())).collect();
+    let mut ys: Vec<_> = members.iter().zip(&y0).map(|(m, y)| m.gpu().upload_vector(y).unwrap()).collect();
+    // A short x on the last member, and x on the wrong GPUs (members' vectors reversed).
+    let mut short: Vec<_> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| m.gpu().zeros(d.cols(i).len()))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    short.pop();
+    short.push(members[count - 1].gpu().zeros(d.cols(count - 1).len() - 1).unwrap());
+    assert!(matches!(plan.spmv(1.0, &short, 0.0, &mut ys), Err(Error::DimensionMismatch { what: "x", .. })));
+    let reversed: Vec<_> =
+        (0..count).rev().map(|i| members[i].gpu().zeros(d.cols(count - 1 - i).len()).unwrap()).collect();
+    assert!(matches!(plan.spmv(1.0, &reversed, 0.0, &mut ys), Err(Error::ForeignBuffer("x"))));
+    assert!(matches!(
+        plan.spmv(1.0, &xs[1..], 0.0, &mut ys),
+        Err(Error::DimensionMismatch { what: "x (parts)", .. })
+    ));
+    for ((m, y), y0) in members.iter().zip(&ys).zip(&y0) {
+        assert_eq!(&y.to_host(m.gpu()).unwrap(), y0, "{test}: y changed by a refused product");
+    }
+}
+
+/// The child's environment: its rank, the rank count, the id file and the seed.
+const RANK: &str = "SPMV_DIST_RANK";
+const SIZE: &str = "SPMV_DIST_SIZE";
+const ID_FILE: &str = "SPMV_DIST_ID_FILE";
+
+#[test]
+fn one_process_per_gpu() {
+    let test = "one_process_per_gpu";
+    if let Ok(rank) = std::env::var(RANK) {
+        // A child: rank `rank` on GPU `rank`, the same matrices as its siblings (the same seed).
+        let rank: usize = rank.parse().unwrap();
+        let size: usize = std::env::var(SIZE).unwrap().parse().unwrap();
+        let id = UniqueId::from_bytes(&std::fs::read(std::env::var(ID_FILE).unwrap()).unwrap()).unwrap();
+        let ranks = Ranks::one_of(rank, rank, size, &id).unwrap();
+        let mut rng = rng(&format!("{test} (rank {rank})"));
+        check_all(&format!("{test} (rank {rank})"), &ranks, &mut rng);
+        return;
+    }
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(count) = gpus_or_skip(test) else { return };
+    let seed: u64 = rand::random();
+    say(&format!("{test}: seed {seed} for every rank"));
+    let id_file = std::env::temp_dir().join(format!("spmv-nccl-id-{}", std::process::id()));
+    std::fs::write(&id_file, UniqueId::new().unwrap().to_bytes()).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..count)
+        .map(|rank| {
+            Command::new(&exe)
+                .args(["--exact", test, "--nocapture", "--test-threads=1"])
+                .env(RANK, rank.to_string())
+                .env(SIZE, count.to_string())
+                .env(ID_FILE, &id_file)
+                .env("SPMV_TEST_SEED", seed.to_string())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let statuses: Vec<_> = children.into_iter().map(|mut c| c.wait().unwrap()).collect();
+    let _ = std::fs::remove_file(&id_file);
+    for (rank, status) in statuses.iter().enumerate() {
+        assert!(status.success(), "{test}: rank {rank} failed: {status}");
+    }
+}
