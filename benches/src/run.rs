@@ -104,6 +104,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
             let param = Kernel::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true };
             gpu.plan(&a, param)?;
             gpu.plan(&a, Kernel::CsrBalanced { block_size: 128 })?;
+            gpu.plan(&a, Kernel::CsrMerge { block_size: 128 })?;
         }
         gpu.synchronize()?;
         Ok((start.elapsed().as_secs_f64() * 1e3, a.device_bytes()))

@@ -17,6 +17,7 @@ mod kernels;
 mod lma;
 mod long_rows;
 mod memory;
+mod merge_path;
 mod row_tasks;
 mod transpose;
 mod vector;

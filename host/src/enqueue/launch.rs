@@ -8,7 +8,7 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
+    Accumulate, Axpby, BrcParams, CooParams, CsrBalancedParams, CsrMergeParams, CsrParamParams, CsrParams,
     CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams, LmaParams,
     SCALE_BLOCK_SIZE, ScaleParams, SpmmOperands, SpmmParams,
 };
@@ -38,6 +38,7 @@ with_operands!(
     CsrParams: Axpby,
     CsrParamParams: Axpby,
     CsrBalancedParams: Axpby,
+    CsrMergeParams: Axpby,
     EllParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
