@@ -11,6 +11,7 @@ pub mod matrices;
 pub mod measure;
 pub mod ops;
 pub mod plot;
+pub mod reordering;
 pub mod report;
 pub mod run;
 pub mod suite;

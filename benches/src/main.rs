@@ -44,6 +44,10 @@ struct Options {
     /// Also time y = Aᵀx (explicit, atomic) against cuSPARSE's transposed SpMV
     #[arg(long)]
     transpose: bool,
+    /// Also reorder each square matrix by reverse Cuthill–McKee and time Auto and the merge-path
+    /// kernel before and after
+    #[arg(long)]
+    reorder: bool,
     /// Also time Y = AX for k = 1 to 64 in both layouts against cusparseSpMM
     #[arg(long)]
     spmm: bool,
@@ -126,6 +130,7 @@ fn main() -> Result<()> {
         kernels: &kernels,
         seed: options.seed,
         exhaustive: !options.no_search,
+        reorder: options.reorder,
     };
 
     let list: Vec<BenchMatrix> = match &options.mtx {
@@ -155,6 +160,7 @@ fn main() -> Result<()> {
         tuning: Vec::new(),
         notes: Vec::new(),
         uploads: Vec::new(),
+        reorderings: Vec::new(),
         transpose: Vec::new(),
         spmm: Vec::new(),
     };
@@ -180,6 +186,7 @@ fn main() -> Result<()> {
             results.tuning.extend(run.tuning);
             results.notes.extend(run.notes);
             results.uploads.extend(run.upload);
+            results.reorderings.extend(run.reorderings);
             if let (Some(gpu), Some(handle)) = (gpu.as_ref(), handle.as_ref()) {
                 let mut ops = OpsRun::default();
                 match precision {

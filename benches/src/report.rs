@@ -2,6 +2,7 @@
 
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
+use crate::reordering::Reordering;
 use crate::run::{MatrixInfo, Record, Tuning, Upload};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,9 @@ pub struct Results {
     /// What uploading each matrix cost, per precision (absent from runs before it was measured).
     #[serde(default)]
     pub uploads: Vec<Upload>,
+    /// `--reorder`: reverse Cuthill–McKee's cost and effect, per matrix, precision and kernel.
+    #[serde(default)]
+    pub reorderings: Vec<Reordering>,
     /// `--transpose`: the transposed product, ours and cuSPARSE's.
     #[serde(default)]
     pub transpose: Vec<TransposeRecord>,
@@ -180,6 +184,9 @@ impl Results {
         if !self.uploads.is_empty() {
             self.uploads_table(&mut out);
         }
+        if !self.reorderings.is_empty() {
+            self.reorderings_table(&mut out);
+        }
         if !self.notes.is_empty() {
             let _ = writeln!(out, "Not run:\n");
             for note in &self.notes {
@@ -271,6 +278,39 @@ impl Results {
                 mb(u.csr_bytes),
                 u.with_strategies_ms,
                 mb(u.with_strategies_bytes)
+            );
+        }
+        out.push('\n');
+    }
+
+    /// Reverse Cuthill–McKee: host cost, bandwidth, product time before and after, and after how
+    /// many products the reordering pays for itself (Reguly & Giles, section 5.6).
+    fn reorderings_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## Reverse Cuthill–McKee\n\nHost time of the permutation and the permuted arrays; products \
+             timed on the original and the reordered matrix (same x, permuted); break-even = host time \
+             over the time a product saves.\n\n\
+             | matrix | prec | kernel | RCM ms | bandwidth before | after | before µs | after µs | speed-up | \
+             break-even products | max rel. error |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for r in &self.reorderings {
+            let even = r.break_even_products.map_or_else(|| "never".to_owned(), |n| format!("{n:.0}"));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.1} | {} | {} | {:.2} | {:.2} | {:.2}x | {} | {:.1e} |",
+                r.matrix,
+                r.precision,
+                r.kernel,
+                r.rcm_ms,
+                r.bandwidth_before,
+                r.bandwidth_after,
+                r.before_us,
+                r.after_us,
+                r.before_us / r.after_us,
+                even,
+                r.max_rel_error
             );
         }
         out.push('\n');

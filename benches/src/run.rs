@@ -4,6 +4,7 @@
 use crate::cusparse::{self, Algorithm};
 use crate::formats::{convert, formats};
 use crate::measure::{Timing, time_cpu, time_gpu};
+use crate::reordering::{Reordering, bench_reordering};
 use crate::variants::{Variant, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
@@ -155,6 +156,8 @@ pub struct Setup<'a> {
     pub seed: u64,
     /// Also run the tuner and the exhaustive search over the parametrised kernel.
     pub exhaustive: bool,
+    /// Also reorder the matrix (when square) by reverse Cuthill–McKee and time it before and after.
+    pub reorder: bool,
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -198,7 +201,8 @@ pub fn bench_matrix<T: Scalar>(
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
-        return Ok(MatrixRun { records, copies: 1, tuning: None, notes: Vec::new(), upload: None });
+        let (tuning, upload, reorderings) = (None, None, Vec::new());
+        return Ok(MatrixRun { records, copies: 1, tuning, notes: Vec::new(), upload, reorderings });
     };
     let upload = Some(upload_cost(gpu, name, view)?);
     let copies = rotation_copies(bytes, setup.l2_bytes);
@@ -262,13 +266,20 @@ pub fn bench_matrix<T: Scalar>(
             .push(Record { conversion_ms: Some(converted.conversion_ms), ..record(&variant, timing, err) });
     }
 
+    let reorderings = if setup.reorder && a.nrows() == a.ncols() {
+        progress("reverse Cuthill-McKee");
+        bench_reordering(gpu, name, view, &x, (&reference, &scale))?
+    } else {
+        Vec::new()
+    };
+
     let tuning = if setup.exhaustive {
         progress("tuner and exhaustive search");
         Some(tune(gpu, name, rule, &mut sets, &check)?)
     } else {
         None
     };
-    Ok(MatrixRun { records, copies, tuning, notes, upload })
+    Ok(MatrixRun { records, copies, tuning, notes, upload, reorderings })
 }
 
 /// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
@@ -300,6 +311,8 @@ pub struct MatrixRun {
     /// What did not run, and why (a format refusing the matrix).
     pub notes: Vec<String>,
     pub upload: Option<Upload>,
+    /// `--reorder`: reverse Cuthill–McKee before and after, per kernel.
+    pub reorderings: Vec<Reordering>,
 }
 
 /// Products the tuner may take to converge before the bench gives up on it.

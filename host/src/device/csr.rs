@@ -10,6 +10,7 @@ use super::row_tasks::DeviceRowTasks;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::csr::{CsrRef, RowStats};
+use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
@@ -185,6 +186,16 @@ impl Gpu {
         values: &[T],
     ) -> Result<DeviceCsr<T>> {
         self.upload_csr_ref(CsrRef::try_new(nrows, ncols, row_offsets, col_indices, values)?)
+    }
+
+    /// Reorders the square matrix `a` by reverse Cuthill–McKee ([`Permutation::rcm`], on the host)
+    /// and uploads `P A Pᵀ`. Its products run in the permuted order: `P y = (P A Pᵀ)(P x)`, so
+    /// permute `x` in with [`Permutation::to_new`] and `y` out with [`Permutation::to_old`], once
+    /// around a sequence of products (see `formats/reorder.rs` for why not around each).
+    pub fn upload_csr_rcm<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<(DeviceCsr<T>, Permutation)> {
+        let p = Permutation::rcm(a)?;
+        let permuted = p.permute(a)?;
+        Ok((self.upload_csr_ref(permuted.view())?, p))
     }
 
     /// Uploads a checked CSR matrix, narrowing its indices to `u32`: refused with

@@ -11,6 +11,7 @@ pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
 pub(crate) mod lma;
+pub(crate) mod reorder;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use coo::Coo;
@@ -21,3 +22,4 @@ pub use dense_blocks::{
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use lma::{Lma, NO_NODE};
+pub use reorder::{Permutation, PermutedCsr, bandwidth};
