@@ -161,6 +161,7 @@ fn main() -> Result<()> {
         notes: Vec::new(),
         uploads: Vec::new(),
         reorderings: Vec::new(),
+        brc_tuned: Vec::new(),
         transpose: Vec::new(),
         spmm: Vec::new(),
     };
@@ -187,6 +188,7 @@ fn main() -> Result<()> {
             results.notes.extend(run.notes);
             results.uploads.extend(run.upload);
             results.reorderings.extend(run.reorderings);
+            results.brc_tuned.extend(run.brc_tuned);
             if let (Some(gpu), Some(handle)) = (gpu.as_ref(), handle.as_ref()) {
                 let mut ops = OpsRun::default();
                 match precision {

@@ -3,7 +3,7 @@
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
 use crate::reordering::Reordering;
-use crate::run::{MatrixInfo, Record, Tuning, Upload};
+use crate::run::{BrcTuned, MatrixInfo, Record, Tuning, Upload};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,9 @@ pub struct Results {
     /// `--reorder`: reverse Cuthill–McKee's cost and effect, per matrix, precision and kernel.
     #[serde(default)]
     pub reorderings: Vec<Reordering>,
+    /// BRC's B2 tuner, per matrix and precision.
+    #[serde(default)]
+    pub brc_tuned: Vec<BrcTuned>,
     /// `--transpose`: the transposed product, ours and cuSPARSE's.
     #[serde(default)]
     pub transpose: Vec<TransposeRecord>,
@@ -353,9 +356,18 @@ impl Results {
                 break_even(conversion, r.timing.median_us, cusparse),
             );
         }
-        let _ = writeln!(out, "\nBRC's block width: the model's B2 against the best B2 tried.\n");
-        let _ = writeln!(out, "| matrix | prec | model B2 | µs | best B2 | µs | model / best |");
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "\nBRC's block width: the model's B2 and the tuner's (`Gpu::upload_brc_tuned`, widths timed \
+             in order, its wall time) against the best of every B2 tried; fractions are best time / \
+             its time (Ashari et al.'s tuner: 96%).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| matrix | prec | model B2 | µs | best B2 | µs | model / best | tuned B2 | µs | tuned / best | \
+             widths timed | tuner ms |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for m in &self.matrices {
             for precision in ["f32", "f64"] {
                 let brc: Vec<&Record> = self
@@ -371,9 +383,24 @@ impl Results {
                 let model = brc.iter().find(|r| r.variant == format!("brc-b{}", m.brc_model_b2));
                 let best = brc.iter().min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
                 if let (Some(model), Some(best)) = (model, best) {
+                    let tuned =
+                        self.brc_tuned.iter().find(|t| t.matrix == m.name && t.precision == precision);
+                    let tuned_record =
+                        tuned.and_then(|t| brc.iter().find(|r| r.variant == format!("brc-b{}", t.b2)));
+                    let tuned_cells = match (tuned, tuned_record) {
+                        (Some(t), Some(r)) => format!(
+                            "{} | {:.2} | {:.0}% | {} | {:.0}",
+                            t.b2,
+                            r.timing.median_us,
+                            100.0 * best.timing.median_us / r.timing.median_us,
+                            t.trials.iter().map(|(b2, _)| b2.to_string()).collect::<Vec<_>>().join(", "),
+                            t.tuning_ms
+                        ),
+                        _ => "– | – | – | – | –".to_owned(),
+                    };
                     let _ = writeln!(
                         out,
-                        "| {} | {precision} | {} | {:.2} | {} | {:.2} | {:.0}% |",
+                        "| {} | {precision} | {} | {:.2} | {} | {:.2} | {:.0}% | {tuned_cells} |",
                         m.name,
                         m.brc_model_b2,
                         model.timing.median_us,

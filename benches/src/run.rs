@@ -94,6 +94,19 @@ pub struct Upload {
     pub with_strategies_bytes: usize,
 }
 
+/// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
+/// the one it chose, with its own wall time (conversions, uploads and timed products).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BrcTuned {
+    pub matrix: String,
+    pub precision: String,
+    pub model_b2: usize,
+    pub b2: usize,
+    /// Each B2 timed, with its median product time in milliseconds, in the order timed.
+    pub trials: Vec<(usize, f64)>,
+    pub tuning_ms: f64,
+}
+
 /// Uploads `view` twice, timing the arrays alone and then with every strategy's data (see
 /// [`Upload`]).
 fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<Upload> {
@@ -201,8 +214,9 @@ pub fn bench_matrix<T: Scalar>(
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
-        let (tuning, upload, reorderings) = (None, None, Vec::new());
-        return Ok(MatrixRun { records, copies: 1, tuning, notes: Vec::new(), upload, reorderings });
+        let (tuning, upload, reorderings, brc_tuned) = (None, None, Vec::new(), None);
+        let notes = Vec::new();
+        return Ok(MatrixRun { records, copies: 1, tuning, notes, upload, reorderings, brc_tuned });
     };
     let upload = Some(upload_cost(gpu, name, view)?);
     let copies = rotation_copies(bytes, setup.l2_bytes);
@@ -273,13 +287,34 @@ pub fn bench_matrix<T: Scalar>(
         Vec::new()
     };
 
+    let brc_tuned = if a.nnz() > 0 {
+        progress("BRC B2 tuner");
+        let start = std::time::Instant::now();
+        match gpu.upload_brc_tuned(view) {
+            Ok((_, t)) => Some(BrcTuned {
+                matrix: name.to_owned(),
+                precision: T::NAME.to_owned(),
+                model_b2: t.model_b2,
+                b2: t.b2,
+                trials: t.trials,
+                tuning_ms: start.elapsed().as_secs_f64() * 1e3,
+            }),
+            Err(e) => {
+                notes.push(format!("{name}, {}: the BRC B2 tuner failed: {e}", T::NAME));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let tuning = if setup.exhaustive {
         progress("tuner and exhaustive search");
         Some(tune(gpu, name, rule, &mut sets, &check)?)
     } else {
         None
     };
-    Ok(MatrixRun { records, copies, tuning, notes, upload, reorderings })
+    Ok(MatrixRun { records, copies, tuning, notes, upload, reorderings, brc_tuned })
 }
 
 /// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
@@ -313,6 +348,8 @@ pub struct MatrixRun {
     pub upload: Option<Upload>,
     /// `--reorder`: reverse Cuthill–McKee before and after, per kernel.
     pub reorderings: Vec<Reordering>,
+    /// BRC's B2 tuner, on a GPU and a matrix with entries.
+    pub brc_tuned: Option<BrcTuned>,
 }
 
 /// Products the tuner may take to converge before the bench gives up on it.
