@@ -354,6 +354,27 @@ pub const MERGE_TILE: u32 = MERGE_ITEMS_PER_LANE * WARP_SIZE;
 /// block gets without opting in.
 pub const CSR_MERGE_MAX_BLOCK_SIZE: u32 = 512;
 
+/// Carries one warp of the merge-path fix-up sums at most, before its block gets another warp: 8
+/// rounds of 8 loads in flight per lane, a few microseconds of L2 round trips.
+pub const MERGE_FIXUP_SLOTS_PER_WARP: u32 = 8 * 8 * WARP_SIZE;
+
+/// The most warps of a fix-up block.
+pub const MERGE_FIXUP_MAX_WARPS: u32 = 16;
+
+/// Warps per block of `spmv_csr_merge_fixup_*` for split rows of at most `longest_run` carries:
+/// enough that no warp sums more than [`MERGE_FIXUP_SLOTS_PER_WARP`], up to
+/// [`MERGE_FIXUP_MAX_WARPS`]. A row of 3 M entries leaves 11,700 carries: 6 warps.
+pub const fn merge_fixup_warps(longest_run: u32) -> u32 {
+    let warps = longest_run.div_ceil(MERGE_FIXUP_SLOTS_PER_WARP);
+    if warps < 1 {
+        1
+    } else if warps > MERGE_FIXUP_MAX_WARPS {
+        MERGE_FIXUP_MAX_WARPS
+    } else {
+        warps
+    }
+}
+
 /// `spmv_csr_merge_*` and `spmv_csr_merge_fixup_*` (`csr/merge.rs`, Merrill & Garland, SC16): the
 /// merge of the row ends `row_offsets[1..]` with the entries `0 .. nnz` is cut into tiles of
 /// [`MERGE_TILE`] items, one per warp; tile `t` starts on diagonal `t * MERGE_TILE` at row
@@ -375,7 +396,7 @@ pub struct CsrMergeParams<T> {
     /// One partial sum per tile (scratch): the tile's part of the split row it starts in and ends.
     pub heads: DevicePtr<T>,
     pub splits: u32,
-    /// The split rows, ascending: row `split_rows[s]` has carries in tiles
+    /// The split rows, ascending, one block of the fix-up each: row `split_rows[s]` has carries in tiles
     /// `split_first[s] .. split_last[s]` and its head in tile `split_last[s]`.
     pub split_rows: DevicePtr<u32>,
     pub split_first: DevicePtr<u32>,

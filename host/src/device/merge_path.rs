@@ -8,7 +8,7 @@ use super::memory::addr;
 use crate::Result;
 use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{DevicePtr as AbiPtr, MERGE_TILE};
+use kernels_gpu::abi::{DevicePtr as AbiPtr, MERGE_TILE, merge_fixup_warps};
 
 /// The tiles of one matrix's merge path, on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,11 @@ impl MergeTiles {
     pub fn tiles(&self) -> usize {
         self.tile_rows.len() - 1
     }
+
+    /// The most carries of one split row (0 without split rows).
+    pub fn longest_run(&self) -> u32 {
+        self.split_first.iter().zip(&self.split_last).map(|(f, l)| l - f).max().unwrap_or(0)
+    }
 }
 
 /// The tiles and split rows of one matrix on the device, with the slots of the tiles' parts.
@@ -93,6 +98,8 @@ pub(crate) struct MergeTileArgs<T> {
     pub split_rows: AbiPtr<u32>,
     pub split_first: AbiPtr<u32>,
     pub split_last: AbiPtr<u32>,
+    /// Warps per block of the fix-up, for the longest run of carries.
+    pub fixup_warps: u32,
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceMergeTiles<T> {
@@ -117,6 +124,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceMergeTiles<T> {
             split_rows: addr(&arrays[1], gpu),
             split_first: addr(&arrays[2], gpu),
             split_last: addr(&arrays[3], gpu),
+            fixup_warps: merge_fixup_warps(host.longest_run()),
         };
         Ok(Self { arrays, slots, args })
     }
@@ -315,6 +323,22 @@ mod tests {
             })
             .collect();
         check(&lens);
+    }
+
+    #[test]
+    fn fixup_blocks_grow_with_the_longest_run() {
+        let runs = |lens: &[u32]| MergeTiles::new(&offsets(lens)).unwrap().longest_run();
+        // Rows of 3 entries are 4 items: tiles end between rows.
+        assert_eq!(runs(&[3; 100]), 0);
+        assert_eq!(runs(&[5; 100]), 1);
+        // 3 M entries: 11,719 tiles, all but the last ending inside the row.
+        let huge = runs(&[3_000_000, 1]);
+        assert_eq!(huge, 11_718);
+        assert_eq!(merge_fixup_warps(huge), 6);
+        assert_eq!(merge_fixup_warps(0), 1);
+        assert_eq!(merge_fixup_warps(2048), 1);
+        assert_eq!(merge_fixup_warps(2049), 2);
+        assert_eq!(merge_fixup_warps(u32::MAX), 16);
     }
 
     #[test]

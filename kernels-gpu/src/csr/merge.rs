@@ -17,17 +17,18 @@
 //!    lanes' running sums, keyed by the row each lane ends in (the paper's "carry-out" fix-up within
 //!    a block);
 //! 4. a row crossing tiles (a *split* row) is not written by the main launch: each tile leaves its
-//!    part in a slot, and the fix-up launch, a warp per split row, adds the slots in tile order.
+//!    part in a slot, and the fix-up launch, a block per split row, adds the slots in a fixed order.
+//!    The host sizes its blocks by the longest run of slots ([`merge_fixup_warps`](crate::abi::merge_fixup_warps)), so a row of millions of entries, thousands of slots, is summed by hundreds of
+//!    threads rather than one warp's 32.
 //!
 //! Deterministic: every sum adds in an order fixed by the matrix's pattern. No atomics, no waiting
 //! on other warps, one extra launch (skipped when no row crosses a tile).
 
-use super::long_rows::{Batched, ChunkReads};
 use super::span_loads;
 use super::warp_scan::{Words, segmented_scan, warp_or};
 use crate::abi::{CsrMergeParams, MERGE_ITEMS_PER_LANE, MERGE_TILE, WARP_SIZE};
 use crate::arch::{
-    Load, block_dim, block_idx, dynamic_shared, global_thread, shfl_up_b32, sync_warp, thread_idx,
+    Load, block_dim, block_idx, dynamic_shared, shfl_up_b32, sync_threads, sync_warp, thread_idx,
 };
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
@@ -170,27 +171,53 @@ unsafe fn merge_tile<T: Words>(
     }
 }
 
-/// The split rows, a warp each: the row's carries in tile order, then its head.
+/// The split rows, a block each: the row's carries in tile order (thread `i` of `n` sums carries
+/// `i, i + n, ...`, eight loads in flight; the warps' sums then added in warp order), then its head.
 ///
 /// # Safety
-/// As [`csr_merge`], run after it on the same operands; the block size is a multiple of 32.
+/// As [`csr_merge`], run after it on the same operands; the grid has a block per split row, whose
+/// size is a multiple of 32 with one `T` of dynamic shared memory per warp.
 #[inline(always)]
 unsafe fn csr_merge_fixup<T: Real>(p: CsrMergeParams<T>) {
-    let split = (global_thread() / u64::from(WARP_SIZE)) as usize;
-    let lane = (thread_idx() % WARP_SIZE) as usize;
+    let split = block_idx() as usize;
     if split >= p.splits as usize {
         return;
     }
-    // SAFETY: `split < splits`; the host built the split arrays for this matrix's tiles, each split
-    // row with at least one carry (`first < last`) and every slot below `tiles`; the main launch wrote
-    // those slots before this launch began.
+    let (threads, tid) = (block_dim() as usize, thread_idx() as usize);
+    let (warp, lane) = (tid / WARP, tid % WARP);
+    // SAFETY: `split < splits` (block-uniform, so every thread reaches the barrier); the host built
+    // the split arrays for this matrix's tiles, each split row with at least one carry
+    // (`first < last`) and every slot below `tiles`; the main launch wrote those slots before this
+    // launch began; shared memory holds a `T` per warp.
     unsafe {
         let row = u32::load_nc(p.split_rows.as_ptr().add(split)) as usize;
         let first = u32::load_nc(p.split_first.as_ptr().add(split)) as usize;
         let last = u32::load_nc(p.split_last.as_ptr().add(split)) as usize;
-        let carries = Batched::partials_sum(p.carries.as_ptr().add(first), last - first, lane);
-        let total = group_sum::<T, WARP_SIZE>(carries);
+        let mut sum = T::ZERO;
+        let mut base = first + tid;
+        while base < last {
+            let mut got = [T::ZERO; ITEMS];
+            for (j, v) in got.iter_mut().enumerate() {
+                // Clamped, so that all loads are unconditional; the extra values are dropped below.
+                *v = T::load_nc(p.carries.as_ptr().add((base + j * threads).min(last - 1)));
+            }
+            for (j, &v) in got.iter().enumerate() {
+                let next = sum + v;
+                sum = if base + j * threads < last { next } else { sum };
+            }
+            base += ITEMS * threads;
+        }
+        let warp_sum = group_sum::<T, WARP_SIZE>(sum);
+        let shared = dynamic_shared::<T>();
         if lane == 0 {
+            *shared.add(warp) = warp_sum;
+        }
+        sync_threads();
+        if tid == 0 {
+            let mut total = T::ZERO;
+            for w in 0..threads / WARP {
+                total = total + *shared.add(w);
+            }
             let total = total + T::load_nc(p.heads.as_ptr().add(last));
             store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
         }

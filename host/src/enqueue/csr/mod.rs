@@ -16,8 +16,8 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    BLOCK_SIZE, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrMergeParams,
-    CsrParamParams, CsrParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, WARP_SIZE,
+    CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrMergeParams, CsrParamParams,
+    CsrParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 use rule::long_row_min_len;
@@ -134,13 +134,15 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 let tiles = unsafe {
                     Prepared::new(&table.csr_merge, m.tiles.div_ceil(warps), block_size, shared, params)
                 };
-                // SAFETY: as above, a warp for each split row, after the tiles on the same stream.
+                let fixup_shared = m.fixup_warps * element_bytes::<T>();
+                // SAFETY: as above, a block of whole warps for each split row with a `T` of shared
+                // memory per warp, after the tiles on the same stream.
                 let fixup = unsafe {
                     Prepared::new(
                         &table.csr_merge_fixup,
-                        m.splits.div_ceil(BLOCK_SIZE / WARP_SIZE),
-                        BLOCK_SIZE,
-                        0,
+                        m.splits,
+                        m.fixup_warps * WARP_SIZE,
+                        fixup_shared,
                         params,
                     )
                 };
@@ -209,9 +211,14 @@ fn param_grid(rows: u32, coop: u32, repeat: u32, block: u32, chunks: u32) -> Res
 /// The dynamic shared memory of a block of `warps` warps of the merge-path kernel: each stages a
 /// tile's products and row ends.
 fn merge_shared_bytes<T>(warps: u32) -> u32 {
+    warps * MERGE_TILE * (element_bytes::<T>() + 4)
+}
+
+/// Bytes of an element: 4 or 8.
+fn element_bytes<T>() -> u32 {
     #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
-    let element = size_of::<T>() as u32;
-    warps * MERGE_TILE * (element + 4)
+    let bytes = size_of::<T>() as u32;
+    bytes
 }
 
 // The largest block's staging fits the 48 KiB every GPU grants without opting in, in f64.
