@@ -55,8 +55,10 @@ impl MergeTiles {
             // Boundary `t` cuts row `lo` when the row exists and has entries before the cut.
             if t > 0 && lo < rows && (offsets[lo] as usize) < d - lo {
                 let t = narrow("a merge tile", t)?;
-                if split_rows.last() == Some(&row) {
-                    *split_last.last_mut().expect("a split row has its tiles") = t;
+                if let (Some(&last_row), Some(last)) = (split_rows.last(), split_last.last_mut())
+                    && last_row == row
+                {
+                    *last = t;
                 } else {
                     split_rows.push(row);
                     split_first.push(t - 1);
