@@ -146,9 +146,14 @@ fn main() -> Result<()> {
     }
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the
-    // Auto-without-split variant, cuSPARSE, about 10 format configurations and the search.
-    let per_matrix =
-        1 + if gpu.is_some() { kernels.len() + 1 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
+    // Auto-without-split variant, cuSPARSE, about 10 format configurations, BRC's B2 tuner, the
+    // reordering when asked for, and the search.
+    let reorder = usize::from(options.reorder);
+    let per_matrix = 1 + if gpu.is_some() {
+        kernels.len() + 1 + cusparse::Algorithm::ALL.len() + 10 + 1 + reorder + 1
+    } else {
+        0
+    };
     let bar = ProgressBar::new((list.len() * precisions.len() * per_matrix) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
     let mut results = Results {
