@@ -18,8 +18,9 @@
 //!    a block);
 //! 4. a row crossing tiles (a *split* row) is not written by the main launch: each tile leaves its
 //!    part in a slot, and the fix-up launch, a block per split row, adds the slots in a fixed order.
-//!    The host sizes its blocks by the longest run of slots ([`merge_fixup_warps`](crate::abi::merge_fixup_warps)), so a row of millions of entries, thousands of slots, is summed by hundreds of
-//!    threads rather than one warp's 32.
+//!    The host sizes its blocks by the longest run of slots
+//!    ([`merge_fixup_warps`](crate::abi::merge_fixup_warps)), so a row of millions of entries,
+//!    thousands of slots, is summed by hundreds of threads rather than one warp's 32.
 //!
 //! Deterministic: every sum adds in an order fixed by the matrix's pattern. No atomics, no waiting
 //! on other warps, one extra launch (skipped when no row crosses a tile).
