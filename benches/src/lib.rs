@@ -13,6 +13,7 @@ pub mod multi_gpu;
 pub mod ops;
 pub mod plot;
 pub mod regimes;
+pub mod reordering;
 pub mod report;
 pub mod run;
 pub mod suite;

@@ -44,6 +44,10 @@ struct Options {
     /// Also time y = Aᵀx (explicit, atomic) against cuSPARSE's transposed SpMV
     #[arg(long)]
     transpose: bool,
+    /// Also reorder each square matrix by reverse Cuthill–McKee and time Auto and the merge-path
+    /// kernel before and after
+    #[arg(long)]
+    reorder: bool,
     /// Also time Y = AX for k = 1 to 64 in both layouts against cusparseSpMM
     #[arg(long)]
     spmm: bool,
@@ -150,6 +154,7 @@ fn main() -> Result<()> {
         kernels: &kernels,
         seed: options.seed,
         exhaustive: !options.no_search,
+        reorder: options.reorder,
     };
 
     let list: Vec<BenchMatrix> = match &options.mtx {
@@ -165,10 +170,14 @@ fn main() -> Result<()> {
     }
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the
-    // Auto-without-split variant, the hot and graph regimes, cuSPARSE, about 10 format configurations
-    // and the search.
-    let per_matrix =
-        1 + if gpu.is_some() { kernels.len() + 2 + cusparse::Algorithm::ALL.len() + 10 + 1 } else { 0 };
+    // Auto-without-split variant, the hot and graph regimes, cuSPARSE, about 10 format configurations,
+    // BRC's B2 tuner, the reordering when asked for, and the search.
+    let reorder = usize::from(options.reorder);
+    let per_matrix = 1 + if gpu.is_some() {
+        kernels.len() + 2 + cusparse::Algorithm::ALL.len() + 10 + 1 + reorder + 1
+    } else {
+        0
+    };
     let bar = ProgressBar::new((list.len() * precisions.len() * per_matrix) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")?);
     let mut results = Results {
@@ -180,6 +189,8 @@ fn main() -> Result<()> {
         tuning: Vec::new(),
         notes: Vec::new(),
         uploads: Vec::new(),
+        reorderings: Vec::new(),
+        brc_tuned: Vec::new(),
         transpose: Vec::new(),
         spmm: Vec::new(),
     };
@@ -205,6 +216,8 @@ fn main() -> Result<()> {
             results.tuning.extend(run.tuning);
             results.notes.extend(run.notes);
             results.uploads.extend(run.upload);
+            results.reorderings.extend(run.reorderings);
+            results.brc_tuned.extend(run.brc_tuned);
             if let (Some(gpu), Some(handle)) = (gpu.as_ref(), handle.as_ref()) {
                 let mut ops = OpsRun::default();
                 match precision {

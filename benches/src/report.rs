@@ -2,7 +2,8 @@
 
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
-use crate::run::{MatrixInfo, Record, Tuning, Upload};
+use crate::reordering::Reordering;
+use crate::run::{BrcTuned, MatrixInfo, Record, Tuning, Upload};
 use crate::summary::{self, Regime};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,12 @@ pub struct Results {
     /// What uploading each matrix cost, per precision (absent from runs before it was measured).
     #[serde(default)]
     pub uploads: Vec<Upload>,
+    /// `--reorder`: reverse Cuthill–McKee's cost and effect, per matrix, precision and kernel.
+    #[serde(default)]
+    pub reorderings: Vec<Reordering>,
+    /// BRC's B2 tuner, per matrix and precision.
+    #[serde(default)]
+    pub brc_tuned: Vec<BrcTuned>,
     /// `--transpose`: the transposed product, ours and cuSPARSE's.
     #[serde(default)]
     pub transpose: Vec<TransposeRecord>,
@@ -198,6 +205,9 @@ impl Results {
         }
         if !self.uploads.is_empty() {
             self.uploads_table(&mut out);
+        }
+        if !self.reorderings.is_empty() {
+            self.reorderings_table(&mut out);
         }
         if !self.notes.is_empty() {
             let _ = writeln!(out, "Not run:\n");
@@ -379,6 +389,39 @@ impl Results {
         out.push('\n');
     }
 
+    /// Reverse Cuthill–McKee: host cost, bandwidth, product time before and after, and after how
+    /// many products the reordering pays for itself (Reguly & Giles, section 5.6).
+    fn reorderings_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## Reverse Cuthill–McKee\n\nHost time of the permutation and the permuted arrays; products \
+             timed on the original and the reordered matrix (same x, permuted); break-even = host time \
+             over the time a product saves.\n\n\
+             | matrix | prec | kernel | RCM ms | bandwidth before | after | before µs | after µs | speed-up | \
+             break-even products | max rel. error |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for r in &self.reorderings {
+            let even = r.break_even_products.map_or_else(|| "never".to_owned(), |n| format!("{n:.0}"));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.1} | {} | {} | {:.2} | {:.2} | {:.2}x | {} | {:.1e} |",
+                r.matrix,
+                r.precision,
+                r.kernel,
+                r.rcm_ms,
+                r.bandwidth_before,
+                r.bandwidth_after,
+                r.before_us,
+                r.after_us,
+                r.before_us / r.after_us,
+                even,
+                r.max_rel_error
+            );
+        }
+        out.push('\n');
+    }
+
     fn formats_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
@@ -416,9 +459,18 @@ impl Results {
                 break_even(conversion, r.timing.median_us, cusparse),
             );
         }
-        let _ = writeln!(out, "\nBRC's block width: the model's B2 against the best B2 tried.\n");
-        let _ = writeln!(out, "| matrix | prec | model B2 | µs | best B2 | µs | model / best |");
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "\nBRC's block width: the model's B2 and the tuner's (`Gpu::upload_brc_tuned`, widths timed \
+             in order, its wall time) against the best of every B2 tried; fractions are best time / \
+             its time (Ashari et al.'s tuner: 96%).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| matrix | prec | model B2 | µs | best B2 | µs | model / best | tuned B2 | µs | tuned / best | \
+             widths timed | tuner ms |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for m in &self.matrices {
             for precision in ["f32", "f64"] {
                 let brc: Vec<&Record> = self
@@ -434,9 +486,24 @@ impl Results {
                 let model = brc.iter().find(|r| r.variant == format!("brc-b{}", m.brc_model_b2));
                 let best = brc.iter().min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
                 if let (Some(model), Some(best)) = (model, best) {
+                    let tuned =
+                        self.brc_tuned.iter().find(|t| t.matrix == m.name && t.precision == precision);
+                    let tuned_record =
+                        tuned.and_then(|t| brc.iter().find(|r| r.variant == format!("brc-b{}", t.b2)));
+                    let tuned_cells = match (tuned, tuned_record) {
+                        (Some(t), Some(r)) => format!(
+                            "{} | {:.2} | {:.0}% | {} | {:.0}",
+                            t.b2,
+                            r.timing.median_us,
+                            100.0 * best.timing.median_us / r.timing.median_us,
+                            t.trials.iter().map(|(b2, _)| b2.to_string()).collect::<Vec<_>>().join(", "),
+                            t.tuning_ms
+                        ),
+                        _ => "– | – | – | – | –".to_owned(),
+                    };
                     let _ = writeln!(
                         out,
-                        "| {} | {precision} | {} | {:.2} | {} | {:.2} | {:.0}% |",
+                        "| {} | {precision} | {} | {:.2} | {} | {:.2} | {:.0}% | {tuned_cells} |",
                         m.name,
                         m.brc_model_b2,
                         model.timing.median_us,

@@ -5,6 +5,7 @@ use crate::cusparse::{self, Algorithm};
 use crate::formats::{convert, formats};
 use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
+use crate::reordering::{Reordering, bench_reordering};
 use crate::variants::{Variant, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
@@ -114,6 +115,19 @@ pub struct Upload {
     pub with_strategies_bytes: usize,
 }
 
+/// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
+/// the one it chose, with its own wall time (conversions, uploads and timed products).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BrcTuned {
+    pub matrix: String,
+    pub precision: String,
+    pub model_b2: usize,
+    pub b2: usize,
+    /// Each B2 timed, with its median product time in milliseconds, in the order timed.
+    pub trials: Vec<(usize, f64)>,
+    pub tuning_ms: f64,
+}
+
 /// Uploads `view` twice, timing the arrays alone and then with every strategy's data (see
 /// [`Upload`]).
 fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<Upload> {
@@ -125,6 +139,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
             let param = Kernel::CsrParam { coop: 1, repeat: 1, block_size: 128, split_long_rows: true };
             gpu.plan(&a, param)?;
             gpu.plan(&a, Kernel::CsrBalanced { block_size: 128 })?;
+            gpu.plan(&a, Kernel::CsrMerge { block_size: 128 })?;
         }
         gpu.synchronize()?;
         Ok((start.elapsed().as_secs_f64() * 1e3, a.device_bytes()))
@@ -175,6 +190,8 @@ pub struct Setup<'a> {
     pub seed: u64,
     /// Also run the tuner and the exhaustive search over the parametrised kernel.
     pub exhaustive: bool,
+    /// Also reorder the matrix (when square) by reverse Cuthill–McKee and time it before and after.
+    pub reorder: bool,
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -224,7 +241,9 @@ pub fn bench_matrix<T: Scalar>(
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
-        return Ok(MatrixRun { records, copies: 1, tuning: None, notes: Vec::new(), upload: None });
+        let (tuning, upload, reorderings, brc_tuned) = (None, None, Vec::new(), None);
+        let notes = Vec::new();
+        return Ok(MatrixRun { records, copies: 1, tuning, notes, upload, reorderings, brc_tuned });
     };
     let upload = Some(upload_cost(gpu, name, view)?);
     let copies = rotation_copies(bytes, setup.l2_bytes);
@@ -327,13 +346,41 @@ pub fn bench_matrix<T: Scalar>(
             .push(Record { conversion_ms: Some(converted.conversion_ms), ..record(&variant, timing, err) });
     }
 
+    let reorderings = if setup.reorder && a.nrows() == a.ncols() {
+        progress("reverse Cuthill-McKee");
+        bench_reordering(gpu, name, view, &x, (&reference, &scale))?
+    } else {
+        Vec::new()
+    };
+
+    let brc_tuned = if a.nnz() > 0 {
+        progress("BRC B2 tuner");
+        let start = std::time::Instant::now();
+        match gpu.upload_brc_tuned(view) {
+            Ok((_, t)) => Some(BrcTuned {
+                matrix: name.to_owned(),
+                precision: T::NAME.to_owned(),
+                model_b2: t.model_b2,
+                b2: t.b2,
+                trials: t.trials,
+                tuning_ms: start.elapsed().as_secs_f64() * 1e3,
+            }),
+            Err(e) => {
+                notes.push(format!("{name}, {}: the BRC B2 tuner failed: {e}", T::NAME));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let tuning = if setup.exhaustive {
         progress("tuner and exhaustive search");
         Some(tune(gpu, name, rule, &mut sets, &check)?)
     } else {
         None
     };
-    Ok(MatrixRun { records, copies, tuning, notes, upload })
+    Ok(MatrixRun { records, copies, tuning, notes, upload, reorderings, brc_tuned })
 }
 
 /// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
@@ -365,6 +412,10 @@ pub struct MatrixRun {
     /// What did not run, and why (a format refusing the matrix).
     pub notes: Vec<String>,
     pub upload: Option<Upload>,
+    /// `--reorder`: reverse Cuthill–McKee before and after, per kernel.
+    pub reorderings: Vec<Reordering>,
+    /// BRC's B2 tuner, on a GPU and a matrix with entries.
+    pub brc_tuned: Option<BrcTuned>,
 }
 
 /// Products the tuner may take to converge before the bench gives up on it: it times at most 8, and

@@ -47,8 +47,12 @@ const ALIGNED_BLOCK_SIZES: [u32; 4] = [64, 128, 256, 512];
 /// Threads per block the balanced kernel is compared at: Auto's 128, and twice that.
 const BALANCED_BLOCK_SIZES: [u32; 2] = [128, 256];
 
+/// Threads per block the merge-path kernel is compared at: Auto's 128, and twice that.
+const MERGE_BLOCK_SIZES: [u32; 2] = [128, 256];
+
 /// The library's GPU kernels the bench times on every matrix: Auto, thread per row, every cooperative
-/// width, the aligned kernel at every group, x path and block size, and the balanced kernel. The
+/// width, the aligned kernel at every group, x path and block size, the balanced kernel and the
+/// merge-path kernel. The
 /// paper's fixed rule (with and without the long-row split), the tuner and the exhaustive search over
 /// the parametrised kernel are added per matrix (`run`).
 pub fn gpu_kernels() -> Vec<Kernel> {
@@ -64,6 +68,7 @@ pub fn gpu_kernels() -> Vec<Kernel> {
         }
     }
     kernels.extend(BALANCED_BLOCK_SIZES.map(|block_size| Kernel::CsrBalanced { block_size }));
+    kernels.extend(MERGE_BLOCK_SIZES.map(|block_size| Kernel::CsrMerge { block_size }));
     kernels
 }
 

@@ -14,6 +14,7 @@ fn kernels() -> Vec<Kernel> {
         all.push(Kernel::CsrScalar { block_size });
         all.extend(Kernel::VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size }));
         all.push(Kernel::CsrBalanced { block_size: block_size.min(Kernel::BALANCED_MAX_BLOCK_SIZE) });
+        all.push(Kernel::CsrMerge { block_size: block_size.min(Kernel::MERGE_MAX_BLOCK_SIZE) });
     }
     all
 }

@@ -136,6 +136,7 @@ fn representative_kernels() -> Vec<Kernel> {
         }
     }
     all.extend([32, 64, 128, 256, 512].map(|block_size| Kernel::CsrBalanced { block_size }));
+    all.extend([32, 128, 512].map(|block_size| Kernel::CsrMerge { block_size }));
     all
 }
 

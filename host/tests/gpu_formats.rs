@@ -237,6 +237,40 @@ fn gpu_brc_deterministic_repeats_bit_for_bit() {
     }
 }
 
+/// BRC's B2 tuner: it starts at the model's B2, times only widths of the candidate ladder, keeps the
+/// fastest it timed, and its matrix computes the product (NaN-poisoned `y`, `beta = 0`, then
+/// `beta != 0`); a matrix without entries is refused.
+#[test]
+fn gpu_brc_tuned_b2() {
+    let test = "gpu_brc_tuned_b2";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = Csr::<f64>::random(&mut rng, 30_011, 20_000, true, |r| if r % 97 == 0 { 2_000 } else { r % 13 });
+    let (m, tuning) = gpu.upload_brc_tuned(a.view()).unwrap();
+    let stats = a.view().stats();
+    let ladder = brc_b2_candidates(&stats, gpu.sm_count());
+    assert_eq!(tuning.model_b2, brc_model_b2(&stats, gpu.sm_count()));
+    assert_eq!(tuning.trials.first().map(|t| t.0), Some(tuning.model_b2), "{tuning:?}");
+    assert!(tuning.trials.iter().all(|(b2, ms)| ladder.contains(b2) && *ms > 0.0), "{tuning:?}");
+    let fastest = tuning.trials.iter().min_by(|p, q| p.1.total_cmp(&q.1)).unwrap();
+    assert_eq!(fastest.0, tuning.b2, "{tuning:?}");
+    assert_eq!(m.b2(), tuning.b2);
+    eprintln!("{test}: ladder {ladder:?}, {tuning:?}");
+    let x = random_vector::<f64>(&mut rng, a.ncols);
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+    for (alpha, beta, start) in
+        [(1.0, 0.0, vec![f64::NAN; a.nrows]), (-0.5, 2.0, random_vector::<f64>(&mut rng, a.nrows))]
+    {
+        let case = Case::new(&a, &x, alpha, beta, start);
+        dy.copy_from_host(&gpu, &case.start).unwrap();
+        gpu.spmv(alpha, &m, &dx, beta, &mut dy).unwrap();
+        case.assert_close("tuned BRC", &dy.to_host(&gpu).unwrap(), tolerance::<f64>(stats.max));
+    }
+    let empty = Csr::<f64>::random(&mut rng, 10, 10, true, |_| 0);
+    assert!(matches!(gpu.upload_brc_tuned(empty.view()), Err(Error::Unsupported(_))));
+}
+
 /// Every format checks its operands before launching anything: `y` stays as it was.
 #[test]
 fn gpu_format_errors_leave_y_untouched() {

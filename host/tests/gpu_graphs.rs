@@ -52,6 +52,7 @@ fn gpu_products_in_graphs() {
         Kernel::CsrAligned { group: 8, cached_x: false, block_size: 64 },
         Kernel::CsrParam { coop: 2, repeat: 2, block_size: 128, split_long_rows: true },
         Kernel::CsrBalanced { block_size: 256 },
+        Kernel::CsrMerge { block_size: 128 },
     ] {
         replayed(&gpu, &format!("{kernel:?}"), &gpu.plan(&csr, kernel).unwrap(), &a, &x);
     }

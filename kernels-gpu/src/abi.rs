@@ -108,6 +108,10 @@ pub const CSR_PARAM: [Entry; 6] = CSR_PARAM_FAMILY.1;
 /// `spmv_csr_balanced_*`.
 pub const CSR_BALANCED: Entry = entry!("spmv_csr_balanced");
 
+/// `spmv_csr_merge_*` and `spmv_csr_merge_fixup_*`.
+pub const CSR_MERGE: Entry = entry!("spmv_csr_merge");
+pub const CSR_MERGE_FIXUP: Entry = entry!("spmv_csr_merge_fixup");
+
 /// `spmv_scale_*`.
 pub const SCALE: Entry = entry!("spmv_scale");
 
@@ -371,6 +375,68 @@ pub struct CsrBalancedParams<T> {
     pub tasks: u32,
     pub chunk_blocks: u32,
     pub long: LongRowArgs<T>,
+}
+
+/// Merge items (row ends and entries) each lane of the merge-path kernel consumes: Merrill & Garland's
+/// "items per thread". Eight make a tile of [`MERGE_TILE`], the grain of the balanced kernel's tasks,
+/// which [`BALANCED_TASK_ENTRIES`] sizes by Little's law.
+pub const MERGE_ITEMS_PER_LANE: u32 = 8;
+
+/// Merge items of one tile of the merge-path kernel, one tile per warp.
+pub const MERGE_TILE: u32 = MERGE_ITEMS_PER_LANE * WARP_SIZE;
+
+/// The most threads per block of `spmv_csr_merge_*`: each warp stages a tile's products and row ends
+/// in shared memory (`MERGE_TILE * (8 + 4)` bytes in f64), and 16 warps of those fill the 48 KiB a
+/// block gets without opting in.
+pub const CSR_MERGE_MAX_BLOCK_SIZE: u32 = 512;
+
+/// Carries one warp of the merge-path fix-up sums at most, before its block gets another warp: 8
+/// rounds of 8 loads in flight per lane, a few microseconds of L2 round trips.
+pub const MERGE_FIXUP_SLOTS_PER_WARP: u32 = 8 * 8 * WARP_SIZE;
+
+/// The most warps of a fix-up block.
+pub const MERGE_FIXUP_MAX_WARPS: u32 = 16;
+
+/// Warps per block of `spmv_csr_merge_fixup_*` for split rows of at most `longest_run` carries:
+/// enough that no warp sums more than [`MERGE_FIXUP_SLOTS_PER_WARP`], up to
+/// [`MERGE_FIXUP_MAX_WARPS`]. A row of 3 M entries leaves 11,700 carries: 6 warps.
+pub const fn merge_fixup_warps(longest_run: u32) -> u32 {
+    let warps = longest_run.div_ceil(MERGE_FIXUP_SLOTS_PER_WARP);
+    if warps < 1 {
+        1
+    } else if warps > MERGE_FIXUP_MAX_WARPS {
+        MERGE_FIXUP_MAX_WARPS
+    } else {
+        warps
+    }
+}
+
+/// `spmv_csr_merge_*` and `spmv_csr_merge_fixup_*` (`csr/merge.rs`, Merrill & Garland, SC16): the
+/// merge of the row ends `row_offsets[1..]` with the entries `0 .. nnz` is cut into tiles of
+/// [`MERGE_TILE`] items, one per warp; tile `t` starts on diagonal `t * MERGE_TILE` at row
+/// `tile_rows[t]` (so at entry `t * MERGE_TILE - tile_rows[t]`). A row whose entries lie in several
+/// tiles is *split*: each tile before the one holding its row end leaves its part in `carries[t]`,
+/// the tile with its row end leaves its part in `heads[t]`, and the fix-up launch adds them in tile
+/// order and writes `y`. Every other row is written by the lane that consumes its row end.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrMergeParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Axpby<T>,
+    pub nnz: u32,
+    pub tiles: u32,
+    /// `tiles + 1` rows, ascending: the row of each tile's first diagonal, then `rows`.
+    pub tile_rows: DevicePtr<u32>,
+    /// One partial sum per tile (scratch): the tile's part of the split row it ends in.
+    pub carries: DevicePtr<T>,
+    /// One partial sum per tile (scratch): the tile's part of the split row it starts in and ends.
+    pub heads: DevicePtr<T>,
+    pub splits: u32,
+    /// The split rows, ascending, one block of the fix-up each: row `split_rows[s]` has carries in tiles
+    /// `split_first[s] .. split_last[s]` and its head in tile `split_last[s]`.
+    pub split_rows: DevicePtr<u32>,
+    pub split_first: DevicePtr<u32>,
+    pub split_last: DevicePtr<u32>,
 }
 
 /// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`

@@ -52,6 +52,8 @@ fn results(n: usize) -> Results {
         uploads: Vec::new(),
         transpose: Vec::new(),
         spmm: Vec::new(),
+        reorderings: Vec::new(),
+        brc_tuned: Vec::new(),
     };
     for i in 0..n {
         let m = format!("matrix-{i}");

@@ -5,10 +5,12 @@
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::addr;
+use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::csr::{CsrRef, RowStats};
+use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
@@ -19,7 +21,7 @@ use std::sync::OnceLock;
 /// rows (kept for kernel selection, which then runs in constant time).
 ///
 /// An upload copies the three arrays and nothing else. The strategies that cut rows (the
-/// parametrised kernel's long-row split, the balanced kernel's row tasks) build their data from the
+/// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles) build their data from the
 /// row offsets, which the matrix also keeps on the host (4 bytes a row), the first time they are
 /// planned for it ([`Gpu::plan`](crate::Gpu::plan), or a first product), and keep it for later ones.
 #[derive(Debug)]
@@ -33,6 +35,7 @@ pub struct DeviceCsr<T> {
     host_offsets: Vec<u32>,
     long_rows: OnceLock<DeviceLongRows<T>>,
     row_tasks: OnceLock<DeviceRowTasks<T>>,
+    merge_tiles: OnceLock<DeviceMergeTiles<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
     transpose: OnceLock<Box<DeviceCsr<T>>>,
 }
@@ -77,6 +80,7 @@ impl<T: Scalar> DeviceCsr<T> {
         arrays
             + self.long_rows.get().map_or(0, DeviceLongRows::device_bytes)
             + self.row_tasks.get().map_or(0, DeviceRowTasks::device_bytes)
+            + self.merge_tiles.get().map_or(0, DeviceMergeTiles::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
     }
 
@@ -107,6 +111,15 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let built = DeviceRowTasks::upload(gpu, &self.host_offsets)?;
         Ok(self.row_tasks.get_or_init(|| built))
+    }
+
+    /// The merge-path kernel's tiles, split rows and slots: built on the first call.
+    pub(crate) fn merge_tiles(&self, gpu: &Gpu) -> Result<&DeviceMergeTiles<T>> {
+        if let Some(built) = self.merge_tiles.get() {
+            return Ok(built);
+        }
+        let built = DeviceMergeTiles::upload(gpu, &self.host_offsets)?;
+        Ok(self.merge_tiles.get_or_init(|| built))
     }
 
     /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
@@ -151,6 +164,7 @@ impl<T: Scalar> DeviceCsr<T> {
             host_offsets,
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
+            merge_tiles: OnceLock::new(),
             transpose: OnceLock::new(),
         })
     }
@@ -172,6 +186,16 @@ impl Gpu {
         values: &[T],
     ) -> Result<DeviceCsr<T>> {
         self.upload_csr_ref(CsrRef::try_new(nrows, ncols, row_offsets, col_indices, values)?)
+    }
+
+    /// Reorders the square matrix `a` by reverse Cuthill–McKee ([`Permutation::rcm`], on the host)
+    /// and uploads `P A Pᵀ`. Its products run in the permuted order: `P y = (P A Pᵀ)(P x)`, so
+    /// permute `x` in with [`Permutation::to_new`] and `y` out with [`Permutation::to_old`], once
+    /// around a sequence of products (see `formats/reorder.rs` for why not around each).
+    pub fn upload_csr_rcm<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<(DeviceCsr<T>, Permutation)> {
+        let p = Permutation::rcm(a)?;
+        let permuted = p.permute(a)?;
+        Ok((self.upload_csr_ref(permuted.view())?, p))
     }
 
     /// Uploads a checked CSR matrix, narrowing its indices to `u32`: refused with
@@ -204,6 +228,7 @@ impl Gpu {
             host_offsets,
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
+            merge_tiles: OnceLock::new(),
             transpose: OnceLock::new(),
         })
     }

@@ -21,6 +21,8 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     /// Indexed like `abi::CSR_PARAM_COOPS`.
     pub csr_param: Vec<F>,
     pub csr_balanced: F,
+    pub csr_merge: F,
+    pub csr_merge_fixup: F,
     pub scale: F,
     pub gather: F,
     pub scatter_add: F,
@@ -136,6 +138,8 @@ impl<F> KernelTable<F> {
             spmm_scale: lookup(pick(&abi::SPMM_SCALE))?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
             csr_balanced: lookup(pick(&abi::CSR_BALANCED))?,
+            csr_merge: lookup(pick(&abi::CSR_MERGE))?,
+            csr_merge_fixup: lookup(pick(&abi::CSR_MERGE_FIXUP))?,
             scale: lookup(pick(&abi::SCALE))?,
             gather: lookup(pick(&abi::DIST_GATHER))?,
             scatter_add: lookup(pick(&abi::DIST_SCATTER_ADD))?,

@@ -19,6 +19,7 @@ mod kernels;
 mod lma;
 mod long_rows;
 mod memory;
+mod merge_path;
 mod ranks;
 mod row_tasks;
 mod transpose;

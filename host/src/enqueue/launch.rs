@@ -8,9 +8,9 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrParamParams, CsrParams,
-    CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr, EllParams,
-    GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
+    Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrMergeParams,
+    CsrParamParams, CsrParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr,
+    EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
     SpmmLongRowsParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
@@ -39,6 +39,7 @@ with_operands!(
     CsrParams: Axpby,
     CsrParamParams: Axpby,
     CsrBalancedParams: Axpby,
+    CsrMergeParams: Axpby,
     EllParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,

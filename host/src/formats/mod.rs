@@ -15,6 +15,7 @@ pub(crate) mod hyb;
 pub(crate) mod interop;
 pub(crate) mod lma;
 pub(crate) mod partition;
+pub(crate) mod reorder;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
@@ -31,3 +32,4 @@ pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use interop::Csr;
 pub use lma::{Lma, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
+pub use reorder::{Permutation, PermutedCsr, bandwidth};

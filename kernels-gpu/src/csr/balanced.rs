@@ -35,38 +35,14 @@
 //! rows of a task differ in length; its "CSR-VectorL" for very long rows becomes the chunk path.
 
 use super::long_rows::{Batched, long_row_chunk};
+use super::warp_scan::{Words, segmented_scan, warp_or};
 use super::{SPAN_STEPS, row_range, span_loads, span_sum};
 use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE};
-use crate::arch::{
-    Load, block_dim, block_idx, grid_dim, shfl_idx_b32, shfl_up_b32, shfl_xor_b32, thread_idx,
-};
+use crate::arch::{Load, block_dim, block_idx, grid_dim, shfl_idx_b32, thread_idx};
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
 
 const WARP: usize = WARP_SIZE as usize;
-
-/// An element that moves between lanes one 32-bit word at a time, as the shuffles do.
-trait Words: Real {
-    /// `shuffle` applied to each 32-bit word of `self`. Every lane of the warp must call it.
-    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self;
-}
-
-impl Words for f32 {
-    #[inline(always)]
-    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self {
-        f32::from_bits(shuffle(self.to_bits()))
-    }
-}
-
-impl Words for f64 {
-    #[inline(always)]
-    fn shuffle(self, shuffle: impl Fn(u32) -> u32) -> Self {
-        let bits = self.to_bits();
-        let lo = shuffle(bits as u32) as u64;
-        let hi = shuffle((bits >> 32) as u32) as u64;
-        f64::from_bits(hi << 32 | lo)
-    }
-}
 
 /// # Safety
 /// `p` describes a validated CSR matrix, vectors of matching lengths, tasks built by the host as
@@ -266,35 +242,6 @@ fn row_step<T: Words>(
             *sum = *sum + part;
         }
     }
-}
-
-/// The OR of `bits` over the warp, by a butterfly. Every lane of the warp must call it.
-#[inline(always)]
-fn warp_or(mut bits: u32) -> u32 {
-    let mut mask = WARP_SIZE / 2;
-    while mask > 0 {
-        bits |= shfl_xor_b32(bits, mask);
-        mask /= 2;
-    }
-    bits
-}
-
-/// Inclusive sums of `v` within the segments of the warp that `heads` marks (bit `l`: a segment
-/// starts at lane `l`; bit 0 set). Hillis & Steele's scan: at distance `d`, a lane adds the value of
-/// lane `lane - d` when that lane is in its segment. Every lane of the warp must call it.
-#[inline(always)]
-fn segmented_scan<T: Words>(mut v: T, heads: u32, lane: u32) -> T {
-    // Lanes from the highest head at or below this lane; bit 0 is set, so there is one.
-    let into_segment = lane - (31 - (heads & (u32::MAX >> (31 - lane))).leading_zeros());
-    let mut d = 1;
-    while d < WARP_SIZE {
-        let below = v.shuffle(|w| shfl_up_b32(w, d));
-        if into_segment >= d {
-            v = v + below;
-        }
-        d *= 2;
-    }
-    v
 }
 
 crate::ptx_entry!(spmv_csr_balanced_f32, CsrBalancedParams<f32>, csr_balanced::<f32>);

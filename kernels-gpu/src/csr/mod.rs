@@ -3,9 +3,11 @@
 mod aligned;
 mod balanced;
 mod long_rows;
+mod merge;
 mod param;
 mod scalar;
 mod vector;
+mod warp_scan;
 
 use crate::abi::{Axpby, CsrArgs, CsrParams, LONG_ROW_CHUNK, WARP_SIZE};
 use crate::arch::{Load, global_thread, grid_threads};

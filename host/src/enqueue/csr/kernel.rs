@@ -33,6 +33,11 @@ pub enum Kernel {
     /// `kernels-gpu/src/csr/balanced.rs`): for matrices whose row lengths vary widely. `block_size`
     /// a multiple of 32 up to [`Kernel::BALANCED_MAX_BLOCK_SIZE`].
     CsrBalanced { block_size: u32 },
+    /// Merge path (Merrill & Garland, SC16; `kernels-gpu/src/csr/merge.rs`): the merged list of row
+    /// ends and entries cut into equal tiles, one per warp, rows crossing tiles added up by a second,
+    /// small launch. Balanced by construction, whatever the row lengths, and deterministic.
+    /// `block_size` a multiple of 32 up to [`Kernel::MERGE_MAX_BLOCK_SIZE`].
+    CsrMerge { block_size: u32 },
 }
 
 impl Kernel {
@@ -47,6 +52,8 @@ impl Kernel {
     pub const PARAM_MIN_BLOCK_SIZE: u32 = abi::CSR_PARAM_MIN_BLOCK_SIZE;
     /// The largest block of [`Kernel::CsrBalanced`] (its registers).
     pub const BALANCED_MAX_BLOCK_SIZE: u32 = abi::CSR_BALANCED_MAX_BLOCK_SIZE;
+    /// The largest block of [`Kernel::CsrMerge`] (the shared memory its warps stage tiles in).
+    pub const MERGE_MAX_BLOCK_SIZE: u32 = abi::CSR_MERGE_MAX_BLOCK_SIZE;
     /// Rows of at least this many entries are split over several warps by [`Kernel::CsrBalanced`].
     pub const BALANCED_LONG_ROW: u32 = abi::BALANCED_LONG_ROW;
     /// The largest block of every kernel.
@@ -116,6 +123,16 @@ impl Kernel {
                     )));
                 }
             }
+            Kernel::CsrMerge { block_size } => {
+                check_block_size(block_size)?;
+                if block_size > Self::MERGE_MAX_BLOCK_SIZE {
+                    return Err(Error::InvalidKernel(format!(
+                        "block size {block_size}: the merge-path kernel takes at most {} threads per block \
+                         (its shared memory)",
+                        Self::MERGE_MAX_BLOCK_SIZE
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -123,7 +140,8 @@ impl Kernel {
 
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
-/// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`.
+/// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
+/// `csr-merge-b128`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -139,6 +157,7 @@ impl std::fmt::Display for Kernel {
                 write!(f, "csr-param-c{coop}-r{repeat}-b{block_size}{split}")
             }
             Kernel::CsrBalanced { block_size } => write!(f, "csr-balanced-b{block_size}"),
+            Kernel::CsrMerge { block_size } => write!(f, "csr-merge-b{block_size}"),
         }
     }
 }
@@ -292,6 +311,10 @@ mod tests {
         }
         for block_size in [32, 128, 512] {
             assert!(resolve(Kernel::CsrBalanced { block_size }).is_ok(), "{block_size}");
+            assert!(resolve(Kernel::CsrMerge { block_size }).is_ok(), "{block_size}");
+        }
+        for block_size in [0, 16, 100, 544, 1024] {
+            assert!(resolve(Kernel::CsrMerge { block_size }).is_err(), "{block_size}");
         }
     }
 
@@ -304,5 +327,6 @@ mod tests {
         let param = Kernel::CsrParam { coop: 2, repeat: 4, block_size: 96, split_long_rows: false };
         assert_eq!(param.to_string(), "csr-param-c2-r4-b96-nosplit");
         assert_eq!(Kernel::CsrBalanced { block_size: 256 }.to_string(), "csr-balanced-b256");
+        assert_eq!(Kernel::CsrMerge { block_size: 128 }.to_string(), "csr-merge-b128");
     }
 }

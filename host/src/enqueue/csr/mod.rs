@@ -12,11 +12,12 @@ use super::launch::{Prepared, unset_axpby};
 use super::plan::Plan;
 use super::sealed::{Enqueue, Product};
 use crate::device::{DeviceCsr, Gpu};
+use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrParamParams, CsrParams,
-    LongRowArgs, MAX_GRID_X, WARP_SIZE,
+    CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrMergeParams, CsrParamParams,
+    CsrParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -29,6 +30,8 @@ pub enum CsrLaunch<T> {
     Param { launch: Prepared<CsrParamParams<T>>, split_rows: usize },
     /// The balanced kernel.
     Balanced(Prepared<CsrBalancedParams<T>>),
+    /// The merge-path kernel, then its fix-up of the rows that cross tiles.
+    Merge { tiles: Prepared<CsrMergeParams<T>>, fixup: Prepared<CsrMergeParams<T>> },
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -106,6 +109,44 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 };
                 CsrLaunch::Balanced(launch)
             }
+            Kernel::CsrMerge { block_size } => {
+                let m = self.merge_tiles(gpu)?.args();
+                let params = CsrMergeParams {
+                    a,
+                    op,
+                    nnz: narrow("the entry count", self.nnz())?,
+                    tiles: m.tiles,
+                    tile_rows: m.tile_rows,
+                    carries: m.carries,
+                    heads: m.heads,
+                    splits: m.splits,
+                    split_rows: m.split_rows,
+                    split_first: m.split_first,
+                    split_last: m.split_last,
+                };
+                let warps = block_size / WARP_SIZE;
+                let shared = merge_shared_bytes::<T>(warps);
+                // SAFETY: as for the row kernels; the tiles, split rows and slots were built for this
+                // very matrix (`DeviceCsr::merge_tiles`) and live as long as it; the grid has a warp
+                // for each tile, each with its tile's staging in the block's shared memory, at most
+                // 48 KiB (`Kernel::check` caps the block, `merge_shared_bytes` says why it fits).
+                let tiles = unsafe {
+                    Prepared::new(&table.csr_merge, m.tiles.div_ceil(warps), block_size, shared, params)
+                };
+                let fixup_shared = m.fixup_warps * element_bytes::<T>();
+                // SAFETY: as above, a block of whole warps for each split row with a `T` of shared
+                // memory per warp, after the tiles on the same stream.
+                let fixup = unsafe {
+                    Prepared::new(
+                        &table.csr_merge_fixup,
+                        m.splits,
+                        m.fixup_warps * WARP_SIZE,
+                        fixup_shared,
+                        params,
+                    )
+                };
+                CsrLaunch::Merge { tiles, fixup }
+            }
         };
         Ok((kernel, launch))
     }
@@ -117,6 +158,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 CsrLaunch::Rows(l) => l.enqueue(gpu, p.axpby()),
                 CsrLaunch::Param { launch, .. } => launch.enqueue(gpu, p.axpby()),
                 CsrLaunch::Balanced(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::Merge { tiles, fixup } => {
+                    tiles.enqueue(gpu, p.axpby())?;
+                    fixup.enqueue(gpu, p.axpby())
+                }
             }
         }
     }
@@ -144,7 +189,7 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
     pub fn split_rows(&self) -> usize {
         match self.prepared() {
             CsrLaunch::Param { split_rows, .. } => *split_rows,
-            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) => 0,
+            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) | CsrLaunch::Merge { .. } => 0,
         }
     }
 }
@@ -161,6 +206,25 @@ fn param_grid(rows: u32, coop: u32, repeat: u32, block: u32, chunks: u32) -> Res
     let row_blocks = u32::try_from(tiles.min(u64::from(room))).unwrap_or(room);
     Ok((row_blocks, chunk_blocks))
 }
+
+/// The dynamic shared memory of a block of `warps` warps of the merge-path kernel: each stages a
+/// tile's products and row ends.
+fn merge_shared_bytes<T>(warps: u32) -> u32 {
+    warps * MERGE_TILE * (element_bytes::<T>() + 4)
+}
+
+/// Bytes of an element: 4 or 8.
+fn element_bytes<T>() -> u32 {
+    #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
+    let bytes = size_of::<T>() as u32;
+    bytes
+}
+
+// The largest block's staging fits the 48 KiB every GPU grants without opting in, in f64.
+const _: () = assert!(
+    Kernel::MERGE_MAX_BLOCK_SIZE / WARP_SIZE * MERGE_TILE * (8 + 4) <= 48 * 1024,
+    "the merge-path kernel's largest block outgrows its shared memory"
+);
 
 /// The grid of the balanced kernel: `.0` blocks give each of `chunks` long-row chunks a warp, then
 /// `.1` blocks walk the `tasks` row tasks, a warp per task (with a grid stride, so they are capped
