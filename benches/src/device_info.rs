@@ -1,7 +1,7 @@
 //! What the report records about the machine: device, driver, clocks, and the two bandwidth ceilings
 //! measured at the start of the run.
 
-use crate::measure::time_gpu;
+use crate::measure::{host_enqueue_us, time_gpu};
 use anyhow::Result;
 use cudarc::driver::sys;
 use gpu_spmv::{Gpu, probe};
@@ -26,6 +26,11 @@ pub struct DeviceInfo {
     pub read_gbps: f64,
     /// `cuMemcpyDtoD`: bytes read plus bytes written per second (GB/s).
     pub copy_gbps: f64,
+    /// Host time of one bare kernel launch (the streaming-read probe over 4 floats),
+    /// timed as the products' host enqueue is: the driver's share of every product's enqueue, which
+    /// no library on the driver API can go below. Absent in older runs.
+    #[serde(default)]
+    pub launch_us: Option<f64>,
 }
 
 impl DeviceInfo {
@@ -41,6 +46,7 @@ impl DeviceInfo {
             clocks_end: None,
             read_gbps: read_bandwidth(gpu)?,
             copy_gbps: copy_bandwidth(gpu)?,
+            launch_us: Some(launch_cost(gpu)?),
         })
     }
 
@@ -93,6 +99,12 @@ fn read_bandwidth(gpu: &Gpu) -> Result<f64> {
     let mut sink = gpu.zeros::<f32>(1)?;
     let t = time_gpu(gpu, |_| Ok(probe::stream_read(gpu, &data, &mut sink)?))?;
     Ok(PROBE_BYTES as f64 / (t.median_us * 1e3))
+}
+
+fn launch_cost(gpu: &Gpu) -> Result<f64> {
+    let data = gpu.upload_vector(&[1.0f32; 4])?;
+    let mut sink = gpu.zeros::<f32>(1)?;
+    host_enqueue_us(gpu, || Ok(probe::stream_read(gpu, &data, &mut sink)?))
 }
 
 fn copy_bandwidth(gpu: &Gpu) -> Result<f64> {

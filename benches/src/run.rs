@@ -383,12 +383,17 @@ pub fn bench_matrix<T: Scalar>(
     Ok(MatrixRun { records, copies, tuning, notes, upload, reorderings, brc_tuned })
 }
 
-/// The fixed rule, the run-time tuner and the exhaustive search over the parametrised kernel's
-/// parameter space on one matrix: how close the first two come to the third.
+/// Auto, the fixed rule, the run-time tuner and the exhaustive search over the tuner's space on one
+/// matrix, each timed hot (the tuner's regime): how close the first three come to the fourth.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tuning {
     pub matrix: String,
     pub precision: String,
+    /// Auto's choice, where the tuner starts (absent in runs before the tuner started there).
+    #[serde(default)]
+    pub auto: String,
+    #[serde(default)]
+    pub auto_us: f64,
     pub rule: String,
     pub rule_us: f64,
     pub tuned: String,
@@ -430,7 +435,15 @@ fn tune<T: Scalar>(
     check: &Check<'_, T>,
 ) -> Result<Tuning> {
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
-    let rule_us = time_kernel(gpu, rule, sets)?.median_us;
+    // The tuner times products of one set of operands, as a solver runs them: hot. Every figure here
+    // is timed the same way (back to back on set 0), so that they compare with what it saw.
+    let hot = |kernel: Kernel, s: &mut Operands<T>| -> Result<f64> {
+        let plan = gpu.plan(&s.a, kernel)?;
+        Ok(time_gpu(gpu, |_| Ok(plan.spmv(one, &s.x, zero, &mut s.y)?))?.median_us)
+    };
+    let auto = Kernel::auto(sets[0].a.stats(), gpu.sm_count());
+    let auto_us = hot(auto, &mut sets[0])?;
+    let rule_us = hot(rule, &mut sets[0])?;
     let mut max_err = check_kernel(gpu, rule, sets, check)?;
 
     let set = &mut sets[0];
@@ -444,14 +457,14 @@ fn tune<T: Scalar>(
     let tuned = tuner.best();
     let tuning_products = tuner.tuning_products();
     drop(tuner);
-    let tuned_us = time_kernel(gpu, tuned, sets)?.median_us;
+    let tuned_us = hot(tuned, &mut sets[0])?;
     max_err = max_err.max(check_kernel(gpu, tuned, sets, check)?);
 
     // Every configuration is timed; the winner's product is checked (the GPU tests check them all).
     let space = TunedSpmv::<T>::search_space();
-    let mut best = (rule, rule_us);
+    let mut best = (auto, auto_us);
     for &kernel in &space {
-        let us = time_kernel(gpu, kernel, sets)?.median_us;
+        let us = hot(kernel, &mut sets[0])?;
         if us < best.1 {
             best = (kernel, us);
         }
@@ -460,6 +473,8 @@ fn tune<T: Scalar>(
     Ok(Tuning {
         matrix: name.to_owned(),
         precision: T::NAME.to_owned(),
+        auto: auto.to_string(),
+        auto_us,
         rule: rule.to_string(),
         rule_us,
         tuned: tuned.to_string(),

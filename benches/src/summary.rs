@@ -191,6 +191,9 @@ pub fn text(results: &Results) -> String {
              (gpu.spmv), {cusparse:.2} µs cusparseSpMV"
         );
     }
+    if let Some(launch) = results.device.as_ref().and_then(|d| d.launch_us) {
+        let _ = writeln!(out, "host cost of one bare kernel launch (the driver's floor): {launch:.2} µs");
+    }
     out
 }
 

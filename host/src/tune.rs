@@ -199,8 +199,8 @@ struct Timer {
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on
-/// the GPU. A caller that synchronises after each product (a solver reading its residual) lets the
-/// tuner settle after at most 8 products; one that never waits on the stream leaves the tuner where
+/// the GPU. The first call is a warm-up, untimed. A caller that synchronises after each product (a
+/// solver reading its residual) lets the tuner settle after at most 8 timed products; one that never waits on the stream leaves the tuner where
 /// it is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is a [`Plan`]'s
 /// product, which may be captured into a CUDA graph.
 ///
@@ -282,9 +282,11 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return product;
         };
         self.tuning_products += 1;
-        // While a timing is in flight, or for a product that runs no SpMV kernel, run the candidate
-        // untimed.
-        if timer.pending.is_some() || alpha == T::ZERO {
+        // The first product brings the operands into the caches (after the caller's setup they are
+        // cold, later ones are not): timed, it would make Auto's choice look slower than every
+        // kernel after it. While a timing is in flight, or for a product that runs no SpMV kernel,
+        // the candidate runs untimed too.
+        if self.tuning_products == 1 || timer.pending.is_some() || alpha == T::ZERO {
             let kernel = timer.pending.unwrap_or(next);
             return self.gpu.spmv_with(kernel, alpha, self.a, x, beta, y);
         }
