@@ -101,7 +101,7 @@ impl Ranks {
         }
         let gpus = (0..gpus).map(Gpu::with_ordinal).collect::<Result<Vec<_>>>()?;
         nccl_present()?;
-        let streams = gpus.iter().map(|g| g.context().new_stream()).collect::<Result<Vec<_>, _>>()?;
+        let streams = gpus.iter().map(comm_stream).collect::<Result<Vec<_>>>()?;
         let comms = Comm::from_devices(streams).map_err(Error::nccl("ncclCommInitAll"))?;
         let size = gpus.len();
         Ok(Self {
@@ -123,7 +123,7 @@ impl Ranks {
         }
         let gpu = Gpu::with_ordinal(ordinal)?;
         nccl_present()?;
-        let stream = gpu.context().new_stream()?;
+        let stream = comm_stream(&gpu)?;
         let comm = Comm::from_rank(stream, rank, size, id.0).map_err(Error::nccl("ncclCommInitRank"))?;
         Ok(Self { members: vec![Member { gpu, comm }], size })
     }
@@ -137,4 +137,14 @@ impl Ranks {
     pub fn size(&self) -> usize {
         self.size
     }
+}
+
+/// The stream of a GPU's communicator, at the highest priority the device offers: NCCL's kernels
+/// then take their SMs before the blocks of the local product enqueued beside them (both wait for
+/// the pack), so the exchange runs under the product instead of after it.
+fn comm_stream(gpu: &Gpu) -> Result<Arc<CudaStream>> {
+    // The range is the current context's.
+    gpu.context().bind_to_thread()?;
+    let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
+    Ok(gpu.context().new_stream_with_priority(greatest)?)
 }
