@@ -9,7 +9,9 @@
 //!   (`PER_LANE = W / LANES` of them). The group walks the row once per panel; at each entry every
 //!   lane reads the same column index and value (one broadcast load) and its columns of that row of
 //!   `X`, contiguous across the group, so the reads of `X` and the writes of `Y` are coalesced. A
-//!   lane sums alone: no reduction, no convergence requirement. Grid stride over rows.
+//!   lane sums alone: no reduction, no convergence requirement. Grid stride over rows. The entries
+//!   are read a few at a time, their gathers in flight together ([`panel_sums`]): a row of 6
+//!   entries is two round trips rather than six.
 //! - `spmm_csr_cm_c<COOP>_*` (column-major `X` and `Y`): `COOP` lanes per row as in the CSR vector
 //!   kernel (`index::coop_slot`), each lane keeping [`SPMM_COL_PANEL`] sums, one per column of the
 //!   panel: the lanes stride through the row's entries, and each entry's value multiplies the
@@ -103,7 +105,7 @@ unsafe fn spmm_row_major<T: Real, const LANES: u32, const PER_LANE: usize>(p: Sp
     let lane = (thread % u64::from(LANES)) as usize;
     let (mut row, stride) = (thread / u64::from(LANES), threads / u64::from(LANES));
     let (k, ldx, ldy) = (p.op.k as usize, p.op.ldx as usize, p.op.ldy as usize);
-    let (x, y) = (p.op.x.as_ptr(), p.op.y.as_mut_ptr());
+    let y = p.op.y.as_mut_ptr();
     while row < u64::from(p.a.rows) {
         let r = row as usize;
         // SAFETY: `r < rows`.
@@ -115,20 +117,9 @@ unsafe fn spmm_row_major<T: Real, const LANES: u32, const PER_LANE: usize>(p: Sp
         }
         let mut first = 0;
         while first < k {
-            let mut sums = [T::ZERO; PER_LANE];
-            for e in start..end {
-                // SAFETY: `e < end <= nnz`; the column is below the rows of `X`, and column
-                // `first + lane + LANES j < k <= ldx` of it is inside `X`.
-                unsafe {
-                    let (col, value) = entry(&p, e);
-                    for (j, sum) in sums.iter_mut().enumerate() {
-                        let c = first + lane + LANES as usize * j;
-                        if c < k {
-                            *sum = value.fma(T::load_nc(x.add(col * ldx + c)), *sum);
-                        }
-                    }
-                }
-            }
+            // SAFETY: forwarded from the caller; element `(r, c)` of `X` is at `r * ldx + c`.
+            let sums =
+                unsafe { panel_sums::<T, LANES, PER_LANE>(&p, (ldx, 1), (start, end, 1), first + lane) };
             for (j, &sum) in sums.iter().enumerate() {
                 let c = first + lane + LANES as usize * j;
                 if c < k {
@@ -215,10 +206,61 @@ unsafe fn spmm_col_major<T: Real, const COOP: u32>(p: SpmmParams<T>) {
     }
 }
 
-/// Entries a chunk lane reads before their gathers, for one column per lane: its gathers of `X` in
-/// flight. Divided by the columns per lane (down to 1), so that the chunk path's registers stay near
-/// the row path's, which shares the kernel and its occupancy.
-const CHUNK_BATCH: usize = 4;
+/// Entries a lane reads before their gathers in [`panel_sums`], for one column per lane: its gathers
+/// of `X` in flight. Divided by the columns per lane (down to 1), so that a lane keeps about as many
+/// registers whatever its panel.
+const ENTRY_BATCH: usize = 4;
+
+/// A lane's sums of one panel: the products of entries `first, first + step, ...` below `to` with
+/// the elements of `X` at their columns and at columns `col, col + LANES, ...` (`PER_LANE` of
+/// them), element `(r, c)` of `X` at `r * strides.0 + c * strides.1`. The entries are added in that
+/// order, so the sums do not depend on timing. Sums of columns at or past `k` are of no use: the
+/// caller drops them.
+///
+/// A batch of the lane's entries at once (indices past `to` clamped to `to - 1`, their products
+/// dropped): their columns and values, then every gather, loaded and multiplied unconditionally
+/// (a column past `k` clamped to `k - 1`) and then selected, so that a lane has `batch * PER_LANE`
+/// gathers in flight; a load under a branch would wait for the products before it.
+///
+/// # Safety
+/// `p.a` is a validated CSR matrix, `to <= nnz`, `k >= 1`, and `X` holds `(r, c)` there for every
+/// `r < ncols` and `c < k`.
+#[inline(always)]
+unsafe fn panel_sums<T: Real, const LANES: u32, const PER_LANE: usize>(
+    p: &SpmmParams<T>,
+    (row_stride, col_stride): (usize, usize),
+    (first, to, step): (usize, usize, usize),
+    col: usize,
+) -> [T; PER_LANE] {
+    let (x, k) = (p.op.x.as_ptr(), p.op.k as usize);
+    let batch = (ENTRY_BATCH / PER_LANE).max(1);
+    let mut sums = [T::ZERO; PER_LANE];
+    let mut e = first;
+    while e < to {
+        let mut cols = [0usize; ENTRY_BATCH];
+        let mut vals = [T::ZERO; ENTRY_BATCH];
+        for i in 0..ENTRY_BATCH {
+            if i < batch {
+                // SAFETY: the index is below `to <= nnz`.
+                (cols[i], vals[i]) = unsafe { entry(p, (e + i * step).min(to - 1)) };
+            }
+        }
+        for i in 0..ENTRY_BATCH {
+            if i >= batch {
+                continue;
+            }
+            for (j, sum) in sums.iter_mut().enumerate() {
+                let c = (col + LANES as usize * j).min(k - 1);
+                // SAFETY: the column is below `ncols`, and `c < k`: inside `X`.
+                let xv = unsafe { T::load_nc(x.add(cols[i] * row_stride + c * col_stride)) };
+                let next = vals[i].fma(xv, *sum);
+                *sum = if e + i * step < to { next } else { *sum };
+            }
+        }
+        e += batch * step;
+    }
+    sums
+}
 
 /// The calling warp's chunk of a long row (the `chunk_blocks` blocks' warps in order), if there is
 /// one: its products summed for every column of `X`, `LANES` lanes over the `PER_LANE` columns of a
@@ -230,7 +272,7 @@ const CHUNK_BATCH: usize = 4;
 #[inline(always)]
 unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
     p: &SpmmParams<T>,
-    (row_stride, col_stride): (usize, usize),
+    strides: (usize, usize),
 ) {
     let long = &p.long;
     let warps = (block_dim() / WARP_SIZE) as usize;
@@ -242,7 +284,6 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
     let (col_lane, entry_lane) = (lane % LANES as usize, lane / LANES as usize);
     let entry_lanes = WARP / LANES as usize;
     let (k, chunks) = (p.op.k as usize, long.chunks as usize);
-    let x = p.op.x.as_ptr();
     // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently,
     // with every long row below `rows` and its chunks inside its entries.
     let (from, to) = unsafe {
@@ -253,40 +294,17 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
         let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
         (from, end.min(from + LONG_ROW_CHUNK as usize))
     };
-    let batch = (CHUNK_BATCH / PER_LANE).max(1);
     let mut panel = 0;
     while panel < k {
-        let mut sums = [T::ZERO; PER_LANE];
-        let mut e = from + entry_lane;
-        while e < to {
-            // `batch` of the lane's entries at once (indices past the chunk clamped to its last
-            // entry, their products dropped): their columns and values, then the gathers, so that
-            // a lane has `batch * PER_LANE` loads of `X` in flight rather than one entry's.
-            let mut cols = [0usize; CHUNK_BATCH];
-            let mut vals = [T::ZERO; CHUNK_BATCH];
-            for i in 0..CHUNK_BATCH {
-                if i < batch {
-                    // SAFETY: the index is below `to <= nnz`.
-                    (cols[i], vals[i]) = unsafe { entry(p, (e + i * entry_lanes).min(to - 1)) };
-                }
-            }
-            for i in 0..CHUNK_BATCH {
-                if i >= batch {
-                    continue;
-                }
-                for (j, sum) in sums.iter_mut().enumerate() {
-                    // Loaded and multiplied unconditionally, then selected: a load under a branch
-                    // would wait for the products before it. A column past `k` is clamped into `X`;
-                    // its sum is never written.
-                    let c = (panel + col_lane + LANES as usize * j).min(k - 1);
-                    // SAFETY: the column is below `ncols`, and `c < k`: inside `X`.
-                    let xv = unsafe { T::load_nc(x.add(cols[i] * row_stride + c * col_stride)) };
-                    let next = vals[i].fma(xv, *sum);
-                    *sum = if e + i * entry_lanes < to { next } else { *sum };
-                }
-            }
-            e += batch * entry_lanes;
-        }
+        // SAFETY: forwarded from the caller.
+        let mut sums = unsafe {
+            panel_sums::<T, LANES, PER_LANE>(
+                p,
+                strides,
+                (from + entry_lane, to, entry_lanes),
+                panel + col_lane,
+            )
+        };
         // The entry lanes of each column lane are `LANES` apart: a butterfly over those offsets, each
         // step over the whole panel (constant indices keep `sums` in registers, as in
         // `spmm_col_major`).
