@@ -29,7 +29,7 @@ const SAMPLES: usize = 7;
 
 /// The H200's HBM3e bandwidth and the measured GPU-to-GPU copy bandwidth over NVLink (issue 12),
 /// and a latency per NCCL exchange (a grouped send/recv launch and its handshake, a few µs to tens
-/// of µs on one host): the constants of the prediction (docs/PERF.md, section 11).
+/// of µs on one host): the constants of the prediction (docs/PERF.md, section 12).
 pub const HBM_BYTES_PER_S: f64 = 4.8e12;
 pub const LINK_BYTES_PER_S: f64 = 384e9;
 pub const EXCHANGE_LATENCY_S: f64 = 15e-6;

@@ -45,7 +45,7 @@ const ITERATION_VECTORS: u64 = 5;
 /// cache, a pass moves a microsecond or two of bytes and the two barriers dominate; each costs an
 /// atomic per block on one address, so one block per SM is best: on the H100, 100 k unknowns (391
 /// blocks' worth of elements) took 17.5 µs per iteration in a graph with 391 blocks, 15.6 with 264,
-/// 14.8 with 132 and 17.8 with 66 (`docs/PERF.md`, section 7). Larger problems stream from DRAM and
+/// 14.8 with 132 and 17.8 with 66 (`docs/PERF.md`, section 14). Larger problems stream from DRAM and
 /// need every resident block's loads in flight.
 fn iterate_blocks<T: Scalar>(gpu: &Gpu, f: &CudaFunction, n: u32, shared: u32) -> Result<u32> {
     let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(CG_BLOCK_THREADS, shared as usize, None)?;

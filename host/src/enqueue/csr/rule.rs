@@ -56,7 +56,7 @@ pub const LONG_ROW_SLACK: u64 = 4;
 /// regular matrices (stencils, FEM, banded, uniform rows) have at most 0.17 and its irregular ones
 /// 1.3 (short-wide) to 295 (circuit). The real matrices fill the gap: on the H100, cold, the
 /// balanced kernel beat every per-row width on vibrobox (0.6), finan512 (0.9) and ISPD98 (0.8) by
-/// 12-48%, so the threshold sits at 0.5 (`docs/PERF.md`, section 11); it was 1.0 when only the
+/// 12-48%, so the threshold sits at 0.5 (`docs/PERF.md`, section 13); it was 1.0 when only the
 /// suite had been measured.
 pub const IRREGULAR_ROW_CV: f64 = 0.5;
 
