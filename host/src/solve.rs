@@ -18,7 +18,7 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaSlice};
 use kernels_gpu::abi::{
     CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_ITERATIONS, CG_NOT_STARTED, CG_PARTIALS,
-    CgParams, DevicePtr as AbiPtr,
+    CgParams, CgState, DevicePtr as AbiPtr,
 };
 use std::sync::Arc;
 
@@ -196,26 +196,8 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// runs, the outcome once it has converged or reached the iteration limit, and
     /// [`SolveError::Breakdown`] if it broke down.
     pub fn outcome(&self) -> Result<Option<CgOutcome>> {
-        let gpu = self.plan.gpu();
-        let DeviceCgState(state) = gpu.stream().clone_dtoh(&self.state)?[0];
-        let iterations = state.iterations as usize;
-        let stop = match state.status {
-            CG_CONVERGED => CgStop::Converged,
-            CG_MAX_ITERATIONS => CgStop::MaxIterations,
-            CG_BREAKDOWN_PAP => {
-                let value = state.pq.to_f64();
-                return Err(SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value }.into());
-            }
-            CG_BREAKDOWN_RZ => {
-                let value = state.rz.to_f64();
-                return Err(SolveError::Breakdown { iteration: iterations, what: "rᵀz", value }.into());
-            }
-            CG_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call Cg::start")),
-            _ => return Ok(None),
-        };
-        let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());
-        let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
-        Ok(Some(CgOutcome { iterations, relative_residual, stop }))
+        let DeviceCgState(state) = self.plan.gpu().stream().clone_dtoh(&self.state)?[0];
+        outcome_of(&state, "the solve was not started: call Cg::start")
     }
 
     /// The options the solver was made with.
@@ -238,4 +220,32 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         }
         Ok(())
     }
+}
+
+/// What a solve's device state says: `None` while it runs, the outcome once it has converged or
+/// reached the iteration limit, [`SolveError::Breakdown`] if it broke down, and `not_started` (an
+/// [`Error::Unsupported`]) before its start. Shared with the distributed solver, whose GPUs all hold
+/// the same state.
+pub(crate) fn outcome_of<T: Scalar>(
+    state: &CgState<T>,
+    not_started: &'static str,
+) -> Result<Option<CgOutcome>> {
+    let iterations = state.iterations as usize;
+    let stop = match state.status {
+        CG_CONVERGED => CgStop::Converged,
+        CG_MAX_ITERATIONS => CgStop::MaxIterations,
+        CG_BREAKDOWN_PAP => {
+            let value = state.pq.to_f64();
+            return Err(SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value }.into());
+        }
+        CG_BREAKDOWN_RZ => {
+            let value = state.rz.to_f64();
+            return Err(SolveError::Breakdown { iteration: iterations, what: "rᵀz", value }.into());
+        }
+        CG_NOT_STARTED => return Err(Error::Unsupported(not_started)),
+        _ => return Ok(None),
+    };
+    let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());
+    let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
+    Ok(Some(CgOutcome { iterations, relative_residual, stop }))
 }

@@ -13,16 +13,13 @@ use super::product::DistributedPlan;
 use crate::device::{DeviceVector, addr};
 use crate::enqueue::cg::{CgFinish, CgPasses, DeviceCgState};
 use crate::formats::convert::narrow;
-use crate::reference::cg::{CgOptions, CgOutcome, CgStop, Preconditioner, SolveError, inverse_diagonal};
+use crate::reference::cg::{CgOptions, CgOutcome, Preconditioner, SolveError, inverse_diagonal};
 use crate::scalar::Scalar;
-use crate::solve::CHECK_EVERY;
+use crate::solve::{CHECK_EVERY, outcome_of};
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{ReduceOp, group_end, group_start};
-use kernels_gpu::abi::{
-    CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_INIT_SUMS, CG_MAX_ITERATIONS, CG_MAX_SUMS,
-    CG_NOT_STARTED, CG_PARTIALS, CG_PQ_SUMS, CgParams, DevicePtr as AbiPtr,
-};
+use kernels_gpu::abi::{CG_INIT_SUMS, CG_MAX_SUMS, CG_PARTIALS, CG_PQ_SUMS, CgParams, DevicePtr as AbiPtr};
 
 /// One GPU's device state of a solve: the scratch, the state, the sums before and after the
 /// all-reduce, the prepared launches, and the events that order its two streams.
@@ -255,24 +252,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
             return Err(Error::Unsupported("the solver has no GPU in this process"));
         };
         let DeviceCgState(state) = member.gpu().stream().clone_dtoh(&m.state)?[0];
-        let iterations = state.iterations as usize;
-        let stop = match state.status {
-            CG_CONVERGED => CgStop::Converged,
-            CG_MAX_ITERATIONS => CgStop::MaxIterations,
-            CG_BREAKDOWN_PAP => {
-                let value = state.pq.to_f64();
-                return Err(SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value }.into());
-            }
-            CG_BREAKDOWN_RZ => {
-                let value = state.rz.to_f64();
-                return Err(SolveError::Breakdown { iteration: iterations, what: "rᵀz", value }.into());
-            }
-            CG_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call start")),
-            _ => return Ok(None),
-        };
-        let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());
-        let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
-        Ok(Some(CgOutcome { iterations, relative_residual, stop }))
+        outcome_of(&state, "the solve was not started: call start")
     }
 
     /// The options the solver was made with.
