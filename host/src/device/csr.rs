@@ -149,24 +149,38 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<Self> {
         let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
         let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
+        let stats = RowStats::from_offsets(&wide, ncols);
+        Ok(Self::assemble(gpu, rows, stats, host_offsets, [row_offsets, col_indices], values))
+    }
+
+    /// The matrix of `rows` rows on its device arrays (`[row_offsets, col_indices]` and `values`),
+    /// with its statistics and host offsets, and no strategy data built yet.
+    fn assemble(
+        gpu: &Gpu,
+        rows: u32,
+        stats: RowStats,
+        host_offsets: Vec<u32>,
+        [row_offsets, col_indices]: [CudaSlice<u32>; 2],
+        values: CudaSlice<T>,
+    ) -> Self {
         let args = CsrArgs {
             row_offsets: addr(&row_offsets, gpu),
             col_indices: addr(&col_indices, gpu),
             values: addr(&values, gpu),
             rows,
         };
-        Ok(DeviceCsr {
+        DeviceCsr {
             row_offsets,
             col_indices,
             values,
-            stats: RowStats::from_offsets(&wide, ncols),
+            stats,
             args,
             host_offsets,
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),
             transpose: OnceLock::new(),
-        })
+        }
     }
 }
 
@@ -210,26 +224,8 @@ impl Gpu {
             a.row_offsets().iter().map(|&o| narrow("a row offset", o)).collect::<Result<Vec<_>>>()?;
         let cols =
             a.col_indices().iter().map(|&c| narrow("a column index", c)).collect::<Result<Vec<_>>>()?;
-        let row_offsets = self.upload(&host_offsets)?;
-        let col_indices = self.upload(&cols)?;
+        let indices = [self.upload(&host_offsets)?, self.upload(&cols)?];
         let values = self.upload(a.values())?;
-        let args = CsrArgs {
-            row_offsets: addr(&row_offsets, self),
-            col_indices: addr(&col_indices, self),
-            values: addr(&values, self),
-            rows,
-        };
-        Ok(DeviceCsr {
-            row_offsets,
-            col_indices,
-            values,
-            stats: a.stats(),
-            args,
-            host_offsets,
-            long_rows: OnceLock::new(),
-            row_tasks: OnceLock::new(),
-            merge_tiles: OnceLock::new(),
-            transpose: OnceLock::new(),
-        })
+        Ok(DeviceCsr::assemble(self, rows, a.stats(), host_offsets, indices, values))
     }
 }
