@@ -145,7 +145,7 @@ fn main() -> Result<()> {
     if options.cg {
         return cg_study(&options, gpu.as_ref(), handle.as_ref(), device);
     }
-    let kernels = variants::gpu_kernels();
+    let kernels = variants::gpu_kernels(gpu.as_ref().is_some_and(Gpu::has_stream_engine));
     let setup = Setup {
         gpu: gpu.as_ref(),
         cusparse: handle.as_ref(),

@@ -7,6 +7,7 @@ use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::addr;
 use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
+use super::stream_windows::DeviceStreamWindows;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::csr::{CsrRef, RowStats};
@@ -21,7 +22,8 @@ use std::sync::OnceLock;
 /// rows (kept for kernel selection, which then runs in constant time).
 ///
 /// An upload copies the three arrays and nothing else. The strategies that cut rows (the
-/// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles) build their data from the
+/// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles,
+/// the streaming engine's windows) build their data from the
 /// row offsets, which the matrix also keeps on the host (4 bytes a row), the first time they are
 /// planned for it ([`Gpu::plan`](crate::Gpu::plan), or a first product), and keep it for later ones.
 #[derive(Debug)]
@@ -36,6 +38,7 @@ pub struct DeviceCsr<T> {
     long_rows: OnceLock<DeviceLongRows<T>>,
     row_tasks: OnceLock<DeviceRowTasks<T>>,
     merge_tiles: OnceLock<DeviceMergeTiles<T>>,
+    stream_windows: OnceLock<DeviceStreamWindows<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
     transpose: OnceLock<Box<DeviceCsr<T>>>,
 }
@@ -81,6 +84,7 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.long_rows.get().map_or(0, DeviceLongRows::device_bytes)
             + self.row_tasks.get().map_or(0, DeviceRowTasks::device_bytes)
             + self.merge_tiles.get().map_or(0, DeviceMergeTiles::device_bytes)
+            + self.stream_windows.get().map_or(0, DeviceStreamWindows::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
     }
 
@@ -120,6 +124,15 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let built = DeviceMergeTiles::upload(gpu, &self.host_offsets)?;
         Ok(self.merge_tiles.get_or_init(|| built))
+    }
+
+    /// The streaming engine's windows and long-row split: built on the first call.
+    pub(crate) fn stream_windows(&self, gpu: &Gpu) -> Result<&DeviceStreamWindows<T>> {
+        if let Some(built) = self.stream_windows.get() {
+            return Ok(built);
+        }
+        let built = DeviceStreamWindows::upload(gpu, &self.host_offsets)?;
+        Ok(self.stream_windows.get_or_init(|| built))
     }
 
     /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
@@ -179,6 +192,7 @@ impl<T: Scalar> DeviceCsr<T> {
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),
+            stream_windows: OnceLock::new(),
             transpose: OnceLock::new(),
         }
     }

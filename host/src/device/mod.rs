@@ -22,6 +22,7 @@ mod memory;
 mod merge_path;
 mod ranks;
 mod row_tasks;
+mod stream_windows;
 mod transpose;
 mod vector;
 

@@ -9,9 +9,9 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrMergeParams,
-    CsrParamParams, CsrParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr,
-    EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
-    SpmmLongRowsParams, SpmmOperands, SpmmParams,
+    CsrParamParams, CsrParams, CsrStreamParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams,
+    DevicePtr as AbiPtr, EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE,
+    ScaleParams, ScatterAddParams, SpmmLongRowsParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -40,6 +40,7 @@ with_operands!(
     CsrParamParams: Axpby,
     CsrBalancedParams: Axpby,
     CsrMergeParams: Axpby,
+    CsrStreamParams: Axpby,
     EllParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
@@ -84,7 +85,7 @@ impl<P: WithOperands> Prepared<P> {
     /// # Safety
     /// `f` is the PTX entry whose parameter struct is `P`; launched as `grid` blocks of `block`
     /// threads with `shared_bytes` of dynamic shared memory (at most the 48 KiB every GPU grants
-    /// without opt-in), with `params` and the operands of any product whose `x` has the matrix's
+    /// without opt-in, or what the entry was opted into), with `params` and the operands of any product whose `x` has the matrix's
     /// column count and `y` its row count in the context of the matrix's buffers, it makes only
     /// accesses within those buffers and the ones `params` points to, and the latter live as long as
     /// the matrix `params` was built from.

@@ -38,6 +38,14 @@ pub enum Kernel {
     /// small launch. Balanced by construction, whatever the row lengths, and deterministic.
     /// `block_size` a multiple of 32 up to [`Kernel::MERGE_MAX_BLOCK_SIZE`].
     CsrMerge { block_size: u32 },
+    /// The streaming engine (`kernels-gpu/src/stream/`): windows of consecutive rows reach shared
+    /// memory through Hopper's bulk copy engine, several windows ahead of the warps that reduce them,
+    /// so that the bytes in flight no longer depend on each thread's chain of dependent loads. Rows
+    /// longer than a window take the long-row chunks. Needs a GPU of compute capability 9.0 or later
+    /// (the sm_90 module); elsewhere planning it is [`Error::Unsupported`]. Its launch shape is fixed
+    /// (`kernels_gpu::abi::STREAM_BLOCK_SIZE` threads, one block per SM slot the ring's shared memory
+    /// leaves).
+    CsrStream,
 }
 
 impl Kernel {
@@ -123,6 +131,7 @@ impl Kernel {
                     )));
                 }
             }
+            Kernel::CsrStream => {}
             Kernel::CsrMerge { block_size } => {
                 check_block_size(block_size)?;
                 if block_size > Self::MERGE_MAX_BLOCK_SIZE {
@@ -141,7 +150,7 @@ impl Kernel {
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
 /// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
-/// `csr-merge-b128`.
+/// `csr-merge-b128`, `csr-stream`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -158,6 +167,7 @@ impl std::fmt::Display for Kernel {
             }
             Kernel::CsrBalanced { block_size } => write!(f, "csr-balanced-b{block_size}"),
             Kernel::CsrMerge { block_size } => write!(f, "csr-merge-b{block_size}"),
+            Kernel::CsrStream => write!(f, "csr-stream"),
         }
     }
 }
