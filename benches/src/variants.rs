@@ -70,7 +70,7 @@ pub fn gpu_kernels(stream_engine: bool) -> Vec<Kernel> {
     kernels.extend(BALANCED_BLOCK_SIZES.map(|block_size| Kernel::CsrBalanced { block_size }));
     kernels.extend(MERGE_BLOCK_SIZES.map(|block_size| Kernel::CsrMerge { block_size }));
     if stream_engine {
-        kernels.push(Kernel::CsrStream);
+        kernels.extend(Kernel::STREAM_STAGES.map(|stages| Kernel::CsrStream { stages }));
     }
     kernels
 }

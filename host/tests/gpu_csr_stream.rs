@@ -80,7 +80,7 @@ fn engine_or_skip(test: &str) -> Option<Gpu> {
         return Some(gpu);
     }
     let a = gpu.upload_csr_parts::<f32>(1, 1, &[0, 1], &[0], &[1.0]).unwrap();
-    assert!(matches!(gpu.plan(&a, Kernel::CsrStream), Err(Error::Unsupported(_))));
+    assert!(matches!(gpu.plan(&a, Kernel::CsrStream { stages: 4 }), Err(Error::Unsupported(_))));
     say(&format!("{test}: SKIPPED, {} has no streaming engine (needs sm_90); refusal checked", gpu.name()));
     None
 }
@@ -95,17 +95,19 @@ fn products<T: Scalar>(gpu: &Gpu, name: &str, a: &Csr<T>, rng: &mut ChaCha8Rng) 
     let dx = gpu.upload_vector(&x).unwrap();
     let mut dy = gpu.zeros::<T>(a.nrows).unwrap();
     let tol = tolerance::<T>(a.view().stats().max);
-    let plan = gpu.plan(&da, Kernel::CsrStream).unwrap();
     for (alpha, beta, start) in [
         (T::from_f64(1.0), T::ZERO, poison),
         (T::from_f64(-1.5), T::from_f64(0.75), y0.clone()),
         (T::ZERO, T::from_f64(3.0), y0),
     ] {
         let case = Case::new(a, &x, alpha, beta, start);
-        dy.copy_from_host(gpu, &case.start).unwrap();
-        plan.spmv(alpha, &dx, beta, &mut dy).unwrap();
-        let err = case.assert_close(&format!("{name}, csr-stream"), &dy.to_host(gpu).unwrap(), tol);
-        eprintln!("{name}, alpha {alpha}, beta {beta}: relative error {err:e}");
+        for stages in Kernel::STREAM_STAGES {
+            let kernel = Kernel::CsrStream { stages };
+            dy.copy_from_host(gpu, &case.start).unwrap();
+            gpu.spmv_with(kernel, alpha, &da, &dx, beta, &mut dy).unwrap();
+            let err = case.assert_close(&format!("{name}, {kernel}"), &dy.to_host(gpu).unwrap(), tol);
+            eprintln!("{name}, {kernel}, alpha {alpha}, beta {beta}: relative error {err:e}");
+        }
     }
 }
 
@@ -137,7 +139,7 @@ fn gpu_csr_stream_is_deterministic_and_keeps_nan_in_its_rows() {
     for (name, a) in [("heavy tail", heavy_tail::<f64>(&mut rng)), ("window shapes", window_shapes(&mut rng))]
     {
         let da = gpu.upload_csr_ref(a.view()).unwrap();
-        let plan = gpu.plan(&da, Kernel::CsrStream).unwrap();
+        let plan = gpu.plan(&da, Kernel::CsrStream { stages: 2 }).unwrap();
         let mut x = random_vector::<f64>(&mut rng, a.ncols);
         let dx = gpu.upload_vector(&x).unwrap();
         let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();

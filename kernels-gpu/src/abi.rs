@@ -1122,10 +1122,12 @@ pub const STREAM_WINDOW_ENTRIES: u32 = 1024;
 /// graphs, empty rows) is still summed in one step.
 pub const STREAM_WINDOW_ROWS: u32 = STREAM_CONSUMER_WARPS * WARP_SIZE;
 
-/// Stages of a block's shared-memory ring: while the consumers reduce one window, the copy engine
-/// fills the other three. Per SM that keeps 72-96 KiB in flight in f32, where Little's law at
-/// 3.3 TB/s and about a microsecond of loaded latency asks for 25 KiB.
-pub const STREAM_STAGES: u32 = 4;
+/// Stages of a block's shared-memory ring, a launch parameter (`CsrStreamParams::stages`): while the
+/// consumers reduce one window, the copy engine fills the others. More stages keep more bytes in
+/// flight per block but leave fewer blocks per SM and less of the SM's memory to L1, which serves
+/// the `x` gathers. The host offers 2 to 4; 4 keep 72-96 KiB in flight per SM in f32, where Little's
+/// law at 3.3 TB/s and about a microsecond of loaded latency asks for 25 KiB.
+pub const STREAM_STAGES: [u32; 3] = [2, 3, 4];
 
 /// Consumer warps of a streaming block; one more warp, the producer, issues the copies.
 pub const STREAM_CONSUMER_WARPS: u32 = 8;
@@ -1173,10 +1175,10 @@ impl StreamStage {
         Self { offsets, cols, values, y, bytes }
     }
 
-    /// Dynamic shared memory of a streaming block: the stages, then two 8-byte barriers per stage
-    /// (full: the copy has landed; empty: the consumers are done with it).
-    pub const fn block_bytes(elem: u32) -> u32 {
-        Self::new(elem).bytes * STREAM_STAGES + 16 * STREAM_STAGES
+    /// Dynamic shared memory of a streaming block of `stages` stages: the stages, then two 8-byte
+    /// barriers per stage (full: the copy has landed; empty: the consumers are done with it).
+    pub const fn block_bytes(elem: u32, stages: u32) -> u32 {
+        (Self::new(elem).bytes + 16) * stages
     }
 }
 
@@ -1215,6 +1217,8 @@ pub struct CsrStreamParams<T> {
     pub nnz: u32,
     pub windows: u32,
     pub window_bounds: DevicePtr<u32>,
+    /// Stages of each block's ring, one of [`STREAM_STAGES`].
+    pub stages: u32,
     pub chunk_blocks: u32,
     pub long: LongRowArgs<T>,
 }

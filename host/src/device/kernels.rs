@@ -5,7 +5,7 @@ use crate::Result;
 use crate::scalar::{Precision, Scalar};
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaModule};
-use kernels_gpu::abi::{self, Entry, STREAM_BLOCK_SIZE, StreamStage};
+use kernels_gpu::abi::{self, Entry, STREAM_BLOCK_SIZE, STREAM_STAGES, StreamStage};
 use std::sync::Arc;
 
 /// The entries of one element type. Generic over what an entry is looked up as: a [`CudaFunction`]
@@ -178,8 +178,9 @@ impl<F> KernelTable<F> {
 #[derive(Debug)]
 pub(crate) struct StreamKernel {
     pub csr: CudaFunction,
-    /// Blocks of `csr` an SM holds at once (shared memory and registers allow), at least 1.
-    pub blocks_per_sm: u32,
+    /// Blocks of `csr` an SM holds at once (shared memory and registers allow), at least 1, for each
+    /// ring depth of `abi::STREAM_STAGES`, in its order.
+    pub blocks_per_sm: [u32; STREAM_STAGES.len()],
 }
 
 /// The sm_90 module's entries (`kernels-gpu/src/stream/`), both element types.
@@ -190,19 +191,22 @@ pub(crate) struct StreamKernels {
 }
 
 impl StreamKernels {
-    /// Looks the entries up and opts each into its ring's shared memory.
+    /// Looks the entries up and opts each into its deepest ring's shared memory.
     pub fn load(module: &Arc<CudaModule>) -> Result<Self> {
         let load = |name: &'static str, elem: u32| -> Result<StreamKernel> {
             let csr = module.load_function(name)?;
-            let bytes = StreamStage::block_bytes(elem);
-            // The ring's size is a constant of the abi, tens of KiB: it fits an i32.
-            csr.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                i32::try_from(bytes).unwrap_or(i32::MAX),
-            )?;
-            let blocks_per_sm =
-                csr.occupancy_max_active_blocks_per_multiprocessor(STREAM_BLOCK_SIZE, bytes as usize, None)?;
-            Ok(StreamKernel { csr, blocks_per_sm: blocks_per_sm.max(1) })
+            let deepest = STREAM_STAGES.iter().copied().max().unwrap_or(1);
+            // A ring is tens of KiB: it fits an i32.
+            let bytes = i32::try_from(StreamStage::block_bytes(elem, deepest)).unwrap_or(i32::MAX);
+            csr.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)?;
+            let mut blocks_per_sm = [1; STREAM_STAGES.len()];
+            for (blocks, &stages) in blocks_per_sm.iter_mut().zip(&STREAM_STAGES) {
+                let bytes = StreamStage::block_bytes(elem, stages) as usize;
+                *blocks = csr
+                    .occupancy_max_active_blocks_per_multiprocessor(STREAM_BLOCK_SIZE, bytes, None)?
+                    .max(1);
+            }
+            Ok(StreamKernel { csr, blocks_per_sm })
         };
         Ok(Self { f32: load(abi::CSR_STREAM.f32, 4)?, f64: load(abi::CSR_STREAM.f64, 8)? })
     }

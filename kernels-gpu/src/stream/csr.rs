@@ -38,9 +38,10 @@ const CONSUMER_BARRIER: u32 = 1;
 
 /// # Safety
 /// `p` describes a validated CSR matrix, vectors of matching lengths, windows and a long-row split
-/// built by the host as [`CsrStreamParams`] says; the arrays are 16-byte aligned; the block has
-/// [`STREAM_BLOCK_SIZE`] threads and [`StreamStage::block_bytes`](crate::abi::StreamStage::block_bytes)
-/// bytes of dynamic shared memory; the grid has `chunk_blocks` blocks, a warp for each chunk, then the
+/// built by the host as [`CsrStreamParams`] says, `stages > 0`; the arrays are 16-byte aligned; the
+/// block has [`STREAM_BLOCK_SIZE`] threads and
+/// [`StreamStage::block_bytes`](crate::abi::StreamStage::block_bytes)`(size_of::<T>(), stages)` bytes
+/// of dynamic shared memory; the grid has `chunk_blocks` blocks, a warp for each chunk, then the
 /// window blocks.
 #[inline(always)]
 unsafe fn csr_stream<T: Real>(p: CsrStreamParams<T>) {
@@ -56,7 +57,7 @@ unsafe fn csr_stream<T: Real>(p: CsrStreamParams<T>) {
             }
             return;
         }
-        let ring = Ring::new(size_of::<T>() as u32);
+        let ring = Ring::new(size_of::<T>() as u32, p.stages);
         if thread_idx() == 0 {
             ring.init();
         }
@@ -122,109 +123,204 @@ unsafe fn produce<T: Real>(p: &CsrStreamParams<T>, ring: &Ring, first: u32, stri
 /// The first word of the header of the use after the producer's last window.
 const END: u32 = u32::MAX;
 
-/// A consumer thread: the ring's uses in order until the end marker.
+/// A window as a consumer sees it in its stage: the header's rows and entries, and where each array
+/// part lies.
+#[derive(Clone, Copy)]
+struct Window<T> {
+    r0: u32,
+    r1: u32,
+    e0: u32,
+    e1: u32,
+    width: u32,
+    offsets: Span,
+    cols: Span,
+    values: Span,
+    s_offsets: *const u32,
+    s_cols: *const u32,
+    s_values: *mut T,
+    s_y: *mut T,
+}
+
+impl<T: Real> Window<T> {
+    /// The window of use `use_` once it is full, or `None` at the end marker.
+    ///
+    /// # Safety
+    /// [`Ring::wait_full`] returned for `use_`.
+    #[inline(always)]
+    unsafe fn read(p: &CsrStreamParams<T>, ring: &Ring, use_: u32) -> Option<Self> {
+        let elem = size_of::<T>() as u32;
+        let layout = ring.layout();
+        let stage = ring.stage(use_);
+        // SAFETY: a full stage holds its window's header (the producer's contract); the regions lie in
+        // the stage (`StreamStage`).
+        unsafe {
+            let header = stage.cast::<u32>();
+            let r0 = *header;
+            if r0 == END {
+                return None;
+            }
+            let (r1, e0) = (*header.add(1), *header.add(2));
+            let (entries, width) = stream_window_unshape(*header.add(3));
+            let e1 = e0 + entries;
+            Some(Self {
+                r0,
+                r1,
+                e0,
+                e1,
+                width,
+                offsets: Span::new(r0, r1 + 1, p.a.rows + 1, 4),
+                cols: Span::new(e0, e1, p.nnz, 4),
+                values: Span::new(e0, e1, p.nnz, elem),
+                s_offsets: stage.add(layout.offsets as usize).cast(),
+                s_cols: stage.add(layout.cols as usize).cast(),
+                s_values: stage.add(layout.values as usize).cast(),
+                s_y: stage.add(layout.y as usize).cast(),
+            })
+        }
+    }
+
+    /// Thread `c`'s gathers: `x` at the columns of entries `e0 + c + 256 j`, all issued before any is
+    /// used. Entries past `e1` are clamped to `e1 - 1` so that every gather is unconditional; the
+    /// caller drops their products.
+    ///
+    /// # Safety
+    /// The window is full; its columns are below the length of `x` (host validation).
+    #[inline(always)]
+    unsafe fn gather(&self, p: &CsrStreamParams<T>, c: u32) -> [T; STEPS] {
+        if self.e0 == self.e1 {
+            return [T::ZERO; STEPS];
+        }
+        // SAFETY: every index is below `e1 <= nnz`, in the stage when the span has it.
+        unsafe {
+            let col: [u32; STEPS] = core::array::from_fn(|j| {
+                let k = (self.e0 + c + j as u32 * CONSUMERS).min(self.e1 - 1);
+                if self.cols.has(k) {
+                    *self.s_cols.add((k - self.cols.lo) as usize)
+                } else {
+                    u32::load_nc(p.a.col_indices.as_ptr().add(k as usize))
+                }
+            });
+            core::array::from_fn(|j| T::load_nc(p.op.x.as_ptr().add(col[j] as usize)))
+        }
+    }
+
+    /// Thread `c`'s products, in place of their values, and `y` at the window's row `c` when
+    /// `beta != 0`.
+    ///
+    /// # Safety
+    /// As [`Window::gather`], with `xs` its result; the window's rows are this block's.
+    #[inline(always)]
+    unsafe fn products(&self, p: &CsrStreamParams<T>, c: u32, xs: [T; STEPS]) {
+        // SAFETY: every index is below `e1 <= nnz`; the slot of entry `k` is `k - values.lo`, inside
+        // the values region; row `r0 + c` is below `r1 <= rows`.
+        unsafe {
+            for (j, &xj) in xs.iter().enumerate() {
+                let k = self.e0 + c + j as u32 * CONSUMERS;
+                if k < self.e1 {
+                    let slot = self.s_values.add((k - self.values.lo) as usize);
+                    let v = if self.values.has(k) {
+                        *slot
+                    } else {
+                        T::load_nc(p.a.values.as_ptr().add(k as usize))
+                    };
+                    *slot = v * xj;
+                }
+            }
+            if p.op.beta != T::ZERO && self.r0 + c < self.r1 {
+                *self.s_y.add(c as usize) = *p.op.y.as_ptr().add((self.r0 + c) as usize);
+            }
+        }
+    }
+
+    /// The rows: `CONSUMERS / width` groups, a row each per pass, lane `l` of a group summing the
+    /// row's products `l, l + width, ...`, then a butterfly; lane 0 writes `y`. The pass count is the
+    /// same for every thread, so every lane reaches the shuffles.
+    ///
+    /// # Safety
+    /// Every consumer's [`Window::products`] of this window is ordered before (a consumer barrier);
+    /// the window's rows are written by this block alone.
+    #[inline(always)]
+    unsafe fn rows(&self, p: &CsrStreamParams<T>, c: u32) {
+        let offset = |r: u32| {
+            // SAFETY: `r <= r1 <= rows`, in the stage when the span has it.
+            unsafe {
+                if self.offsets.has(r) {
+                    *self.s_offsets.add((r - self.offsets.lo) as usize)
+                } else {
+                    u32::load_nc(p.a.row_offsets.as_ptr().add(r as usize))
+                }
+            }
+        };
+        let width = self.width;
+        let groups = CONSUMERS / width;
+        let (group, lane) = (c / width, c % width);
+        let rows = self.r1 - self.r0;
+        let mut base = 0;
+        while base < rows {
+            let row = base + group;
+            let mut sum = T::ZERO;
+            if row < rows {
+                let (start, end) = (offset(self.r0 + row), offset(self.r0 + row + 1));
+                let mut k = start + lane;
+                while k < end {
+                    // SAFETY: entries of the window's rows are in `e0 .. e1`, their slots in the region.
+                    sum = sum + unsafe { *self.s_values.add((k - self.values.lo) as usize) };
+                    k += width;
+                }
+            }
+            let mut step = width / 2;
+            while step > 0 {
+                sum = sum + sum.shfl_xor(step);
+                step /= 2;
+            }
+            if row < rows && lane == 0 {
+                // SAFETY: row `r0 + row < r1 <= rows`, this thread's alone; `s_y` holds `y` at the
+                // window's rows when `beta != 0`.
+                unsafe {
+                    let out = p.op.y.as_mut_ptr().add((self.r0 + row) as usize);
+                    *out = if p.op.beta == T::ZERO {
+                        p.op.alpha * sum
+                    } else {
+                        p.op.alpha.fma(sum, p.op.beta * *self.s_y.add(row as usize))
+                    };
+                }
+            }
+            base += groups;
+        }
+    }
+}
+
+/// A consumer thread: the ring's uses in order until the end marker, software-pipelined by one
+/// window: the gathers of use `i + 1` are issued before the rows of use `i` are summed, so that their
+/// latency, the consumers' longest wait, overlaps that work instead of adding to it.
 ///
 /// # Safety
 /// As [`csr_stream`]; every consumer thread of the block calls it.
 #[inline(always)]
 unsafe fn consume<T: Real>(p: &CsrStreamParams<T>, ring: &Ring) {
     let c = thread_idx();
-    let elem = size_of::<T>() as u32;
-    let layout = ring.layout();
-    let (offsets, cols_g, vals_g) = (p.a.row_offsets.as_ptr(), p.a.col_indices.as_ptr(), p.a.values.as_ptr());
-    let (x, y) = (p.op.x.as_ptr(), p.op.y.as_mut_ptr());
     let mut use_ = 0;
-    // SAFETY: the stage of a full use holds its window's header and spans (the producer's contract);
-    // elements outside a span are read from global memory, every index below the arrays' lengths;
-    // columns are below the length of `x` (host validation); the rows of a window are written by
-    // this block alone, each by one thread.
+    // SAFETY: each use is read after it is full and released after the thread's last access to it;
+    // every consumer thread takes the same uses and barriers, in the same order.
     unsafe {
+        ring.wait_full(use_);
+        let Some(mut window) = Window::read(p, ring, use_) else { return };
+        let mut xs = window.gather(p, c);
         loop {
-            ring.wait_full(use_);
-            let stage = ring.stage(use_);
-            let header = stage.cast::<u32>();
-            let r0 = *header;
-            if r0 == END {
-                return;
-            }
-            let (r1, e0) = (*header.add(1), *header.add(2));
-            let (entries, width) = stream_window_unshape(*header.add(3));
-            let e1 = e0 + entries;
-            let rows_span = Span::new(r0, r1 + 1, p.a.rows + 1, 4);
-            let cols_span = Span::new(e0, e1, p.nnz, 4);
-            let vals_span = Span::new(e0, e1, p.nnz, elem);
-            let s_offsets = stage.add(layout.offsets as usize).cast::<u32>();
-            let s_cols = stage.add(layout.cols as usize).cast::<u32>();
-            let s_vals = stage.add(layout.values as usize).cast::<T>();
-            let s_y = stage.add(layout.y as usize).cast::<T>();
-
-            // 1. Products, in place of the values. Entries past `e1` are clamped to `e1 - 1` so that
-            // every gather is issued unconditionally; their products are not stored.
-            if entries > 0 {
-                let mut col = [0u32; STEPS];
-                for (j, c_j) in col.iter_mut().enumerate() {
-                    let k = (e0 + c + j as u32 * CONSUMERS).min(e1 - 1);
-                    *c_j = if cols_span.has(k) {
-                        *s_cols.add((k - cols_span.lo) as usize)
-                    } else {
-                        u32::load_nc(cols_g.add(k as usize))
-                    };
-                }
-                let xs: [T; STEPS] = core::array::from_fn(|j| T::load_nc(x.add(col[j] as usize)));
-                for (j, &xj) in xs.iter().enumerate() {
-                    let k = e0 + c + j as u32 * CONSUMERS;
-                    if k < e1 {
-                        let slot = s_vals.add((k - vals_span.lo) as usize);
-                        let v = if vals_span.has(k) { *slot } else { T::load_nc(vals_g.add(k as usize)) };
-                        *slot = v * xj;
-                    }
-                }
-            }
-            if p.op.beta != T::ZERO && r0 + c < r1 {
-                *s_y.add(c as usize) = *y.add((r0 + c) as usize);
-            }
+            window.products(p, c, xs);
             named_barrier(CONSUMER_BARRIER, CONSUMERS);
-
-            // 2. Rows: `CONSUMERS / width` groups, a row each per pass; the pass count is the same for
-            // every thread, so every lane reaches the shuffles.
-            let offset = |r: u32| {
-                if rows_span.has(r) {
-                    *s_offsets.add((r - rows_span.lo) as usize)
-                } else {
-                    u32::load_nc(offsets.add(r as usize))
-                }
-            };
-            let groups = CONSUMERS / width;
-            let (group, lane) = (c / width, c % width);
-            let mut base = 0;
-            while base < r1 - r0 {
-                let row = base + group;
-                let mut sum = T::ZERO;
-                if row < r1 - r0 {
-                    let (start, end) = (offset(r0 + row), offset(r0 + row + 1));
-                    let mut k = start + lane;
-                    while k < end {
-                        sum = sum + *s_vals.add((k - vals_span.lo) as usize);
-                        k += width;
-                    }
-                }
-                let mut step = width / 2;
-                while step > 0 {
-                    sum = sum + sum.shfl_xor(step);
-                    step /= 2;
-                }
-                if row < r1 - r0 && lane == 0 {
-                    let out = y.add((r0 + row) as usize);
-                    *out = if p.op.beta == T::ZERO {
-                        p.op.alpha * sum
-                    } else {
-                        p.op.alpha.fma(sum, p.op.beta * *s_y.add(row as usize))
-                    };
-                }
-                base += groups;
+            ring.wait_full(use_ + 1);
+            let next = Window::read(p, ring, use_ + 1);
+            if let Some(next) = &next {
+                xs = next.gather(p, c);
             }
+            window.rows(p, c);
             ring.release(use_);
             use_ += 1;
+            match next {
+                Some(next) => window = next,
+                None => return,
+            }
         }
     }
 }

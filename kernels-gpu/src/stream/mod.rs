@@ -6,20 +6,21 @@
 //! an offset, then an index and a value, then gathers `x` keeps too few requests in flight between
 //! its dependent steps. Here one thread of a producer warp asks the copy engine for whole windows of
 //! the arrays (`cp.async.bulk`, global to shared, completing on an `mbarrier` that counts the bytes),
-//! [`STREAM_STAGES`] windows ahead of the consumer warps, which only read shared memory and gather
+//! several windows ahead of the consumer warps, which only read shared memory and gather
 //! `x`. The bytes in flight then depend on the ring's depth, not on how many loads a thread can issue
 //! before it needs their values.
 //!
-//! A [`Ring`] is [`STREAM_STAGES`] stages in the block's dynamic shared memory, laid out as
+//! A [`Ring`] is `stages` stages (a launch parameter, one of
+//! [`STREAM_STAGES`](crate::abi::STREAM_STAGES)) in the block's dynamic shared memory, laid out as
 //! [`StreamStage`] says, each with two barriers: *full* (one arrival, the producer's, plus the bytes
 //! of its copies) and *empty* (an arrival from every consumer thread). Use `i` of the ring takes stage
-//! `i % STAGES` in phase `i / STAGES` of both barriers; the producer waits until the consumers have
-//! emptied use `i - STAGES` before it fills use `i`, and the consumers wait until use `i` is full.
+//! `i % stages` in phase `i / stages` of both barriers; the producer waits until the consumers have
+//! emptied use `i - stages` before it fills use `i`, and the consumers wait until use `i` is full.
 //! A format's consumer (`csr.rs`) decides what a window is.
 
 pub(crate) mod csr;
 
-use crate::abi::{BULK_COPY_ALIGN, STREAM_CONSUMER_WARPS, STREAM_STAGES, StreamStage, WARP_SIZE};
+use crate::abi::{BULK_COPY_ALIGN, STREAM_CONSUMER_WARPS, StreamStage, WARP_SIZE};
 use crate::arch::dynamic_shared;
 use crate::arch::hopper::{
     bulk_copy_to_shared, fence_barrier_init, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx,
@@ -34,22 +35,24 @@ const CONSUMERS: u32 = STREAM_CONSUMER_WARPS * WARP_SIZE;
 pub(crate) struct Ring {
     base: *mut u8,
     layout: StreamStage,
+    stages: u32,
     /// Shared address of the barriers: `full` of stage `s` at `bars + 16 s`, `empty` 8 bytes after.
     bars: u32,
 }
 
 impl Ring {
-    /// The ring of this block's dynamic shared memory, for values of `elem` bytes.
+    /// The ring of `stages` stages in this block's dynamic shared memory, for values of `elem` bytes.
     ///
     /// # Safety
-    /// The launch gives the block [`StreamStage::block_bytes`]`(elem)` bytes of dynamic shared memory.
+    /// `stages > 0`; the launch gives the block [`StreamStage::block_bytes`]`(elem, stages)` bytes of
+    /// dynamic shared memory.
     #[inline(always)]
-    pub unsafe fn new(elem: u32) -> Self {
+    pub unsafe fn new(elem: u32, stages: u32) -> Self {
         let layout = StreamStage::new(elem);
         let base = dynamic_shared::<u8>();
         // SAFETY: the barriers follow the stages inside the block's allocation (the caller's contract).
-        let bars = shared_addr(unsafe { base.add((layout.bytes * STREAM_STAGES) as usize) });
-        Self { base, layout, bars }
+        let bars = shared_addr(unsafe { base.add((layout.bytes * stages) as usize) });
+        Self { base, layout, stages, bars }
     }
 
     /// Initialises the barriers. Thread 0 calls it; the block then meets at a block-wide barrier
@@ -59,7 +62,7 @@ impl Ring {
     /// Called once per block, by one thread, before any use of the ring.
     #[inline(always)]
     pub unsafe fn init(&self) {
-        for s in 0..STREAM_STAGES {
+        for s in 0..self.stages {
             // SAFETY: 8-byte aligned slots after the stages (16-byte multiples), used by no one yet.
             unsafe {
                 mbarrier_init(self.full(s), 1);
@@ -70,7 +73,7 @@ impl Ring {
     }
 
     fn full(&self, use_: u32) -> u32 {
-        self.bars + 16 * (use_ % STREAM_STAGES)
+        self.bars + 16 * (use_ % self.stages)
     }
 
     fn empty(&self, use_: u32) -> u32 {
@@ -78,8 +81,8 @@ impl Ring {
     }
 
     /// The phase parity of use `use_` of its stage.
-    fn parity(use_: u32) -> u32 {
-        (use_ / STREAM_STAGES) & 1
+    fn parity(&self, use_: u32) -> u32 {
+        (use_ / self.stages) & 1
     }
 
     /// The layout of every stage.
@@ -89,8 +92,8 @@ impl Ring {
 
     /// The first byte of the stage of use `use_`.
     pub fn stage(&self, use_: u32) -> *mut u8 {
-        // SAFETY: `use_ % STAGES` stages of `bytes` each lie inside the block's allocation.
-        unsafe { self.base.add(((use_ % STREAM_STAGES) * self.layout.bytes) as usize) }
+        // SAFETY: `stages` stages of `bytes` each lie inside the block's allocation.
+        unsafe { self.base.add(((use_ % self.stages) * self.layout.bytes) as usize) }
     }
 
     /// Producer: waits until the consumers have emptied the stage of use `use_` (its previous use),
@@ -100,10 +103,10 @@ impl Ring {
     /// The ring is initialised; the producer's uses are numbered in order from 0.
     #[inline(always)]
     pub unsafe fn wait_empty(&self, use_: u32) {
-        if use_ >= STREAM_STAGES {
+        if use_ >= self.stages {
             // SAFETY: the consumers arrive once per thread at every use they take, so the phase of
-            // use `use_ - STAGES` completes.
-            unsafe { mbarrier_wait(self.empty(use_), Self::parity(use_) ^ 1) }
+            // use `use_ - stages` completes.
+            unsafe { mbarrier_wait(self.empty(use_), self.parity(use_) ^ 1) }
         }
     }
 
@@ -153,7 +156,7 @@ impl Ring {
     #[inline(always)]
     pub unsafe fn wait_full(&self, use_: u32) {
         // SAFETY: the producer arrives once at every use.
-        unsafe { mbarrier_wait(self.full(use_), Self::parity(use_)) }
+        unsafe { mbarrier_wait(self.full(use_), self.parity(use_)) }
     }
 
     /// Consumer: this thread is done with use `use_`; ordinary stores it made to the stage are

@@ -150,7 +150,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 };
                 CsrLaunch::Merge { tiles, fixup }
             }
-            Kernel::CsrStream => {
+            Kernel::CsrStream { stages } => {
                 let engine = gpu.stream_kernel::<T>().ok_or(Error::Unsupported(
                     "the streaming engine (Kernel::CsrStream) needs a GPU of compute capability 9.0 or later",
                 ))?;
@@ -164,18 +164,19 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 let w = self.stream_windows(gpu)?;
                 let long = w.long_rows();
                 let (chunk_blocks, room) = stream_grid(long.chunks)?;
-                let window_blocks =
-                    w.windows().min(gpu.sm_count().saturating_mul(engine.blocks_per_sm)).min(room);
+                let blocks_per_sm = engine.blocks_per_sm[variant(&Kernel::STREAM_STAGES, stages)];
+                let window_blocks = w.windows().min(gpu.sm_count().saturating_mul(blocks_per_sm)).min(room);
                 let params = CsrStreamParams {
                     a,
                     op,
                     nnz: narrow("the entry count", self.nnz())?,
                     windows: w.windows(),
                     window_bounds: w.bounds(),
+                    stages,
                     chunk_blocks,
                     long,
                 };
-                let shared = StreamStage::block_bytes(element_bytes::<T>());
+                let shared = StreamStage::block_bytes(element_bytes::<T>(), stages);
                 // SAFETY: the windows, the long-row arrays and scratch were built for this very matrix
                 // (`DeviceCsr::stream_windows`) and live as long as it; its arrays are 16-byte aligned
                 // (checked above) and valid CSR; the block is the engine's, with the ring's shared
