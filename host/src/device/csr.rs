@@ -1,12 +1,14 @@
-//! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, and the data
-//! of the kernel strategies that cut its rows, built the first time a strategy needs it, and its
-//! transpose for the transposed product, built (on the device) the first time a plan needs it.
+//! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, the count of
+//! updates of its values, and the data of the kernel strategies that cut its rows, built the first
+//! time a strategy needs it, and its transpose for the transposed product, built (on the device) the
+//! first time a plan needs it.
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::addr;
 use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
+use super::transpose::BuiltTranspose;
 use crate::Result;
 use crate::formats::convert::narrow;
 use crate::formats::csr::{CsrRef, RowStats};
@@ -14,8 +16,10 @@ use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
+use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
@@ -24,6 +28,13 @@ use std::sync::OnceLock;
 /// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles) build their data from the
 /// row offsets, which the matrix also keeps on the host (4 bytes a row), the first time they are
 /// planned for it ([`Gpu::plan`](crate::Gpu::plan), or a first product), and keep it for later ones.
+///
+/// The values may be replaced, keeping the pattern ([`DeviceCsr::update_values`]): everything built
+/// from the pattern alone stays valid, and so does every plan of the CSR kernels and SpMM, which read
+/// the values in place; the transpose, which copies them, is refreshed on the stream by the update.
+/// What holds values derived outside the matrix (a solver's Jacobi diagonal) compares
+/// [`DeviceCsr::values_generation`] with the one it was derived at, and refuses to run on a
+/// difference ([`Error::StaleValues`](crate::Error::StaleValues)).
 #[derive(Debug)]
 pub struct DeviceCsr<T> {
     row_offsets: CudaSlice<u32>,
@@ -33,11 +44,13 @@ pub struct DeviceCsr<T> {
     /// The kernels' view of the arrays above, built once here rather than at every product.
     args: CsrArgs<T>,
     host_offsets: Vec<u32>,
+    /// Updates of the values since the matrix was made: enqueued on the stream, counted here.
+    generation: AtomicU64,
     long_rows: OnceLock<DeviceLongRows<T>>,
     row_tasks: OnceLock<DeviceRowTasks<T>>,
     merge_tiles: OnceLock<DeviceMergeTiles<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
-    transpose: OnceLock<Box<DeviceCsr<T>>>,
+    transpose: OnceLock<Box<BuiltTranspose<T>>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -84,6 +97,17 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.transpose.get().map_or(0, |t| t.device_bytes())
     }
 
+    /// How many times the values were replaced ([`DeviceCsr::update_values`]) since the matrix was
+    /// made: data derived from them records it, and is stale once it differs.
+    pub fn values_generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Counts an update of the values, once its copies are enqueued.
+    pub(crate) fn values_updated(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     pub(crate) fn args(&self) -> CsrArgs<T> {
         self.args
     }
@@ -124,17 +148,26 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
     /// every later one.
-    pub(crate) fn transpose_or_build(&self, build: impl FnOnce() -> Result<Self>) -> Result<&Self> {
+    pub(crate) fn transpose_or_build(
+        &self,
+        build: impl FnOnce() -> Result<BuiltTranspose<T>>,
+    ) -> Result<&Self> {
         if let Some(built) = self.transpose.get() {
-            return Ok(built);
+            return Ok(&built.csr);
         }
         let built = Box::new(build()?);
-        Ok(self.transpose.get_or_init(|| built))
+        Ok(&self.transpose.get_or_init(|| built).csr)
     }
 
     /// `Aᵀ`, if a plan has built it.
     pub(crate) fn built_transpose(&self) -> Option<&Self> {
-        self.transpose.get().map(|t| &**t)
+        self.transpose.get().map(|t| &t.csr)
+    }
+
+    /// `Aᵀ`, if a plan has built it, with the entry of this matrix each of its entries copies
+    /// (`nnz` indices): what an update of the values gathers anew.
+    pub(crate) fn built_transpose_sources(&self) -> Option<(&Self, AbiPtr<u32>)> {
+        self.transpose.get().map(|t| (&t.csr, t.sources))
     }
 
     /// A matrix of `ncols` columns from arrays already on the device (a valid CSR matrix: the
@@ -176,6 +209,7 @@ impl<T: Scalar> DeviceCsr<T> {
             stats,
             args,
             host_offsets,
+            generation: AtomicU64::new(0),
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),

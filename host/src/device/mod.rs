@@ -40,6 +40,6 @@ pub use lma::DeviceLma;
 pub(crate) use long_rows::SpmmScratch;
 pub(crate) use memory::addr;
 pub use ranks::{Member, Ranks, UniqueId};
-pub(crate) use transpose::TransposeBuffers;
+pub(crate) use transpose::{BuiltTranspose, TransposeBuffers};
 pub(crate) use vector::sealed::{Operand, OperandMut};
 pub use vector::{DeviceVector, VectorMut, VectorRef};
