@@ -12,7 +12,8 @@
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
-//! long rows, and `spmm_scale_<type>`), and the distributed product's pack `dist_gather_<type>`.
+//! long rows, and `spmm_scale_<type>`), the distributed product's pack `dist_gather_<type>`, and the
+//! check of CSR index arrays on the device `csr_check_<index type>`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -29,6 +30,8 @@ pub mod index;
 mod arch;
 #[cfg(target_arch = "nvptx64")]
 mod cg;
+#[cfg(target_arch = "nvptx64")]
+mod check;
 #[cfg(target_arch = "nvptx64")]
 mod csr;
 #[cfg(target_arch = "nvptx64")]

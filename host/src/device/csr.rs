@@ -10,7 +10,7 @@ use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
 use super::transpose::BuiltTranspose;
 use crate::Result;
-use crate::formats::convert::narrow;
+use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
@@ -18,6 +18,7 @@ use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
+use rayon::prelude::*;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -248,18 +249,38 @@ impl Gpu {
 
     /// Uploads a checked CSR matrix, narrowing its indices to `u32`: refused with
     /// [`Error::TooLarge`](crate::Error::TooLarge) when a dimension or the entry count does not fit.
+    ///
+    /// The column indices and the values go through pinned staging buffers a chunk at a time
+    /// ([`Gpu::upload_staged`]), narrowed and copied in by all cores while the previous chunk is on
+    /// the link; the row offsets are narrowed in parallel too, and their statistics computed meanwhile.
     pub fn upload_csr_ref<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<DeviceCsr<T>> {
-        let rows = narrow("the row count", a.nrows())?;
-        narrow("the column count", a.ncols())?;
-        narrow("the entry count", a.nnz())?;
-        // Offsets are at most nnz and column indices below ncols, so these cannot fail after the checks
-        // above; they are checked anyway rather than cast.
-        let host_offsets =
-            a.row_offsets().iter().map(|&o| narrow("a row offset", o)).collect::<Result<Vec<_>>>()?;
-        let cols =
-            a.col_indices().iter().map(|&c| narrow("a column index", c)).collect::<Result<Vec<_>>>()?;
-        let indices = [self.upload(&host_offsets)?, self.upload(&cols)?];
-        let values = self.upload(a.values())?;
-        Ok(DeviceCsr::assemble(self, rows, a.stats(), host_offsets, indices, values))
+        check_u32_dims(&a)?;
+        let rows = index32(a.nrows());
+        // Offsets are at most nnz and column indices below ncols, both within `u32` after the check
+        // above.
+        let (host_offsets, stats) = rayon::join(
+            || a.row_offsets().par_iter().with_min_len(PAR_MIN).map(|&o| index32(o)).collect::<Vec<_>>(),
+            || a.stats(),
+        );
+        let row_offsets = self.upload(&host_offsets)?;
+        let cols = a.col_indices();
+        let col_indices = self.upload_staged(cols.len(), |first, chunk: &mut [u32]| {
+            let source = &cols[first..first + chunk.len()];
+            chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
+            Ok(())
+        })?;
+        let values = a.values();
+        let values = self.upload_staged(values.len(), |first, chunk: &mut [T]| {
+            let source = &values[first..first + chunk.len()];
+            chunk
+                .par_chunks_mut(PAR_MIN)
+                .zip(source.par_chunks(PAR_MIN))
+                .for_each(|(c, s)| c.copy_from_slice(s));
+            Ok(())
+        })?;
+        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
     }
 }
+
+/// Elements below which a rayon task is not split further: enough work to pay for a task.
+const PAR_MIN: usize = 1 << 15;

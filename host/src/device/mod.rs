@@ -38,7 +38,7 @@ pub use graph::Graph;
 pub use hyb::DeviceHyb;
 pub use lma::DeviceLma;
 pub(crate) use long_rows::SpmmScratch;
-pub(crate) use memory::addr;
+pub(crate) use memory::{addr, nonnegative_as_u32};
 pub use ranks::{Member, Ranks, UniqueId};
 pub(crate) use transpose::{BuiltTranspose, TransposeBuffers};
 pub(crate) use vector::sealed::{Operand, OperandMut};

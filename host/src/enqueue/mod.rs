@@ -12,6 +12,7 @@ pub(crate) mod cg;
 mod compressed;
 mod csr;
 mod formats;
+mod from_device;
 mod gather;
 mod launch;
 mod plan;
