@@ -171,20 +171,19 @@ impl<T: Scalar> DeviceCsr<T> {
         self.transpose.get().map(|t| (&t.csr, t.sources))
     }
 
-    /// A matrix of `ncols` columns from arrays already on the device (a valid CSR matrix: the
-    /// caller's contract) and its row offsets on the host.
+    /// A matrix of `ncols` columns from arrays already on the device (`[row_offsets, col_indices]`
+    /// and `values`, a valid CSR matrix: the caller's contract) and its row offsets on the host.
     pub(crate) fn from_device_parts(
         gpu: &Gpu,
         ncols: usize,
         host_offsets: Vec<u32>,
-        row_offsets: CudaSlice<u32>,
-        col_indices: CudaSlice<u32>,
+        indices: [CudaSlice<u32>; 2],
         values: CudaSlice<T>,
     ) -> Result<Self> {
         let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
         let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
         let stats = RowStats::from_offsets(&wide, ncols);
-        Ok(Self::assemble(gpu, rows, stats, host_offsets, [row_offsets, col_indices], values))
+        Ok(Self::assemble(gpu, rows, stats, host_offsets, indices, values))
     }
 
     /// The matrix of `rows` rows on its device arrays (`[row_offsets, col_indices]` and `values`),

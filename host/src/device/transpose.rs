@@ -93,14 +93,8 @@ impl<T: Scalar> TransposeBuffers<T> {
         debug_assert_eq!(host_offsets.len(), self.ncols + 1);
         let [first, second] = self.perm;
         let sources_buffer = if last_perm == 0 { first } else { second };
-        let csr = DeviceCsr::from_device_parts(
-            gpu,
-            nrows,
-            host_offsets,
-            self.row_offsets,
-            self.col_indices,
-            self.values,
-        )?;
+        let indices = [self.row_offsets, self.col_indices];
+        let csr = DeviceCsr::from_device_parts(gpu, nrows, host_offsets, indices, self.values)?;
         Ok(BuiltTranspose { csr, sources: addr(&sources_buffer, gpu), sources_buffer })
     }
 }

@@ -36,9 +36,7 @@ impl<T: Scalar> DeviceCsr<T> {
         col_indices: CudaSlice<u32>,
         values: CudaSlice<T>,
     ) -> Result<Self> {
-        let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
-        let host_offsets = arrays.checked(gpu)?;
-        DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, row_offsets, col_indices, values)
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
     }
 
     /// As [`DeviceCsr::try_from_device`], for cuSPARSE's `i32` indices: a negative one is refused
@@ -52,10 +50,7 @@ impl<T: Scalar> DeviceCsr<T> {
         col_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
     ) -> Result<Self> {
-        let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
-        let host_offsets = arrays.checked(gpu)?;
-        let (row_offsets, col_indices) = (nonnegative_as_u32(row_offsets), nonnegative_as_u32(col_indices));
-        DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, row_offsets, col_indices, values)
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
     }
 
     /// As [`DeviceCsr::try_from_device`] without the check of the arrays (the sizes and contexts
@@ -74,9 +69,7 @@ impl<T: Scalar> DeviceCsr<T> {
         col_indices: CudaSlice<u32>,
         values: CudaSlice<T>,
     ) -> Result<Self> {
-        let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
-        let host_offsets = arrays.unchecked(gpu)?;
-        DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, row_offsets, col_indices, values)
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
     }
 
     /// As [`DeviceCsr::try_from_device_i32`] without the check of the arrays.
@@ -90,11 +83,23 @@ impl<T: Scalar> DeviceCsr<T> {
         col_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
     ) -> Result<Self> {
-        let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
-        let host_offsets = arrays.unchecked(gpu)?;
-        let (row_offsets, col_indices) = (nonnegative_as_u32(row_offsets), nonnegative_as_u32(col_indices));
-        DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, row_offsets, col_indices, values)
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
     }
+}
+
+/// The matrix on `[row_offsets, col_indices]` and `values`, after the device check when `check`
+/// (else the sizes and contexts only: the unchecked constructors' callers vouch for the rest).
+fn from_arrays<I: Checked, T: Scalar>(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    [row_offsets, col_indices]: [CudaSlice<I>; 2],
+    values: CudaSlice<T>,
+    check: bool,
+) -> Result<DeviceCsr<T>> {
+    let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
+    let host_offsets = if check { arrays.checked(gpu)? } else { arrays.unchecked(gpu)? };
+    let indices = [I::into_u32(row_offsets), I::into_u32(col_indices)];
+    DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, indices, values)
 }
 
 /// An index type whose arrays the device check takes.
@@ -102,6 +107,8 @@ trait Checked: CsrIndex + DeviceRepr + Default {
     fn kernel(gpu: &Gpu) -> &CudaFunction;
     /// An index known not to be negative, as the kernels' `u32`.
     fn to_u32(self) -> u32;
+    /// A buffer of indices none of which is negative, as the kernels' `u32`s, without a copy.
+    fn into_u32(indices: CudaSlice<Self>) -> CudaSlice<u32>;
 }
 
 impl Checked for u32 {
@@ -112,6 +119,10 @@ impl Checked for u32 {
     fn to_u32(self) -> u32 {
         self
     }
+
+    fn into_u32(indices: CudaSlice<u32>) -> CudaSlice<u32> {
+        indices
+    }
 }
 
 impl Checked for i32 {
@@ -121,6 +132,10 @@ impl Checked for i32 {
 
     fn to_u32(self) -> u32 {
         self.unsigned_abs()
+    }
+
+    fn into_u32(indices: CudaSlice<i32>) -> CudaSlice<u32> {
+        nonnegative_as_u32(indices)
     }
 }
 
