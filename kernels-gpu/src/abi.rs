@@ -1222,3 +1222,39 @@ pub struct CsrStreamParams<T> {
     pub chunk_blocks: u32,
     pub long: LongRowArgs<T>,
 }
+
+/// `csr_check_u32` and `csr_check_i32` (`check.rs`): the check of CSR index arrays already on the
+/// device, which a matrix built from them must pass. Each finds the first position of every kind of
+/// fault, the host turning them into the error its own check would give: `found[CHECK_*]` is lowered
+/// atomically to the position (it starts at [`CHECK_NONE`]). One thread per position, grid stride
+/// over the longer array.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrCheckParams<I> {
+    pub row_offsets: DevicePtr<I>,
+    pub offsets_len: u64,
+    pub col_indices: DevicePtr<I>,
+    pub cols_len: u64,
+    pub ncols: u64,
+    /// [`CHECK_SLOTS`] positions.
+    pub found: DevicePtr<u64>,
+}
+
+/// The PTX entries of the check of CSR index arrays, `u32` and cuSPARSE's `i32`.
+pub const CSR_CHECK_U32: &str = "csr_check_u32";
+pub const CSR_CHECK_I32: &str = "csr_check_i32";
+
+/// Threads per block of `csr_check_*`: a position per thread and no shared state.
+pub const CHECK_BLOCK_SIZE: u32 = 256;
+
+/// A slot of `found` no fault has lowered.
+pub const CHECK_NONE: u64 = u64::MAX;
+
+/// The slots of `found`: the first negative row offset, the first negative column index, the first
+/// row whose offset exceeds the next one, the first entry whose (non-negative) column index is not
+/// below `ncols`.
+pub const CHECK_NEGATIVE_OFFSET: usize = 0;
+pub const CHECK_NEGATIVE_COLUMN: usize = 1;
+pub const CHECK_DECREASE: usize = 2;
+pub const CHECK_COLUMN: usize = 3;
+pub const CHECK_SLOTS: usize = 4;

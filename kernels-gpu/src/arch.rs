@@ -82,6 +82,7 @@ macro_rules! impl_load {
 
 impl_load!(u16, "u16", reg16);
 impl_load!(u32, "u32", reg32);
+impl_load!(i32, "s32", reg32);
 impl_load!(f32, "f32", reg32);
 impl_load!(f64, "f64", reg64);
 
@@ -150,6 +151,16 @@ pub unsafe fn atomic_inc_u32(p: *mut u32, limit: u32) -> u32 {
             old = out(reg32) old, p = in(reg64) p, l = in(reg32) limit, options(nostack));
     }
     old
+}
+
+/// `red.global.min.u64` (relaxed, GPU scope): `*p = min(*p, v)`, with no value returned.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u64` that the kernel changes only atomically.
+#[inline(always)]
+pub unsafe fn atomic_min_u64(p: *mut u64, v: u64) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("red.global.min.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) }
 }
 
 /// Index of the calling thread's block in the (one-dimensional) grid: `%ctaid.x`.

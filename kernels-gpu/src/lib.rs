@@ -12,7 +12,8 @@
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
-//! long rows, and `spmm_scale_<type>`), and the distributed product's pack `dist_gather_<type>`.
+//! long rows, and `spmm_scale_<type>`), the distributed product's pack `dist_gather_<type>`, and the
+//! check of CSR index arrays on the device `csr_check_<index type>`.
 #![cfg_attr(not(test), no_std)]
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
 // kernels but the streaming engine; and one for sm_90 with the streaming engine alone (`stream`), whose
@@ -34,6 +35,8 @@ pub mod index;
 mod arch;
 #[cfg(target_arch = "nvptx64")]
 mod cg;
+#[cfg(target_arch = "nvptx64")]
+mod check;
 #[cfg(target_arch = "nvptx64")]
 mod csr;
 #[cfg(target_arch = "nvptx64")]

@@ -155,6 +155,11 @@ impl Gpu {
         self.kernels.transpose_build()
     }
 
+    /// The check of CSR index arrays on the device (index-type specific, element-type independent).
+    pub(crate) fn check_kernels(&self) -> &super::kernels::CheckKernels {
+        self.kernels.check()
+    }
+
     /// The streaming-read probe, loaded on the first call.
     pub(crate) fn probe_stream_read(&self) -> Result<&CudaFunction> {
         if let Some(f) = self.probe.get() {

@@ -89,6 +89,22 @@ impl<F> TransposeBuild<F> {
     }
 }
 
+/// The check of CSR index arrays on the device, one entry per index type
+/// (`kernels-gpu/src/check.rs`).
+#[derive(Debug)]
+pub(crate) struct CheckKernels<F = CudaFunction> {
+    pub u32: F,
+    pub i32: F,
+}
+
+impl<F> CheckKernels<F> {
+    fn load<E>(
+        mut lookup: impl FnMut(&'static str) -> std::result::Result<F, E>,
+    ) -> std::result::Result<Self, E> {
+        Ok(Self { u32: lookup(abi::CSR_CHECK_U32)?, i32: lookup(abi::CSR_CHECK_I32)? })
+    }
+}
+
 /// The conjugate-gradient kernels of one element type (`kernels-gpu/src/cg.rs`).
 #[derive(Debug)]
 pub(crate) struct CgKernels<F = CudaFunction> {
@@ -225,6 +241,7 @@ pub(crate) struct Kernels {
     f32: KernelTable,
     f64: KernelTable,
     transpose_build: TransposeBuild,
+    check: CheckKernels,
 }
 
 impl Kernels {
@@ -233,11 +250,16 @@ impl Kernels {
             f32: KernelTable::load(|e| e.f32, |name| module.load_function(name))?,
             f64: KernelTable::load(|e| e.f64, |name| module.load_function(name))?,
             transpose_build: TransposeBuild::load(|name| module.load_function(name))?,
+            check: CheckKernels::load(|name| module.load_function(name))?,
         })
     }
 
     pub fn transpose_build(&self) -> &TransposeBuild {
         &self.transpose_build
+    }
+
+    pub fn check(&self) -> &CheckKernels {
+        &self.check
     }
 
     pub fn of<T: Scalar>(&self) -> &KernelTable {
@@ -265,6 +287,11 @@ mod tests {
             .unwrap();
         }
         TransposeBuild::load(|name| {
+            names.insert(name);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        CheckKernels::load(|name| {
             names.insert(name);
             Ok::<_, ()>(())
         })

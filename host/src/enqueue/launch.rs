@@ -265,6 +265,20 @@ pub(crate) unsafe fn copy<T>(gpu: &Gpu, dst: AbiPtr<T>, src: AbiPtr<T>, len: u32
     Ok(unsafe { result::memcpy_dtod_async(dst.addr(), src.addr(), bytes, gpu.stream().cu_stream()) }?)
 }
 
+/// Enqueues a copy of `src` from the host to `dst`.
+///
+/// # Safety
+/// `dst` holds `src.len()` elements in `gpu`'s context.
+pub(crate) unsafe fn copy_from_host<T>(gpu: &Gpu, dst: AbiPtr<T>, src: &[T]) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract for `dst`. `src` is a borrow of host memory the driver reads
+    // before the call returns (pageable memory is staged), or, where the caller's slice is pinned,
+    // in stream order, as cudarc's own `memcpy_htod` of a slice relies on.
+    Ok(unsafe { result::memcpy_htod_async(dst.addr(), src, gpu.stream().cu_stream()) }?)
+}
+
 /// `probe_stream_read` with `params`, `grid` blocks of `block` threads.
 ///
 /// # Safety

@@ -51,6 +51,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
         DeviceCsr::belongs_to(self, gpu)
     }
 
+    fn values_generation(&self) -> u64 {
+        DeviceCsr::values_generation(self)
+    }
+
     fn prepare(&self, gpu: &Gpu, kernel: Kernel) -> Result<(Kernel, CsrLaunch<T>)> {
         kernel.check()?;
         let table = gpu.kernels::<T>();
