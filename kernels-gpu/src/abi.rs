@@ -1151,15 +1151,13 @@ pub const fn stream_slots(n: u32, elem: u32) -> u32 {
 }
 
 /// The byte layout of one stage of the ring for values of `elem` bytes, each part 16-byte aligned:
-/// the window's header (`[first row, end row, first entry, end entry]`), its row offsets, column
-/// indices and values as the copy engine leaves them (the values overwritten by their products),
-/// and `y` at its rows, read by the consumers when `beta != 0`.
+/// the window's header (its [`STREAM_WINDOW_WORDS`] words), then its row offsets, column indices and
+/// values as the copy engine leaves them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamStage {
     pub offsets: u32,
     pub cols: u32,
     pub values: u32,
-    pub y: u32,
     pub bytes: u32,
 }
 
@@ -1170,9 +1168,8 @@ impl StreamStage {
         let offsets = Self::HEADER_BYTES;
         let cols = offsets + stream_slots(STREAM_WINDOW_ROWS + 1, 4) * 4;
         let values = cols + stream_slots(STREAM_WINDOW_ENTRIES, 4) * 4;
-        let y = values + stream_slots(STREAM_WINDOW_ENTRIES, elem) * elem;
-        let bytes = y + STREAM_WINDOW_ROWS * elem;
-        Self { offsets, cols, values, y, bytes }
+        let bytes = values + stream_slots(STREAM_WINDOW_ENTRIES, elem) * elem;
+        Self { offsets, cols, values, bytes }
     }
 
     /// Dynamic shared memory of a streaming block of `stages` stages: the stages, then two 8-byte

@@ -1,4 +1,5 @@
-//! The only inline PTX of the crate: thread ids, warp shuffles and global loads.
+//! The only inline PTX of the crate: thread ids, warp shuffles, global loads, barriers and atomics,
+//! and (`hopper`, sm_90 only) the bulk copy engine with its transaction barriers.
 
 use core::arch::asm;
 use core::arch::nvptx;
@@ -424,9 +425,9 @@ pub mod hopper {
     /// # Safety
     /// `src` is a 16-byte aligned global address of `bytes` readable bytes that no thread writes
     /// during the kernel; `dst` is a 16-byte aligned shared address with `bytes` bytes that no thread
-    /// reads or writes until the phase completes; `bytes` is a positive multiple of 16; and for
-    /// shared memory that this block's threads wrote with ordinary stores, each of them has run
-    /// [`fence_proxy_async`] after its last store and before a barrier that orders it before this copy.
+    /// reads or writes until the phase completes (no ordinary store of this block to it may be
+    /// pending: those would need `fence.proxy.async`, the copy engine being another proxy); `bytes` is
+    /// a positive multiple of 16.
     #[inline(always)]
     pub unsafe fn bulk_copy_to_shared(dst: u32, src: *const u8, bytes: u32, bar: u32) {
         // SAFETY: guaranteed by the caller.
@@ -437,26 +438,5 @@ pub mod hopper {
                 options(nostack),
             )
         }
-    }
-
-    /// `fence.proxy.async.shared::cta`: this thread's ordinary shared-memory accesses before it are
-    /// ordered with the copy engine's accesses after it (a write-after-write or write-after-read
-    /// between the two proxies needs it).
-    #[inline(always)]
-    pub fn fence_proxy_async() {
-        // SAFETY: a fence has no preconditions. Not `nomem`: memory operations must not cross it.
-        unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) }
-    }
-
-    /// `bar.sync id, threads`: a barrier among `threads` threads (whole warps) of the block, on
-    /// hardware barrier `id` (0 is `__syncthreads`'), ordering their shared-memory accesses.
-    ///
-    /// # Safety
-    /// Exactly `threads` threads, in whole warps, reach the barrier `id` each time, and no other
-    /// barrier of the block uses `id` meanwhile.
-    #[inline(always)]
-    pub unsafe fn named_barrier(id: u32, threads: u32) {
-        // SAFETY: guaranteed by the caller.
-        unsafe { asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) }
     }
 }

@@ -4,14 +4,14 @@
 //! indices and values.
 //!
 //! A window of rows `r0 .. r1` holding entries `e0 .. e1` (at most [`STREAM_WINDOW_ENTRIES`] and
-//! [`STREAM_WINDOW_ROWS`]) is consumed by the block's eight consumer warps in two steps:
-//! 1. *products*: thread `c` takes entries `e0 + c + 256 j`, reads their columns from the stage,
-//!    gathers their `x` (all of its gathers issued before the first is used) and overwrites each value
-//!    with its product; meanwhile the threads of the window's rows load their `y` (when `beta != 0`);
-//! 2. *rows*, after a barrier of the consumers: groups of `width` threads (the host's choice per
-//!    window, so that a group takes at most 8 entries of the window's longest row) sum a row's
-//!    products, lane `l` of the group the entries `l, l + width, ...`, then a butterfly, and lane 0
-//!    writes `y`.
+//! [`STREAM_WINDOW_ROWS`](crate::abi::STREAM_WINDOW_ROWS)) is summed by the block's eight consumer
+//! warps straight out of its stage: groups of `width` threads (the host's choice per window, so that a
+//! group takes at most 8 entries of the window's longest row) take consecutive rows, each lane a
+//! row's entries `l, l + width, ...`, four at a time with their gathers of `x` in flight together;
+//! a butterfly adds the lanes' sums and lane 0 writes `y`. Rows in order over the threads matter: the
+//! first version multiplied the window's entries in entry order (thread `c` entry `e0 + c + 256 j`)
+//! before summing rows, and on a stencil a warp's 32 consecutive entries gather from seven column
+//! ranges, which Nsight Compute counted as 43% excess sectors (docs/PERF.md section 18).
 //!
 //! The producer fills the ring ahead of them. Rows too long for a window take the long-row chunk
 //! path of `csr/long_rows.rs` in the launch's first blocks, as in the balanced kernel.
@@ -21,20 +21,19 @@
 //! share at most a unit at each edge, which L2 serves the second time.
 
 use super::{Ring, Span};
+#[cfg(doc)]
+use crate::abi::STREAM_WINDOW_ENTRIES;
 use crate::abi::{
-    CsrStreamParams, STREAM_BLOCK_SIZE, STREAM_CONSUMER_WARPS, STREAM_WINDOW_ENTRIES, STREAM_WINDOW_WORDS,
-    WARP_SIZE, stream_window_unshape,
+    CsrStreamParams, STREAM_BLOCK_SIZE, STREAM_CONSUMER_WARPS, STREAM_WINDOW_WORDS, WARP_SIZE,
+    stream_window_unshape,
 };
-use crate::arch::hopper::named_barrier;
 use crate::arch::{Load, block_idx, grid_dim, sync_threads, thread_idx};
 use crate::csr::long_rows::{Batched, long_row_chunk};
-use crate::real::Real;
+use crate::real::{Real, store_axpby};
 
 const CONSUMERS: u32 = STREAM_CONSUMER_WARPS * WARP_SIZE;
-/// Entries of a window per consumer thread in the products step.
-const STEPS: usize = (STREAM_WINDOW_ENTRIES / CONSUMERS) as usize;
-/// The hardware barrier the consumers meet at between the two steps (0 is the block's).
-const CONSUMER_BARRIER: u32 = 1;
+/// Entries a lane loads at once: their gathers of `x` are in flight together.
+const BATCH: usize = 4;
 
 /// # Safety
 /// `p` describes a validated CSR matrix, vectors of matching lengths, windows and a long-row split
@@ -123,22 +122,19 @@ unsafe fn produce<T: Real>(p: &CsrStreamParams<T>, ring: &Ring, first: u32, stri
 /// The first word of the header of the use after the producer's last window.
 const END: u32 = u32::MAX;
 
-/// A window as a consumer sees it in its stage: the header's rows and entries, and where each array
-/// part lies.
+/// A window as a consumer sees it in its stage: the header's rows and row width, and where each
+/// array part lies.
 #[derive(Clone, Copy)]
 struct Window<T> {
     r0: u32,
     r1: u32,
-    e0: u32,
-    e1: u32,
     width: u32,
     offsets: Span,
     cols: Span,
     values: Span,
     s_offsets: *const u32,
     s_cols: *const u32,
-    s_values: *mut T,
-    s_y: *mut T,
+    s_values: *const T,
 }
 
 impl<T: Real> Window<T> {
@@ -165,8 +161,6 @@ impl<T: Real> Window<T> {
             Some(Self {
                 r0,
                 r1,
-                e0,
-                e1,
                 width,
                 offsets: Span::new(r0, r1 + 1, p.a.rows + 1, 4),
                 cols: Span::new(e0, e1, p.nnz, 4),
@@ -174,71 +168,43 @@ impl<T: Real> Window<T> {
                 s_offsets: stage.add(layout.offsets as usize).cast(),
                 s_cols: stage.add(layout.cols as usize).cast(),
                 s_values: stage.add(layout.values as usize).cast(),
-                s_y: stage.add(layout.y as usize).cast(),
             })
         }
     }
 
-    /// Thread `c`'s gathers: `x` at the columns of entries `e0 + c + 256 j`, all issued before any is
-    /// used. Entries past `e1` are clamped to `e1 - 1` so that every gather is unconditional; the
-    /// caller drops their products.
+    /// Column and value of entry `k` of the window: from the stage when its span has it, else (the
+    /// arrays' tails) from global memory.
     ///
     /// # Safety
-    /// The window is full; its columns are below the length of `x` (host validation).
+    /// The window is full and `k` is one of its entries.
     #[inline(always)]
-    unsafe fn gather(&self, p: &CsrStreamParams<T>, c: u32) -> [T; STEPS] {
-        if self.e0 == self.e1 {
-            return [T::ZERO; STEPS];
-        }
-        // SAFETY: every index is below `e1 <= nnz`, in the stage when the span has it.
+    unsafe fn entry(&self, p: &CsrStreamParams<T>, k: u32) -> (u32, T) {
+        // SAFETY: `k < e1 <= nnz`; a span's slots hold its elements `lo .. hi`.
         unsafe {
-            let col: [u32; STEPS] = core::array::from_fn(|j| {
-                let k = (self.e0 + c + j as u32 * CONSUMERS).min(self.e1 - 1);
-                if self.cols.has(k) {
-                    *self.s_cols.add((k - self.cols.lo) as usize)
-                } else {
-                    u32::load_nc(p.a.col_indices.as_ptr().add(k as usize))
-                }
-            });
-            core::array::from_fn(|j| T::load_nc(p.op.x.as_ptr().add(col[j] as usize)))
+            let col = if self.cols.has(k) {
+                *self.s_cols.add((k - self.cols.lo) as usize)
+            } else {
+                u32::load_nc(p.a.col_indices.as_ptr().add(k as usize))
+            };
+            let value = if self.values.has(k) {
+                *self.s_values.add((k - self.values.lo) as usize)
+            } else {
+                T::load_nc(p.a.values.as_ptr().add(k as usize))
+            };
+            (col, value)
         }
     }
 
-    /// Thread `c`'s products, in place of their values, and `y` at the window's row `c` when
-    /// `beta != 0`.
+    /// The rows: `CONSUMERS / width` groups, a row each per pass. Lane `l` of a group takes the row's
+    /// entries `l, l + width, ...`, [`BATCH`] at a time: their columns and values from the stage, then
+    /// all their gathers of `x` at once, then the products; a butterfly adds the lanes' sums and lane 0
+    /// writes `y`. Consecutive groups take consecutive rows, so on banded matrices the gathers of a
+    /// warp's step fall on consecutive columns and coalesce, as in the thread-per-row kernel. The pass
+    /// count is the same for every thread, so every lane reaches the shuffles.
     ///
     /// # Safety
-    /// As [`Window::gather`], with `xs` its result; the window's rows are this block's.
-    #[inline(always)]
-    unsafe fn products(&self, p: &CsrStreamParams<T>, c: u32, xs: [T; STEPS]) {
-        // SAFETY: every index is below `e1 <= nnz`; the slot of entry `k` is `k - values.lo`, inside
-        // the values region; row `r0 + c` is below `r1 <= rows`.
-        unsafe {
-            for (j, &xj) in xs.iter().enumerate() {
-                let k = self.e0 + c + j as u32 * CONSUMERS;
-                if k < self.e1 {
-                    let slot = self.s_values.add((k - self.values.lo) as usize);
-                    let v = if self.values.has(k) {
-                        *slot
-                    } else {
-                        T::load_nc(p.a.values.as_ptr().add(k as usize))
-                    };
-                    *slot = v * xj;
-                }
-            }
-            if p.op.beta != T::ZERO && self.r0 + c < self.r1 {
-                *self.s_y.add(c as usize) = *p.op.y.as_ptr().add((self.r0 + c) as usize);
-            }
-        }
-    }
-
-    /// The rows: `CONSUMERS / width` groups, a row each per pass, lane `l` of a group summing the
-    /// row's products `l, l + width, ...`, then a butterfly; lane 0 writes `y`. The pass count is the
-    /// same for every thread, so every lane reaches the shuffles.
-    ///
-    /// # Safety
-    /// Every consumer's [`Window::products`] of this window is ordered before (a consumer barrier);
-    /// the window's rows are written by this block alone.
+    /// The window is full; its columns are below the length of `x` (host validation); its rows are
+    /// written by this block alone.
     #[inline(always)]
     unsafe fn rows(&self, p: &CsrStreamParams<T>, c: u32) {
         let offset = |r: u32| {
@@ -263,9 +229,22 @@ impl<T: Real> Window<T> {
                 let (start, end) = (offset(self.r0 + row), offset(self.r0 + row + 1));
                 let mut k = start + lane;
                 while k < end {
-                    // SAFETY: entries of the window's rows are in `e0 .. e1`, their slots in the region.
-                    sum = sum + unsafe { *self.s_values.add((k - self.values.lo) as usize) };
-                    k += width;
+                    // Entries past `end` are clamped to `end - 1` so that every load is
+                    // unconditional; their products are dropped.
+                    // SAFETY: `start <= k < end`, so every clamped index is an entry of the window.
+                    let batch: [(u32, T); BATCH] = core::array::from_fn(|j| unsafe {
+                        self.entry(p, (k + j as u32 * width).min(end - 1))
+                    });
+                    // SAFETY: columns are below the length of `x`.
+                    let xs: [T; BATCH] = core::array::from_fn(|j| unsafe {
+                        T::load_nc(p.op.x.as_ptr().add(batch[j].0 as usize))
+                    });
+                    for (j, (&(_, v), &xj)) in batch.iter().zip(&xs).enumerate() {
+                        if k + (j as u32) * width < end {
+                            sum = v.fma(xj, sum);
+                        }
+                    }
+                    k += BATCH as u32 * width;
                 }
             }
             let mut step = width / 2;
@@ -274,25 +253,18 @@ impl<T: Real> Window<T> {
                 step /= 2;
             }
             if row < rows && lane == 0 {
-                // SAFETY: row `r0 + row < r1 <= rows`, this thread's alone; `s_y` holds `y` at the
-                // window's rows when `beta != 0`.
+                // SAFETY: row `r0 + row < r1 <= rows`, this thread's alone.
                 unsafe {
-                    let out = p.op.y.as_mut_ptr().add((self.r0 + row) as usize);
-                    *out = if p.op.beta == T::ZERO {
-                        p.op.alpha * sum
-                    } else {
-                        p.op.alpha.fma(sum, p.op.beta * *self.s_y.add(row as usize))
-                    };
-                }
+                    store_axpby(p.op.y.as_mut_ptr(), (self.r0 + row) as usize, p.op.alpha, sum, p.op.beta)
+                };
             }
             base += groups;
         }
     }
 }
 
-/// A consumer thread: the ring's uses in order until the end marker, software-pipelined by one
-/// window: the gathers of use `i + 1` are issued before the rows of use `i` are summed, so that their
-/// latency, the consumers' longest wait, overlaps that work instead of adding to it.
+/// A consumer thread: the ring's uses in order until the end marker, each summed straight out of
+/// its stage ([`Window::rows`]) and released.
 ///
 /// # Safety
 /// As [`csr_stream`]; every consumer thread of the block calls it.
@@ -301,26 +273,14 @@ unsafe fn consume<T: Real>(p: &CsrStreamParams<T>, ring: &Ring) {
     let c = thread_idx();
     let mut use_ = 0;
     // SAFETY: each use is read after it is full and released after the thread's last access to it;
-    // every consumer thread takes the same uses and barriers, in the same order.
+    // every consumer thread takes the same uses, in the same order.
     unsafe {
-        ring.wait_full(use_);
-        let Some(mut window) = Window::read(p, ring, use_) else { return };
-        let mut xs = window.gather(p, c);
         loop {
-            window.products(p, c, xs);
-            named_barrier(CONSUMER_BARRIER, CONSUMERS);
-            ring.wait_full(use_ + 1);
-            let next = Window::read(p, ring, use_ + 1);
-            if let Some(next) = &next {
-                xs = next.gather(p, c);
-            }
+            ring.wait_full(use_);
+            let Some(window) = Window::read(p, ring, use_) else { return };
             window.rows(p, c);
             ring.release(use_);
             use_ += 1;
-            match next {
-                Some(next) => window = next,
-                None => return,
-            }
         }
     }
 }

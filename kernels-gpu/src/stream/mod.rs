@@ -23,8 +23,8 @@ pub(crate) mod csr;
 use crate::abi::{BULK_COPY_ALIGN, STREAM_CONSUMER_WARPS, StreamStage, WARP_SIZE};
 use crate::arch::dynamic_shared;
 use crate::arch::hopper::{
-    bulk_copy_to_shared, fence_barrier_init, fence_proxy_async, mbarrier_arrive, mbarrier_arrive_expect_tx,
-    mbarrier_init, mbarrier_wait, shared_addr,
+    bulk_copy_to_shared, fence_barrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_init,
+    mbarrier_wait, shared_addr,
 };
 
 /// Consumer threads of a block: the `empty` barriers' arrival count.
@@ -159,14 +159,16 @@ impl Ring {
         unsafe { mbarrier_wait(self.full(use_), self.parity(use_)) }
     }
 
-    /// Consumer: this thread is done with use `use_`; ordinary stores it made to the stage are
-    /// ordered before the copy engine's next fill of it.
+    /// Consumer: this thread is done with use `use_` (its reads are ordered before the producer's
+    /// next fill by the barrier's release and acquire). Consumers only read their stages: a consumer
+    /// that wrote one would also need `fence.proxy.async` before arriving, the copy engine being
+    /// another proxy.
     ///
     /// # Safety
-    /// Every consumer thread calls it once per use, after its last access to the stage.
+    /// Every consumer thread calls it once per use, after its last access to the stage, and makes no
+    /// ordinary stores to it.
     #[inline(always)]
     pub unsafe fn release(&self, use_: u32) {
-        fence_proxy_async();
         // SAFETY: guaranteed by the caller.
         unsafe { mbarrier_arrive(self.empty(use_)) }
     }
