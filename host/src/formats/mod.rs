@@ -13,6 +13,7 @@ pub(crate) mod ell;
 pub(crate) mod hyb;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub(crate) mod interop;
+pub(crate) mod limits;
 pub(crate) mod lma;
 pub(crate) mod partition;
 pub(crate) mod reorder;
@@ -30,6 +31,7 @@ pub use half::{bf16, f16};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;
+pub use limits::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
 pub use lma::{Lma, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
