@@ -60,7 +60,10 @@ fn to_csr_compressed<T: Copy>(
     let slice = |i: usize| -> Result<(usize, usize), CsrError> {
         let start = ptr[i];
         let end = match &nnz {
-            Some(nnz) => start.saturating_add(nnz[i]),
+            Some(nnz) => {
+                let count = nnz.get(i).ok_or(CsrError::OffsetsLength { rows: nnz.len(), got: ptr.len() })?;
+                start.saturating_add(*count)
+            }
             None => ptr[i + 1],
         };
         if end < start {
