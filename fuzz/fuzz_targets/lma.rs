@@ -32,10 +32,12 @@ fuzz_target!(|input: Input| {
         Nodes::Huge(n) => (1 << 30) + n as usize,
     };
     let m = usize::from(input.m % 6);
-    let map: Vec<usize> = input.map.iter().map(|&n| if n == 255 { NO_NODE } else { usize::from(n) }).collect();
+    let map: Vec<usize> =
+        input.map.iter().map(|&n| if n == 255 { NO_NODE } else { usize::from(n) }).collect();
     let elements = map.len().checked_div(m).unwrap_or(0);
     let len = (elements * m * m).saturating_add_signed(isize::from(input.values_off_by % 2));
-    let values: Vec<f64> = (0..len).map(|k| f64::from(input.values.get(k).copied().unwrap_or(1) % 8)).collect();
+    let values: Vec<f64> =
+        (0..len).map(|k| f64::from(input.values.get(k).copied().unwrap_or(1) % 8)).collect();
     let x: Vec<f64> = input.x.iter().map(|&v| f64::from(v % 4)).collect();
     check_lma(node_count, m, &map, &values, &x);
 });

@@ -8,7 +8,7 @@ use gpu_spmv::{CsrRef, Error, FormatError};
 /// The refusal `Lma::try_new` documents for its input, in the order of its checks; `None` where it
 /// must accept.
 fn lma_fault(node_count: usize, m: usize, map: &[usize], values: usize) -> Option<&'static str> {
-    if m == 0 || map.len() % m != 0 {
+    if m == 0 || !map.len().is_multiple_of(m) {
         return Some("InvalidParameter");
     }
     let elements = map.len() / m;
