@@ -147,4 +147,7 @@ pub enum SolveError {
         "breakdown at iteration {iteration}: {what} = {value}; the matrix is not symmetric positive definite"
     )]
     Breakdown { iteration: usize, what: &'static str, value: f64 },
+    /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
+    #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
+    InvalidTolerance { value: f64 },
 }

@@ -39,6 +39,7 @@
 //! nearest element (`1e-50` reads as 0 in f32).
 
 use crate::formats::convert::index32;
+use crate::formats::limits::max_rows;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use nalgebra_sparse::CsrMatrix;
@@ -54,15 +55,10 @@ pub const MAX_DIMENSION: usize = u32::MAX as usize;
 /// with its exponent), SuiteSparse's comment lines under 100; 1 MiB leaves room for any real file.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// Rows a file may declare whatever its entry count: 2^24, 128 MiB of row offsets (less than the
-/// vectors `x` and `y` of such a matrix take in f64).
-pub const MAX_ROWS_WITHOUT_ENTRIES: usize = 1 << 24;
-
-/// Rows a file may declare beyond [`MAX_ROWS_WITHOUT_ENTRIES`] per entry it declares (two for a
-/// stored entry of a symmetric file, which is mirrored): 8 rows, 64 bytes of offsets, four times the
-/// 16 bytes the entry takes while read. Only a matrix of over 2^24 rows with fewer than one entry in
-/// 8 rows is refused.
-pub const MAX_ROWS_PER_ENTRY: usize = 8;
+/// The limits on the rows a file may declare for its entries, which the row offsets are sized by
+/// (two entries for a stored entry of a symmetric file, which is mirrored): those of every count an
+/// input declares (`formats::limits`).
+pub use crate::formats::{MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
 
 /// Reads the Matrix Market file at `path`; an error names the file.
 pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix<T>> {
@@ -395,12 +391,12 @@ fn parse_size(text: &str, line: usize, symmetry: Symmetry) -> Result<(usize, usi
         return Err(error(line, format!("a {nrows} x {ncols} matrix cannot be symmetric")));
     }
     let held = if symmetry == Symmetry::General { entries } else { entries.saturating_mul(2) };
-    let max_rows = MAX_ROWS_WITHOUT_ENTRIES.saturating_add(held.saturating_mul(MAX_ROWS_PER_ENTRY));
-    if nrows > max_rows {
+    let limit = max_rows(held);
+    if nrows > limit {
         return Err(error(
             line,
             format!(
-                "{nrows} rows for {entries} entries exceed the reader's limit of {max_rows} rows \
+                "{nrows} rows for {entries} entries exceed the reader's limit of {limit} rows \
                  (MAX_ROWS_WITHOUT_ENTRIES + MAX_ROWS_PER_ENTRY per entry): their row offsets would \
                  take {} bytes",
                 (nrows as u128 + 1) * size_of::<usize>() as u128

@@ -8,6 +8,7 @@
 pub mod cg;
 
 use crate::formats::csr::CsrRef;
+use crate::formats::limits::check_declared;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -107,8 +108,10 @@ pub fn error_scale<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &
 }
 
 /// max over rows of `|y - y_ref| / scale` (scale from [`error_scale`]): the error measure of the tests
-/// and the benchmark. NaN counts as infinite, rows of scale 0 must match exactly, and slices of
-/// different lengths give infinity: a missing result is never exact.
+/// and the benchmark. Rows of scale 0 must match exactly. Infinite wherever nothing can be
+/// certified: a NaN anywhere (in `y`, the reference or the scale), a reference or scale that is
+/// infinite (the f64 oracle overflowed, so it says nothing of `y`), and slices of different
+/// lengths (a missing result is never exact).
 pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) -> f64 {
     if y.len() != reference.len() || y.len() != scale.len() {
         return f64::INFINITY;
@@ -118,7 +121,7 @@ pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) 
         .zip(scale)
         .map(|((v, &r), &s)| {
             let diff = (v.to_f64() - r).abs();
-            if diff.is_nan() {
+            if diff.is_nan() || !r.is_finite() || !s.is_finite() {
                 f64::INFINITY
             } else if s == 0.0 {
                 if diff == 0.0 { 0.0 } else { f64::INFINITY }
@@ -133,7 +136,12 @@ pub fn max_relative_error<T: Scalar>(y: &[T], reference: &[f64], scale: &[f64]) 
 /// row of `A`, in their order there): a stable counting sort of the entries by column, the arrays
 /// the device's construction (`kernels-gpu/src/transpose/build.rs`) must produce bit for bit.
 /// Returns the row offsets (`ncols + 1`), column indices (rows of `A`) and values.
-pub fn transpose<T: Scalar>(a: CsrRef<'_, T>) -> (Vec<usize>, Vec<usize>, Vec<T>) {
+///
+/// `A`'s column count sizes the row offsets but no array of `A`: refused with [`Error::TooLarge`],
+/// before anything is allocated, past [`crate::formats::MAX_ROWS_WITHOUT_ENTRIES`] plus
+/// [`crate::formats::MAX_ROWS_PER_ENTRY`] per entry.
+pub fn transpose<T: Scalar>(a: CsrRef<'_, T>) -> Result<(Vec<usize>, Vec<usize>, Vec<T>)> {
+    check_declared("the column count (the row count of the transpose)", a.ncols(), a.nnz())?;
     let mut offsets = vec![0usize; a.ncols() + 1];
     for &c in a.col_indices() {
         offsets[c + 1] += 1;
@@ -151,11 +159,12 @@ pub fn transpose<T: Scalar>(a: CsrRef<'_, T>) -> (Vec<usize>, Vec<usize>, Vec<T>
             next[c] += 1;
         }
     }
-    (offsets, rows, values)
+    Ok((offsets, rows, values))
 }
 
 /// `alpha * Aᵀ * x + beta * y` computed in f64: the oracle of the transposed product (`x` has one
-/// element per row of `A`, `y` one per column; `y` not read when `beta == 0`).
+/// element per row of `A`, `y` one per column), under the contract of [`spmv`]: `y` not read when
+/// `beta == 0`, neither `A` nor `x` when `alpha == 0` or `A` has no entries.
 pub fn spmv_transpose_f64<T: Scalar>(
     alpha: T,
     a: CsrRef<'_, T>,
@@ -163,62 +172,139 @@ pub fn spmv_transpose_f64<T: Scalar>(
     beta: T,
     y: &[T],
 ) -> Result<Vec<f64>> {
-    check_dims_transposed(&a, x.len(), y.len())?;
-    let mut sums = vec![0.0f64; a.ncols()];
-    for (row, &xr) in x.iter().enumerate() {
-        let (cols, vals) = a.row(row);
-        for (&c, v) in cols.iter().zip(vals) {
-            sums[c] += v.to_f64() * xr.to_f64();
-        }
-    }
+    let sums = transposed_sums(alpha, a, x, y, |p| p)?;
     Ok(sums
         .iter()
         .zip(y)
         .map(|(&dot, &yc)| {
-            let scaled = alpha.to_f64() * dot;
+            let scaled = if without_matrix(alpha, &a) { 0.0 } else { alpha.to_f64() * dot };
             if beta == T::ZERO { scaled } else { scaled + beta.to_f64() * yc.to_f64() }
         })
         .collect())
 }
 
-/// The error bound of the transposed product per element of `y`, as [`error_scale`] for `A`.
-pub fn error_scale_transposed<T: Scalar>(alpha: T, a: CsrRef<'_, T>, x: &[T], beta: T, y: &[T]) -> Vec<f64> {
-    let mut abs = vec![0.0f64; a.ncols()];
-    for (row, &xr) in x.iter().enumerate().take(a.nrows()) {
-        let (cols, vals) = a.row(row);
-        for (&c, v) in cols.iter().zip(vals) {
-            abs[c] += (v.to_f64() * xr.to_f64()).abs();
-        }
-    }
-    abs.iter()
+/// The error bound of the transposed product per element of `y`, as [`error_scale`] for `A`, with
+/// the same refusals as [`spmv_transpose_f64`] and the same terms left out.
+pub fn error_scale_transposed<T: Scalar>(
+    alpha: T,
+    a: CsrRef<'_, T>,
+    x: &[T],
+    beta: T,
+    y: &[T],
+) -> Result<Vec<f64>> {
+    let abs = transposed_sums(alpha, a, x, y, f64::abs)?;
+    Ok(abs
+        .iter()
         .zip(y)
         .map(|(&s, &yc)| {
+            let from_a = if without_matrix(alpha, &a) { 0.0 } else { alpha.to_f64().abs() * s };
             let from_y = if beta == T::ZERO { 0.0 } else { (beta.to_f64() * yc.to_f64()).abs() };
-            alpha.to_f64().abs() * s + from_y
+            from_a + from_y
         })
-        .collect()
+        .collect())
+}
+
+/// `sum_r f(a_rc x_r)` for every column `c`, after the transposed product's length checks; zeros,
+/// with neither `A` nor `x` read, when the product leaves the matrix out. Sized by `y`, which the
+/// check holds to `A`'s column count.
+fn transposed_sums<T: Scalar>(
+    alpha: T,
+    a: CsrRef<'_, T>,
+    x: &[T],
+    y: &[T],
+    f: impl Fn(f64) -> f64,
+) -> Result<Vec<f64>> {
+    check_dims_transposed(&a, x.len(), y.len())?;
+    let mut sums = vec![0.0f64; y.len()];
+    if without_matrix(alpha, &a) {
+        return Ok(sums);
+    }
+    for (row, &xr) in x.iter().enumerate() {
+        let (cols, vals) = a.row(row);
+        for (&c, v) in cols.iter().zip(vals) {
+            sums[c] += f(v.to_f64() * xr.to_f64());
+        }
+    }
+    Ok(sums)
 }
 
 /// A dense matrix in host memory, in either layout: element `(r, c)` at
-/// `r * row_stride + c * col_stride` (row-major: `(ld, 1)`; column-major: `(1, ld)`).
+/// `r * row_stride + c * col_stride` of its data (row-major: `(ld, 1)`; column-major: `(1, ld)`).
+/// Checked when made: a view of at most as many elements as its data holds, each of them in it.
 #[derive(Debug, Clone, Copy)]
 pub struct DenseRef<'a, T> {
-    pub data: &'a [T],
-    pub rows: usize,
-    pub cols: usize,
-    pub row_stride: usize,
-    pub col_stride: usize,
+    data: &'a [T],
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
 }
 
-impl<T: Copy> DenseRef<'_, T> {
+impl<'a, T: Copy> DenseRef<'a, T> {
+    /// The `rows x cols` view of `data` with the given strides. Refused, with
+    /// [`Error::DimensionMismatch`] naming the elements needed, when `data` holds fewer than
+    /// `rows * cols` elements or the last element (`(rows - 1) * row_stride + (cols - 1) *
+    /// col_stride`) lies past it; with [`Error::TooLarge`] when either count overflows `usize`.
+    pub fn try_new(
+        data: &'a [T],
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Result<Self> {
+        let too_large = |what| Error::TooLarge { what, value: rows.max(cols), limit: usize::MAX };
+        let elements =
+            rows.checked_mul(cols).ok_or(too_large("a dimension of a dense matrix (rows × cols)"))?;
+        let needed = if elements == 0 {
+            0
+        } else {
+            (rows - 1)
+                .checked_mul(row_stride)
+                .zip((cols - 1).checked_mul(col_stride))
+                .and_then(|(r, c)| r.checked_add(c))
+                .and_then(|last| last.checked_add(1))
+                .ok_or(too_large("a dimension of a dense matrix (its last element's index)"))?
+                .max(elements)
+        };
+        if data.len() < needed {
+            return Err(Error::DimensionMismatch {
+                what: "the data of a dense matrix",
+                expected: needed,
+                got: data.len(),
+            });
+        }
+        Ok(Self { data, rows, cols, row_stride, col_stride })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Element `(r, c)`.
+    ///
+    /// # Panics
+    ///
+    /// If `r >= rows()` or `c >= cols()`, like a slice index out of bounds.
     pub fn at(&self, r: usize, c: usize) -> T {
+        assert!(
+            r < self.rows && c < self.cols,
+            "({r}, {c}) is outside a {} x {} matrix",
+            self.rows,
+            self.cols
+        );
         self.data[r * self.row_stride + c * self.col_stride]
     }
 }
 
 /// `alpha * A * X + beta * Y` computed in f64, and the error bound of each element (as
-/// [`error_scale`] per column): both `A.nrows x k`, column-major, packed. `Y` is not read when
-/// `beta == 0`.
+/// [`error_scale`] per column): both `A.nrows x k`, column-major, packed. Under the contract of
+/// [`spmv`]: `Y` is not read when `beta == 0`, neither `A` nor `X` when `alpha == 0` or `A` has no
+/// entries. Refused with [`Error::DimensionMismatch`] naming the dimension at fault: `X` must be
+/// `A.ncols x k` and `Y` `A.nrows x k`.
 pub fn spmm_f64<T: Scalar>(
     alpha: T,
     a: CsrRef<'_, T>,
@@ -226,25 +312,33 @@ pub fn spmm_f64<T: Scalar>(
     beta: T,
     y: DenseRef<'_, T>,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    if x.rows != a.ncols() {
-        return Err(Error::DimensionMismatch { what: "the rows of X", expected: a.ncols(), got: x.rows });
+    let (k, skip_matrix) = (x.cols, without_matrix(alpha, &a));
+    for (what, expected, got) in [
+        ("the rows of X", a.ncols(), x.rows),
+        ("the rows of Y", a.nrows(), y.rows),
+        ("the columns of Y", k, y.cols),
+    ] {
+        if got != expected {
+            return Err(Error::DimensionMismatch { what, expected, got });
+        }
     }
-    if y.rows != a.nrows() || y.cols != x.cols {
-        return Err(Error::DimensionMismatch { what: "the rows of Y", expected: a.nrows(), got: y.rows });
-    }
-    let (mut out, mut scale) = (Vec::new(), Vec::new());
-    for c in 0..x.cols {
+    // At most Y's elements, which its data holds (checked when Y was made).
+    let (mut out, mut scale) = (Vec::with_capacity(a.nrows() * k), Vec::with_capacity(a.nrows() * k));
+    for c in 0..k {
         for row in 0..a.nrows() {
-            let (cols, vals) = a.row(row);
             let (mut dot, mut abs) = (0.0f64, 0.0f64);
-            for (&j, v) in cols.iter().zip(vals) {
-                let p = v.to_f64() * x.at(j, c).to_f64();
-                dot += p;
-                abs += p.abs();
+            if !skip_matrix {
+                let (cols, vals) = a.row(row);
+                for (&j, v) in cols.iter().zip(vals) {
+                    let p = v.to_f64() * x.at(j, c).to_f64();
+                    dot += p;
+                    abs += p.abs();
+                }
             }
             let from_y = if beta == T::ZERO { 0.0 } else { beta.to_f64() * y.at(row, c).to_f64() };
-            out.push(alpha.to_f64() * dot + from_y);
-            scale.push(alpha.to_f64().abs() * abs + from_y.abs());
+            let from_a = if skip_matrix { 0.0 } else { alpha.to_f64() * dot };
+            out.push(from_a + from_y);
+            scale.push(if skip_matrix { 0.0 } else { alpha.to_f64().abs() * abs } + from_y.abs());
         }
     }
     Ok((out, scale))
@@ -335,12 +429,12 @@ mod tests {
     fn the_transpose_is_stable_by_column() {
         let (o, c, v) = matrix();
         let a = CsrRef::try_new(3, 4, &o, &c, &v).unwrap();
-        let (to, tc, tv) = transpose(a);
+        let (to, tc, tv) = transpose(a).unwrap();
         assert_eq!(to, [0, 1, 4, 5, 6]);
         assert_eq!(tc, [1, 0, 2, 2, 2, 0]);
         assert_eq!(tv, [3.0, 2.0, 4.0, 6.0, 5.0, 1.0]);
         // Transposing twice gives the matrix back, up to the order within a row: here sorted.
-        let back = transpose(CsrRef::try_new(4, 3, &to, &tc, &tv).unwrap());
+        let back = transpose(CsrRef::try_new(4, 3, &to, &tc, &tv).unwrap()).unwrap();
         assert_eq!(back.0, o);
     }
 
@@ -348,7 +442,7 @@ mod tests {
     fn the_transposed_oracle_is_the_oracle_of_the_transpose() {
         let (o, c, v) = matrix();
         let a = CsrRef::try_new(3, 4, &o, &c, &v).unwrap();
-        let (to, tc, tv) = transpose(a);
+        let (to, tc, tv) = transpose(a).unwrap();
         let at = CsrRef::try_new(4, 3, &to, &tc, &tv).unwrap();
         let (x, y) = ([1.0, -2.0, 0.5], [f64::NAN; 4]);
         let direct = spmv_transpose_f64(2.0, a, &x, 0.0, &y).unwrap();
@@ -365,9 +459,9 @@ mod tests {
         let col_major: Vec<f64> = (0..4 * k).map(|i| i as f64 - 3.0).collect();
         let row_major: Vec<f64> = (0..4 * k).map(|i| col_major[(i % k) * 4 + i / k]).collect();
         let y0 = vec![1.0; 3 * k];
-        let y = DenseRef { data: &y0, rows: 3, cols: k, row_stride: 1, col_stride: 3 };
-        let xc = DenseRef { data: &col_major, rows: 4, cols: k, row_stride: 1, col_stride: 4 };
-        let xr = DenseRef { data: &row_major, rows: 4, cols: k, row_stride: k, col_stride: 1 };
+        let y = DenseRef::try_new(&y0, 3, k, 1, 3).unwrap();
+        let xc = DenseRef::try_new(&col_major, 4, k, 1, 4).unwrap();
+        let xr = DenseRef::try_new(&row_major, 4, k, k, 1).unwrap();
         let (by_cols, _) = spmm_f64(0.5, a, xc, 2.0, y).unwrap();
         assert_eq!(spmm_f64(0.5, a, xr, 2.0, y).unwrap().0, by_cols);
         for j in 0..k {

@@ -73,10 +73,12 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// a Jacobi solver refuses to start or iterate ([`Error::StaleValues`]) until
     /// [`Cg::set_diagonal`] gives it the new diagonal; a plain one goes on with the new values.
     ///
-    /// Refused: a matrix that is not square ([`SolveError::NotSquare`]), a missing or short
+    /// Refused: options out of their ranges (as [`crate::reference::cg::cg`] refuses them), a
+    /// matrix that is not square ([`SolveError::NotSquare`]), a missing or short
     /// diagonal ([`Error::DimensionMismatch`]), a diagonal entry that is not positive
     /// ([`SolveError::NonPositiveDiagonal`]).
     pub fn new(plan: Plan<'a, T, A>, options: CgOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        options.check()?;
         let a = plan.matrix();
         let gpu = plan.gpu();
         if a.nrows() != a.ncols() {

@@ -62,7 +62,7 @@ fn transposed_products<T: Scalar>(test: &str) {
                 plan.spmv(alpha, &dx, beta, &mut dy).unwrap();
                 let y = dy.to_host(&gpu).unwrap();
                 let reference = spmv_transpose_f64(alpha, a.view(), &x, beta, &start).unwrap();
-                let scale = error_scale_transposed(alpha, a.view(), &x, beta, &start);
+                let scale = error_scale_transposed(alpha, a.view(), &x, beta, &start).unwrap();
                 let err = max_relative_error(&y, &reference, &scale);
                 assert!(
                     err <= tol,
@@ -200,13 +200,10 @@ fn spmm_products<T: Scalar>(test: &str) {
                     gpu.spmm(alpha, &da, &dx, beta, &mut dy).unwrap();
                     let y = dy.to_host(&gpu).unwrap();
                     let (xs, ys) = (strides(layout, ops.ldx), strides(layout, ops.ldy));
-                    let xr =
-                        DenseRef { data: &ops.x, rows: a.ncols, cols: k, row_stride: xs.0, col_stride: xs.1 };
-                    let yr =
-                        DenseRef { data: &ops.y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+                    let xr = DenseRef::try_new(&ops.x, a.ncols, k, xs.0, xs.1).unwrap();
+                    let yr = DenseRef::try_new(&ops.y, a.nrows, k, ys.0, ys.1).unwrap();
                     let (reference, scale) = spmm_f64(alpha, a.view(), xr, beta, yr).unwrap();
-                    let got =
-                        DenseRef { data: &y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+                    let got = DenseRef::try_new(&y, a.nrows, k, ys.0, ys.1).unwrap();
                     let packed: Vec<T> = (0..k)
                         .flat_map(|c| (0..a.nrows).map(move |r| (r, c)))
                         .map(|(r, c)| got.at(r, c))
@@ -260,10 +257,10 @@ fn gpu_spmm_every_kernel() {
             plan.spmm(0.5, &dx, -1.0, &mut dy).unwrap();
             let y = dy.to_host(&gpu).unwrap();
             let (xs, ys) = (strides(layout, ops.ldx), strides(layout, ops.ldy));
-            let xr = DenseRef { data: &ops.x, rows: a.ncols, cols: k, row_stride: xs.0, col_stride: xs.1 };
-            let yr = DenseRef { data: &ops.y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+            let xr = DenseRef::try_new(&ops.x, a.ncols, k, xs.0, xs.1).unwrap();
+            let yr = DenseRef::try_new(&ops.y, a.nrows, k, ys.0, ys.1).unwrap();
             let (reference, scale) = spmm_f64(0.5, a.view(), xr, -1.0, yr).unwrap();
-            let got = DenseRef { data: &y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+            let got = DenseRef::try_new(&y, a.nrows, k, ys.0, ys.1).unwrap();
             let packed: Vec<f64> = (0..k).flat_map(|c| (0..a.nrows).map(move |r| got.at(r, c))).collect();
             let err = max_relative_error(&packed, &reference, &scale);
             assert!(err <= tol, "{kernel:?}, k {k}: error {err:e} over {tol:e}");
@@ -293,10 +290,10 @@ fn checked_spmm<T: Scalar>(
     plan.spmm(alpha, &dx, beta, &mut dy).unwrap();
     let y = dy.to_host(gpu).unwrap();
     let (xs, ys) = (strides(layout, ops.ldx), strides(layout, ops.ldy));
-    let xr = DenseRef { data: &ops.x, rows: a.ncols, cols: k, row_stride: xs.0, col_stride: xs.1 };
-    let yr = DenseRef { data: &ops.y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+    let xr = DenseRef::try_new(&ops.x, a.ncols, k, xs.0, xs.1).unwrap();
+    let yr = DenseRef::try_new(&ops.y, a.nrows, k, ys.0, ys.1).unwrap();
     let (reference, scale) = spmm_f64(alpha, a.view(), xr, beta, yr).unwrap();
-    let got = DenseRef { data: &y, rows: a.nrows, cols: k, row_stride: ys.0, col_stride: ys.1 };
+    let got = DenseRef::try_new(&y, a.nrows, k, ys.0, ys.1).unwrap();
     let packed: Vec<T> =
         (0..k).flat_map(|c| (0..a.nrows).map(move |r| (r, c))).map(|(r, c)| got.at(r, c)).collect();
     let what =

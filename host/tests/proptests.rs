@@ -1,13 +1,24 @@
 //! Property tests (proptest) of what no input may break: `CsrRef::try_new` on raw arrays, every
-//! conversion from CSR with its parameters, and the Matrix Market reader on generated and on damaged
-//! files. The properties themselves live in `properties/mod.rs`, shared with the fuzz targets; this
-//! file generates inputs for them, small and many, so the suite takes a few seconds. A failure prints
-//! the shrunk input.
+//! conversion from CSR with its parameters, the Matrix Market reader on generated and on damaged
+//! files, the LMA operator, the row partition, the sprs and faer conversions, the CPU references and
+//! their dense views, the reordering and CG's options. The properties themselves live in
+//! `properties/`, shared with the fuzz targets; this file generates inputs for them, small and many,
+//! so the suite takes a few seconds. A failure prints the shrunk input. Every test runs under the
+//! 4 GiB cap on the address space (`common::cap_memory`), so an over-allocation fails it.
 
+mod common;
 mod properties;
 
+use common::cap_memory;
+use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
+use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
 use gpu_spmv::{CsrRef, Scalar};
+use properties::cg::check_cg_options;
+use properties::lma::check_lma;
+use properties::partition::check_partition;
+use properties::references::{check_dense_view, check_references};
+use properties::reorder::check_rcm;
 use properties::{FormatParams, check_conversions, check_csr_try_new, check_matrix_market};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -64,11 +75,142 @@ fn params() -> impl Strategy<Value = FormatParams> {
     (b2, window, hyb_width).prop_map(|(b2, window, hyb_width)| FormatParams { b2, window, hyb_width })
 }
 
+/// The node count of an LMA input: small, or at one of the limits it must be refused at.
+#[derive(Debug, Clone, Copy)]
+enum Nodes {
+    Small(usize),
+    U32Max,
+    PastTheDeclaredLimit,
+}
+
+/// LMA input: node count, nodes per element (0 too), a map with nodes past the count and Dirichlet
+/// slots (sometimes one slot too many), element matrices of small integers (sometimes one short or
+/// one over), and `x`.
+fn lma_input() -> impl Strategy<Value = (usize, usize, Vec<usize>, Vec<f64>, Vec<f64>)> {
+    let nodes = prop_oneof![8 => (0usize..12).prop_map(Nodes::Small), 1 => Just(Nodes::U32Max), 1 => Just(Nodes::PastTheDeclaredLimit)];
+    (
+        nodes,
+        0usize..5,
+        0usize..10,
+        prop_oneof![6 => Just(0usize), 1 => Just(1)],
+        prop_oneof![6 => Just(0isize), 1 => -1isize..2],
+    )
+        .prop_flat_map(|(nodes, m, elements, extra_slot, value_delta)| {
+            let slot = prop_oneof![8 => 0usize..14, 1 => Just(NO_NODE)];
+            let slots = elements * m + extra_slot;
+            let values = (elements * m * m).saturating_add_signed(value_delta);
+            (
+                Just((nodes, m)),
+                prop::collection::vec(slot, slots),
+                prop::collection::vec((-5i8..5).prop_map(f64::from), values),
+                prop::collection::vec((-3i8..3).prop_map(f64::from), 12),
+            )
+        })
+        .prop_map(|((nodes, m), map, values, x)| {
+            let node_count = match nodes {
+                Nodes::Small(n) => n,
+                Nodes::U32Max => u32::MAX as usize,
+                Nodes::PastTheDeclaredLimit => MAX_ROWS_WITHOUT_ENTRIES + MAX_ROWS_PER_ENTRY * map.len() + 1,
+            };
+            (node_count, m, map, values, x)
+        })
+}
+
+/// A square matrix of up to 40 rows, entries in any order with repeats.
+fn square() -> impl Strategy<Value = Matrix> {
+    (0usize..40).prop_flat_map(|n| {
+        let row = prop::collection::vec((0..n.max(1), any::<i8>()), if n == 0 { 0..1 } else { 0..6 });
+        prop::collection::vec(row, n).prop_map(move |rows| Matrix { ncols: n, rows })
+    })
+}
+
+fn cg_options() -> impl Strategy<Value = CgOptions> {
+    let rel_tol = prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(-1e-9),
+        Just(0.0),
+        Just(1.0),
+        Just(1.0 + 1e-12),
+        0.0..1.0f64,
+        -2.0..3.0f64
+    ];
+    let max_iterations =
+        prop_oneof![4 => 0usize..40, 1 => Just(u32::MAX as usize + 1), 1 => Just(usize::MAX)];
+    let preconditioner = prop_oneof![Just(Preconditioner::None), Just(Preconditioner::Jacobi)];
+    (rel_tol, max_iterations, preconditioner).prop_map(|(rel_tol, max_iterations, preconditioner)| {
+        CgOptions { rel_tol, max_iterations, preconditioner }
+    })
+}
+
+/// A dimension or stride: small, or past every limit.
+fn extent() -> impl Strategy<Value = usize> {
+    prop_oneof![8 => 0usize..9, 1 => Just(1usize << 33), 1 => Just(usize::MAX)]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
+    fn lma_is_refused_as_documented_or_agrees_with_its_assembly((n, m, map, values, x) in lma_input()) {
+        cap_memory();
+        check_lma(n, m, &map, &values, &x);
+    }
+
+    #[test]
+    fn row_partitions_are_refused_as_documented_or_give_the_matrix_back(
+        a in matrix(),
+        parts in prop_oneof![8 => 0usize..10, 1 => Just(MAX_PARTS), 1 => Just(MAX_PARTS + 1), 1 => Just(usize::MAX)],
+    ) {
+        cap_memory();
+        let (offsets, cols, values) = a.arrays::<f64>();
+        check_partition(CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap(), parts);
+    }
+
+    #[test]
+    fn references_keep_the_gpu_contract(a in matrix(), alpha in prop_oneof![Just(0.0), Just(1.5), Just(-2.0)], beta in prop_oneof![Just(0.0), Just(0.5)]) {
+        cap_memory();
+        let (offsets, cols, values) = a.arrays::<f32>();
+        let view = CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap();
+        check_references(view, alpha as f32, beta as f32);
+        let (offsets, cols, values) = a.arrays::<f64>();
+        check_references(CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap(), alpha, beta);
+    }
+
+    #[test]
+    fn dense_views_hold_exactly_their_data(len in 0usize..40, rows in extent(), cols in extent(), rs in extent(), cs in extent()) {
+        cap_memory();
+        check_dense_view(len, rows, cols, rs, cs);
+    }
+
+    #[test]
+    fn rcm_numbers_every_node_once_and_permutes_the_matrix(a in prop_oneof![3 => square(), 1 => matrix()]) {
+        cap_memory();
+        let (offsets, cols, values) = a.arrays::<f64>();
+        check_rcm(CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap());
+    }
+
+    #[test]
+    fn cg_options_are_refused_as_documented_or_stop_the_solve_as_they_say(n in 0usize..20, options in cg_options()) {
+        cap_memory();
+        check_cg_options(n, options);
+    }
+
+    #[test]
+    fn sprs_and_faer_matrices_are_taken_as_their_crates_accept_them(a in matrix(), lead in 0usize..3, spare in 0usize..3, slack in 0usize..3) {
+        cap_memory();
+        let (offsets, cols, values) = a.arrays::<f64>();
+        let view = CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap();
+        #[cfg(feature = "faer")]
+        properties::interop::check_faer(view, (lead, spare, slack));
+        #[cfg(feature = "sprs")]
+        properties::interop::check_sprs(view);
+        let _ = (view, lead, spare, slack);
+    }
+
+    #[test]
     fn conversions_round_trip_or_refuse_with_their_error(a in matrix(), p in params()) {
+        cap_memory();
         let (offsets, cols, values) = a.arrays::<f32>();
         check_conversions(CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap(), p);
         let (offsets, cols, values) = a.arrays::<f64>();
@@ -83,6 +225,7 @@ proptest! {
         damage in prop::collection::vec((any::<prop::sample::Index>(), 0usize..100, any::<bool>()), 0..3),
         drop_value in any::<bool>(),
     ) {
+        cap_memory();
         let (mut offsets, mut cols, mut values) = a.arrays::<f64>();
         for (at, value, in_offsets) in damage {
             if in_offsets {
@@ -110,6 +253,7 @@ proptest! {
         comment_every in 1usize..7,
         crlf in any::<bool>(),
     ) {
+        cap_memory();
         let (field, symmetry) = [("real", "general"), ("integer", "symmetric"), ("pattern", "symmetric"), ("real", "skew-symmetric")][kind];
         // The entries the file may hold: the lower triangle for symmetric, the strict one for skew.
         let entries: Vec<_> = entries
@@ -149,6 +293,7 @@ proptest! {
     fn damaged_matrix_market_files_are_refused_cleanly(
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
     ) {
+        cap_memory();
         let mut bytes = b"%%MatrixMarket matrix coordinate real symmetric\n% c\n4 4 5\n1 1 2.5\n2 1 -1\n3 3 1e3\n4 2 7\n4 4 .5\n".to_vec();
         for (at, byte, how) in edits {
             let i = at.index(bytes.len() + 1);

@@ -1,6 +1,7 @@
 //! `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target of `fuzz/` (or those named)
 //! for N seconds each, with the kernels' pinned nightly and AddressSanitizer; fails on the first crash,
-//! whose input libFuzzer writes to `fuzz/artifacts/TARGET/`.
+//! whose input libFuzzer writes to `fuzz/artifacts/TARGET/`. An input that makes the library ask for
+//! more than [`MEMORY_LIMIT_MB`] in one allocation or in all is a crash too.
 //!
 //! Each target reads the committed seeds (`fuzz/seeds/TARGET/`) and the corpus of earlier runs
 //! (`fuzz/corpus/TARGET/`, not committed), and adds what it finds to the latter.
@@ -10,8 +11,13 @@ use crate::{nightly_cargo, root, run};
 use std::process::Command;
 
 /// Seconds per target when not given: long enough to get past the seeds' neighbourhood, short
-/// enough that CI runs all eight targets in under four minutes on two cores.
-const DEFAULT_SECONDS: u64 = 25;
+/// enough that CI runs all fourteen targets in under four minutes on two cores.
+const DEFAULT_SECONDS: u64 = 15;
+
+/// libFuzzer's limit on the memory of the process and of any one allocation (`-rss_limit_mb`,
+/// `-malloc_limit_mb`): 4 GiB, the cap the property tests run under (`host/tests/common`), far above
+/// what any input of the targets needs, far below what an unchecked size asks for.
+const MEMORY_LIMIT_MB: u64 = 4096;
 
 /// libFuzzer's limit on one input, in seconds: far above the slowest input seen (a file declaring
 /// 2^24 rows takes 0.2 s with AddressSanitizer), far below libFuzzer's own 20 minutes.
@@ -50,6 +56,8 @@ pub fn task(args: &[String]) -> Result<(), String> {
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
+            .arg(format!("-rss_limit_mb={MEMORY_LIMIT_MB}"))
+            .arg(format!("-malloc_limit_mb={MEMORY_LIMIT_MB}"))
             .arg("-print_final_stats=1");
         run(&mut cmd)?;
     }

@@ -54,6 +54,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     /// A solver for the plan's matrix. `diagonal`, the diagonal of the whole `A`, is needed for
     /// [`Preconditioner::Jacobi`]. Refused as [`crate::solve::Cg::new`] refuses.
     pub fn new(plan: DistributedPlan<'a, T>, options: CgOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        options.check()?;
         let matrix = plan.matrix();
         if matrix.nrows() != matrix.ncols() {
             return Err(SolveError::NotSquare { rows: matrix.nrows(), cols: matrix.ncols() }.into());

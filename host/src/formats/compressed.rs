@@ -328,6 +328,10 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
     /// computed sum is within `γ_(n+5) Σ|a' x|` of the exact one (Higham, *Accuracy and Stability of
     /// Numerical Algorithms*, 2nd ed., section 3.1, Lemma 3.1 and (3.5)); `y = fma(α, s, β y)` adds
     /// two roundings, which `(1 + γ_m)(1 + u) <= 1 + γ_(m+1)` absorbs into `γ_(n+7)`.
+    ///
+    /// # Panics
+    ///
+    /// If `row >= nrows()`, like a slice index out of bounds.
     pub fn error_bound(&self, row: usize) -> f64 {
         let n = (self.row_offsets[row + 1] - self.row_offsets[row]) as f64;
         let rho = self.max_rounding;

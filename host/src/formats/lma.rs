@@ -22,6 +22,7 @@
 //! through the right-hand side, which is the caller's.
 
 use super::convert::narrow;
+use super::limits::check_declared;
 use crate::error::FormatError;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -58,8 +59,15 @@ impl<T: Scalar> Lma<T> {
     /// Refused: `nodes_per_element == 0` or a map whose length is not a multiple of it
     /// ([`FormatError::InvalidParameter`]), matrices of the wrong total length
     /// ([`Error::DimensionMismatch`]), a node past the count ([`FormatError::LmaNodeOutOfRange`],
-    /// naming the element and slot), and counts over the kernels' 32-bit indices
-    /// ([`Error::TooLarge`]; the node count must stay below `u32::MAX`, which marks [`NO_NODE`]).
+    /// naming the element and slot), and with [`Error::TooLarge`] before anything is allocated:
+    /// counts over the kernels' 32-bit indices (the node count must stay below `u32::MAX`, which
+    /// marks [`NO_NODE`]), `elements * m * m` past `usize`, and a node count past the limit of
+    /// [`crate::formats::MAX_ROWS_WITHOUT_ENTRIES`] plus
+    /// [`crate::formats::MAX_ROWS_PER_ENTRY`] per slot of the map (the per-node arrays of the
+    /// colouring, the diagonal and `to_csr` are sized by it).
+    ///
+    /// Memory is linear in the input: the map and matrices once more, and a few words per node and
+    /// per slot for the colouring.
     pub fn try_new(
         node_count: usize,
         nodes_per_element: usize,
@@ -84,7 +92,13 @@ impl<T: Scalar> Lma<T> {
             .into());
         }
         let elements = element_nodes.len() / m;
-        let expected = elements * m * m;
+        // `elements * m` is the map's length; `m * m` may overflow where that does not.
+        let expected =
+            m.checked_mul(elements).and_then(|slots| slots.checked_mul(m)).ok_or(Error::TooLarge {
+                what: "the element count for this many nodes per element (elements × m² entries)",
+                value: elements,
+                limit: usize::MAX / m / m,
+            })?;
         if element_matrices.len() != expected {
             return Err(Error::DimensionMismatch {
                 what: "element_matrices",
@@ -96,6 +110,7 @@ impl<T: Scalar> Lma<T> {
             let limit = LMA_NO_NODE as usize - 1;
             return Err(Error::TooLarge { what: "the node count", value: node_count, limit });
         }
+        check_declared("the node count", node_count, element_nodes.len())?;
         narrow("the element count", elements)?;
         for (k, &node) in element_nodes.iter().enumerate() {
             if node != NO_NODE && node >= node_count {
@@ -190,10 +205,12 @@ impl<T: Scalar> Lma<T> {
         self.values[(i * self.nodes_per_element + j) * self.elements + s]
     }
 
-    /// `y = alpha * A * x + beta * y` on the CPU, `y` not read when `beta == 0`. Elements in stored
-    /// order, each row summed by `fma` from column 0 and added as `y = fma(alpha, sum, y)` after `y`
-    /// was scaled as `spmv_scale_*` scales it: the operations of the coloured GPU kernel in the same
-    /// order at every node, so its result is this one bit for bit.
+    /// `y = alpha * A * x + beta * y` on the CPU, under the GPU products' contract: `y` not read
+    /// when `beta == 0`, and neither the element matrices nor `x` read when `alpha == 0` (a NaN in
+    /// `x` does not reach `y` then). Elements in stored order, each row summed by `fma` from column
+    /// 0 and added as `y = fma(alpha, sum, y)` after `y` was scaled as `spmv_scale_*` scales it: the
+    /// operations of the coloured GPU kernel in the same order at every node, so its result is this
+    /// one bit for bit.
     pub fn spmv(&self, alpha: T, x: &[T], beta: T, y: &mut [T]) -> Result<()> {
         for (what, got) in [("x", x.len()), ("y", y.len())] {
             if got != self.node_count {
@@ -202,6 +219,9 @@ impl<T: Scalar> Lma<T> {
         }
         for v in y.iter_mut() {
             *v = if beta == T::ZERO { T::ZERO } else { T::ZERO.mul_add(T::ZERO, beta * *v) };
+        }
+        if alpha == T::ZERO {
+            return Ok(());
         }
         let m = self.nodes_per_element;
         let mut xs = vec![T::ZERO; m];
@@ -222,13 +242,20 @@ impl<T: Scalar> Lma<T> {
         Ok(())
     }
 
-    /// The diagonal of the assembled operator: each element's diagonal entries added to their nodes.
+    /// The diagonal of the assembled operator, as [`Lma::to_csr`] sums it: entry `(i, j)` of an
+    /// element adds to the diagonal wherever slots `i` and `j` name the same node, so an element that
+    /// repeats a node adds its off-diagonal entries between the two slots too. Summed in stored
+    /// element order, then by `i`, then by `j`.
     pub fn diagonal(&self) -> Vec<T> {
+        let m = self.nodes_per_element;
         let mut d = vec![T::ZERO; self.node_count];
         for s in 0..self.elements {
-            for i in 0..self.nodes_per_element {
-                if let Some(node) = self.node(i, s) {
-                    d[node] = d[node] + self.value(i, i, s);
+            for i in 0..m {
+                let Some(node) = self.node(i, s) else { continue };
+                for j in 0..m {
+                    if self.node(j, s) == Some(node) {
+                        d[node] = d[node] + self.value(i, j, s);
+                    }
                 }
             }
         }
@@ -308,44 +335,84 @@ impl<T: Scalar> Lma<T> {
 }
 
 /// The greedy colouring of the elements in input order: each takes the smallest colour that no
-/// element sharing one of its nodes took before it. A bitset of the colours taken at each node, wide
-/// enough for the most colours an element can need: one more than its neighbours, which are at most
-/// the other elements at its nodes.
+/// element sharing one of its nodes took before it. Memory linear in the input, whatever the mesh
+/// ([`TakenColours`], and one stamp per colour marking those of the element's neighbours).
 fn greedy_colours(node_count: usize, m: usize, element_nodes: &[usize]) -> Vec<usize> {
-    let mut at_node = vec![0usize; node_count];
-    for &node in element_nodes.iter().filter(|&&n| n != NO_NODE) {
-        at_node[node] += 1;
+    let mut taken = TakenColours::new(node_count, element_nodes);
+    // `stamp[c] == e + 1`: a neighbour of element `e` has colour `c`.
+    let mut stamp: Vec<usize> = Vec::new();
+    let mut colours = Vec::with_capacity(element_nodes.len() / m);
+    for (e, slots) in element_nodes.chunks(m).enumerate() {
+        let first = nodes_of(slots).map(|v| taken.dense[v]).max().unwrap_or(0);
+        for v in nodes_of(slots) {
+            for &c in taken.listed(v).iter().filter(|&&c| c >= first) {
+                stamp[c] = e + 1;
+            }
+        }
+        let colour = (first..).find(|&c| stamp.get(c) != Some(&(e + 1))).unwrap_or(stamp.len());
+        if colour >= stamp.len() {
+            stamp.resize(colour + 1, 0);
+        }
+        for v in nodes_of(slots) {
+            taken.take(v, colour);
+        }
+        colours.push(colour);
     }
-    let most_neighbours = element_nodes
-        .chunks(m)
-        .map(|slots| slots.iter().filter(|&&n| n != NO_NODE).map(|&n| at_node[n] - 1).sum::<usize>())
-        .max()
-        .unwrap_or(0);
-    let words = (most_neighbours + 1).div_ceil(64);
-    let mut taken = vec![0u64; node_count * words];
-    let mut used = vec![0u64; words];
-    element_nodes
-        .chunks(m)
-        .map(|slots| {
-            used.fill(0);
-            for &node in slots.iter().filter(|&&n| n != NO_NODE) {
-                for (u, t) in used.iter_mut().zip(&taken[node * words..(node + 1) * words]) {
-                    *u |= t;
-                }
+    colours
+}
+
+/// The nodes of an element's slots, without the Dirichlet ones.
+fn nodes_of(slots: &[usize]) -> impl Iterator<Item = usize> + '_ {
+    slots.iter().copied().filter(|&n| n != NO_NODE)
+}
+
+/// The colours taken at each node, in memory linear in the map: the colours `0 .. dense[v]` are all
+/// taken at node `v`, and a list holds those above it (at most one word per slot at the node, laid
+/// out by node as CSR rows are). An element's search starts at the largest `dense` of its nodes and
+/// reads only the listed colours above it: a few words per element on a mesh, none on a star, whose
+/// centre's colours stay dense. (A bitset of colours per node would take nodes × colours bits: 12.5
+/// GB for a star of 100,000 elements on 10^6 nodes.)
+struct TakenColours {
+    dense: Vec<usize>,
+    /// `listed[starts[v] .. ends[v]]`: the colours above `dense[v]` taken at node `v`.
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+    listed: Vec<usize>,
+}
+
+impl TakenColours {
+    fn new(node_count: usize, element_nodes: &[usize]) -> Self {
+        let mut starts = vec![0usize; node_count + 1];
+        for node in nodes_of(element_nodes) {
+            starts[node + 1] += 1;
+        }
+        for v in 0..node_count {
+            starts[v + 1] += starts[v];
+        }
+        let ends = starts[..node_count].to_vec();
+        Self { dense: vec![0; node_count], listed: vec![0; starts[node_count]], starts, ends }
+    }
+
+    fn listed(&self, v: usize) -> &[usize] {
+        &self.listed[self.starts[v]..self.ends[v]]
+    }
+
+    /// Marks `colour` taken at node `v` (again, for an element that repeats the node: a no-op).
+    fn take(&mut self, v: usize, colour: usize) {
+        if colour > self.dense[v] {
+            if !self.listed(v).contains(&colour) {
+                self.listed[self.ends[v]] = colour;
+                self.ends[v] += 1;
             }
-            let (word, free) = used
-                .iter()
-                .enumerate()
-                .find(|&(_, &u)| u != u64::MAX)
-                .map(|(w, &u)| (w, !u))
-                .expect("an element has fewer neighbours than the bitset has colours, so one is free");
-            let bit = free.trailing_zeros() as usize;
-            for &node in slots.iter().filter(|&&n| n != NO_NODE) {
-                taken[node * words + word] |= 1 << bit;
+        } else if colour == self.dense[v] {
+            self.dense[v] += 1;
+            while let Some(k) = self.listed(v).iter().position(|&c| c == self.dense[v]) {
+                self.ends[v] -= 1;
+                self.listed[self.starts[v] + k] = self.listed[self.ends[v]];
+                self.dense[v] += 1;
             }
-            word * 64 + bit
-        })
-        .collect()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -452,6 +519,64 @@ mod tests {
         assert!(matches!(e, Error::TooLarge { what: "the node count", .. }), "{e}");
         let e = two_bars().spmv(1.0, &[0.0; 2], 0.0, &mut [0.0; 3]).unwrap_err();
         assert!(matches!(e, Error::DimensionMismatch { what: "x", expected: 3, got: 2 }), "{e}");
+    }
+
+    #[test]
+    fn an_element_that_repeats_a_node_adds_its_coupling_to_the_diagonal() {
+        // Element [0 0 1]: slots 0 and 1 are node 0, so (0, 0) gathers K[0][0] + K[0][1] + K[1][0] +
+        // K[1][1] = 2 + 1 + 1 + 3 = 7.
+        let k = [2.0, 1.0, -1.0, 1.0, 3.0, -1.0, -1.0, -1.0, 4.0];
+        let a = Lma::try_new(2, 3, &[0, 0, 1], &k).unwrap();
+        assert_eq!(a.diagonal(), [7.0, 4.0]);
+        let csr = a.to_csr();
+        let diagonal: Vec<f64> = (0..2).map(|r| csr.get_entry(r, r).unwrap().into_value()).collect();
+        assert_eq!(diagonal, a.diagonal());
+    }
+
+    #[test]
+    fn alpha_zero_reads_neither_the_matrices_nor_x() {
+        let a = two_bars();
+        let mut y = vec![1.0, 2.0, 3.0];
+        a.spmv(0.0, &[f64::NAN; 3], 2.0, &mut y).unwrap();
+        assert_eq!(y, [2.0, 4.0, 6.0]);
+    }
+
+    #[test]
+    fn a_star_colours_in_linear_memory() {
+        // 20,000 bars on 10^6 nodes, all at node 0: a colour each. A bitset per node would take
+        // 10^6 × 313 words, 2.5 GB.
+        let map: Vec<usize> = (1..=20_000).flat_map(|i| [0, i * 49]).collect();
+        let a = Lma::try_new(1_000_000, 2, &map, &vec![1.0f32; 20_000 * 4]).unwrap();
+        assert_eq!(a.colours(), 20_000);
+    }
+
+    #[test]
+    fn colours_are_the_greedy_ones() {
+        // A path of 4 bars and a bar repeating its node: greedy in input order gives 0 1 0 1, then
+        // the bar [2 2], which meets colours 0 and 1 at node 2, takes 2.
+        let map = [0, 1, 1, 2, 2, 3, 3, 4, 2, 2];
+        let colours = greedy_colours(5, 2, &map);
+        assert_eq!(colours, [0, 1, 0, 1, 2]);
+        // Colours taken out of order at a node: 1 then 0 makes 0 and 1 dense there.
+        let mut taken = TakenColours::new(1, &[0, 0, 0]);
+        taken.take(0, 1);
+        taken.take(0, 1);
+        assert_eq!((taken.dense[0], taken.listed(0)), (0, &[1][..]));
+        taken.take(0, 0);
+        assert_eq!((taken.dense[0], taken.listed(0)), (2, &[][..]));
+    }
+
+    #[test]
+    fn a_node_count_the_map_does_not_hold_is_refused_before_allocating() {
+        let e = Lma::<f64>::try_new(4_294_967_294, 1, &[], &[]).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { what: "the node count", .. }), "{e}");
+        let limit = crate::formats::MAX_ROWS_WITHOUT_ENTRIES + crate::formats::MAX_ROWS_PER_ENTRY * 2;
+        let e = Lma::<f64>::try_new(limit + 1, 2, &[0, 1], &[1.0; 4]).unwrap_err();
+        assert!(
+            matches!(e, Error::TooLarge { what: "the node count", value, .. } if value == limit + 1),
+            "{e}"
+        );
+        assert_eq!(Lma::<f64>::try_new(limit, 2, &[0, 1], &[1.0; 4]).unwrap().node_count(), limit);
     }
 
     #[test]

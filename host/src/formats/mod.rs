@@ -14,6 +14,7 @@ pub(crate) mod hyb;
 pub(crate) mod index_check;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub(crate) mod interop;
+pub(crate) mod limits;
 pub(crate) mod lma;
 pub(crate) mod partition;
 pub(crate) mod reorder;
@@ -32,6 +33,7 @@ pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use index_check::{CsrIndex, IndexFaults};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;
+pub use limits::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
 pub use lma::{Lma, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};

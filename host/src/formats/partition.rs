@@ -26,6 +26,7 @@
 
 use super::convert::index32;
 use super::csr::CsrRef;
+use super::limits::MAX_PARTS;
 use crate::error::FormatError;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -44,12 +45,16 @@ impl RowPartition {
     /// whose offset reaches `p * nnz / parts`. Where entries are uneven (one huge row) a part may get
     /// more or none; a matrix without entries is cut into equal row counts instead.
     ///
-    /// Refused: `parts == 0` ([`FormatError::InvalidParameter`]).
+    /// Refused: `parts == 0` ([`FormatError::InvalidParameter`]), and, before anything is
+    /// allocated, more than [`MAX_PARTS`] ([`Error::TooLarge`]).
     pub fn balanced<T>(a: &CsrRef<'_, T>, parts: usize) -> Result<Self> {
         if parts == 0 {
             let e =
                 FormatError::InvalidParameter { what: "the part count", value: 0, expected: "at least 1" };
             return Err(e.into());
+        }
+        if parts > MAX_PARTS {
+            return Err(Error::TooLarge { what: "the part count", value: parts, limit: MAX_PARTS });
         }
         let (rows, nnz) = (a.nrows(), a.nnz());
         let offsets = a.row_offsets();
@@ -75,12 +80,20 @@ impl RowPartition {
     }
 
     /// The rows of part `p`.
+    ///
+    /// # Panics
+    ///
+    /// If `p >= parts()`, like a slice index out of bounds.
     pub fn rows(&self, p: usize) -> Range<usize> {
         self.starts[p]..self.starts[p + 1]
     }
 
     /// The columns (entries of `x`) part `p` owns among `ncols`: its rows' range clipped to `ncols`,
     /// and for the last part every column after it too.
+    ///
+    /// # Panics
+    ///
+    /// If `p >= parts()`, like a slice index out of bounds.
     pub fn cols(&self, p: usize, ncols: usize) -> Range<usize> {
         let end = if p + 1 == self.parts() { ncols } else { self.starts[p + 1].min(ncols) };
         self.starts[p].min(ncols)..end
@@ -413,6 +426,13 @@ mod tests {
             RowPartition::balanced(&view, 0),
             Err(Error::Format(FormatError::InvalidParameter { what: "the part count", .. }))
         ));
+        for parts in [MAX_PARTS + 1, 1 << 40, usize::MAX] {
+            assert!(matches!(
+                RowPartition::balanced(&view, parts),
+                Err(Error::TooLarge { what: "the part count", value, limit: MAX_PARTS }) if value == parts
+            ));
+        }
+        assert_eq!(RowPartition::balanced(&view, MAX_PARTS).unwrap().parts(), MAX_PARTS);
         let other = banded(11, 1);
         let partition = RowPartition::balanced(&other.view(), 2).unwrap();
         assert!(matches!(Split::new(&view, partition), Err(Error::DimensionMismatch { .. })));

@@ -10,6 +10,7 @@
 //! product, and their iteration counts agree within a few iterations.
 
 pub use crate::error::SolveError;
+use crate::formats::convert::narrow;
 use crate::formats::csr::CsrRef;
 use crate::formats::lma::Lma;
 use crate::reference::{CpuKernel, spmv};
@@ -20,8 +21,9 @@ use crate::{Error, Result};
 pub trait LinearOperator<T> {
     fn nrows(&self) -> usize;
     fn ncols(&self) -> usize;
-    /// `y = A x`, overwriting `y`; `x` has [`Self::ncols`] elements and `y` [`Self::nrows`].
-    fn apply(&self, x: &[T], y: &mut [T]);
+    /// `y = A x`, overwriting `y`; `x` must have [`Self::ncols`] elements and `y` [`Self::nrows`],
+    /// else [`Error::DimensionMismatch`] with `y` untouched.
+    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()>;
     /// The [`Self::nrows`] diagonal entries (repeated entries summed).
     fn diagonal(&self) -> Vec<T>;
 }
@@ -35,9 +37,8 @@ impl<T: Scalar> LinearOperator<T> for CsrRef<'_, T> {
         CsrRef::ncols(self)
     }
 
-    fn apply(&self, x: &[T], y: &mut [T]) {
+    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()> {
         spmv(CpuKernel::Rayon, T::from_f64(1.0), *self, x, T::ZERO, y)
-            .expect("CG checked the vector lengths against the matrix");
     }
 
     fn diagonal(&self) -> Vec<T> {
@@ -59,9 +60,8 @@ impl<T: Scalar> LinearOperator<T> for Lma<T> {
         self.node_count()
     }
 
-    fn apply(&self, x: &[T], y: &mut [T]) {
+    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()> {
         self.spmv(T::from_f64(1.0), x, T::ZERO, y)
-            .expect("CG checked the vector lengths against the operator");
     }
 
     fn diagonal(&self) -> Vec<T> {
@@ -78,14 +78,28 @@ pub enum Preconditioner {
     Jacobi,
 }
 
-/// When a CG solve stops, and with what preconditioner.
+/// When a CG solve stops, and with what preconditioner. Every solver (this one, `solve::Cg`,
+/// `distributed::DistributedCg`) checks them before anything else, with the same refusals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CgOptions {
-    /// Converged once `|r| <= rel_tol * |b|`.
+    /// Converged once `|r| <= rel_tol * |b|`; in `[0, 1]`, else [`SolveError::InvalidTolerance`]
+    /// (NaN would stop no solve, and `rel_tol²|b|²` must not overflow).
     pub rel_tol: f64,
-    /// Stop after this many iterations (updates of `x`) without converging.
+    /// Stop after this many iterations (updates of `x`) without converging; at most `u32::MAX`,
+    /// the GPU solvers' counter, else [`Error::TooLarge`].
     pub max_iterations: usize,
     pub preconditioner: Preconditioner,
+}
+
+impl CgOptions {
+    /// Refuses options outside their documented ranges.
+    pub(crate) fn check(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.rel_tol) {
+            return Err(SolveError::InvalidTolerance { value: self.rel_tol }.into());
+        }
+        narrow("the iteration limit", self.max_iterations)?;
+        Ok(())
+    }
 }
 
 /// Why a CG solve that did not fail stopped.
@@ -110,9 +124,9 @@ pub struct CgOutcome {
 
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
-/// Refused, with `x` untouched: a matrix that is not square ([`SolveError::NotSquare`]), vectors of
-/// the wrong length ([`Error::DimensionMismatch`]), and for Jacobi a diagonal entry that is not
-/// positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
+/// Refused, with `x` untouched: options out of their ranges ([`CgOptions`]), a matrix that is not
+/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`]),
+/// and for Jacobi a diagonal entry that is not positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
 /// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
 pub fn cg<T: Scalar>(
     a: &impl LinearOperator<T>,
@@ -120,6 +134,7 @@ pub fn cg<T: Scalar>(
     x: &mut [T],
     options: &CgOptions,
 ) -> Result<CgOutcome> {
+    options.check()?;
     let n = a.nrows();
     if a.ncols() != n {
         return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
@@ -140,7 +155,7 @@ pub fn cg<T: Scalar>(
     let minus_one = T::from_f64(-1.0);
 
     let mut r = vec![T::ZERO; n];
-    a.apply(x, &mut r);
+    a.apply(x, &mut r)?;
     r.iter_mut().zip(b).for_each(|(r, &b)| *r = minus_one.mul_add(*r, b));
     let mut p = vec![T::ZERO; n];
     precondition(&r, &mut p);
@@ -162,7 +177,7 @@ pub fn cg<T: Scalar>(
 
     let (mut q, mut z) = (vec![T::ZERO; n], vec![T::ZERO; n]);
     for iteration in 0..options.max_iterations {
-        a.apply(&p, &mut q);
+        a.apply(&p, &mut q)?;
         let pq = dot(&p, &q);
         let alpha = T::from_f64(rz.to_f64() / pq.to_f64());
         if !positive(pq) || !alpha.to_f64().is_finite() {
@@ -250,7 +265,7 @@ mod tests {
         let a = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
         let exact: Vec<f64> = (0..n).map(|i| (i as f64 * 0.1).sin()).collect();
         let mut b = vec![0.0; n];
-        a.apply(&exact, &mut b);
+        a.apply(&exact, &mut b).unwrap();
         let mut iterations = vec![];
         for pre in [Preconditioner::None, Preconditioner::Jacobi] {
             let mut x = vec![0.0; n];
@@ -302,6 +317,36 @@ mod tests {
         let e = cg(&a, &[1.0; 2], &mut x[..2], &options(Preconditioner::Jacobi)).unwrap_err();
         assert!(matches!(e, Error::Solve(SolveError::NonPositiveDiagonal { row: 1, .. })), "{e}");
         assert_eq!(x, [7.0; 5]);
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused_first() {
+        let (o, c, v) = laplacian(5, |_| 1.0);
+        let a = CsrRef::try_new(5, 5, &o, &c, &v).unwrap();
+        let mut x = vec![7.0; 5];
+        for rel_tol in [f64::NAN, -1e-6, 1.5, f64::INFINITY] {
+            let bad = CgOptions { rel_tol, ..options(Preconditioner::None) };
+            // Refused even with a wrong `b`: the options come first.
+            let e = cg(&a, &[1.0; 4], &mut x, &bad).unwrap_err();
+            assert!(matches!(e, Error::Solve(SolveError::InvalidTolerance { .. })), "{rel_tol}: {e}");
+        }
+        let endless = CgOptions { max_iterations: usize::MAX, ..options(Preconditioner::None) };
+        let e = cg(&a, &[1.0; 5], &mut x, &endless).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { what: "the iteration limit", .. }), "{e}");
+        assert_eq!(x, [7.0; 5]);
+        for rel_tol in [0.0, 1.0] {
+            cg(&a, &[1.0; 5], &mut x, &CgOptions { rel_tol, ..options(Preconditioner::Jacobi) }).unwrap();
+        }
+    }
+
+    #[test]
+    fn apply_refuses_vectors_of_the_wrong_length() {
+        let (o, c, v) = laplacian(5, |_| 1.0);
+        let a = CsrRef::try_new(5, 5, &o, &c, &v).unwrap();
+        let mut y = [3.0; 4];
+        let e = a.apply(&[1.0; 5], &mut y).unwrap_err();
+        assert!(matches!(e, Error::DimensionMismatch { what: "y", expected: 5, got: 4 }), "{e}");
+        assert_eq!(y, [3.0; 4]);
     }
 
     #[test]

@@ -204,3 +204,20 @@ pub fn banded<T: Scalar>(
     let vals = (0..cols.len()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
     Csr { nrows, ncols, offsets, cols, vals }
 }
+
+/// The address space a test that feeds the library bad input runs in: 4 GiB, far above what any of
+/// its inputs needs, far below what an unchecked size would ask for. An over-allocation then fails
+/// that test (the allocation fails, and Rust aborts the test binary) instead of the machine.
+pub const MEMORY_CAP_BYTES: u64 = 4 << 30;
+
+/// Caps this process's address space at [`MEMORY_CAP_BYTES`] (`RLIMIT_AS`), once. Only for test
+/// binaries that use no GPU: the CUDA driver reserves more address space than the cap.
+pub fn cap_memory() {
+    static CAP: std::sync::Once = std::sync::Once::new();
+    CAP.call_once(|| {
+        let limit = libc::rlimit { rlim_cur: MEMORY_CAP_BYTES, rlim_max: MEMORY_CAP_BYTES };
+        // SAFETY: `setrlimit` reads the struct it is given, which lives across the call.
+        let status = unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
+        assert_eq!(status, 0, "setrlimit(RLIMIT_AS): {}", std::io::Error::last_os_error());
+    });
+}

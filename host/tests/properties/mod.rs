@@ -2,8 +2,17 @@
 //! and by the cargo-fuzz targets (`fuzz/`, which include this file by path), so that both check the
 //! same thing: no input panics, an accepted one gives a valid result (a conversion's `to_csr` is the
 //! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
-//! calls for.
+//! calls for. The surfaces with modules of their own: the LMA operator, the row partition, the sprs
+//! and faer conversions, the CPU references and dense views, the reordering, and CG's options.
 #![allow(dead_code)] // each user takes a part
+
+pub mod cg;
+#[cfg(any(feature = "sprs", feature = "faer"))]
+pub mod interop;
+pub mod lma;
+pub mod partition;
+pub mod references;
+pub mod reorder;
 
 use gpu_spmv::formats::{
     Brc, CompressedCsr, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
@@ -184,6 +193,9 @@ fn check_compressed_as<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>) {
                 assert!(stored.widen() == expected || expected.is_nan(), "{what}: value {}", v.to_f64());
             }
             assert!((0.0..=1.0).contains(&c.max_rounding()), "{what}: rounding {}", c.max_rounding());
+            for row in 0..a.nrows() {
+                assert!(c.error_bound(row) >= c.max_rounding(), "{what}: row {row}'s bound");
+            }
         }
         Err(Error::Format(FormatError::ValueOutOfRange { row, entry, storage })) => {
             let v = a.values()[entry];

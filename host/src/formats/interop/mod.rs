@@ -16,7 +16,8 @@ mod faer_input;
 mod sprs_input;
 
 use super::csr::CsrRef;
-use crate::error::CsrError;
+use super::limits::check_declared;
+use crate::error::{CsrError, Error};
 
 /// A CSR matrix that owns its arrays, valid as a [`CsrRef`] is: what a conversion produces when the
 /// input cannot be borrowed as CSR with `usize` indices. Upload it with
@@ -67,18 +68,22 @@ enum Compressed {
 /// Compressed arrays with `usize` indices, in either direction, as an owned CSR matrix. CSC is
 /// transposed by a counting sort on the row index (one pass to count, one to place); the entries
 /// are visited column by column, so each row's column indices come out increasing. The CSC arrays
-/// are checked first as the CSR arrays of the transpose, so an error names a column as a row.
+/// are checked first as the CSR arrays of the transpose, so an error names a column as a row; and
+/// its row count, which sizes the row offsets but no array of the input, is checked against
+/// [`crate::formats::MAX_ROWS_WITHOUT_ENTRIES`] plus [`crate::formats::MAX_ROWS_PER_ENTRY`] per
+/// entry before they are allocated ([`Error::TooLarge`]).
 fn to_csr<T: Copy>(
     direction: Compressed,
     (nrows, ncols): (usize, usize),
     offsets: Vec<usize>,
     indices: Vec<usize>,
     values: &[T],
-) -> Result<Csr<T>, CsrError> {
+) -> Result<Csr<T>, Error> {
     if direction == Compressed::Rows {
-        return Csr::try_new(nrows, ncols, offsets, indices, values.to_vec());
+        return Ok(Csr::try_new(nrows, ncols, offsets, indices, values.to_vec())?);
     }
     let csc = CsrRef::try_new(ncols, nrows, &offsets, &indices, values)?;
+    check_declared("the row count of a column-major matrix", nrows, csc.nnz())?;
     let mut row_offsets = vec![0usize; nrows + 1];
     for &row in csc.col_indices() {
         row_offsets[row + 1] += 1;
@@ -97,7 +102,7 @@ fn to_csr<T: Copy>(
             next[row] += 1;
         }
     }
-    Csr::try_new(nrows, ncols, row_offsets, col_indices, row_values)
+    Ok(Csr::try_new(nrows, ncols, row_offsets, col_indices, row_values)?)
 }
 
 /// `indices` widened to `usize`, or the position of the first that does not fit.

@@ -1,7 +1,7 @@
 //! `sprs::CsMat` (feature `sprs`): CSR with `usize` indices borrowed, anything else copied.
 
 use super::{Compressed, Csr, to_csr, widen};
-use crate::error::{CsrError, Error};
+use crate::error::Error;
 use crate::formats::csr::CsrRef;
 use sprs::{CompressedStorage, CsMatI, SpIndex};
 use std::borrow::Cow;
@@ -29,11 +29,14 @@ impl<'a, T> TryFrom<&'a CsMatI<T, usize, usize>> for CsrRef<'a, T> {
 }
 
 impl<T: Copy, I: SpIndex, Iptr: SpIndex> TryFrom<&CsMatI<T, I, Iptr>> for Csr<T> {
-    type Error = CsrError;
+    type Error = Error;
 
     /// Copies a matrix of either storage (CSC is transposed on the CPU) and any index type; refused
-    /// with [`CsrError::IndexNotUsize`] for an index that does not fit in `usize`.
-    fn try_from(m: &CsMatI<T, I, Iptr>) -> Result<Self, CsrError> {
+    /// with [`crate::CsrError::IndexNotUsize`] for an index that does not fit in `usize`, and with
+    /// [`Error::TooLarge`] for a CSC matrix of more rows than the limit of declared counts
+    /// ([`crate::formats::MAX_ROWS_WITHOUT_ENTRIES`] plus [`crate::formats::MAX_ROWS_PER_ENTRY`]
+    /// per entry), checked before the row offsets are allocated.
+    fn try_from(m: &CsMatI<T, I, Iptr>) -> Result<Self, Error> {
         let offsets = widen("indptr", &m.proper_indptr(), SpIndex::try_index)?;
         let indices = widen("indices", m.indices(), SpIndex::try_index)?;
         let direction = match m.storage() {

@@ -1,0 +1,51 @@
+//! CG's options and operator (`reference::cg`): options outside their documented ranges refused
+//! before anything else, the others giving a solve that stops as they say.
+
+use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, SolveError, cg};
+use gpu_spmv::{CsrRef, Error};
+
+/// CG on the SPD tridiagonal `tridiag(-1, 3, -1)` of order `n` with `b = 1`, under `options`.
+pub fn check_cg_options(n: usize, options: CgOptions) {
+    let (mut offsets, mut cols, mut vals) = (vec![0], vec![], vec![]);
+    for i in 0..n {
+        for j in i.saturating_sub(1)..(i + 2).min(n) {
+            cols.push(j);
+            vals.push(if i == j { 3.0 } else { -1.0 });
+        }
+        offsets.push(cols.len());
+    }
+    let a = CsrRef::try_new(n, n, &offsets, &cols, &vals).unwrap();
+    let b = vec![1.0; n];
+    let mut x = vec![0.0; n];
+    let result = cg(&a, &b, &mut x, &options);
+    let tolerance_ok = (0.0..=1.0).contains(&options.rel_tol);
+    match result {
+        Ok(out) => {
+            assert!(tolerance_ok && options.max_iterations <= u32::MAX as usize);
+            assert!(out.iterations <= options.max_iterations);
+            match out.stop {
+                // The recurrence stops at `rr <= rel_tol² bb`, rounded: within a few ulps.
+                CgStop::Converged => {
+                    assert!(out.relative_residual <= options.rel_tol * (1.0 + 1e-12), "{out:?}")
+                }
+                CgStop::MaxIterations => assert_eq!(out.iterations, options.max_iterations),
+            }
+        }
+        Err(Error::Solve(SolveError::InvalidTolerance { value })) => {
+            assert!(!tolerance_ok && (value == options.rel_tol || value.is_nan()));
+            assert!(x.iter().all(|&v| v == 0.0), "x written by a refused solve");
+        }
+        // Iterating past the solution with a tolerance near 0, the residual underflows: `rᵀz` is
+        // 0 while `rᵀr` is not yet (Jacobi scales it down). A breakdown, not an options fault.
+        Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", value: 0.0, .. })) => {
+            assert!(tolerance_ok && options.rel_tol < 1e-150, "{options:?}");
+        }
+        Err(Error::TooLarge { what: "the iteration limit", .. }) => {
+            assert!(tolerance_ok && options.max_iterations > u32::MAX as usize);
+        }
+        Err(e) => panic!("unexpected refusal {e}"),
+    }
+    let mut y = vec![7.0; n + 1];
+    assert!(matches!(a.apply(&x, &mut y), Err(Error::DimensionMismatch { what: "y", .. })));
+    assert!(y.iter().all(|&v| v == 7.0));
+}
