@@ -111,10 +111,10 @@ pub fn time_gpu_restarted<S>(
 /// pending launches (about a thousand), so that no enqueue waits for the GPU to drain it and the
 /// clock reads the host's work only; 50 calls of 1-10 µs make a sample of 50-500 µs, long against
 /// the clock's resolution.
-const ENQUEUES_PER_SAMPLE: usize = 50;
+pub const ENQUEUES_PER_SAMPLE: usize = 50;
 /// Samples of [`host_enqueue_us`]: 550 products in all, 0.2 s of GPU time for the suite's largest
 /// products (400 µs), so the figure costs little beside the GPU timings.
-const ENQUEUE_SAMPLES: usize = 11;
+pub const ENQUEUE_SAMPLES: usize = 11;
 
 /// The host time of one call of `enqueue` (which enqueues one product on the `Gpu`'s stream and
 /// returns without waiting), in microseconds: the median over [`ENQUEUE_SAMPLES`] samples of

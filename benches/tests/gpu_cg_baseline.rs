@@ -1,6 +1,9 @@
 //! The CG study's baseline (cuSPARSE + cuBLAS, `spmv_bench::cg_baseline`) against the library's
 //! solver on a small FEM problem: the same iteration count within the study's tolerance, and the same
-//! solution. Without a GPU the test prints why and passes.
+//! solution. Without a GPU the test says why it skips (see `skip.rs`).
+
+#[path = "../../host/tests/common/skip.rs"]
+mod skip;
 
 use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner};
 use gpu_spmv::solve::Cg;
@@ -46,16 +49,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
 
 #[test]
 fn gpu_baseline_cg_agrees_with_ours() {
-    let gpu = match Gpu::new() {
-        Ok(gpu) => gpu,
-        Err(e)
-            if std::env::var("SPMV_REQUIRE_GPU").ok().and_then(|v| v.parse::<u32>().ok()).unwrap_or(0)
-                >= 1 =>
-        {
-            panic!("gpu_baseline_cg_agrees_with_ours: SPMV_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => return eprintln!("gpu_baseline_cg_agrees_with_ours: SKIPPED, no GPU: {e}"),
-    };
+    let Some(gpu) = skip::gpu_or_skip("gpu_baseline_cg_agrees_with_ours") else { return };
     for preconditioner in [Preconditioner::Jacobi, Preconditioner::None] {
         agree::<f32>(&gpu, preconditioner);
         agree::<f64>(&gpu, preconditioner);

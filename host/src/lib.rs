@@ -29,7 +29,7 @@
 //! is checked before anything is launched, so an error leaves `y` as it was.
 //!
 //! The crate is built in layers, each importing only from those below it (`docs/ARCHITECTURE.md`):
-//! host formats ([`formats`], [`io`], [`reference`]) → device data (`device`: the [`Gpu`], buffers,
+//! host formats ([`formats`], [`io`], [`reference`](mod@reference)) → device data (`device`: the [`Gpu`], buffers,
 //! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
 //! measurement and solvers ([`select`], [`tune`], [`solve`]) → several GPUs ([`distributed`]) → this
 //! facade.
@@ -73,9 +73,6 @@ pub use device::{
     DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{BrcCombine, CompressedKernel, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
-pub use error::{CsrError, Error, FormatError};
+pub use error::{CsrError, Error, FormatError, Result};
 pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};
-
-/// Results of this crate.
-pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -177,7 +177,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
 
     /// Enqueues `iterations` iterations on the solve [`Cg::start`] began with this `x` (each: the
     /// product `q = A p`, then `pᵀq`, the update of `r`, and that of `x` and `p`). Allocates
-    /// nothing, waits for nothing: may be captured into a CUDA graph on [`Gpu::stream`] and
+    /// nothing, waits for nothing: may be captured into a CUDA graph on [`Gpu::stream`](crate::Gpu::stream) and
     /// replayed. Iterations after the solve has stopped change nothing.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
         let gpu = self.plan.gpu();
