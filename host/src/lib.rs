@@ -33,9 +33,18 @@
 //! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
 //! measurement and solvers ([`select`], [`tune`], [`solve`]) → several GPUs ([`distributed`]) → this
 //! facade.
+//!
+//! The two crates of its public API are re-exported, [`nalgebra_sparse`] (the matrices it takes) and
+//! [`cudarc`] (streams and buffers, for interoperation), so that a user names the versions this
+//! crate was built with: `gpu_spmv::nalgebra_sparse::CsrMatrix`.
 
 // Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
 #![warn(clippy::cast_possible_truncation)]
+// On docs.rs (nightly, `--cfg docsrs`): each item behind a feature is marked with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub use cudarc;
+pub use nalgebra_sparse;
 
 mod error;
 mod scalar;
