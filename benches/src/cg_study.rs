@@ -1,4 +1,4 @@
-//! The CG study of Reguly & Giles (2012), section 8, as issue 11 asks for it (`spmv-bench --cg`): the
+//! The CG study of Reguly & Giles (2012), section 8, as issue 11 asks for it (`spmv-bench cg`): the
 //! finite element Poisson problem at degrees 1 to 4 ([`crate::fem`]), solved by Jacobi-preconditioned
 //! CG with the library's solver on CSR (`Kernel::Auto`), ELL and the local matrix approach (atomic and
 //! coloured), and with the host-driven cuSPARSE + cuBLAS CG of [`crate::cg_baseline`], on the same
@@ -217,7 +217,7 @@ pub struct CgRecord {
     pub payoff_vs_csr: Option<Payoff>,
 }
 
-/// What `--cg` writes to `cg-results.json`.
+/// What `spmv-bench cg` writes to `cg-results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CgResults {
     pub git_commit: String,

@@ -186,17 +186,30 @@ impl Results {
                 d.read_gbps, d.copy_gbps
             );
         } else {
-            let _ = writeln!(out, "No GPU: CPU kernels only.\n");
+            let _ = writeln!(out, "No GPU, so CPU kernels only: {}.\n", summary::WHAT_A_GPU_ADDS);
         }
-        let _ = writeln!(
-            out,
-            "Times are medians of {} or more samples of back-to-back products (CUDA events); spread is \
-             (max - min) / median. GB/s counts one pass over the CSR arrays plus x and y; *of floor* is \
-             that bandwidth over the streaming-read bandwidth; *vs cuSPARSE* is the better cuSPARSE CSR \
-             algorithm's time over this one's.\n",
-            crate::measure::MIN_SAMPLES
+        let cpu_times = format!(
+            "the CPU kernels' times are medians of {} calls on the host clock",
+            crate::measure::CPU_SAMPLES
         );
+        if self.device.is_some() {
+            let _ = writeln!(
+                out,
+                "GPU times are medians of {} or more samples of back-to-back products (CUDA events); \
+                 {cpu_times}. Spread is (max - min) / median. GB/s counts one pass over the CSR arrays \
+                 plus x and y; *of floor* is that bandwidth over the streaming-read bandwidth; *vs \
+                 cuSPARSE* is the better cuSPARSE CSR algorithm's time over this one's.\n",
+                crate::measure::MIN_SAMPLES
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "Times: {cpu_times}. Spread is (max - min) / median. GB/s counts one pass over the CSR \
+                 arrays plus x and y.\n"
+            );
+        }
         self.regimes_markdown(&mut out);
+        self.cpu_markdown(&mut out);
         if !self.tuning.is_empty() {
             self.tuning_table(&mut out);
         }
@@ -232,6 +245,29 @@ impl Results {
         }
         self.ops_markdown(&mut out);
         out
+    }
+
+    /// The CPU kernels' bandwidth per precision, for a run without speedups over cuSPARSE (no GPU):
+    /// the summary such a run opens with.
+    fn cpu_markdown(&self, out: &mut String) {
+        if !summary::lines(self).is_empty() {
+            return;
+        }
+        let lines = summary::cpu_lines(self);
+        if lines.is_empty() {
+            return;
+        }
+        let _ =
+            writeln!(out, "## CPU kernels\n\n| kernel | prec | matrices | GB/s geomean | slowest matrix |");
+        let _ = writeln!(out, "|---|---|---:|---:|---|");
+        for l in &lines {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.1} | {} ({:.1} GB/s) |",
+                l.variant, l.precision, l.matrices, l.geomean_gbps, l.slowest.0, l.slowest.1
+            );
+        }
+        out.push('\n');
     }
 
     /// The regimes: per regime and precision the geometric-mean speedup and the worst matrix, then

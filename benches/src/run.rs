@@ -237,7 +237,7 @@ pub fn bench_matrix<T: Scalar>(
     let cpu = Variant::Cpu(CpuKernel::Rayon);
     progress(&cpu.key());
     let mut y_cpu = zeros.clone();
-    let timing = time_cpu(5, || Ok(reference::spmv(CpuKernel::Rayon, one, view, &x, zero, &mut y_cpu)?))?;
+    let timing = time_cpu(|| Ok(reference::spmv(CpuKernel::Rayon, one, view, &x, zero, &mut y_cpu)?))?;
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {

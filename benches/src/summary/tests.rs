@@ -134,3 +134,45 @@ fn plots_draw_one_matrix_and_fifty() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// `n` matrices measured without a GPU: only the CPU kernel, whose GB/s on matrix `i` is `10 + i`.
+fn cpu_only(n: usize) -> Results {
+    let mut r = results(n);
+    r.records.clear();
+    for m in &r.matrices {
+        let i: f64 = m.name.trim_start_matches("matrix-").parse().unwrap();
+        for precision in ["f32", "f64"] {
+            let mut cpu = record(&m.name, precision, "cpu-rayon", (100.0, 0.0, 0.0));
+            (cpu.family, cpu.gbps, cpu.floor_fraction, cpu.hot, cpu.graph) =
+                ("CPU".into(), 10.0 + i, f64::NAN, None, None);
+            (cpu.host_enqueue_us, cpu.host_enqueue_one_shot_us) = (None, None);
+            r.records.push(cpu);
+        }
+    }
+    r.fill_speedups();
+    r
+}
+
+#[test]
+fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
+    let r = cpu_only(2);
+    assert!(lines(&r).is_empty());
+    let cpu = cpu_lines(&r);
+    assert_eq!(cpu.len(), 2);
+    assert!((cpu[0].geomean_gbps - 110.0f64.sqrt()).abs() < 1e-12);
+    assert_eq!(cpu[0].slowest, ("matrix-0".to_owned(), 10.0));
+    let text = text(&r);
+    assert!(text.starts_with("no GPU, so CPU kernels only (a run on a GPU adds"), "{text}");
+    assert!(text.contains("cpu-rayon        f32         2"), "{text}");
+    let report = r.markdown();
+    assert!(report.contains("## CPU kernels") && report.contains("on the host clock"), "{report}");
+    assert!(!report.contains("CUDA events"), "{report}");
+
+    let dir = std::env::temp_dir().join(format!("spmv-bench-cpu-plots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = crate::plot::write_plots(&r, &dir).unwrap();
+    assert_eq!(written, ["cpu-f32.svg", "cpu-f64.svg"]);
+    let svg = std::fs::read_to_string(dir.join("cpu-f64.svg")).unwrap();
+    assert!(svg.contains("\nmatrix-1\n") && svg.contains("CPU kernels, f64"), "{svg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
