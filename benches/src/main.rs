@@ -376,8 +376,7 @@ fn cg_study(args: &CgArgs) -> Result<()> {
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");
-    let precisions: Vec<&str> = args.precision.list().into_iter().map(Precision::name).collect();
-    cg_study::run(devices.as_ref(), unknowns, &precisions, &mut results, &log)?;
+    cg_study::run(devices.as_ref(), unknowns, &args.precision.list(), &mut results, &log)?;
     if let (Some(d), Some(gpu)) = (&mut device, gpu) {
         d.finish(gpu);
     }

@@ -14,6 +14,7 @@
 //! SVG, since plotters' SVG backend writes text as text and so needs no font files on the GPU
 //! machine; any SVG renderer makes a PNG of it (`convert speedup-f32.svg speedup-f32.png`).
 
+use crate::precision::Precision;
 use crate::report::Results;
 use crate::run::Record;
 use crate::summary::{Ours, Regime, cpu_gbps, speedups};
@@ -185,7 +186,7 @@ impl DotPlot<'_> {
 }
 
 /// The speedup plot of one precision (`None` when no matrix has a speedup in it).
-fn speedup_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+fn speedup_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
     let by_regime = Regime::ALL.map(|regime| speedups(results, Ours::Auto, regime, precision));
     let sort_by = if by_regime[2].is_empty() { &by_regime[0] } else { &by_regime[2] };
     let mut rows: Vec<(String, f64)> = sort_by.clone();
@@ -229,7 +230,7 @@ fn regime_words(regime: Regime) -> &'static str {
 }
 
 /// The floor plot of one precision (`None` without a floor or records).
-fn floor_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+fn floor_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
     let of_matrix = |m: &str, keep: &dyn Fn(&Record) -> bool| {
         results
             .records
@@ -277,7 +278,7 @@ fn floor_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
 }
 
 /// The CPU kernels' plot of one precision (`None` without CPU records).
-fn cpu_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+fn cpu_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
     let kernels = cpu_gbps(results, precision);
     let mut rows: Vec<(String, f64)> = kernels.first()?.1.clone();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -306,7 +307,7 @@ fn cpu_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
 /// for every precision with something to draw; returns the file names.
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
-    for precision in ["f32", "f64"] {
+    for precision in Precision::ALL {
         let plots = [
             ("speedup", speedup_plot(results, precision), true),
             ("floor", floor_plot(results, precision), false),

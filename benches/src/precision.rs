@@ -36,7 +36,8 @@ impl Precision {
 
 impl fmt::Display for Precision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        // `pad`, so that table columns (`{:<4}`) line up.
+        f.pad(self.name())
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
+use crate::precision::Precision;
 use crate::reordering::Reordering;
 use crate::run::{BrcTuned, MatrixInfo, Record, Tuning, Upload};
 use crate::summary::{self, Regime};
@@ -66,17 +67,17 @@ impl Results {
         let regimes: [fn(&Record) -> Option<f64>; 3] =
             [|r| Some(r.timing.median_us), |r| r.hot.map(|t| t.median_us), |r| r.graph.map(|t| t.median_us)];
         let baselines = regimes.map(|time| {
-            let mut best: BTreeMap<(String, String), f64> = BTreeMap::new();
+            let mut best: BTreeMap<(String, Precision), f64> = BTreeMap::new();
             for r in self.records.iter().filter(|r| BASELINES.contains(&r.variant.as_str())) {
                 if let Some(us) = time(r) {
-                    let t = best.entry((r.matrix.clone(), r.precision.clone())).or_insert(f64::INFINITY);
+                    let t = best.entry((r.matrix.clone(), r.precision)).or_insert(f64::INFINITY);
                     *t = t.min(us);
                 }
             }
             best
         });
         for r in &mut self.records {
-            let key = (r.matrix.clone(), r.precision.clone());
+            let key = (r.matrix.clone(), r.precision);
             let [cold, hot, graph] = std::array::from_fn(|i| match (baselines[i].get(&key), regimes[i](r)) {
                 (Some(&baseline), Some(us)) => baseline / us,
                 _ => f64::NAN,
@@ -99,7 +100,7 @@ impl Results {
     }
 
     /// The per-kernel table of one matrix and precision, fastest first.
-    fn table(&self, matrix: &str, precision: &str, out: &mut String) {
+    fn table(&self, matrix: &str, precision: Precision, out: &mut String) {
         let mut rows: Vec<&Record> =
             self.records.iter().filter(|r| r.matrix == matrix && r.precision == precision).collect();
         rows.sort_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
@@ -235,7 +236,7 @@ impl Results {
                 "## {} ({})\n\n{} x {}, {} non-zeros, {:.1} ± {:.1} per row, longest {}.\n",
                 m.name, m.imitates, m.rows, m.cols, m.nnz, m.mean, m.std_dev, m.max
             );
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 if self.records.iter().any(|r| r.matrix == m.name && r.precision == precision) {
                     let _ = writeln!(out, "### {precision}\n");
                     self.table(&m.name, precision, &mut out);
@@ -312,7 +313,7 @@ impl Results {
         let us = |v: Option<f64>| or_na(v.unwrap_or(f64::NAN), |v| format!("{v:.2}"));
         let x = |v: f64| or_na(v, |v| format!("{v:.2}x"));
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let of = |r: &&Record| r.matrix == m.name && r.precision == precision;
                 let Some(auto) = self.records.iter().filter(of).find(|r| r.variant == "auto") else {
                     continue;
@@ -407,7 +408,7 @@ impl Results {
     }
 
     /// The fastest record of `family` on a matrix and precision.
-    fn fastest(&self, matrix: &str, precision: &str, family: &str) -> Option<&Record> {
+    fn fastest(&self, matrix: &str, precision: Precision, family: &str) -> Option<&Record> {
         self.records
             .iter()
             .filter(|r| r.matrix == matrix && r.precision == precision && r.family == family)
@@ -498,8 +499,8 @@ impl Results {
         };
         for r in self.records.iter().filter(|r| r.conversion_ms.is_some()) {
             let conversion = r.conversion_ms.unwrap_or(f64::NAN);
-            let csr = self.fastest(&r.matrix, &r.precision, "gpu-spmv");
-            let cusparse = self.fastest(&r.matrix, &r.precision, "cuSPARSE");
+            let csr = self.fastest(&r.matrix, r.precision, "gpu-spmv");
+            let cusparse = self.fastest(&r.matrix, r.precision, "cuSPARSE");
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {:.2} | {:.0} | {:.1} | {} | {} |",
@@ -526,7 +527,7 @@ impl Results {
         );
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let brc: Vec<&Record> = self
                     .records
                     .iter()
@@ -581,7 +582,7 @@ impl Results {
             "matrix", "prec", "fastest of ours", "µs", "GB/s", "floor", "auto µs", "cuSP µs", "speedup"
         );
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let of = |family: &str| {
                     self.records
                         .iter()
@@ -616,7 +617,7 @@ impl Results {
 
     /// What got faster or slower than in `old`, by more than `threshold` (a fraction).
     pub fn compare(&self, old: &Results, threshold: f64) -> String {
-        let key = |r: &Record| (r.matrix.clone(), r.precision.clone(), r.variant.clone());
+        let key = |r: &Record| (r.matrix.clone(), r.precision, r.variant.clone());
         let before: BTreeMap<_, f64> = old.records.iter().map(|r| (key(r), r.timing.median_us)).collect();
         let mut changes: Vec<(f64, String)> = self
             .records

@@ -4,6 +4,7 @@
 //! it), `report.md` opens with it, and the plots sort by the same speedups. A run without a GPU has
 //! no speedups: its summary is the CPU kernels' bandwidth per precision.
 
+use crate::precision::Precision;
 use crate::report::Results;
 use crate::run::Record;
 use std::fmt::Write as _;
@@ -70,7 +71,7 @@ impl Ours {
 
 /// The speedup of `who` over cuSPARSE in `regime` on every matrix of `precision` where both were
 /// measured, in the order of `results.matrices`.
-pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: &str) -> Vec<(String, f64)> {
+pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: Precision) -> Vec<(String, f64)> {
     results
         .matrices
         .iter()
@@ -94,7 +95,7 @@ pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: &str) -
 pub struct Line {
     pub who: Ours,
     pub regime: Regime,
-    pub precision: String,
+    pub precision: Precision,
     pub matrices: usize,
     pub geomean: f64,
     /// The matrix with the lowest speedup, and that speedup.
@@ -106,7 +107,7 @@ pub struct Line {
 /// Every (who, regime, precision) with at least one measured matrix.
 pub fn lines(results: &Results) -> Vec<Line> {
     let mut out = Vec::new();
-    for precision in ["f32", "f64"] {
+    for precision in Precision::ALL {
         for who in [Ours::Auto, Ours::Fastest] {
             for regime in Regime::ALL {
                 let s = speedups(results, who, regime, precision);
@@ -114,7 +115,7 @@ pub fn lines(results: &Results) -> Vec<Line> {
                 out.push(Line {
                     who,
                     regime,
-                    precision: precision.to_owned(),
+                    precision,
                     matrices: s.len(),
                     geomean: geomean(s.iter().map(|p| p.1)),
                     worst,
@@ -168,7 +169,7 @@ pub const WHAT_A_GPU_ADDS: &str = "a run on a GPU adds every GPU kernel and form
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuLine {
     pub variant: String,
-    pub precision: String,
+    pub precision: Precision,
     pub matrices: usize,
     /// The geometric mean of its GB/s over the matrices.
     pub geomean_gbps: f64,
@@ -178,7 +179,7 @@ pub struct CpuLine {
 
 /// The GB/s of every CPU kernel per matrix of `precision`, in the order of `results.matrices`, by
 /// kernel (in the order first measured).
-pub fn cpu_gbps(results: &Results, precision: &str) -> Vec<(String, Vec<(String, f64)>)> {
+pub fn cpu_gbps(results: &Results, precision: Precision) -> Vec<(String, Vec<(String, f64)>)> {
     let mut kernels: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for m in &results.matrices {
         let cpu = results.records.iter().filter(|r| r.matrix == m.name && r.precision == precision);
@@ -199,14 +200,14 @@ pub fn cpu_gbps(results: &Results, precision: &str) -> Vec<(String, Vec<(String,
 /// Every (CPU kernel, precision) with at least one measured matrix.
 pub fn cpu_lines(results: &Results) -> Vec<CpuLine> {
     let mut out = Vec::new();
-    for precision in ["f32", "f64"] {
+    for precision in Precision::ALL {
         for (variant, per_matrix) in cpu_gbps(results, precision) {
             let Some(slowest) = per_matrix.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned() else {
                 continue;
             };
             out.push(CpuLine {
                 variant,
-                precision: precision.to_owned(),
+                precision,
                 matrices: per_matrix.len(),
                 geomean_gbps: geomean(per_matrix.iter().map(|p| p.1)),
                 slowest,

@@ -12,6 +12,7 @@ use spmv_bench::cg_baseline::{BaselineCg, BlasScalar, blas};
 use spmv_bench::cg_study::iteration_tolerance;
 use spmv_bench::cusparse::{Algorithm, Handle};
 use spmv_bench::fem::Poisson;
+use spmv_bench::precision::Precision;
 
 fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
     let problem = Poisson::new(2, 20);
@@ -29,7 +30,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
     for alg in [Algorithm::CsrAlg1, Algorithm::CsrAlg2] {
         let mut baseline = BaselineCg::new(gpu, &sparse, &blas, alg, &da, options, &diagonal).unwrap();
         let outcome = baseline.solve(&db, &vec![T::ZERO; a.nrows()]).unwrap();
-        let tolerance = iteration_tolerance(T::NAME, expected.iterations);
+        let tolerance = iteration_tolerance(Precision::of::<T>(), expected.iterations);
         eprintln!("{} {preconditioner:?} {}: ours {expected:?}, baseline {outcome:?}", T::NAME, alg.name());
         assert_eq!(outcome.stop, CgStop::Converged);
         assert!(outcome.iterations.abs_diff(expected.iterations) <= tolerance, "{outcome:?} vs {expected:?}");

@@ -1,5 +1,6 @@
 use super::*;
 use crate::measure::Timing;
+use crate::precision::Precision;
 use crate::run::MatrixInfo;
 use gpu_spmv::RowStats;
 
@@ -14,11 +15,11 @@ fn timing(median_us: f64) -> Timing {
 }
 
 /// A record of `variant` with its cold, hot and graph times (µs).
-fn record(matrix: &str, precision: &str, variant: &str, (cold, hot, graph): (f64, f64, f64)) -> Record {
+fn record(matrix: &str, precision: Precision, variant: &str, (cold, hot, graph): (f64, f64, f64)) -> Record {
     let family = if variant.starts_with("cusparse") { "cuSPARSE" } else { "gpu-spmv" };
     Record {
         matrix: matrix.into(),
-        precision: precision.into(),
+        precision,
         variant: variant.into(),
         family: family.into(),
         timing: timing(cold),
@@ -59,7 +60,7 @@ fn results(n: usize) -> Results {
         let m = format!("matrix-{i}");
         r.matrices.push(MatrixInfo::new(&m, "none", &stats, 132));
         let slow = 1.0 + i as f64 / n as f64;
-        for precision in ["f32", "f64"] {
+        for precision in Precision::ALL {
             r.records.push(record(&m, precision, "cusparse-csr-alg1", (10.0, 12.0, 6.0)));
             r.records.push(record(&m, precision, "cusparse-csr-alg2", (20.0, 9.0, 3.0)));
             r.records.push(record(&m, precision, "auto", (5.0 * slow, 3.0 * slow, 2.0 * slow)));
@@ -90,7 +91,8 @@ fn summary_lines_give_the_geomean_and_the_worst_matrix() {
     let ls = lines(&r);
     // f32 and f64; auto in three regimes, the fastest of ours in three (its hot and graph are Auto's).
     assert_eq!(ls.len(), 12);
-    let graph = ls.iter().find(|l| l.who == Ours::Auto && l.regime == Regime::Graph && l.precision == "f64");
+    let graph =
+        ls.iter().find(|l| l.who == Ours::Auto && l.regime == Regime::Graph && l.precision == Precision::F64);
     let graph = graph.unwrap();
     // Speedups 1.5 and 1.0: geomean sqrt(1.5), worst matrix-1, one pair not below 1x.
     assert!((graph.geomean - 1.5f64.sqrt()).abs() < 1e-12);
@@ -141,7 +143,7 @@ fn cpu_only(n: usize) -> Results {
     r.records.clear();
     for m in &r.matrices {
         let i: f64 = m.name.trim_start_matches("matrix-").parse().unwrap();
-        for precision in ["f32", "f64"] {
+        for precision in Precision::ALL {
             let mut cpu = record(&m.name, precision, "cpu-rayon", (100.0, 0.0, 0.0));
             (cpu.family, cpu.gbps, cpu.floor_fraction, cpu.hot, cpu.graph) =
                 ("CPU".into(), 10.0 + i, f64::NAN, None, None);
