@@ -31,6 +31,10 @@ pub struct DeviceInfo {
     /// no library on the driver API can go below. Absent in older runs.
     #[serde(default)]
     pub launch_us: Option<f64>,
+    /// The host link: `cuMemcpyHtoD` from pinned host memory, bytes per second (GB/s), what an
+    /// upload is measured against. Absent in older runs.
+    #[serde(default)]
+    pub h2d_pinned_gbps: Option<f64>,
 }
 
 impl DeviceInfo {
@@ -47,6 +51,7 @@ impl DeviceInfo {
             read_gbps: read_bandwidth(gpu)?,
             copy_gbps: copy_bandwidth(gpu)?,
             launch_us: Some(launch_cost(gpu)?),
+            h2d_pinned_gbps: Some(h2d_pinned_bandwidth(gpu)?),
         })
     }
 
@@ -105,6 +110,17 @@ fn launch_cost(gpu: &Gpu) -> Result<f64> {
     let data = gpu.upload_vector(&[1.0f32; 4])?;
     let mut sink = gpu.zeros::<f32>(1)?;
     host_enqueue_us(gpu, || Ok(probe::stream_read(gpu, &data, &mut sink)?))
+}
+
+/// Bytes of the host link probe: 256 MiB, long enough that the copy's start-up is noise.
+const LINK_PROBE_BYTES: usize = 256 << 20;
+
+fn h2d_pinned_bandwidth(gpu: &Gpu) -> Result<f64> {
+    // SAFETY: uninitialised pinned bytes, copied but never read as anything but bytes.
+    let host = unsafe { gpu.context().alloc_pinned::<u8>(LINK_PROBE_BYTES) }?;
+    let mut dst = gpu.stream().alloc_zeros::<u8>(LINK_PROBE_BYTES)?;
+    let t = time_gpu(gpu, |_| Ok(gpu.stream().memcpy_htod(&host, &mut dst)?))?;
+    Ok(LINK_PROBE_BYTES as f64 / (t.median_us * 1e3))
 }
 
 fn copy_bandwidth(gpu: &Gpu) -> Result<f64> {

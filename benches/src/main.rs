@@ -233,7 +233,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
     let precisions = args.precision.list();
     let (gpu, mut device) = open_gpu(&format!("timing the CPU kernels only: {}", summary::WHAT_A_GPU_ADDS))?;
     let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
-    let kernels = variants::gpu_kernels();
+    let kernels = variants::gpu_kernels(gpu.as_ref().is_some_and(Gpu::has_stream_engine));
     let setup = Setup {
         gpu: gpu.as_ref(),
         cusparse: handle.as_ref(),

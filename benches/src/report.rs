@@ -421,22 +421,29 @@ impl Results {
     /// The cost of an upload: the CSR arrays alone, and with every row-cutting strategy's data built
     /// too (what an upload cost before strategies built their data when first planned).
     fn uploads_table(&self, out: &mut String) {
+        let link = self.device.as_ref().and_then(|d| d.h2d_pinned_gbps);
+        let link_text = link.map_or_else(|| "not measured".to_owned(), |g| format!("{g:.1} GB/s"));
         let _ = writeln!(
             out,
-            "## Upload\n\nCSR arrays alone, and with the long-row split and the balanced kernel's row tasks \
-             built and uploaded too; timed to completion.\n\n\
-             | matrix | prec | CSR ms | CSR MB | with strategies ms | with strategies MB |\n\
-             |---|---|---:|---:|---:|---:|"
+            "## Upload\n\nCSR arrays alone (from `usize` indices, GB/s of the device arrays), and with the \
+             long-row split and the balanced kernel's row tasks built and uploaded too; timed to completion. \
+             The host link's own pinned host-to-device rate, measured at the start of this run: {link_text}.\n\n\
+             | matrix | prec | CSR ms | CSR MB | CSR GB/s | of the link | with strategies ms | with strategies MB |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {
             let mb = |bytes: usize| bytes as f64 / 1e6;
+            let gbps = u.csr_bytes as f64 / (u.csr_ms * 1e6);
+            let share = link.map_or_else(|| "-".to_owned(), |l| format!("{:.0}%", 100.0 * gbps / l));
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.2} | {:.1} | {:.2} | {:.1} |",
+                "| {} | {} | {:.2} | {:.1} | {:.1} | {} | {:.2} | {:.1} |",
                 u.matrix,
                 u.precision,
                 u.csr_ms,
                 mb(u.csr_bytes),
+                gbps,
+                share,
                 u.with_strategies_ms,
                 mb(u.with_strategies_bytes)
             );

@@ -141,6 +141,9 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
             gpu.plan(&a, param)?;
             gpu.plan(&a, Kernel::CsrBalanced { block_size: 128 })?;
             gpu.plan(&a, Kernel::CsrMerge { block_size: 128 })?;
+            if gpu.has_stream_engine() {
+                gpu.plan(&a, Kernel::CsrStream { stages: 4 })?;
+            }
         }
         gpu.synchronize()?;
         Ok((start.elapsed().as_secs_f64() * 1e3, a.device_bytes()))

@@ -51,11 +51,11 @@ const BALANCED_BLOCK_SIZES: [u32; 2] = [128, 256];
 const MERGE_BLOCK_SIZES: [u32; 2] = [128, 256];
 
 /// The library's GPU kernels the bench times on every matrix: Auto, thread per row, every cooperative
-/// width, the aligned kernel at every group, x path and block size, the balanced kernel and the
-/// merge-path kernel. The
-/// paper's fixed rule (with and without the long-row split), the tuner and the exhaustive search over
-/// the parametrised kernel are added per matrix (`run`).
-pub fn gpu_kernels() -> Vec<Kernel> {
+/// width, the aligned kernel at every group, x path and block size, the balanced kernel, the
+/// merge-path kernel and, on a GPU that has it, the streaming engine. The paper's fixed rule (with
+/// and without the long-row split), the tuner and the exhaustive search over the parametrised kernel
+/// are added per matrix (`run`).
+pub fn gpu_kernels(stream_engine: bool) -> Vec<Kernel> {
     let mut kernels = vec![Kernel::Auto, Kernel::CsrScalar { block_size: 128 }];
     kernels.extend(Kernel::VECTOR_COOPS.map(|coop| Kernel::CsrVector { coop, block_size: 128 }));
     for group in Kernel::ALIGNED_GROUPS {
@@ -69,6 +69,9 @@ pub fn gpu_kernels() -> Vec<Kernel> {
     }
     kernels.extend(BALANCED_BLOCK_SIZES.map(|block_size| Kernel::CsrBalanced { block_size }));
     kernels.extend(MERGE_BLOCK_SIZES.map(|block_size| Kernel::CsrMerge { block_size }));
+    if stream_engine {
+        kernels.extend(Kernel::STREAM_STAGES.map(|stages| Kernel::CsrStream { stages }));
+    }
     kernels
 }
 

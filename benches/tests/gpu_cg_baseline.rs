@@ -3,6 +3,7 @@
 //! solution. Without a GPU the test says why it skips (see `skip.rs`).
 
 #[path = "../../host/tests/common/skip.rs"]
+#[allow(dead_code)] // the helpers of every GPU test; this one uses a part
 mod skip;
 
 use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner};

@@ -56,6 +56,11 @@ pub enum Error {
     /// Entry `entry` of the index list `what` is `index`, past the `len` elements it indexes.
     #[error("{what}: entry {entry} is {index}, out of range for {len} elements")]
     IndexOutOfRange { what: &'static str, entry: usize, index: usize, len: usize },
+    /// `what` was derived from a matrix's values, which have been replaced since
+    /// ([`DeviceCsr::update_values`](crate::DeviceCsr::update_values)); `refresh` says how to derive
+    /// it anew. Nothing was enqueued.
+    #[error("{what} was derived from the matrix's values before their last update: {refresh}")]
+    StaleValues { what: &'static str, refresh: &'static str },
     /// The CUDA driver reported an error.
     #[error("CUDA driver: {0}")]
     Driver(#[from] DriverError),

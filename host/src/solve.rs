@@ -56,8 +56,10 @@ pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     r: DeviceVector<T>,
     p: DeviceVector<T>,
     q: DeviceVector<T>,
-    // Reached by the kernels through `launches`; held so that they live as long as the solver.
-    _inv_diag: Option<CudaSlice<T>>,
+    /// `1 / diag(A)` for Jacobi, reached by the kernels through `launches`, with the
+    /// [`DeviceMatrix`] values generation it was given at: stale once the matrix's differs.
+    inv_diag: Option<(CudaSlice<T>, u64)>,
+    // Reached by the kernels through `launches`; held so that it lives as long as the solver.
     _partials: CudaSlice<T>,
     state: CudaSlice<DeviceCgState<T>>,
     launches: CgLaunches<T>,
@@ -67,6 +69,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// A solver for the plan's matrix. `diagonal`, the diagonal of `A`, is needed for
     /// [`Preconditioner::Jacobi`] (the device matrices keep no host copy of their values; for
     /// host matrices, `reference::cg::LinearOperator::diagonal` gives it) and ignored otherwise.
+    /// Once the matrix's values are replaced ([`DeviceCsr::update_values`](crate::DeviceCsr::update_values)),
+    /// a Jacobi solver refuses to start or iterate ([`Error::StaleValues`]) until
+    /// [`Cg::set_diagonal`] gives it the new diagonal; a plain one goes on with the new values.
     ///
     /// Refused: a matrix that is not square ([`SolveError::NotSquare`]), a missing or short
     /// diagonal ([`Error::DimensionMismatch`]), a diagonal entry that is not positive
@@ -110,6 +115,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         // `CG_PARTIALS`, `state` one, all allocated above on `gpu`'s context and owned by the
         // solver with the launches; `start` zeroes the state before every `init`.
         let launches = unsafe { CgLaunches::new(gpu, params, inv_diag.is_some())? };
+        let inv_diag = inv_diag.map(|d| (d, a.values_generation()));
         Ok(Self {
             plan,
             options,
@@ -118,7 +124,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             r,
             p,
             q,
-            _inv_diag: inv_diag,
+            inv_diag,
             _partials: partials,
             state,
             launches,
@@ -128,6 +134,30 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// Iterations between two reads of the state in [`Cg::solve`] (at least 1).
     pub fn check_every(&self) -> u32 {
         self.check_every
+    }
+
+    /// Gives a Jacobi solver the diagonal of the matrix's current values, after
+    /// [`DeviceCsr::update_values`](crate::DeviceCsr::update_values): copied in place, in stream
+    /// order, so the solves enqueued after it use it. Refused as [`Cg::new`] refuses a diagonal, by a
+    /// solver without the Jacobi preconditioner ([`Error::Unsupported`]), and while the stream
+    /// captures a graph ([`Error::Unsupported`]: the copy is from host memory).
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        let gpu = self.plan.gpu();
+        let generation = self.plan.matrix().values_generation();
+        let Some((inv_diag, at)) = &mut self.inv_diag else {
+            return Err(Error::Unsupported("a diagonal for a solver without the Jacobi preconditioner"));
+        };
+        if diagonal.len() != self.n as usize {
+            let (expected, got) = (self.n as usize, diagonal.len());
+            return Err(Error::DimensionMismatch { what: "the diagonal", expected, got });
+        }
+        gpu.not_capturing("a copy from the host while the stream captures a graph")?;
+        let inverse = inverse_diagonal(diagonal)?;
+        if !inverse.is_empty() {
+            gpu.stream().memcpy_htod(&inverse, inv_diag)?;
+        }
+        *at = generation;
+        Ok(())
     }
 
     /// Sets the iterations between two reads of the state in [`Cg::solve`] (0 counts as 1).
@@ -164,6 +194,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         let gpu = self.plan.gpu();
         self.check("b", b.context(), b.len())?;
         self.check("x", x.context(), x.len())?;
+        self.check_diagonal()?;
         gpu.stream().memset_zeros(&mut self.state)?;
         let (b_addr, _b_guard) = b.read(gpu.stream());
         // SAFETY: `b` was checked to hold `n` elements of the solver's context.
@@ -177,11 +208,15 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
 
     /// Enqueues `iterations` iterations on the solve [`Cg::start`] began with this `x` (each: the
     /// product `q = A p`, then `pᵀq`, the update of `r`, and that of `x` and `p`). Allocates
-    /// nothing, waits for nothing: may be captured into a CUDA graph on [`Gpu::stream`](crate::Gpu::stream) and
-    /// replayed. Iterations after the solve has stopped change nothing.
+    /// nothing, waits for nothing: may be captured into a CUDA graph on
+    /// [`Gpu::stream`](crate::Gpu::stream) and replayed. Iterations after the solve has stopped change
+    /// nothing. A Jacobi diagonal is checked against the matrix's values when the iterations are
+    /// enqueued: a graph replays them as captured, so capture the update of the values and of the
+    /// diagonal with them, or capture anew.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
         let gpu = self.plan.gpu();
         self.check("x", x.context(), x.len())?;
+        self.check_diagonal()?;
         let (x_addr, _x_guard) = x.write(gpu.stream());
         for _ in 0..iterations {
             self.plan.spmv(T::from_f64(1.0), &self.p, T::ZERO, &mut self.q)?;
@@ -208,6 +243,17 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// The plan of the products.
     pub fn plan(&self) -> &Plan<'a, T, A> {
         &self.plan
+    }
+
+    /// Refuses a Jacobi diagonal given before the matrix's last update of its values.
+    fn check_diagonal(&self) -> Result<()> {
+        match self.inv_diag {
+            Some((_, at)) if at != self.plan.matrix().values_generation() => Err(Error::StaleValues {
+                what: "the solver's Jacobi diagonal",
+                refresh: "give the new one with Cg::set_diagonal",
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// `what` lives in the solver's context and has `n` elements.

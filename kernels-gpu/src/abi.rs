@@ -1108,3 +1108,153 @@ pub const COMPRESSED_F32: [Entry; 6] = [
     Entry { f32: COMPRESSED[4].f32, f64: "spmv_compressed_c16_f32_f64" },
     Entry { f32: COMPRESSED[5].f32, f64: "spmv_compressed_c32_f32_f64" },
 ];
+
+/// `spmv_csr_stream_*` (`stream/`), in the sm_90 module only: the streaming engine's CSR product.
+pub const CSR_STREAM: Entry = entry!("spmv_csr_stream");
+
+/// Entries of one window of the streaming engine at most: the rows of a window are consecutive and
+/// hold at most this many entries in all; a longer row goes to the long-row chunk path. 1024 entries
+/// are 8 KiB of an f32 matrix (12 KiB in f64): a bulk copy that large runs at the copy engine's full
+/// rate, and four stages of it leave room for four blocks per SM in f32, three in f64.
+pub const STREAM_WINDOW_ENTRIES: u32 = 1024;
+
+/// Rows of one window at most: one per consumer thread, so a window of rows of one entry or none (web
+/// graphs, empty rows) is still summed in one step.
+pub const STREAM_WINDOW_ROWS: u32 = STREAM_CONSUMER_WARPS * WARP_SIZE;
+
+/// Stages of a block's shared-memory ring, a launch parameter (`CsrStreamParams::stages`): while the
+/// consumers reduce one window, the copy engine fills the others. More stages keep more bytes in
+/// flight per block but leave fewer blocks per SM and less of the SM's memory to L1, which serves
+/// the `x` gathers. The host offers 2 to 4; 4 keep 72-96 KiB in flight per SM in f32, where Little's
+/// law at 3.3 TB/s and about a microsecond of loaded latency asks for 25 KiB.
+pub const STREAM_STAGES: [u32; 3] = [2, 3, 4];
+
+/// Consumer warps of a streaming block; one more warp, the producer, issues the copies.
+pub const STREAM_CONSUMER_WARPS: u32 = 8;
+
+/// Threads per block of `spmv_csr_stream_*`: the consumers and the producer warp.
+pub const STREAM_BLOCK_SIZE: u32 = (STREAM_CONSUMER_WARPS + 1) * WARP_SIZE;
+
+/// Rows of at least this many entries are split into [`LONG_ROW_CHUNK`]s for the streaming engine:
+/// those that do not fit a window.
+pub const STREAM_LONG_ROW: u32 = STREAM_WINDOW_ENTRIES + 1;
+
+/// Bulk copies move whole 16-byte units between 16-byte aligned addresses.
+pub const BULK_COPY_ALIGN: u32 = 16;
+
+/// Slots of a stage's copy of `n` elements of `elem` bytes starting anywhere: the copy starts at the
+/// aligned unit below the first element and ends at the unit above the last, so it may hold up to
+/// one unit less an element on each side.
+pub const fn stream_slots(n: u32, elem: u32) -> u32 {
+    let unit = BULK_COPY_ALIGN / elem;
+    (n + 2 * unit).div_ceil(unit) * unit
+}
+
+/// The byte layout of one stage of the ring for values of `elem` bytes, each part 16-byte aligned:
+/// the window's header (`[first row, end row, first entry, end entry]`), its row offsets, column
+/// indices and values as the copy engine leaves them (the values overwritten by their products),
+/// and `y` at its rows, read by the consumers when `beta != 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamStage {
+    pub offsets: u32,
+    pub cols: u32,
+    pub values: u32,
+    pub y: u32,
+    pub bytes: u32,
+}
+
+impl StreamStage {
+    pub const HEADER_BYTES: u32 = 16;
+
+    pub const fn new(elem: u32) -> Self {
+        let offsets = Self::HEADER_BYTES;
+        let cols = offsets + stream_slots(STREAM_WINDOW_ROWS + 1, 4) * 4;
+        let values = cols + stream_slots(STREAM_WINDOW_ENTRIES, 4) * 4;
+        let y = values + stream_slots(STREAM_WINDOW_ENTRIES, elem) * elem;
+        let bytes = y + STREAM_WINDOW_ROWS * elem;
+        Self { offsets, cols, values, y, bytes }
+    }
+
+    /// Dynamic shared memory of a streaming block of `stages` stages: the stages, then two 8-byte
+    /// barriers per stage (full: the copy has landed; empty: the consumers are done with it).
+    pub const fn block_bytes(elem: u32, stages: u32) -> u32 {
+        (Self::new(elem).bytes + 16) * stages
+    }
+}
+
+const _: () = assert!(StreamStage::new(4).bytes.is_multiple_of(BULK_COPY_ALIGN));
+const _: () = assert!(StreamStage::new(8).bytes.is_multiple_of(BULK_COPY_ALIGN));
+
+/// One window of the streaming engine as the kernel reads it: four `u32`,
+/// `[first row, end row, first entry, entries | log2(width) << 16]`, where `width` (a power of two up
+/// to 32) is the consumer threads that sum each of its rows.
+pub const STREAM_WINDOW_WORDS: usize = 4;
+
+/// The last word of a window record: its entry count (at most [`STREAM_WINDOW_ENTRIES`]) and the
+/// base-2 logarithm of its row width.
+pub const fn stream_window_shape(entries: u32, log2_width: u32) -> u32 {
+    entries | log2_width << 16
+}
+
+/// The entry count and row width of a window's last word ([`stream_window_shape`]).
+pub const fn stream_window_unshape(word: u32) -> (u32, u32) {
+    (word & 0xffff, 1 << (word >> 16))
+}
+
+const _: () = assert!(STREAM_WINDOW_ENTRIES < 1 << 16);
+
+/// `spmv_csr_stream_*` (`stream/csr.rs`): the rows cut into windows of at most
+/// [`STREAM_WINDOW_ROWS`] consecutive rows holding at most [`STREAM_WINDOW_ENTRIES`] entries, in row
+/// order, [`STREAM_WINDOW_WORDS`] words each at `window_bounds`; rows of [`STREAM_LONG_ROW`] entries
+/// or more are in no window but in `long`. The first `chunk_blocks` blocks take the long rows' chunks
+/// (a warp each), the blocks after them the windows, block `b` windows `b, b + n, ...` for `n` window
+/// blocks.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrStreamParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Axpby<T>,
+    pub nnz: u32,
+    pub windows: u32,
+    pub window_bounds: DevicePtr<u32>,
+    /// Stages of each block's ring, one of [`STREAM_STAGES`].
+    pub stages: u32,
+    pub chunk_blocks: u32,
+    pub long: LongRowArgs<T>,
+}
+
+/// `csr_check_u32` and `csr_check_i32` (`check.rs`): the check of CSR index arrays already on the
+/// device, which a matrix built from them must pass. Each finds the first position of every kind of
+/// fault, the host turning them into the error its own check would give: `found[CHECK_*]` is lowered
+/// atomically to the position (it starts at [`CHECK_NONE`]). One thread per position, grid stride
+/// over the longer array.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrCheckParams<I> {
+    pub row_offsets: DevicePtr<I>,
+    pub offsets_len: u64,
+    pub col_indices: DevicePtr<I>,
+    pub cols_len: u64,
+    pub ncols: u64,
+    /// [`CHECK_SLOTS`] positions.
+    pub found: DevicePtr<u64>,
+}
+
+/// The PTX entries of the check of CSR index arrays, `u32` and cuSPARSE's `i32`.
+pub const CSR_CHECK_U32: &str = "csr_check_u32";
+pub const CSR_CHECK_I32: &str = "csr_check_i32";
+
+/// Threads per block of `csr_check_*`: a position per thread and no shared state.
+pub const CHECK_BLOCK_SIZE: u32 = 256;
+
+/// A slot of `found` no fault has lowered.
+pub const CHECK_NONE: u64 = u64::MAX;
+
+/// The slots of `found`: the first negative row offset, the first negative column index, the first
+/// row whose offset exceeds the next one, the first entry whose (non-negative) column index is not
+/// below `ncols`.
+pub const CHECK_NEGATIVE_OFFSET: usize = 0;
+pub const CHECK_NEGATIVE_COLUMN: usize = 1;
+pub const CHECK_DECREASE: usize = 2;
+pub const CHECK_COLUMN: usize = 3;
+pub const CHECK_SLOTS: usize = 4;

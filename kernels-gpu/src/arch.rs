@@ -82,6 +82,7 @@ macro_rules! impl_load {
 
 impl_load!(u16, "u16", reg16);
 impl_load!(u32, "u32", reg32);
+impl_load!(i32, "s32", reg32);
 impl_load!(f32, "f32", reg32);
 impl_load!(f64, "f64", reg64);
 
@@ -150,6 +151,16 @@ pub unsafe fn atomic_inc_u32(p: *mut u32, limit: u32) -> u32 {
             old = out(reg32) old, p = in(reg64) p, l = in(reg32) limit, options(nostack));
     }
     old
+}
+
+/// `red.global.min.u64` (relaxed, GPU scope): `*p = min(*p, v)`, with no value returned.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u64` that the kernel changes only atomically.
+#[inline(always)]
+pub unsafe fn atomic_min_u64(p: *mut u64, v: u64) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("red.global.min.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) }
 }
 
 /// Index of the calling thread's block in the (one-dimensional) grid: `%ctaid.x`.
@@ -305,4 +316,147 @@ pub fn f16_to_f32(h: u16) -> f32 {
     // SAFETY: a register-to-register conversion, defined for every input.
     unsafe { asm!("cvt.f32.f16 {v}, {h};", v = out(reg32) v, h = in(reg16) h, options(pure, nomem, nostack)) }
     v
+}
+
+/// Hopper's asynchronous data path (PTX ISA 8.0, sm_90): the bulk copy engine (`cp.async.bulk`) and
+/// the transaction-counting `mbarrier` it completes on. Only the sm_90 module (`cargo xtask ptx`
+/// builds it beside the sm_70 one) compiles these; shared-memory operands are 32-bit addresses in the
+/// `.shared::cta` window ([`shared_addr`]).
+#[cfg(target_feature = "sm_90")]
+pub mod hopper {
+    use core::arch::asm;
+
+    /// The `.shared` window address of a generic pointer into this block's shared memory.
+    #[inline(always)]
+    pub fn shared_addr<T>(p: *const T) -> u32 {
+        let out: u32;
+        // SAFETY: address arithmetic in registers; the result is used only by the shared-memory
+        // operations below, whose callers guarantee `p` points into the block's shared memory.
+        unsafe {
+            asm!(
+                "{{ .reg .b64 %sa; cvta.to.shared.u64 %sa, {p}; cvt.u32.u64 {out}, %sa; }}",
+                out = out(reg32) out, p = in(reg64) p,
+                options(pure, nomem, nostack),
+            );
+        }
+        out
+    }
+
+    /// `mbarrier.init`: the 8-byte barrier at `bar` expects `count` arrivals per phase, in phase 0.
+    ///
+    /// # Safety
+    /// `bar` is an 8-byte aligned address of this block's shared memory that no thread uses as a
+    /// barrier yet; the initialisation is made visible ([`fence_barrier_init`] and a block barrier)
+    /// before any other thread uses it.
+    #[inline(always)]
+    pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            asm!("mbarrier.init.shared::cta.b64 [{b}], {c};", b = in(reg32) bar, c = in(reg32) count, options(nostack))
+        }
+    }
+
+    /// `fence.mbarrier_init`: this thread's barrier initialisations are visible to the bulk copy
+    /// engine (the async proxy) before anything after it.
+    #[inline(always)]
+    pub fn fence_barrier_init() {
+        // SAFETY: a fence has no preconditions. Not `nomem`: memory operations must not cross it.
+        unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) }
+    }
+
+    /// `mbarrier.arrive.expect_tx`: the phase also waits for `bytes` more bytes of bulk copies, then
+    /// this thread arrives (release semantics: its earlier writes are visible to whoever sees the
+    /// phase complete).
+    ///
+    /// # Safety
+    /// `bar` is an initialised barrier of this block's shared memory with an arrival pending.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+                b = in(reg32) bar, n = in(reg32) bytes, options(nostack),
+            )
+        }
+    }
+
+    /// `mbarrier.arrive` (release semantics, like [`mbarrier_arrive_expect_tx`] with no bytes).
+    ///
+    /// # Safety
+    /// As [`mbarrier_arrive_expect_tx`].
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive(bar: u32) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];", b = in(reg32) bar, options(nostack)) }
+    }
+
+    /// Waits until the phase of parity `parity` of `bar` has completed (acquire semantics: what the
+    /// arriving threads wrote before arriving, and the bytes the phase counted, are visible after).
+    ///
+    /// # Safety
+    /// `bar` is an initialised barrier of this block's shared memory whose phase of that parity will
+    /// complete.
+    #[inline(always)]
+    pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+        loop {
+            let done: u32;
+            // SAFETY: guaranteed by the caller. `try_wait` suspends the thread for a while before it
+            // answers, so the loop does not spin hot.
+            unsafe {
+                asm!(
+                    "{{ .reg .pred %done;",
+                    "mbarrier.try_wait.parity.shared::cta.b64 %done, [{b}], {p};",
+                    "selp.u32 {d}, 1, 0, %done; }}",
+                    d = out(reg32) done, b = in(reg32) bar, p = in(reg32) parity,
+                    options(nostack),
+                );
+            }
+            if done != 0 {
+                return;
+            }
+        }
+    }
+
+    /// `cp.async.bulk` global to shared: the copy engine moves `bytes` from `src` to `dst` and counts
+    /// them on `bar`'s current phase, which must expect them ([`mbarrier_arrive_expect_tx`]).
+    ///
+    /// # Safety
+    /// `src` is a 16-byte aligned global address of `bytes` readable bytes that no thread writes
+    /// during the kernel; `dst` is a 16-byte aligned shared address with `bytes` bytes that no thread
+    /// reads or writes until the phase completes; `bytes` is a positive multiple of 16; and for
+    /// shared memory that this block's threads wrote with ordinary stores, each of them has run
+    /// [`fence_proxy_async`] after its last store and before a barrier that orders it before this copy.
+    #[inline(always)]
+    pub unsafe fn bulk_copy_to_shared(dst: u32, src: *const u8, bytes: u32, bar: u32) {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+                d = in(reg32) dst, s = in(reg64) src, n = in(reg32) bytes, b = in(reg32) bar,
+                options(nostack),
+            )
+        }
+    }
+
+    /// `fence.proxy.async.shared::cta`: this thread's ordinary shared-memory accesses before it are
+    /// ordered with the copy engine's accesses after it (a write-after-write or write-after-read
+    /// between the two proxies needs it).
+    #[inline(always)]
+    pub fn fence_proxy_async() {
+        // SAFETY: a fence has no preconditions. Not `nomem`: memory operations must not cross it.
+        unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) }
+    }
+
+    /// `bar.sync id, threads`: a barrier among `threads` threads (whole warps) of the block, on
+    /// hardware barrier `id` (0 is `__syncthreads`'), ordering their shared-memory accesses.
+    ///
+    /// # Safety
+    /// Exactly `threads` threads, in whole warps, reach the barrier `id` each time, and no other
+    /// barrier of the block uses `id` meanwhile.
+    #[inline(always)]
+    pub unsafe fn named_barrier(id: u32, threads: u32) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { asm!("bar.sync {i}, {n};", i = in(reg32) id, n = in(reg32) threads, options(nostack)) }
+    }
 }

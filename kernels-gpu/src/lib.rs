@@ -12,8 +12,14 @@
 //! of a CSR matrix), the conjugate gradient vector kernels `cg_<step>_<variant>_<type>`, the
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
-//! long rows, and `spmm_scale_<type>`), and the distributed product's pack `dist_gather_<type>`.
+//! long rows, and `spmm_scale_<type>`), the distributed product's pack `dist_gather_<type>`, and the
+//! check of CSR index arrays on the device `csr_check_<index type>`.
 #![cfg_attr(not(test), no_std)]
+// `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
+// kernels but the streaming engine; and one for sm_90 with the streaming engine alone (`stream`), whose
+// bulk copies Hopper introduced. The sm_90 build compiles the other kernels' code without exporting
+// it (`ptx_entry!`), so that the engine can share it; unexported, it is unused there.
+#![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(dead_code, unused_imports))]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
 #![cfg_attr(
@@ -30,6 +36,8 @@ mod arch;
 #[cfg(target_arch = "nvptx64")]
 mod cg;
 #[cfg(target_arch = "nvptx64")]
+mod check;
+#[cfg(target_arch = "nvptx64")]
 mod csr;
 #[cfg(target_arch = "nvptx64")]
 mod formats;
@@ -45,6 +53,8 @@ mod reduce;
 mod scale;
 #[cfg(target_arch = "nvptx64")]
 mod spmm;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod stream;
 #[cfg(target_arch = "nvptx64")]
 mod transpose;
 
@@ -57,10 +67,18 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { core::arch::nvptx::trap() }
 }
 
-/// Exports one monomorphised kernel as a PTX `.entry` taking its parameter struct by value.
+/// Exports one monomorphised kernel as a PTX `.entry` taking its parameter struct by value: in the
+/// sm_70 module, or with `sm_90` first, in the sm_90 module (see the crate's attributes).
 #[cfg(target_arch = "nvptx64")]
 macro_rules! ptx_entry {
     ($name:ident, $params:ty, $kernel:expr) => {
+        #[cfg(not(target_feature = "sm_90"))]
+        $crate::ptx_entry!(@export $name, $params, $kernel);
+    };
+    (sm_90 $name:ident, $params:ty, $kernel:expr) => {
+        $crate::ptx_entry!(@export $name, $params, $kernel);
+    };
+    (@export $name:ident, $params:ty, $kernel:expr) => {
         #[unsafe(no_mangle)]
         /// # Safety
         /// Launched only through the host's launch layer, with the parameters its

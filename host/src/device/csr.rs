@@ -1,29 +1,43 @@
-//! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, and the data
-//! of the kernel strategies that cut its rows, built the first time a strategy needs it, and its
-//! transpose for the transposed product, built (on the device) the first time a plan needs it.
+//! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, the count of
+//! updates of its values, and the data of the kernel strategies that cut its rows, built the first
+//! time a strategy needs it, and its transpose for the transposed product, built (on the device) the
+//! first time a plan needs it.
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::addr;
 use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
+use super::stream_windows::DeviceStreamWindows;
+use super::transpose::BuiltTranspose;
 use crate::Result;
-use crate::formats::convert::narrow;
+use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
+use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
+use rayon::prelude::*;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
 ///
 /// An upload copies the three arrays and nothing else. The strategies that cut rows (the
-/// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles) build their data from the
+/// parametrised kernel's long-row split, the balanced kernel's row tasks, the merge-path kernel's tiles,
+/// the streaming engine's windows) build their data from the
 /// row offsets, which the matrix also keeps on the host (4 bytes a row), the first time they are
 /// planned for it ([`Gpu::plan`](crate::Gpu::plan), or a first product), and keep it for later ones.
+///
+/// The values may be replaced, keeping the pattern ([`DeviceCsr::update_values`]): everything built
+/// from the pattern alone stays valid, and so does every plan of the CSR kernels and SpMM, which read
+/// the values in place; the transpose, which copies them, is refreshed on the stream by the update.
+/// What holds values derived outside the matrix (a solver's Jacobi diagonal) compares
+/// [`DeviceCsr::values_generation`] with the one it was derived at, and refuses to run on a
+/// difference ([`Error::StaleValues`](crate::Error::StaleValues)).
 #[derive(Debug)]
 pub struct DeviceCsr<T> {
     row_offsets: CudaSlice<u32>,
@@ -33,11 +47,14 @@ pub struct DeviceCsr<T> {
     /// The kernels' view of the arrays above, built once here rather than at every product.
     args: CsrArgs<T>,
     host_offsets: Vec<u32>,
+    /// Updates of the values since the matrix was made: enqueued on the stream, counted here.
+    generation: AtomicU64,
     long_rows: OnceLock<DeviceLongRows<T>>,
     row_tasks: OnceLock<DeviceRowTasks<T>>,
     merge_tiles: OnceLock<DeviceMergeTiles<T>>,
+    stream_windows: OnceLock<DeviceStreamWindows<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
-    transpose: OnceLock<Box<DeviceCsr<T>>>,
+    transpose: OnceLock<Box<BuiltTranspose<T>>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -81,7 +98,19 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.long_rows.get().map_or(0, DeviceLongRows::device_bytes)
             + self.row_tasks.get().map_or(0, DeviceRowTasks::device_bytes)
             + self.merge_tiles.get().map_or(0, DeviceMergeTiles::device_bytes)
+            + self.stream_windows.get().map_or(0, DeviceStreamWindows::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
+    }
+
+    /// How many times the values were replaced ([`DeviceCsr::update_values`]) since the matrix was
+    /// made: data derived from them records it, and is stale once it differs.
+    pub fn values_generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Counts an update of the values, once its copies are enqueued.
+    pub(crate) fn values_updated(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn args(&self) -> CsrArgs<T> {
@@ -122,35 +151,52 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(self.merge_tiles.get_or_init(|| built))
     }
 
-    /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
-    /// every later one.
-    pub(crate) fn transpose_or_build(&self, build: impl FnOnce() -> Result<Self>) -> Result<&Self> {
-        if let Some(built) = self.transpose.get() {
+    /// The streaming engine's windows and long-row split: built on the first call.
+    pub(crate) fn stream_windows(&self, gpu: &Gpu) -> Result<&DeviceStreamWindows<T>> {
+        if let Some(built) = self.stream_windows.get() {
             return Ok(built);
         }
+        let built = DeviceStreamWindows::upload(gpu, &self.host_offsets)?;
+        Ok(self.stream_windows.get_or_init(|| built))
+    }
+
+    /// `Aᵀ`: built by `build` on the first call (the launches are the enqueue tier's), the same for
+    /// every later one.
+    pub(crate) fn transpose_or_build(
+        &self,
+        build: impl FnOnce() -> Result<BuiltTranspose<T>>,
+    ) -> Result<&Self> {
+        if let Some(built) = self.transpose.get() {
+            return Ok(&built.csr);
+        }
         let built = Box::new(build()?);
-        Ok(self.transpose.get_or_init(|| built))
+        Ok(&self.transpose.get_or_init(|| built).csr)
     }
 
     /// `Aᵀ`, if a plan has built it.
     pub(crate) fn built_transpose(&self) -> Option<&Self> {
-        self.transpose.get().map(|t| &**t)
+        self.transpose.get().map(|t| &t.csr)
     }
 
-    /// A matrix of `ncols` columns from arrays already on the device (a valid CSR matrix: the
-    /// caller's contract) and its row offsets on the host.
+    /// `Aᵀ`, if a plan has built it, with the entry of this matrix each of its entries copies
+    /// (`nnz` indices): what an update of the values gathers anew.
+    pub(crate) fn built_transpose_sources(&self) -> Option<(&Self, AbiPtr<u32>)> {
+        self.transpose.get().map(|t| (&t.csr, t.sources))
+    }
+
+    /// A matrix of `ncols` columns from arrays already on the device (`[row_offsets, col_indices]`
+    /// and `values`, a valid CSR matrix: the caller's contract) and its row offsets on the host.
     pub(crate) fn from_device_parts(
         gpu: &Gpu,
         ncols: usize,
         host_offsets: Vec<u32>,
-        row_offsets: CudaSlice<u32>,
-        col_indices: CudaSlice<u32>,
+        indices: [CudaSlice<u32>; 2],
         values: CudaSlice<T>,
     ) -> Result<Self> {
         let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
         let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
         let stats = RowStats::from_offsets(&wide, ncols);
-        Ok(Self::assemble(gpu, rows, stats, host_offsets, [row_offsets, col_indices], values))
+        Ok(Self::assemble(gpu, rows, stats, host_offsets, indices, values))
     }
 
     /// The matrix of `rows` rows on its device arrays (`[row_offsets, col_indices]` and `values`),
@@ -176,9 +222,11 @@ impl<T: Scalar> DeviceCsr<T> {
             stats,
             args,
             host_offsets,
+            generation: AtomicU64::new(0),
             long_rows: OnceLock::new(),
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),
+            stream_windows: OnceLock::new(),
             transpose: OnceLock::new(),
         }
     }
@@ -214,18 +262,38 @@ impl Gpu {
 
     /// Uploads a checked CSR matrix, narrowing its indices to `u32`: refused with
     /// [`Error::TooLarge`](crate::Error::TooLarge) when a dimension or the entry count does not fit.
+    ///
+    /// The column indices and the values go through pinned staging buffers a chunk at a time
+    /// ([`Gpu::upload_staged`]), narrowed and copied in by all cores while the previous chunk is on
+    /// the link; the row offsets are narrowed in parallel too, and their statistics computed meanwhile.
     pub fn upload_csr_ref<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<DeviceCsr<T>> {
-        let rows = narrow("the row count", a.nrows())?;
-        narrow("the column count", a.ncols())?;
-        narrow("the entry count", a.nnz())?;
-        // Offsets are at most nnz and column indices below ncols, so these cannot fail after the checks
-        // above; they are checked anyway rather than cast.
-        let host_offsets =
-            a.row_offsets().iter().map(|&o| narrow("a row offset", o)).collect::<Result<Vec<_>>>()?;
-        let cols =
-            a.col_indices().iter().map(|&c| narrow("a column index", c)).collect::<Result<Vec<_>>>()?;
-        let indices = [self.upload(&host_offsets)?, self.upload(&cols)?];
-        let values = self.upload(a.values())?;
-        Ok(DeviceCsr::assemble(self, rows, a.stats(), host_offsets, indices, values))
+        check_u32_dims(&a)?;
+        let rows = index32(a.nrows());
+        // Offsets are at most nnz and column indices below ncols, both within `u32` after the check
+        // above.
+        let (host_offsets, stats) = rayon::join(
+            || a.row_offsets().par_iter().with_min_len(PAR_MIN).map(|&o| index32(o)).collect::<Vec<_>>(),
+            || a.stats(),
+        );
+        let row_offsets = self.upload(&host_offsets)?;
+        let cols = a.col_indices();
+        let col_indices = self.upload_staged(cols.len(), |first, chunk: &mut [u32]| {
+            let source = &cols[first..first + chunk.len()];
+            chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
+            Ok(())
+        })?;
+        let values = a.values();
+        let values = self.upload_staged(values.len(), |first, chunk: &mut [T]| {
+            let source = &values[first..first + chunk.len()];
+            chunk
+                .par_chunks_mut(PAR_MIN)
+                .zip(source.par_chunks(PAR_MIN))
+                .for_each(|(c, s)| c.copy_from_slice(s));
+            Ok(())
+        })?;
+        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
     }
 }
+
+/// Elements below which a rayon task is not split further: enough work to pay for a task.
+const PAR_MIN: usize = 1 << 15;

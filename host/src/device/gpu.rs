@@ -1,6 +1,6 @@
 //! [`Gpu`]: the CUDA context and stream products run on, and the kernels' module.
 
-use super::kernels::Kernels;
+use super::kernels::{Kernels, StreamKernels};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys};
@@ -11,6 +11,13 @@ use std::sync::{Arc, OnceLock};
 /// The kernels, built by `cargo xtask ptx` (virtual architecture sm_70; the driver compiles it for
 /// the GPU at hand when the module loads).
 pub(crate) const PTX: &str = include_str!("../../ptx/kernels.ptx");
+
+/// The streaming engine, built by `cargo xtask ptx` for sm_90 (Hopper's bulk copies): loaded beside
+/// [`PTX`] on GPUs of compute capability 9.0 and later.
+pub(crate) const PTX_SM90: &str = include_str!("../../ptx/kernels_sm90.ptx");
+
+/// The compute capability (major) from which the GPU runs [`PTX_SM90`].
+const SM90_MAJOR: i32 = 9;
 
 /// A GPU ready to run products: a CUDA context, the stream every product and copy of this `Gpu` is
 /// enqueued on, and the kernels, loaded once.
@@ -25,6 +32,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
     kernels: Kernels,
+    /// The streaming engine, on GPUs that run the sm_90 module.
+    stream_kernels: Option<StreamKernels>,
     /// The bandwidth probe, loaded on its first use: only the benchmark measures the device.
     probe: OnceLock<CudaFunction>,
     sm_count: u32,
@@ -87,8 +96,15 @@ impl Gpu {
         let ctx = stream.context().clone();
         let module = ctx.load_module(Ptx::from_src(PTX))?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let major = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let stream_kernels = if major >= SM90_MAJOR {
+            Some(StreamKernels::load(&ctx.load_module(Ptx::from_src(PTX_SM90))?)?)
+        } else {
+            None
+        };
         Ok(Self {
             kernels: Kernels::load(&module)?,
+            stream_kernels,
             probe: OnceLock::new(),
             sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
             name: ctx.name()?,
@@ -135,9 +151,25 @@ impl Gpu {
         self.kernels.of::<T>()
     }
 
+    /// Whether [`Kernel::CsrStream`](crate::Kernel::CsrStream), the streaming engine, runs on this
+    /// GPU: compute capability 9.0 (Hopper) or later, where the driver loads the sm_90 module.
+    pub fn has_stream_engine(&self) -> bool {
+        self.stream_kernels.is_some()
+    }
+
+    /// The streaming engine's kernel of element type `T`, or `None` on a GPU older than sm_90.
+    pub(crate) fn stream_kernel<T: Scalar>(&self) -> Option<&super::kernels::StreamKernel> {
+        self.stream_kernels.as_ref().map(StreamKernels::of::<T>)
+    }
+
     /// The kernels of the transpose's construction (element-type independent).
     pub(crate) fn transpose_build_kernels(&self) -> &super::kernels::TransposeBuild {
         self.kernels.transpose_build()
+    }
+
+    /// The check of CSR index arrays on the device (index-type specific, element-type independent).
+    pub(crate) fn check_kernels(&self) -> &super::kernels::CheckKernels {
+        self.kernels.check()
     }
 
     /// The streaming-read probe, loaded on the first call.

@@ -3,8 +3,9 @@
 
 use crate::Result;
 use crate::scalar::{Precision, Scalar};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaModule};
-use kernels_gpu::abi::{self, Entry};
+use kernels_gpu::abi::{self, Entry, STREAM_BLOCK_SIZE, STREAM_STAGES, StreamStage};
 use std::sync::Arc;
 
 /// The entries of one element type. Generic over what an entry is looked up as: a [`CudaFunction`]
@@ -85,6 +86,22 @@ impl<F> TransposeBuild<F> {
             scan: lookup(abi::CSRT_BUILD_SCAN)?,
             offsets: lookup(abi::CSRT_BUILD_OFFSETS)?,
         })
+    }
+}
+
+/// The check of CSR index arrays on the device, one entry per index type
+/// (`kernels-gpu/src/check.rs`).
+#[derive(Debug)]
+pub(crate) struct CheckKernels<F = CudaFunction> {
+    pub u32: F,
+    pub i32: F,
+}
+
+impl<F> CheckKernels<F> {
+    fn load<E>(
+        mut lookup: impl FnMut(&'static str) -> std::result::Result<F, E>,
+    ) -> std::result::Result<Self, E> {
+        Ok(Self { u32: lookup(abi::CSR_CHECK_U32)?, i32: lookup(abi::CSR_CHECK_I32)? })
     }
 }
 
@@ -172,12 +189,59 @@ impl<F> KernelTable<F> {
     }
 }
 
+/// The streaming engine's entry of one element type, from the sm_90 module, with the launch facts
+/// the driver knows: it takes more than the 48 KiB of shared memory a block gets without opting in.
+#[derive(Debug)]
+pub(crate) struct StreamKernel {
+    pub csr: CudaFunction,
+    /// Blocks of `csr` an SM holds at once (shared memory and registers allow), at least 1, for each
+    /// ring depth of `abi::STREAM_STAGES`, in its order.
+    pub blocks_per_sm: [u32; STREAM_STAGES.len()],
+}
+
+/// The sm_90 module's entries (`kernels-gpu/src/stream/`), both element types.
+#[derive(Debug)]
+pub(crate) struct StreamKernels {
+    f32: StreamKernel,
+    f64: StreamKernel,
+}
+
+impl StreamKernels {
+    /// Looks the entries up and opts each into its deepest ring's shared memory.
+    pub fn load(module: &Arc<CudaModule>) -> Result<Self> {
+        let load = |name: &'static str, elem: u32| -> Result<StreamKernel> {
+            let csr = module.load_function(name)?;
+            let deepest = STREAM_STAGES.iter().copied().max().unwrap_or(1);
+            // A ring is tens of KiB: it fits an i32.
+            let bytes = i32::try_from(StreamStage::block_bytes(elem, deepest)).unwrap_or(i32::MAX);
+            csr.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)?;
+            let mut blocks_per_sm = [1; STREAM_STAGES.len()];
+            for (blocks, &stages) in blocks_per_sm.iter_mut().zip(&STREAM_STAGES) {
+                let bytes = StreamStage::block_bytes(elem, stages) as usize;
+                *blocks = csr
+                    .occupancy_max_active_blocks_per_multiprocessor(STREAM_BLOCK_SIZE, bytes, None)?
+                    .max(1);
+            }
+            Ok(StreamKernel { csr, blocks_per_sm })
+        };
+        Ok(Self { f32: load(abi::CSR_STREAM.f32, 4)?, f64: load(abi::CSR_STREAM.f64, 8)? })
+    }
+
+    pub fn of<T: Scalar>(&self) -> &StreamKernel {
+        match T::PRECISION {
+            Precision::Single => &self.f32,
+            Precision::Double => &self.f64,
+        }
+    }
+}
+
 /// The entries of both element types.
 #[derive(Debug)]
 pub(crate) struct Kernels {
     f32: KernelTable,
     f64: KernelTable,
     transpose_build: TransposeBuild,
+    check: CheckKernels,
 }
 
 impl Kernels {
@@ -186,11 +250,16 @@ impl Kernels {
             f32: KernelTable::load(|e| e.f32, |name| module.load_function(name))?,
             f64: KernelTable::load(|e| e.f64, |name| module.load_function(name))?,
             transpose_build: TransposeBuild::load(|name| module.load_function(name))?,
+            check: CheckKernels::load(|name| module.load_function(name))?,
         })
     }
 
     pub fn transpose_build(&self) -> &TransposeBuild {
         &self.transpose_build
+    }
+
+    pub fn check(&self) -> &CheckKernels {
+        &self.check
     }
 
     pub fn of<T: Scalar>(&self) -> &KernelTable {
@@ -204,7 +273,7 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::gpu::PTX;
+    use crate::device::gpu::{PTX, PTX_SM90};
     use std::collections::BTreeSet;
 
     /// Every name in the table, both element types.
@@ -222,12 +291,17 @@ mod tests {
             Ok::<_, ()>(())
         })
         .unwrap();
+        CheckKernels::load(|name| {
+            names.insert(name);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
         names
     }
 
-    /// The `.entry` names of the committed PTX.
-    fn ptx_entries() -> BTreeSet<&'static str> {
-        PTX.lines()
+    /// The `.entry` names of a committed PTX module.
+    fn ptx_entries(ptx: &'static str) -> BTreeSet<&'static str> {
+        ptx.lines()
             .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
             .map(|rest| rest.split('(').next().unwrap_or(rest).trim())
             .collect()
@@ -239,11 +313,18 @@ mod tests {
     fn the_tables_name_every_ptx_entry_and_nothing_else() {
         let mut host = table_names();
         host.insert(abi::PROBE_STREAM_READ);
-        let ptx = ptx_entries();
+        let ptx = ptx_entries(PTX);
         assert!(ptx.len() > 40, "no entries parsed from the PTX: {ptx:?}");
         let missing: Vec<_> = host.difference(&ptx).collect();
         let unused: Vec<_> = ptx.difference(&host).collect();
         assert!(missing.is_empty(), "looked up but not in the PTX: {missing:?}");
         assert!(unused.is_empty(), "in the PTX but looked up by no table: {unused:?}");
+    }
+
+    /// The sm_90 module exports the streaming engine's entries and nothing else.
+    #[test]
+    fn the_sm90_module_exports_the_stream_entries() {
+        let expected: BTreeSet<_> = [abi::CSR_STREAM.f32, abi::CSR_STREAM.f64].into();
+        assert_eq!(ptx_entries(PTX_SM90), expected);
     }
 }

@@ -22,6 +22,7 @@ mod memory;
 mod merge_path;
 mod ranks;
 mod row_tasks;
+mod stream_windows;
 mod transpose;
 mod vector;
 
@@ -38,8 +39,8 @@ pub use graph::Graph;
 pub use hyb::DeviceHyb;
 pub use lma::DeviceLma;
 pub(crate) use long_rows::SpmmScratch;
-pub(crate) use memory::addr;
+pub(crate) use memory::{addr, nonnegative_as_u32};
 pub use ranks::{Member, Ranks, UniqueId};
-pub(crate) use transpose::TransposeBuffers;
+pub(crate) use transpose::{BuiltTranspose, TransposeBuffers};
 pub(crate) use vector::sealed::{Operand, OperandMut};
 pub use vector::{DeviceVector, VectorMut, VectorRef};

@@ -1,6 +1,7 @@
 //! The buffers of the transpose's construction on the device (`kernels-gpu/src/transpose/build.rs`
-//! describes it): the scratch of the radix sort, freed when the construction ends, and the arrays
-//! of `Aᵀ`, which become a [`DeviceCsr`].
+//! describes it): the scratch of the radix sort, freed when the construction ends but for the final
+//! permutation, and the arrays of `Aᵀ`, which become a [`DeviceCsr`]; the permutation stays with it
+//! ([`BuiltTranspose`]), so that new values of `A` reach `Aᵀ` by one gather.
 
 use super::memory::addr;
 use super::{DeviceCsr, Gpu};
@@ -8,6 +9,21 @@ use crate::Result;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
+
+/// `Aᵀ` as built, with `sources`: the entry of `A` that each entry of `Aᵀ` copies.
+#[derive(Debug)]
+pub(crate) struct BuiltTranspose<T> {
+    pub csr: DeviceCsr<T>,
+    /// `nnz` indices into `A`'s values (the buffer below; its address for the gather).
+    pub sources: AbiPtr<u32>,
+    sources_buffer: CudaSlice<u32>,
+}
+
+impl<T: Scalar> BuiltTranspose<T> {
+    pub fn device_bytes(&self) -> usize {
+        self.csr.device_bytes() + self.sources_buffer.len() * 4
+    }
+}
 
 /// The construction's buffers for a matrix of `nnz` entries and `ncols` columns.
 #[derive(Debug)]
@@ -68,19 +84,17 @@ impl<T: Scalar> TransposeBuffers<T> {
         }
     }
 
-    /// `Aᵀ`, once the construction's launches are enqueued, for a matrix `A` of `nrows` rows: waits
-    /// for them to copy `Aᵀ`'s row offsets to the host (its statistics, and the strategies that cut
-    /// rows, read them there), and frees the scratch.
-    pub fn finish(self, gpu: &Gpu, nrows: usize) -> Result<DeviceCsr<T>> {
+    /// `Aᵀ`, once the construction's launches are enqueued, for a matrix `A` of `nrows` rows, with
+    /// `perm[last_perm]`, the permutation the last radix pass wrote: waits for the launches to copy
+    /// `Aᵀ`'s row offsets to the host (its statistics, and the strategies that cut rows, read them
+    /// there), and frees the rest of the scratch.
+    pub fn finish(self, gpu: &Gpu, nrows: usize, last_perm: usize) -> Result<BuiltTranspose<T>> {
         let host_offsets = gpu.stream().clone_dtoh(&self.row_offsets)?;
         debug_assert_eq!(host_offsets.len(), self.ncols + 1);
-        DeviceCsr::from_device_parts(
-            gpu,
-            nrows,
-            host_offsets,
-            self.row_offsets,
-            self.col_indices,
-            self.values,
-        )
+        let [first, second] = self.perm;
+        let sources_buffer = if last_perm == 0 { first } else { second };
+        let indices = [self.row_offsets, self.col_indices];
+        let csr = DeviceCsr::from_device_parts(gpu, nrows, host_offsets, indices, self.values)?;
+        Ok(BuiltTranspose { csr, sources: addr(&sources_buffer, gpu), sources_buffer })
     }
 }

@@ -9,9 +9,9 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
     Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrMergeParams,
-    CsrParamParams, CsrParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams, DevicePtr as AbiPtr,
-    EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
-    SpmmLongRowsParams, SpmmOperands, SpmmParams,
+    CsrParamParams, CsrParams, CsrStreamParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams,
+    DevicePtr as AbiPtr, EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE,
+    ScaleParams, ScatterAddParams, SpmmLongRowsParams, SpmmOperands, SpmmParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -40,6 +40,7 @@ with_operands!(
     CsrParamParams: Axpby,
     CsrBalancedParams: Axpby,
     CsrMergeParams: Axpby,
+    CsrStreamParams: Axpby,
     EllParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
@@ -84,7 +85,7 @@ impl<P: WithOperands> Prepared<P> {
     /// # Safety
     /// `f` is the PTX entry whose parameter struct is `P`; launched as `grid` blocks of `block`
     /// threads with `shared_bytes` of dynamic shared memory (at most the 48 KiB every GPU grants
-    /// without opt-in), with `params` and the operands of any product whose `x` has the matrix's
+    /// without opt-in, or what the entry was opted into), with `params` and the operands of any product whose `x` has the matrix's
     /// column count and `y` its row count in the context of the matrix's buffers, it makes only
     /// accesses within those buffers and the ones `params` points to, and the latter live as long as
     /// the matrix `params` was built from.
@@ -262,6 +263,20 @@ pub(crate) unsafe fn copy<T>(gpu: &Gpu, dst: AbiPtr<T>, src: AbiPtr<T>, len: u32
     // SAFETY: the caller's contract; both are device buffers of `gpu`'s context, and the copy is
     // ordered on its stream.
     Ok(unsafe { result::memcpy_dtod_async(dst.addr(), src.addr(), bytes, gpu.stream().cu_stream()) }?)
+}
+
+/// Enqueues a copy of `src` from the host to `dst`.
+///
+/// # Safety
+/// `dst` holds `src.len()` elements in `gpu`'s context.
+pub(crate) unsafe fn copy_from_host<T>(gpu: &Gpu, dst: AbiPtr<T>, src: &[T]) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract for `dst`. `src` is a borrow of host memory the driver reads
+    // before the call returns (pageable memory is staged), or, where the caller's slice is pinned,
+    // in stream order, as cudarc's own `memcpy_htod` of a slice relies on.
+    Ok(unsafe { result::memcpy_htod_async(dst.addr(), src, gpu.stream().cu_stream()) }?)
 }
 
 /// `probe_stream_read` with `params`, `grid` blocks of `block` threads.

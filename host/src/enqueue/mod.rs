@@ -12,6 +12,7 @@ pub(crate) mod cg;
 mod compressed;
 mod csr;
 mod formats;
+mod from_device;
 mod gather;
 mod launch;
 mod plan;
@@ -19,6 +20,7 @@ pub mod probe;
 mod product;
 mod spmm;
 mod transpose;
+mod update;
 
 pub use compressed::CompressedKernel;
 pub use csr::Kernel;
@@ -53,6 +55,14 @@ pub(crate) mod sealed {
 
         /// Whether every buffer of the matrix lives in `gpu`'s context.
         fn belongs_to(&self, gpu: &Gpu) -> bool;
+
+        /// How many times the matrix's values were replaced since it was made
+        /// ([`DeviceCsr::values_generation`](crate::DeviceCsr::values_generation)): what holds data
+        /// derived from them compares it with the count it was derived at. Formats whose values
+        /// cannot be replaced keep 0.
+        fn values_generation(&self) -> u64 {
+            0
+        }
 
         /// Checks `kernel`, resolves it (a CSR `Kernel::Auto` becomes its choice), builds the data
         /// the strategy needs if the matrix has none yet, and prepares the launches.

@@ -7,7 +7,7 @@ use super::csr::{CsrLaunch, auto_coop};
 use super::launch::{Prepared, launch, unset_accumulate};
 use super::sealed::{Enqueue, Product};
 use super::{DeviceMatrix, Kernel};
-use crate::device::{DeviceCsr, Gpu, TransposeBuffers};
+use crate::device::{BuiltTranspose, DeviceCsr, Gpu, TransposeBuffers};
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -30,7 +30,8 @@ pub enum TransposeKernel {
     /// `Aᵀ` in CSR, built on the device the first time a plan asks for it (a stable radix sort of
     /// `A`'s entries by column, `kernels-gpu/src/transpose/build.rs`) and kept with the matrix, then
     /// the CSR product [`Kernel::Auto`] chooses for it. Costs `Aᵀ`'s arrays (as much as `A`'s, plus
-    /// one offset per column of `A`).
+    /// one offset per column of `A`) and the entry of `A` each of its entries copies (4 bytes an
+    /// entry), through which [`DeviceCsr::update_values`] refreshes `Aᵀ`'s values on the stream.
     #[default]
     Explicit,
     /// `y = beta * y`, then each row `i` of `A` adds `alpha * x_i * a_ij` to `y_j` with atomic adds
@@ -99,6 +100,10 @@ impl<T: Scalar> Enqueue<T> for Transposed<T> {
         self.0.belongs_to(gpu)
     }
 
+    fn values_generation(&self) -> u64 {
+        self.0.values_generation()
+    }
+
     fn prepare(&self, gpu: &Gpu, kernel: TransposeKernel) -> Result<(TransposeKernel, TransposeLaunch<T>)> {
         let a = &self.0;
         let launch = match kernel {
@@ -163,7 +168,7 @@ fn atomic_variant(coop: u32) -> usize {
 
 /// `Aᵀ` in CSR, built on the device by the launches of `kernels-gpu/src/transpose/build.rs`, in
 /// stream order; returns once its row offsets are back on the host.
-fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceCsr<T>> {
+fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTranspose<T>> {
     let nnz = narrow("the entry count", a.nnz())?;
     let ncols = narrow("the column count", a.ncols())?;
     let tiles = radix_tiles(nnz);
@@ -171,6 +176,7 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceCsr<T
     let buffers = TransposeBuffers::<T>::alloc(gpu, a.nnz(), a.ncols(), counts as usize)?;
     let b = buffers.addrs(gpu);
     let args = a.args();
+    let last_perm = radix_passes(ncols) as usize % 2;
     let build = gpu.transpose_build_kernels();
     let init = TransposeInitParams {
         row_offsets: args.row_offsets,
@@ -204,7 +210,7 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceCsr<T
             launch(gpu, &build.scatter, radix_grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, &params)?;
             keys = b.keys[i];
         }
-        let perm = b.perm[radix_passes(ncols) as usize % 2];
+        let perm = b.perm[last_perm];
         let offsets = TransposeOffsetsParams { keys, nnz, offsets: b.row_offsets, cols: ncols };
         let offsets_grid = grid_blocks(u64::from(ncols) + 1, BLOCK_SIZE);
         launch(gpu, &build.offsets, offsets_grid, BLOCK_SIZE, 0, &offsets)?;
@@ -219,5 +225,5 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceCsr<T
         let gather_grid = grid_blocks(u64::from(nnz), BLOCK_SIZE);
         launch(gpu, &gpu.kernels::<T>().csrt_build_gather, gather_grid, BLOCK_SIZE, 0, &gather)?;
     }
-    buffers.finish(gpu, a.nrows())
+    buffers.finish(gpu, a.nrows(), last_perm)
 }

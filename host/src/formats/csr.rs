@@ -2,6 +2,10 @@
 
 use crate::error::CsrError;
 use nalgebra_sparse::CsrMatrix;
+use rayon::prelude::*;
+
+/// Entries (or rows) from which [`CsrRef::try_new`] checks on all cores.
+const PARALLEL_CHECK: usize = 1 << 16;
 
 /// A CSR matrix borrowed from the caller's arrays, known to be valid: `row_offsets` has `nrows + 1`
 /// entries, starts at 0, never decreases and ends at `nnz`; every column index is below `ncols`.
@@ -37,19 +41,32 @@ impl<'a, T> CsrRef<'a, T> {
         if row_offsets[0] != 0 {
             return Err(CsrError::OffsetsStart(row_offsets[0]));
         }
-        for (row, w) in row_offsets.windows(2).enumerate() {
-            if w[0] > w[1] {
-                return Err(CsrError::OffsetsDecrease { row, start: w[0], end: w[1] });
-            }
+        // Large arrays are checked by all cores; the first fault in row order is the one named
+        // either way.
+        let parallel = nnz.max(nrows) >= PARALLEL_CHECK;
+        let decreases = |w: &[usize]| w[0] > w[1];
+        let decrease = if parallel {
+            row_offsets.par_windows(2).position_first(decreases)
+        } else {
+            row_offsets.windows(2).position(decreases)
+        };
+        if let Some(row) = decrease {
+            let (start, end) = (row_offsets[row], row_offsets[row + 1]);
+            return Err(CsrError::OffsetsDecrease { row, start, end });
         }
         let last = row_offsets[nrows];
         if last != nnz {
             return Err(CsrError::OffsetsEnd { last, nnz });
         }
-        for (row, w) in row_offsets.windows(2).enumerate() {
-            if let Some(k) = (w[0]..w[1]).find(|&k| col_indices[k] >= ncols) {
-                return Err(CsrError::ColumnOutOfRange { row, entry: k, col: col_indices[k], ncols });
-            }
+        let out_of_range =
+            |(row, w): (usize, &[usize])| (w[0]..w[1]).find(|&k| col_indices[k] >= ncols).map(|k| (row, k));
+        let column = if parallel {
+            row_offsets.par_windows(2).enumerate().find_map_first(out_of_range)
+        } else {
+            row_offsets.windows(2).enumerate().find_map(out_of_range)
+        };
+        if let Some((row, k)) = column {
+            return Err(CsrError::ColumnOutOfRange { row, entry: k, col: col_indices[k], ncols });
         }
         Ok(Self { nrows, ncols, row_offsets, col_indices, values })
     }
@@ -157,5 +174,40 @@ impl RowStats {
             max: lengths().max().unwrap_or(0),
             empty_rows: lengths().filter(|&l| l == 0).count(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::IndexFaults;
+
+    /// Past `PARALLEL_CHECK`, several faults of a kind far apart: the first in row order is named,
+    /// as the sequential model names it.
+    #[test]
+    fn the_parallel_check_names_the_first_fault() {
+        let nrows = 3 * PARALLEL_CHECK;
+        let offsets: Vec<usize> = (0..=nrows).map(|r| 2 * r).collect();
+        let cols: Vec<usize> = (0..2 * nrows).map(|k| k % 97).collect();
+        let values = vec![1.0f32; cols.len()];
+        let model = |offsets: &[usize], cols: &[usize]| {
+            let narrow = |a: &[usize]| a.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
+            let (o, c) = (narrow(offsets), narrow(cols));
+            IndexFaults::find(&o, &c, 97).verdict((nrows, 97), &o, (c.len(), values.len()), |k| c[k])
+        };
+        let mut bad_cols = cols.clone();
+        for k in [5 * PARALLEL_CHECK + 3, PARALLEL_CHECK + 1, 4 * PARALLEL_CHECK] {
+            bad_cols[k] = 97 + k % 5;
+        }
+        let error = CsrRef::try_new(nrows, 97, &offsets, &bad_cols, &values).unwrap_err();
+        assert_eq!(Err(error.clone()), model(&offsets, &bad_cols));
+        assert!(matches!(error, CsrError::ColumnOutOfRange { entry, .. } if entry == PARALLEL_CHECK + 1));
+        let mut bad_offsets = offsets.clone();
+        for r in [2 * PARALLEL_CHECK, PARALLEL_CHECK + 7] {
+            bad_offsets[r] = bad_offsets[r + 1] + 1;
+        }
+        let error = CsrRef::try_new(nrows, 97, &bad_offsets, &cols, &values).unwrap_err();
+        assert_eq!(Err(error.clone()), model(&bad_offsets, &cols));
+        assert!(matches!(error, CsrError::OffsetsDecrease { row, .. } if row == PARALLEL_CHECK + 7));
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod csr;
 pub(crate) mod dense_blocks;
 pub(crate) mod ell;
 pub(crate) mod hyb;
+pub(crate) mod index_check;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub(crate) mod interop;
 pub(crate) mod lma;
@@ -28,6 +29,7 @@ pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
 /// The 16-bit storage types of [`CompressedCsr`] values (from the `half` crate).
 pub use half::{bf16, f16};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
+pub use index_check::{CsrIndex, IndexFaults};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;
 pub use lma::{Lma, NO_NODE};

@@ -18,13 +18,20 @@ pub fn required_gpus() -> usize {
 
 /// Says that `test`, which needs `gpus` GPUs, skips for `reason`, or fails it when `SPMV_REQUIRE_GPU`
 /// asks for at least that many. The line, `SKIPPED[gpus=N] TEST: REASON`, is the one
-/// `cargo xtask test` counts: keep the two in step.
+/// `cargo xtask test` counts (`xtask/src/tally.rs`): keep the two in step.
 pub fn skipped(test: &str, gpus: usize, reason: &str) {
     let required = required_gpus();
     if required >= gpus {
         panic!("{test}: SPMV_REQUIRE_GPU={required}, but {reason}");
     }
     say(&format!("SKIPPED[gpus={gpus}] {test}: {reason}"));
+}
+
+/// Says that `test` skips on this GPU, which lacks `feature` (`sm_90`): a skip that
+/// `SPMV_REQUIRE_GPU` cannot prevent, so it is never turned into a failure. Same line as
+/// [`skipped`], with the feature in place of the GPU count.
+pub fn skipped_without(test: &str, feature: &str, reason: &str) {
+    say(&format!("SKIPPED[{feature}] {test}: {reason}"));
 }
 
 /// The first GPU, or `None` after saying why there is none; with `SPMV_REQUIRE_GPU=1` (or more) a

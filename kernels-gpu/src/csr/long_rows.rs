@@ -16,7 +16,7 @@ use crate::reduce::group_sum;
 /// `a`, `op` and `long` describe a validated CSR matrix, vectors of matching lengths and the matrix's
 /// long-row split; `chunk < long.chunks`; the whole warp calls it.
 #[inline(always)]
-pub(super) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
+pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
     a: &CsrArgs<T>,
     op: &Axpby<T>,
     long: &LongRowArgs<T>,
@@ -56,7 +56,7 @@ pub(super) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
 
 /// How a chunk warp reads its chunk's entries and, if last, its row's partial sums. Both sums take
 /// lane `l`'s elements `l, l + 32, ...` in that order, so the two ways give the same results.
-pub(super) trait ChunkReads {
+pub(crate) trait ChunkReads {
     /// The lane's sum of the products of entries `from + lane, from + lane + 32, ...` below `to`.
     ///
     /// # Safety
@@ -80,7 +80,7 @@ pub(super) struct Stepwise;
 /// Eight loads in flight per lane before any sum (`span_sum`, and the same for the partial sums):
 /// for the balanced kernel, whose tasks hold as many registers anyway. A row of 2.9 M entries has
 /// 11,000 partial sums, which one load at a time would make a tail of hundreds of L2 round trips.
-pub(super) struct Batched;
+pub(crate) struct Batched;
 
 impl ChunkReads for Stepwise {
     #[inline(always)]

@@ -2,7 +2,7 @@
 
 mod aligned;
 mod balanced;
-mod long_rows;
+pub(crate) mod long_rows;
 mod merge;
 mod param;
 mod scalar;

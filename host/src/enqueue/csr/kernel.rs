@@ -38,6 +38,14 @@ pub enum Kernel {
     /// small launch. Balanced by construction, whatever the row lengths, and deterministic.
     /// `block_size` a multiple of 32 up to [`Kernel::MERGE_MAX_BLOCK_SIZE`].
     CsrMerge { block_size: u32 },
+    /// The streaming engine (`kernels-gpu/src/stream/`): windows of consecutive rows reach shared
+    /// memory through Hopper's bulk copy engine, several windows ahead of the warps that reduce them,
+    /// so that the bytes in flight no longer depend on each thread's chain of dependent loads. Rows
+    /// longer than a window take the long-row chunks. Needs a GPU of compute capability 9.0 or later
+    /// (the sm_90 module); elsewhere planning it is [`Error::Unsupported`]. `stages`, one of
+    /// [`Kernel::STREAM_STAGES`], is the depth of each block's ring of windows; the rest of the launch
+    /// shape is fixed (`kernels_gpu::abi::STREAM_BLOCK_SIZE` threads, as many blocks as the SMs hold).
+    CsrStream { stages: u32 },
 }
 
 impl Kernel {
@@ -54,6 +62,8 @@ impl Kernel {
     pub const BALANCED_MAX_BLOCK_SIZE: u32 = abi::CSR_BALANCED_MAX_BLOCK_SIZE;
     /// The largest block of [`Kernel::CsrMerge`] (the shared memory its warps stage tiles in).
     pub const MERGE_MAX_BLOCK_SIZE: u32 = abi::CSR_MERGE_MAX_BLOCK_SIZE;
+    /// The ring depths of [`Kernel::CsrStream`].
+    pub const STREAM_STAGES: [u32; 3] = abi::STREAM_STAGES;
     /// Rows of at least this many entries are split over several warps by [`Kernel::CsrBalanced`].
     pub const BALANCED_LONG_ROW: u32 = abi::BALANCED_LONG_ROW;
     /// The largest block of every kernel.
@@ -123,6 +133,7 @@ impl Kernel {
                     )));
                 }
             }
+            Kernel::CsrStream { stages } => check_width("stages", stages, "streaming", &Self::STREAM_STAGES)?,
             Kernel::CsrMerge { block_size } => {
                 check_block_size(block_size)?;
                 if block_size > Self::MERGE_MAX_BLOCK_SIZE {
@@ -141,7 +152,7 @@ impl Kernel {
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
 /// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
-/// `csr-merge-b128`.
+/// `csr-merge-b128`, `csr-stream-s4`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -158,6 +169,7 @@ impl std::fmt::Display for Kernel {
             }
             Kernel::CsrBalanced { block_size } => write!(f, "csr-balanced-b{block_size}"),
             Kernel::CsrMerge { block_size } => write!(f, "csr-merge-b{block_size}"),
+            Kernel::CsrStream { stages } => write!(f, "csr-stream-s{stages}"),
         }
     }
 }

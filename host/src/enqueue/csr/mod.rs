@@ -16,8 +16,9 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams, CsrMergeParams, CsrParamParams,
-    CsrParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, WARP_SIZE,
+    BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams,
+    CsrMergeParams, CsrParamParams, CsrParams, CsrStreamParams, LongRowArgs, MAX_GRID_X, MERGE_TILE,
+    STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -32,6 +33,8 @@ pub enum CsrLaunch<T> {
     Balanced(Prepared<CsrBalancedParams<T>>),
     /// The merge-path kernel, then its fix-up of the rows that cross tiles.
     Merge { tiles: Prepared<CsrMergeParams<T>>, fixup: Prepared<CsrMergeParams<T>> },
+    /// The streaming engine.
+    Stream(Prepared<CsrStreamParams<T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -46,6 +49,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
 
     fn belongs_to(&self, gpu: &Gpu) -> bool {
         DeviceCsr::belongs_to(self, gpu)
+    }
+
+    fn values_generation(&self) -> u64 {
+        DeviceCsr::values_generation(self)
     }
 
     fn prepare(&self, gpu: &Gpu, kernel: Kernel) -> Result<(Kernel, CsrLaunch<T>)> {
@@ -147,6 +154,48 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 };
                 CsrLaunch::Merge { tiles, fixup }
             }
+            Kernel::CsrStream { stages } => {
+                let engine = gpu.stream_kernel::<T>().ok_or(Error::Unsupported(
+                    "the streaming engine (Kernel::CsrStream) needs a GPU of compute capability 9.0 or later",
+                ))?;
+                let aligned = |addr: u64| addr.is_multiple_of(u64::from(BULK_COPY_ALIGN));
+                if ![a.row_offsets.addr(), a.col_indices.addr(), a.values.addr()].into_iter().all(aligned) {
+                    return Err(Error::Unsupported(
+                        "the streaming engine copies whole 16-byte units: the matrix's arrays must start \
+                         16-byte aligned",
+                    ));
+                }
+                let w = self.stream_windows(gpu)?;
+                let long = w.long_rows();
+                let (chunk_blocks, room) = stream_grid(long.chunks)?;
+                let blocks_per_sm = engine.blocks_per_sm[variant(&Kernel::STREAM_STAGES, stages)];
+                let window_blocks = w.windows().min(gpu.sm_count().saturating_mul(blocks_per_sm)).min(room);
+                let params = CsrStreamParams {
+                    a,
+                    op,
+                    nnz: narrow("the entry count", self.nnz())?,
+                    windows: w.windows(),
+                    window_bounds: w.bounds(),
+                    stages,
+                    chunk_blocks,
+                    long,
+                };
+                let shared = StreamStage::block_bytes(element_bytes::<T>(), stages);
+                // SAFETY: the windows, the long-row arrays and scratch were built for this very matrix
+                // (`DeviceCsr::stream_windows`) and live as long as it; its arrays are 16-byte aligned
+                // (checked above) and valid CSR; the block is the engine's, with the ring's shared
+                // memory, which the entry was opted into at load (`StreamKernels::load`); the grid has
+                // a warp for each chunk, then the window blocks, which walk the windows with a stride.
+                CsrLaunch::Stream(unsafe {
+                    Prepared::new(
+                        &engine.csr,
+                        chunk_blocks + window_blocks,
+                        STREAM_BLOCK_SIZE,
+                        shared,
+                        params,
+                    )
+                })
+            }
         };
         Ok((kernel, launch))
     }
@@ -162,6 +211,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     tiles.enqueue(gpu, p.axpby())?;
                     fixup.enqueue(gpu, p.axpby())
                 }
+                CsrLaunch::Stream(l) => l.enqueue(gpu, p.axpby()),
             }
         }
     }
@@ -189,7 +239,7 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
     pub fn split_rows(&self) -> usize {
         match self.prepared() {
             CsrLaunch::Param { split_rows, .. } => *split_rows,
-            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) | CsrLaunch::Merge { .. } => 0,
+            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) | CsrLaunch::Merge { .. } | CsrLaunch::Stream(_) => 0,
         }
     }
 }
@@ -234,6 +284,13 @@ pub(crate) fn balanced_grid(tasks: u32, chunks: u32, block: u32) -> Result<(u32,
     let warps = block / WARP_SIZE;
     let chunk_blocks = chunks.div_ceil(warps);
     Ok((chunk_blocks, tasks.div_ceil(warps).min(grid_room(chunk_blocks, chunks)?)))
+}
+
+/// The grid of the streaming engine: `.0` blocks of [`STREAM_BLOCK_SIZE`] give each of `chunks`
+/// long-row chunks a warp; at most `.1` window blocks may follow them.
+fn stream_grid(chunks: u32) -> Result<(u32, u32)> {
+    let chunk_blocks = chunks.div_ceil(STREAM_BLOCK_SIZE / WARP_SIZE);
+    Ok((chunk_blocks, grid_room(chunk_blocks, chunks)?))
 }
 
 /// The blocks left in a grid of at most [`MAX_GRID_X`] once `chunk_blocks` take the `chunks`

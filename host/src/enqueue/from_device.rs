@@ -1,0 +1,222 @@
+//! A [`DeviceCsr`] from CSR arrays already on the device (assembled there, or a cuSPARSE user's),
+//! taken without a copy: checked by a kernel (`kernels-gpu/src/check.rs`) that finds the first
+//! position of each fault, which [`IndexFaults::verdict`] turns into the error the host check
+//! ([`CsrRef::try_new`](crate::CsrRef::try_new)) gives the same arrays; or, `unsafe`, unchecked.
+//! Either way the row offsets come back to the host once (4 bytes a row), for the row statistics
+//! and the strategies that cut rows, as after an upload.
+
+use super::launch::launch;
+use crate::device::{DeviceCsr, Gpu, addr, nonnegative_as_u32};
+use crate::formats::convert::narrow;
+use crate::formats::{CsrIndex, IndexFaults};
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr};
+use kernels_gpu::abi::{
+    CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_DECREASE, CHECK_NEGATIVE_COLUMN, CHECK_NEGATIVE_OFFSET, CHECK_NONE,
+    CHECK_SLOTS, CsrCheckParams, DevicePtr as AbiPtr,
+};
+use kernels_gpu::index::grid_blocks;
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// The matrix of `nrows` rows and `ncols` columns whose CSR arrays are already on `gpu`: taken
+    /// as they are (no copy; the matrix owns them from now on), once a kernel has checked them.
+    ///
+    /// Refused, and the arrays dropped: any of them of another [`Gpu`] ([`Error::ForeignBuffer`]); a
+    /// dimension or the entry count over the kernels' 32-bit indices ([`Error::TooLarge`]); arrays
+    /// that are not CSR, with the [`CsrError`](crate::CsrError) that
+    /// [`CsrRef::try_new`](crate::CsrRef::try_new) gives the same arrays on the host, naming the same
+    /// row or entry; a stream that is capturing a graph ([`Error::Unsupported`]). The arrays are
+    /// read in the order of `gpu`'s stream: one written on another stream must be ordered before.
+    /// Waits for the stream (the check's verdict and the row offsets come back to the host).
+    pub fn try_from_device(
+        gpu: &Gpu,
+        dims: (usize, usize),
+        row_offsets: CudaSlice<u32>,
+        col_indices: CudaSlice<u32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
+    }
+
+    /// As [`DeviceCsr::try_from_device`], for cuSPARSE's `i32` indices: a negative one is refused
+    /// first, as [`CsrError::IndexNotUsize`](crate::CsrError::IndexNotUsize) naming its array
+    /// (`row_offsets`, then `col_indices`) and position, as the conversions from signed indices of
+    /// other crates refuse it. The arrays then serve as `u32`s, without a copy.
+    pub fn try_from_device_i32(
+        gpu: &Gpu,
+        dims: (usize, usize),
+        row_offsets: CudaSlice<i32>,
+        col_indices: CudaSlice<i32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
+    }
+
+    /// As [`DeviceCsr::try_from_device`] without the check of the arrays (the sizes and contexts
+    /// are still checked): for arrays valid by construction, which a kernel of the caller's made.
+    ///
+    /// # Safety
+    /// The arrays are a CSR matrix of `nrows` rows and `ncols` columns: `row_offsets` has
+    /// `nrows + 1` elements, starts at 0, never decreases and ends at the length of `col_indices`,
+    /// which is that of `values`; every column index is below `ncols`. The product kernels read
+    /// `x` at the column indices and write `y` at the rows the offsets delimit without a bounds
+    /// check: arrays that break this make them read and write out of bounds.
+    pub unsafe fn from_device_unchecked(
+        gpu: &Gpu,
+        dims: (usize, usize),
+        row_offsets: CudaSlice<u32>,
+        col_indices: CudaSlice<u32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
+    }
+
+    /// As [`DeviceCsr::try_from_device_i32`] without the check of the arrays.
+    ///
+    /// # Safety
+    /// As [`DeviceCsr::from_device_unchecked`], and no index is negative.
+    pub unsafe fn from_device_i32_unchecked(
+        gpu: &Gpu,
+        dims: (usize, usize),
+        row_offsets: CudaSlice<i32>,
+        col_indices: CudaSlice<i32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
+    }
+}
+
+/// The matrix on `[row_offsets, col_indices]` and `values`, after the device check when `check`
+/// (else the sizes and contexts only: the unchecked constructors' callers vouch for the rest).
+fn from_arrays<I: Checked, T: Scalar>(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    [row_offsets, col_indices]: [CudaSlice<I>; 2],
+    values: CudaSlice<T>,
+    check: bool,
+) -> Result<DeviceCsr<T>> {
+    let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
+    let host_offsets = if check { arrays.checked(gpu)? } else { arrays.unchecked(gpu)? };
+    let indices = [I::into_u32(row_offsets), I::into_u32(col_indices)];
+    DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, indices, values)
+}
+
+/// An index type whose arrays the device check takes.
+trait Checked: CsrIndex + DeviceRepr + Default {
+    fn kernel(gpu: &Gpu) -> &CudaFunction;
+    /// An index known not to be negative, as the kernels' `u32`.
+    fn to_u32(self) -> u32;
+    /// A buffer of indices none of which is negative, as the kernels' `u32`s, without a copy.
+    fn into_u32(indices: CudaSlice<Self>) -> CudaSlice<u32>;
+}
+
+impl Checked for u32 {
+    fn kernel(gpu: &Gpu) -> &CudaFunction {
+        &gpu.check_kernels().u32
+    }
+
+    fn to_u32(self) -> u32 {
+        self
+    }
+
+    fn into_u32(indices: CudaSlice<u32>) -> CudaSlice<u32> {
+        indices
+    }
+}
+
+impl Checked for i32 {
+    fn kernel(gpu: &Gpu) -> &CudaFunction {
+        &gpu.check_kernels().i32
+    }
+
+    fn to_u32(self) -> u32 {
+        self.unsigned_abs()
+    }
+
+    fn into_u32(indices: CudaSlice<i32>) -> CudaSlice<u32> {
+        nonnegative_as_u32(indices)
+    }
+}
+
+/// The arrays of a matrix from the device: each of `gpu`'s context, their sizes within the
+/// kernels' 32-bit indices.
+struct Arrays<'a, I, T> {
+    dims: (usize, usize),
+    row_offsets: &'a CudaSlice<I>,
+    col_indices: &'a CudaSlice<I>,
+    values: &'a CudaSlice<T>,
+}
+
+impl<I: Checked, T> Arrays<'_, I, T> {
+    /// Refuses arrays of another context, sizes past `u32`, and a stream that captures (the row
+    /// offsets come back to the host).
+    fn check_sizes(&self, gpu: &Gpu) -> Result<()> {
+        let contexts = [
+            ("the row offsets", self.row_offsets.context()),
+            ("the column indices", self.col_indices.context()),
+            ("the values", self.values.context()),
+        ];
+        if let Some((what, _)) = contexts.iter().find(|(_, ctx)| !gpu.owns(ctx)) {
+            return Err(Error::ForeignBuffer(what));
+        }
+        narrow("the row count", self.dims.0)?;
+        narrow("the column count", self.dims.1)?;
+        narrow("the entry count", self.values.len())?;
+        gpu.not_capturing("a matrix from device arrays while the stream captures a graph")
+    }
+
+    /// The row offsets, copied to the host once the work before on the stream is done.
+    fn host_offsets(&self, gpu: &Gpu) -> Result<Vec<I>> {
+        if self.row_offsets.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(gpu.stream().clone_dtoh(self.row_offsets)?)
+    }
+
+    /// The sizes checked, the row offsets on the host as `u32`s.
+    fn unchecked(&self, gpu: &Gpu) -> Result<Vec<u32>> {
+        self.check_sizes(gpu)?;
+        Ok(self.host_offsets(gpu)?.into_iter().map(I::to_u32).collect())
+    }
+
+    /// The sizes checked and the arrays by the device check, with its verdict; the row offsets on
+    /// the host as `u32`s if they pass.
+    fn checked(&self, gpu: &Gpu) -> Result<Vec<u32>> {
+        self.check_sizes(gpu)?;
+        let (offsets_len, cols_len) = (self.row_offsets.len(), self.col_indices.len());
+        let found = gpu.upload(&[CHECK_NONE; CHECK_SLOTS])?;
+        let (offsets, _offsets_guard) = self.row_offsets.device_ptr(gpu.stream());
+        let (cols, _cols_guard) = self.col_indices.device_ptr(gpu.stream());
+        let params = CsrCheckParams::<I> {
+            row_offsets: AbiPtr::new(offsets),
+            offsets_len: offsets_len as u64,
+            col_indices: AbiPtr::new(cols),
+            cols_len: cols_len as u64,
+            ncols: self.dims.1 as u64,
+            found: addr(&found, gpu),
+        };
+        let grid = grid_blocks(offsets_len.max(cols_len) as u64, CHECK_BLOCK_SIZE);
+        // SAFETY: the arrays hold the lengths `params` gives, `found` its `CHECK_SLOTS` positions,
+        // all of `gpu`'s context (checked above); the kernel only reads the arrays and lowers
+        // `found`'s slots atomically.
+        unsafe { launch(gpu, I::kernel(gpu), grid, CHECK_BLOCK_SIZE, 0, &params)? };
+        let found = gpu.stream().clone_dtoh(&found)?;
+        let slot =
+            |s: usize| (found[s] != CHECK_NONE).then(|| usize::try_from(found[s]).unwrap_or(usize::MAX));
+        let faults = IndexFaults {
+            negative_offset: slot(CHECK_NEGATIVE_OFFSET),
+            negative_column: slot(CHECK_NEGATIVE_COLUMN),
+            decrease: slot(CHECK_DECREASE),
+            column: slot(CHECK_COLUMN),
+        };
+        let host = self.host_offsets(gpu)?;
+        // The one column index the verdict may name, read back before it asks.
+        let column = match faults.column {
+            Some(entry) => gpu.stream().clone_dtoh(&self.col_indices.slice(entry..=entry))?[0],
+            None => I::default(),
+        };
+        faults.verdict(self.dims, &host, (cols_len, self.values.len()), |_| column)?;
+        Ok(host.into_iter().map(I::to_u32).collect())
+    }
+}

@@ -1,0 +1,225 @@
+//! Matrices from CSR arrays already on the device (`DeviceCsr::try_from_device`, its `i32` form and
+//! the unchecked twins), on the GPU: valid arrays (the common edge cases and random matrices, `u32`
+//! and `i32`) give the matrix an upload gives, products checked against the f64 reference; fuzzed
+//! arrays, valid or not, get from the device check exactly the error the host check gives (widened
+//! to `usize`, a negative index refused first); faults far apart in long arrays, so that many blocks
+//! see one, are named at the first; arrays of another context and a capturing stream are refused.
+//! Fresh random inputs (seed printed). Without a GPU these tests print why and pass, unless
+//! `SPMV_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
+use gpu_spmv::{CsrError, CsrRef, DeviceCsr, Error, Gpu, Kernel, Scalar};
+use rand::Rng;
+
+/// `CsrRef::try_new` on the arrays widened to `usize`, the first negative index refused first: the
+/// error the device check must give.
+fn host_verdict(dims: (usize, usize), offsets: &[i64], cols: &[i64], nnz: usize) -> Result<(), CsrError> {
+    let widen = |what, a: &[i64]| -> Result<Vec<usize>, CsrError> {
+        a.iter()
+            .enumerate()
+            .map(|(position, &i)| usize::try_from(i).map_err(|_| CsrError::IndexNotUsize { what, position }))
+            .collect()
+    };
+    let (offsets, cols) = (widen("row_offsets", offsets)?, widen("col_indices", cols)?);
+    CsrRef::try_new(dims.0, dims.1, &offsets, &cols, &vec![0.0f32; nnz]).map(|_| ())
+}
+
+fn device_i32(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    offsets: &[i64],
+    cols: &[i64],
+    nnz: usize,
+) -> Result<DeviceCsr<f32>, Error> {
+    let narrow = |a: &[i64]| a.iter().map(|&i| i32::try_from(i).unwrap()).collect::<Vec<_>>();
+    let s = gpu.stream();
+    let (o, c) = (s.clone_htod(&narrow(offsets)).unwrap(), s.clone_htod(&narrow(cols)).unwrap());
+    DeviceCsr::try_from_device_i32(gpu, dims, o, c, s.clone_htod(&vec![1.0f32; nnz]).unwrap())
+}
+
+fn device_u32(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    offsets: &[i64],
+    cols: &[i64],
+    nnz: usize,
+) -> Result<DeviceCsr<f32>, Error> {
+    let narrow = |a: &[i64]| a.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
+    let s = gpu.stream();
+    let (o, c) = (s.clone_htod(&narrow(offsets)).unwrap(), s.clone_htod(&narrow(cols)).unwrap());
+    DeviceCsr::try_from_device(gpu, dims, o, c, s.clone_htod(&vec![1.0f32; nnz]).unwrap())
+}
+
+fn csr_error(result: Result<DeviceCsr<f32>, Error>) -> Result<(), CsrError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(Error::InvalidCsr(e)) => Err(e),
+        Err(e) => panic!("not a CSR error: {e}"),
+    }
+}
+
+fn valid_arrays_make_the_uploaded_matrix<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let mut matrices = edge_cases::<T>(&mut rng);
+    matrices.push(("random 3000 x 700", Csr::random(&mut rng, 3000, 700, true, |r| r % 23)));
+    for (name, a) in matrices {
+        let dims = (a.nrows, a.ncols);
+        let s = gpu.stream();
+        let u32s = |v: &[usize]| v.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
+        let i32s = |v: &[usize]| v.iter().map(|&i| i32::try_from(i).unwrap()).collect::<Vec<_>>();
+        let values = || s.clone_htod(&a.vals).unwrap();
+        let (o, c) = (s.clone_htod(&u32s(&a.offsets)).unwrap(), s.clone_htod(&u32s(&a.cols)).unwrap());
+        let checked = DeviceCsr::try_from_device(&gpu, dims, o, c, values()).unwrap();
+        let (o, c) = (s.clone_htod(&i32s(&a.offsets)).unwrap(), s.clone_htod(&i32s(&a.cols)).unwrap());
+        let signed = DeviceCsr::try_from_device_i32(&gpu, dims, o, c, values()).unwrap();
+        let (o, c) = (s.clone_htod(&u32s(&a.offsets)).unwrap(), s.clone_htod(&u32s(&a.cols)).unwrap());
+        // SAFETY: the arrays of a valid test matrix.
+        let unchecked = unsafe { DeviceCsr::from_device_unchecked(&gpu, dims, o, c, values()) }.unwrap();
+        let (o, c) = (s.clone_htod(&i32s(&a.offsets)).unwrap(), s.clone_htod(&i32s(&a.cols)).unwrap());
+        // SAFETY: as above, and no index is negative.
+        let unchecked_signed =
+            unsafe { DeviceCsr::from_device_i32_unchecked(&gpu, dims, o, c, values()) }.unwrap();
+
+        let x = random_vector::<T>(&mut rng, a.ncols);
+        let dx = gpu.upload_vector(&x).unwrap();
+        let y0 = random_vector::<T>(&mut rng, a.nrows);
+        for (how, m) in [
+            ("u32", &checked),
+            ("i32", &signed),
+            ("unchecked", &unchecked),
+            ("unchecked i32", &unchecked_signed),
+        ] {
+            assert_eq!(m.stats(), &a.view().stats(), "{name}, {how}");
+            let mut dy = gpu.upload_vector(&y0).unwrap();
+            gpu.spmv_with(Kernel::Auto, T::from_f64(0.5), m, &dx, T::from_f64(-1.5), &mut dy).unwrap();
+            let y = dy.to_host(&gpu).unwrap();
+            check(&format!("{name}, {how}"), &a, T::from_f64(0.5), &x, T::from_f64(-1.5), &y0, &y);
+        }
+    }
+}
+
+#[test]
+fn gpu_valid_device_arrays_f32() {
+    valid_arrays_make_the_uploaded_matrix::<f32>("gpu_valid_device_arrays_f32");
+}
+
+#[test]
+fn gpu_valid_device_arrays_f64() {
+    valid_arrays_make_the_uploaded_matrix::<f64>("gpu_valid_device_arrays_f64");
+}
+
+/// Arrays near valid, each perturbed at random (an offset or column index changed, often out of
+/// range or negative; a length off by one), through the device check of both index types.
+#[test]
+fn gpu_device_check_errors_equal_the_host_check() {
+    let test = "gpu_device_check_errors_equal_the_host_check";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for case in 0..1500 {
+        let nrows = rng.random_range(0..40usize);
+        let ncols = rng.random_range(0..30usize);
+        let a = Csr::<f32>::random(&mut rng, nrows, ncols, case % 2 == 0, |_| 3);
+        let mut offsets: Vec<i64> = a.offsets.iter().map(|&o| o as i64).collect();
+        let mut cols: Vec<i64> = a.cols.iter().map(|&c| c as i64).collect();
+        let mut nnz = cols.len();
+        let mut dims = (nrows, ncols);
+        for _ in 0..rng.random_range(0..3) {
+            match rng.random_range(0..7) {
+                0 if !offsets.is_empty() => {
+                    let i = rng.random_range(0..offsets.len());
+                    offsets[i] = rng.random_range(-2..nnz as i64 + 3);
+                }
+                1 if !cols.is_empty() => {
+                    let i = rng.random_range(0..cols.len());
+                    cols[i] = rng.random_range(-2..ncols as i64 + 3);
+                }
+                2 => nnz = (nnz + 1).saturating_sub(rng.random_range(0..3)),
+                3 => dims.0 = (dims.0 + 1).saturating_sub(rng.random_range(0..3)),
+                4 if !cols.is_empty() => {
+                    cols.pop();
+                }
+                5 => dims.1 = dims.1.saturating_sub(1),
+                _ => offsets.push(nnz as i64),
+            }
+        }
+        let expected = host_verdict(dims, &offsets, &cols, nnz);
+        let signed = csr_error(device_i32(&gpu, dims, &offsets, &cols, nnz));
+        assert_eq!(signed, expected, "case {case}, i32: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
+        if offsets.iter().chain(&cols).all(|&i| i >= 0) {
+            let unsigned = csr_error(device_u32(&gpu, dims, &offsets, &cols, nnz));
+            assert_eq!(unsigned, expected, "case {case}, u32: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
+        }
+    }
+}
+
+/// Long arrays with several faults of one kind, far apart: the first is named, whichever block
+/// sees it first.
+#[test]
+fn gpu_device_check_names_the_first_of_faults_far_apart() {
+    let test = "gpu_device_check_names_the_first_of_faults_far_apart";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = Csr::<f32>::random(&mut rng, 400_000, 50_000, true, |r| r % 13);
+    let offsets: Vec<i64> = a.offsets.iter().map(|&o| o as i64).collect();
+    let cols: Vec<i64> = a.cols.iter().map(|&c| c as i64).collect();
+    let (dims, nnz) = ((a.nrows, a.ncols), cols.len());
+    for _ in 0..5 {
+        let mut bad_cols = cols.clone();
+        let mut bad_offsets = offsets.clone();
+        let mut picks: Vec<usize> = (0..4).map(|_| rng.random_range(0..nnz)).collect();
+        picks.sort_unstable();
+        for &k in &picks {
+            bad_cols[k] = a.ncols as i64 + k as i64 % 7;
+        }
+        let expected = host_verdict(dims, &offsets, &bad_cols, nnz);
+        assert!(matches!(expected, Err(CsrError::ColumnOutOfRange { entry, .. }) if entry == picks[0]));
+        assert_eq!(csr_error(device_u32(&gpu, dims, &offsets, &bad_cols, nnz)), expected);
+        bad_cols[picks[2]] = -1;
+        let expected = host_verdict(dims, &offsets, &bad_cols, nnz);
+        assert_eq!(csr_error(device_i32(&gpu, dims, &offsets, &bad_cols, nnz)), expected);
+
+        let mut rows: Vec<usize> = (0..3).map(|_| rng.random_range(1..a.nrows)).collect();
+        rows.sort_unstable();
+        for &r in &rows {
+            bad_offsets[r] = bad_offsets[r + 1] + 1;
+        }
+        let expected = host_verdict(dims, &bad_offsets, &cols, nnz);
+        assert!(matches!(expected, Err(CsrError::OffsetsDecrease { .. })), "{expected:?}");
+        assert_eq!(csr_error(device_u32(&gpu, dims, &bad_offsets, &cols, nnz)), expected);
+        assert_eq!(csr_error(device_i32(&gpu, dims, &bad_offsets, &cols, nnz)), expected);
+    }
+}
+
+#[test]
+fn gpu_device_arrays_of_another_context_or_in_a_capture_are_refused() {
+    let test = "gpu_device_arrays_of_another_context_or_in_a_capture_are_refused";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let other = Gpu::new().unwrap();
+    let (s, t) = (gpu.stream(), other.stream());
+    let offsets = [0u32, 1, 2];
+    let cols = [1u32, 0];
+    let values = [1.0f64, 2.0];
+    let result = DeviceCsr::try_from_device(
+        &gpu,
+        (2, 2),
+        s.clone_htod(&offsets).unwrap(),
+        t.clone_htod(&cols).unwrap(),
+        s.clone_htod(&values).unwrap(),
+    );
+    assert!(matches!(result, Err(Error::ForeignBuffer("the column indices"))), "{result:?}");
+    let result = DeviceCsr::try_from_device(
+        &gpu,
+        (2, 2),
+        s.clone_htod(&offsets).unwrap(),
+        s.clone_htod(&cols).unwrap(),
+        t.clone_htod(&values).unwrap(),
+    );
+    assert!(matches!(result, Err(Error::ForeignBuffer("the values"))), "{result:?}");
+    let (o, c, v) =
+        (s.clone_htod(&offsets).unwrap(), s.clone_htod(&cols).unwrap(), s.clone_htod(&values).unwrap());
+    let captured = gpu.capture(|| DeviceCsr::try_from_device(&gpu, (2, 2), o, c, v).map(|_| ()));
+    assert!(matches!(captured, Err(Error::Unsupported(_))), "{captured:?}");
+}
