@@ -1,4 +1,4 @@
-//! The CG study of Reguly & Giles (2012), section 8, as issue 11 asks for it (`spmv-bench --cg`): the
+//! The CG study of Reguly & Giles (2012), section 8, as issue 11 asks for it (`spmv-bench cg`): the
 //! finite element Poisson problem at degrees 1 to 4 ([`crate::fem`]), solved by Jacobi-preconditioned
 //! CG with the library's solver on CSR (`Kernel::Auto`), ELL and the local matrix approach (atomic and
 //! coloured), and with the host-driven cuSPARSE + cuBLAS CG of [`crate::cg_baseline`], on the same
@@ -33,6 +33,7 @@ use crate::cusparse;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
 use crate::measure::{Timing, time_gpu_restarted};
+use crate::precision::Precision;
 use anyhow::{Context, Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -169,7 +170,7 @@ pub fn payoff(setup_ms: f64, us_per_iteration: f64, csr_setup_ms: f64, csr_us_pe
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CgProblem {
     pub degree: usize,
-    pub precision: String,
+    pub precision: Precision,
     pub unknowns: usize,
     pub elements: usize,
     pub csr_nnz: usize,
@@ -187,7 +188,7 @@ pub struct CgProblem {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CgRecord {
     pub degree: usize,
-    pub precision: String,
+    pub precision: Precision,
     pub solver: Solver,
     pub preconditioner: String,
     /// Per iteration, on the stream (no graph), µs.
@@ -217,7 +218,7 @@ pub struct CgRecord {
     pub payoff_vs_csr: Option<Payoff>,
 }
 
-/// What `--cg` writes to `cg-results.json`.
+/// What `spmv-bench cg` writes to `cg-results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CgResults {
     pub git_commit: String,
@@ -237,8 +238,11 @@ pub struct CgResults {
 /// agreement: the recurrences are the same and differ in the rounding of the dot products (summation
 /// order), which in f64 moves the count by an iteration or two; in f32 more (the CPU oracle in f32
 /// already takes 4% more iterations than in f64 at Q1).
-pub fn iteration_tolerance(precision: &str, iterations: usize) -> usize {
-    let (at_least, fraction) = if precision == "f32" { (5, 0.05) } else { (2, 0.01) };
+pub fn iteration_tolerance(precision: Precision, iterations: usize) -> usize {
+    let (at_least, fraction) = match precision {
+        Precision::F32 => (5, 0.05),
+        Precision::F64 => (2, 0.01),
+    };
     ((iterations as f64 * fraction).ceil() as usize).max(at_least)
 }
 
@@ -250,12 +254,12 @@ pub struct Devices<'a> {
     pub blas: &'a CudaBlas,
 }
 
-/// Runs the study on problems of about `unknowns` unknowns in `precisions` ("f32", "f64"): only the
+/// Runs the study on problems of about `unknowns` unknowns in each of `precisions`: only the
 /// CPU setup without `devices`. `log` gets a line per measurement.
 pub fn run(
     devices: Option<&Devices<'_>>,
     unknowns: usize,
-    precisions: &[&str],
+    precisions: &[Precision],
     results: &mut CgResults,
     log: &dyn Fn(&str),
 ) -> Result<()> {
@@ -266,8 +270,8 @@ pub fn run(
         let problem = Poisson::with_unknowns(degree, unknowns);
         for &precision in precisions {
             match precision {
-                "f32" => study::<f32>(devices, &problem, results, log)?,
-                _ => study::<f64>(devices, &problem, results, log)?,
+                Precision::F32 => study::<f32>(devices, &problem, results, log)?,
+                Precision::F64 => study::<f64>(devices, &problem, results, log)?,
             }
         }
     }
@@ -328,7 +332,7 @@ fn study<T: BlasScalar>(
     let (load, load_ms) = timed(|| problem.load());
     results.problems.push(CgProblem {
         degree,
-        precision: T::NAME.to_owned(),
+        precision: Precision::of::<T>(),
         unknowns: n,
         elements: problem.elements(),
         csr_nnz: a.nnz(),
@@ -361,7 +365,7 @@ fn study<T: BlasScalar>(
         };
         records.push(CgRecord {
             degree,
-            precision: T::NAME.to_owned(),
+            precision: Precision::of::<T>(),
             solver,
             preconditioner: preconditioner_name(preconditioner).to_owned(),
             timing: m.timing,
@@ -445,15 +449,15 @@ fn compare(records: &mut [CgRecord], notes: &mut Vec<String>) {
         }
         if let (Solver::CusparseCublas, Some(base_its), Some(ours_its)) =
             (r.solver, r.iterations, csr.as_ref().and_then(|c| c.iterations))
-            && base_its.abs_diff(ours_its) > iteration_tolerance(&r.precision, ours_its)
+            && base_its.abs_diff(ours_its) > iteration_tolerance(r.precision, ours_its)
         {
-            notes.push(disagreement(r.degree, &r.precision, ours_its, base_its));
+            notes.push(disagreement(r.degree, r.precision, ours_its, base_its));
         }
     }
 }
 
 /// The note of an iteration count of the baseline that differs from ours.
-fn disagreement(degree: usize, precision: &str, ours: usize, base: usize) -> String {
+fn disagreement(degree: usize, precision: Precision, ours: usize, base: usize) -> String {
     format!(
         "Q{degree} {precision}: ITERATION COUNTS DISAGREE: ours (csr-auto) {ours}, cusparse+cublas {base} \
          (tolerance {})",
@@ -618,15 +622,14 @@ impl CgResults {
     }
 
     /// The records of one problem.
-    fn of(&self, degree: usize, precision: &str) -> impl Iterator<Item = &CgRecord> {
-        let precision = precision.to_owned();
+    fn of(&self, degree: usize, precision: Precision) -> impl Iterator<Item = &CgRecord> {
         self.records.iter().filter(move |r| r.degree == degree && r.precision == precision)
     }
 
     fn find(
         &self,
         degree: usize,
-        precision: &str,
+        precision: Precision,
         solver: Solver,
         preconditioner: &str,
     ) -> Option<&CgRecord> {
@@ -675,7 +678,7 @@ impl CgResults {
             self.iterations_per_sample
         );
         self.problems_table(&mut out);
-        for precision in ["f32", "f64"] {
+        for precision in Precision::ALL {
             if self.records.iter().any(|r| r.precision == precision) {
                 self.solvers_table(precision, &mut out);
             }
@@ -718,7 +721,7 @@ impl CgResults {
         out.push('\n');
     }
 
-    fn solvers_table(&self, precision: &str, out: &mut String) {
+    fn solvers_table(&self, precision: Precision, out: &mut String) {
         let _ = writeln!(
             out,
             "## {precision}\n\n\
@@ -757,7 +760,7 @@ impl CgResults {
         let _ = writeln!(out, "## Targets\n\n| target | problem | measured | met |\n|---|---|---:|---|");
         let met = |ok: bool| if ok { "yes" } else { "**no**" };
         let ours = [Solver::Csr, Solver::Ell, Solver::LmaAtomic, Solver::LmaColoured];
-        for precision in ["f32", "f64"] {
+        for precision in Precision::ALL {
             for degree in DEGREES {
                 let best = |pick: &dyn Fn(&CgRecord) -> Option<f64>| {
                     self.of(degree, precision)
@@ -787,7 +790,7 @@ impl CgResults {
                         met(speedup >= 1.3)
                     );
                 }
-                if let (4, "f32", Some((us, solver)), Some(csr)) =
+                if let (4, Precision::F32, Some((us, solver)), Some(csr)) =
                     (degree, precision, best(&|r| Some(r.timing.median_us)), csr)
                 {
                     let speedup = csr.timing.median_us / us;
@@ -805,7 +808,7 @@ impl CgResults {
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
         for p in &self.problems {
             let count = |solver| {
-                or_na(self.find(p.degree, &p.precision, solver, "jacobi").and_then(|r| r.iterations), |v| {
+                or_na(self.find(p.degree, p.precision, solver, "jacobi").and_then(|r| r.iterations), |v| {
                     v.to_string()
                 })
             };
@@ -834,13 +837,13 @@ impl CgResults {
         );
         for p in &self.problems {
             let Some(best) = self
-                .of(p.degree, &p.precision)
+                .of(p.degree, p.precision)
                 .filter(|r| r.solver != Solver::CusparseCublas && r.preconditioner == "jacobi")
                 .min_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us))
             else {
                 continue;
             };
-            let base = self.find(p.degree, &p.precision, Solver::CusparseCublas, "jacobi");
+            let base = self.find(p.degree, p.precision, Solver::CusparseCublas, "jacobi");
             let _ = writeln!(
                 out,
                 "Q{:<6} {:<4} {:<14} {:>9.2} {:>9} {:>10.0} {:>8} {:>7} {:>7}",

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod multi_gpu;
 pub mod ops;
 pub mod plot;
+pub mod precision;
 pub mod regimes;
 pub mod reordering;
 pub mod report;

@@ -2,13 +2,15 @@
 //! the CPU, in one process on the same device buffers. Run it with `cargo xtask bench`.
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, ValueEnum};
-use gpu_spmv::{Error as SpmvError, Gpu};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpu_spmv::{Error as SpmvError, Gpu, Scalar};
 use indicatif::{ProgressBar, ProgressStyle};
+use nalgebra_sparse::CsrMatrix;
 use spmv_bench::cg_study::{self, CgResults};
 use spmv_bench::device_info::DeviceInfo;
 use spmv_bench::matrices::{self, BenchMatrix};
 use spmv_bench::ops::{OpsRun, bench_spmm, bench_transpose};
+use spmv_bench::precision::Precision;
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
@@ -18,26 +20,60 @@ use std::path::PathBuf;
 
 /// The suite (or Matrix Market files) through every kernel and format of the library, cuSPARSE and
 /// the CPU, on the same device buffers, each checked against the f64 CPU product; report.md,
-/// results.json and plots in the output folder.
+/// results.json and plots in the output folder. Without a subcommand: `suite`.
 #[derive(Debug, Parser)]
-#[command(name = "spmv-bench", version)]
-struct Options {
-    /// The suite at its small size (quick runs); with --cg, about 100 k unknowns instead of 4 M
+#[command(name = "spmv-bench", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    /// `spmv-bench [OPTIONS]` is `spmv-bench suite [OPTIONS]`.
+    #[command(flatten)]
+    suite: SuiteArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// The generated suite (ten matrices imitating public ones) through every variant [default]
+    Suite(SuiteArgs),
+    /// Matrix Market files through every variant, instead of the suite
+    Mtx(MtxArgs),
+    /// The CG study (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL and LMA against
+    /// cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
+    Cg(CgArgs),
+    /// The multi-GPU study: the product and a CG iteration on 1 and N GPUs over NCCL, one process for
+    /// all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off)
+    Gpus(GpusArgs),
+    /// Redraw the plots and report.md of an earlier run, next to its results.json
+    Plot(PlotArgs),
+}
+
+#[derive(Debug, Args)]
+struct SuiteArgs {
+    /// The suite at its small size (about 1 M entries a matrix), for quick runs
     #[arg(long)]
     small: bool,
-    /// The CG study instead (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL and LMA against
-    /// cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
-    #[arg(long)]
-    cg: bool,
-    /// A Matrix Market file, or a folder of .mtx files, instead of the suite
-    #[arg(long, value_name = "PATH")]
-    mtx: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+struct MtxArgs {
+    /// A Matrix Market file, or a folder of .mtx files
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// What a run of products (`suite`, `mtx`) measures and where it writes.
+#[derive(Debug, Args)]
+struct RunArgs {
     /// Only the matrices whose names contain one of these (comma-separated); all when absent
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Vec<String>,
     /// The element types to measure
-    #[arg(long, value_enum, default_value_t = PrecisionArg::Both)]
-    precision: PrecisionArg,
+    #[arg(long, value_enum, default_value_t = Precisions::Both)]
+    precision: Precisions,
     /// Skip the tuner and the exhaustive search over the parametrised kernel
     #[arg(long)]
     no_search: bool,
@@ -60,91 +96,143 @@ struct Options {
     /// After the run, print what got faster or slower than in an earlier results.json
     #[arg(long, value_name = "OLD.json")]
     compare: Option<PathBuf>,
-    /// Only redraw the plots (and report.md) of an earlier run, next to its results.json
-    #[arg(long, value_name = "RESULTS.json")]
-    plot: Option<PathBuf>,
     /// Print only the short summary at the end (per regime and precision: the geometric-mean speedup
-    /// over cuSPARSE and the worst matrix; the host enqueue times), not the per-matrix table before
-    /// it; every run prints the summary. With --plot, print the earlier run's summary
+    /// over cuSPARSE and the worst matrix; the host enqueue times; without a GPU, the CPU kernels'
+    /// GB/s), not the per-matrix table before it; every run prints the summary
     #[arg(long)]
     summary: bool,
-    /// The multi-GPU study instead: the product and a CG iteration on 1 and N GPUs over NCCL, one
-    /// process for all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast
-    /// must stay off)
-    #[arg(long, value_name = "N")]
-    gpus: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+struct CgArgs {
+    /// About 100 k unknowns instead of 4 M
+    #[arg(long)]
+    small: bool,
+    /// The element types to measure
+    #[arg(long, value_enum, default_value_t = Precisions::Both)]
+    precision: Precisions,
+    /// Where cg-report.md and cg-results.json go [default: target/bench/<UTC start time>]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct GpusArgs {
+    /// How many GPUs (at least 2)
+    #[arg(value_name = "N")]
+    gpus: usize,
+    /// Only the matrices whose names contain one of these (comma-separated); all when absent
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where report.md and results.json go [default: target/bench/<UTC start time>-gpus<N>]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct PlotArgs {
+    /// The results.json of the run to redraw
+    #[arg(value_name = "RESULTS.json")]
+    results: PathBuf,
+    /// Also print the run's summary
+    #[arg(long)]
+    summary: bool,
 }
 
 /// `--precision`: one element type or both.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum PrecisionArg {
+enum Precisions {
     F32,
     F64,
     Both,
 }
 
-impl PrecisionArg {
-    /// The element types' names, in the order they are measured.
-    fn names(self) -> Vec<&'static str> {
+impl Precisions {
+    /// The element types, in the order they are measured.
+    fn list(self) -> Vec<Precision> {
         match self {
-            PrecisionArg::F32 => vec!["f32"],
-            PrecisionArg::F64 => vec!["f64"],
-            PrecisionArg::Both => vec!["f32", "f64"],
+            Precisions::F32 => vec![Precision::F32],
+            Precisions::F64 => vec![Precision::F64],
+            Precisions::Both => Precision::ALL.to_vec(),
         }
     }
 }
 
 fn main() -> Result<()> {
-    let options = Options::parse();
-    let precisions = options.precision.names();
-    if let Some(path) = &options.plot {
-        let mut results = Results::read(path)?;
-        // Speedups from the times, so that a results.json edited or merged by hand plots consistently.
-        results.fill_speedups();
-        let dir = path.parent().context("results.json has no folder")?;
-        results.write(dir)?;
-        let plots = plot::write_plots(&results, dir)?;
-        println!("redrew {} in {}", plots.join(", "), dir.display());
-        if options.summary {
-            print!("{}", summary::text(&results));
+    let cli = Cli::parse();
+    match cli.mode.unwrap_or(Mode::Suite(cli.suite)) {
+        Mode::Suite(args) => {
+            let size = if args.small { Size::Small } else { Size::Full };
+            products(matrices::suite(size, args.run.seed), &args.run)
         }
-        return Ok(());
+        Mode::Mtx(args) => products(matrices::from_matrix_market(&args.path)?, &args.run),
+        Mode::Cg(args) => cg_study(&args),
+        Mode::Gpus(args) => {
+            let started = utc_now();
+            let dir = args.out.unwrap_or_else(|| {
+                PathBuf::from("target/bench").join(format!("{started}-gpus{}", args.gpus))
+            });
+            multi_gpu::run(args.gpus, &args.only, &dir, git_commit(), started)
+        }
+        Mode::Plot(args) => redraw(&args),
     }
+}
 
-    if let Some(gpus) = options.gpus {
-        let started = utc_now();
-        let dir = options
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("target/bench").join(format!("{started}-gpus{gpus}")));
-        return multi_gpu::run(gpus, &options.only, &dir, git_commit(), started);
+/// `plot`: the plots and report.md of an earlier run, redrawn from its results.json.
+fn redraw(args: &PlotArgs) -> Result<()> {
+    let mut results = Results::read(&args.results)?;
+    // Speedups from the times, so that a results.json edited or merged by hand plots consistently.
+    results.fill_speedups();
+    let dir = args.results.parent().context("results.json has no folder")?;
+    results.write(dir)?;
+    let plots = plot::write_plots(&results, dir)?;
+    println!(
+        "redrew report.md{} in {}",
+        plots.iter().map(|p| format!(", {p}")).collect::<String>(),
+        dir.display()
+    );
+    if args.summary {
+        print!("{}", summary::text(&results));
     }
+    Ok(())
+}
 
+/// The GPU, or `None` after saying why there is none and what `without` leaves; with the GPU's
+/// description and bandwidth, measured now.
+fn open_gpu(without: &str) -> Result<(Option<Gpu>, Option<DeviceInfo>)> {
     let gpu = match Gpu::new() {
-        Ok(gpu) => Some(gpu),
+        Ok(gpu) => gpu,
         Err(SpmvError::NoDevice(why)) => {
-            let only = if options.cg { "the CG study's CPU setup" } else { "timing the CPU kernels" };
-            println!("no GPU ({why}): {only} only");
-            None
+            println!("no GPU ({why})\n{without}");
+            return Ok((None, None));
         }
         Err(e) => return Err(e.into()),
     };
-    let mut device = gpu.as_ref().map(DeviceInfo::measure).transpose()?;
-    if let Some(d) = &device {
-        println!(
-            "{}: {} SMs, {} MB L2, driver {}; streaming read {:.0} GB/s, device-to-device copy {:.0} GB/s",
-            d.name,
-            d.sm_count,
-            d.l2_bytes >> 20,
-            d.driver_version,
-            d.read_gbps,
-            d.copy_gbps
-        );
+    let d = DeviceInfo::measure(&gpu)?;
+    println!(
+        "{}: {} SMs, {} MB L2, driver {}; streaming read {:.0} GB/s, device-to-device copy {:.0} GB/s",
+        d.name,
+        d.sm_count,
+        d.l2_bytes >> 20,
+        d.driver_version,
+        d.read_gbps,
+        d.copy_gbps
+    );
+    Ok((Some(gpu), Some(d)))
+}
+
+/// `suite` and `mtx`: every variant on each of `list`'s matrices that `args` selects.
+fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
+    let list: Vec<BenchMatrix> = list
+        .into_iter()
+        .filter(|m| args.only.is_empty() || args.only.iter().any(|o| m.name.contains(o.as_str())))
+        .collect();
+    if list.is_empty() {
+        bail!("no matrix selected");
     }
+    let precisions = args.precision.list();
+    let (gpu, mut device) = open_gpu(&format!("timing the CPU kernels only: {}", summary::WHAT_A_GPU_ADDS))?;
     let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
-    if options.cg {
-        return cg_study(&options, gpu.as_ref(), handle.as_ref(), device);
-    }
     let kernels = variants::gpu_kernels(gpu.as_ref().is_some_and(Gpu::has_stream_engine));
     let setup = Setup {
         gpu: gpu.as_ref(),
@@ -152,27 +240,15 @@ fn main() -> Result<()> {
         read_gbps: device.as_ref().map_or(f64::NAN, |d| d.read_gbps),
         l2_bytes: device.as_ref().map_or(0, |d| d.l2_bytes),
         kernels: &kernels,
-        seed: options.seed,
-        exhaustive: !options.no_search,
-        reorder: options.reorder,
+        seed: args.seed,
+        exhaustive: !args.no_search,
+        reorder: args.reorder,
     };
-
-    let list: Vec<BenchMatrix> = match &options.mtx {
-        Some(path) => matrices::from_matrix_market(path)?,
-        None => matrices::suite(if options.small { Size::Small } else { Size::Full }, options.seed),
-    };
-    let list: Vec<BenchMatrix> = list
-        .into_iter()
-        .filter(|m| options.only.is_empty() || options.only.iter().any(|o| m.name.contains(o.as_str())))
-        .collect();
-    if list.is_empty() {
-        bail!("no matrix selected");
-    }
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the
     // Auto-without-split variant, the hot and graph regimes, cuSPARSE, about 10 format configurations,
     // BRC's B2 tuner, the reordering when asked for, and the search.
-    let reorder = usize::from(options.reorder);
+    let reorder = usize::from(args.reorder);
     let per_matrix = 1 + if gpu.is_some() {
         kernels.len() + 2 + cusparse::Algorithm::ALL.len() + 10 + 1 + reorder + 1
     } else {
@@ -204,35 +280,17 @@ fn main() -> Result<()> {
                 bar.set_message(format!("{} {precision} {what}", m.name));
                 bar.inc(1);
             };
-            let run = match precision {
-                "f32" => bench_matrix::<f32>(&setup, &m.name, &a, progress)?,
-                _ => bench_matrix::<f64>(&setup, &m.name, &a, progress)?,
+            let copies = match precision {
+                Precision::F32 => {
+                    one_precision::<f32>(&setup, handle.as_ref(), args, &m.name, &a, progress, &mut results)?
+                }
+                Precision::F64 => {
+                    one_precision::<f64>(&setup, handle.as_ref(), args, &m.name, &a, progress, &mut results)?
+                }
             };
             match precision {
-                "f32" => info.copies_f32 = run.copies,
-                _ => info.copies_f64 = run.copies,
-            }
-            results.records.extend(run.records);
-            results.tuning.extend(run.tuning);
-            results.notes.extend(run.notes);
-            results.uploads.extend(run.upload);
-            results.reorderings.extend(run.reorderings);
-            results.brc_tuned.extend(run.brc_tuned);
-            if let (Some(gpu), Some(handle)) = (gpu.as_ref(), handle.as_ref()) {
-                let mut ops = OpsRun::default();
-                match precision {
-                    "f32" if options.transpose => bench_transpose::<f32>(gpu, handle, &m.name, &a, &mut ops)?,
-                    "f64" if options.transpose => bench_transpose::<f64>(gpu, handle, &m.name, &a, &mut ops)?,
-                    _ => {}
-                }
-                match precision {
-                    "f32" if options.spmm => bench_spmm::<f32>(gpu, handle, &m.name, &a, &mut ops)?,
-                    "f64" if options.spmm => bench_spmm::<f64>(gpu, handle, &m.name, &a, &mut ops)?,
-                    _ => {}
-                }
-                results.transpose.extend(ops.transpose);
-                results.spmm.extend(ops.spmm);
-                results.notes.extend(ops.notes);
+                Precision::F32 => info.copies_f32 = copies,
+                Precision::F64 => info.copies_f64 = copies,
             }
         }
         results.matrices.push(info);
@@ -244,10 +302,10 @@ fn main() -> Result<()> {
     results.device = device;
     results.fill_speedups();
 
-    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
+    let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
     results.write(&dir)?;
     let plots = plot::write_plots(&results, &dir)?;
-    if !options.summary {
+    if !args.summary {
         println!("{}", results.summary());
     }
     print!("{}", summary::text(&results));
@@ -256,26 +314,56 @@ fn main() -> Result<()> {
         dir.join("report.md").display(),
         plots.iter().map(|p| format!(", {p}")).collect::<String>()
     );
-    if let Some(old) = &options.compare {
+    if let Some(old) = &args.compare {
         println!("{}", results.compare(&Results::read(old)?, 0.05));
     }
     Ok(())
 }
+/// One matrix in precision `T`: every variant, and on a GPU the transposed product and SpMM where
+/// `args` asks for them, into `results`; returns the copies of the operands rotated through L2.
+fn one_precision<T: Scalar>(
+    setup: &Setup<'_>,
+    handle: Option<&cusparse::Handle>,
+    args: &RunArgs,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    progress: impl FnMut(&str),
+    results: &mut Results,
+) -> Result<usize> {
+    let run = bench_matrix::<T>(setup, name, a, progress)?;
+    results.records.extend(run.records);
+    results.tuning.extend(run.tuning);
+    results.notes.extend(run.notes);
+    results.uploads.extend(run.upload);
+    results.reorderings.extend(run.reorderings);
+    results.brc_tuned.extend(run.brc_tuned);
+    if let (Some(gpu), Some(handle)) = (setup.gpu, handle) {
+        let mut ops = OpsRun::default();
+        if args.transpose {
+            bench_transpose::<T>(gpu, handle, name, a, &mut ops)?;
+        }
+        if args.spmm {
+            bench_spmm::<T>(gpu, handle, name, a, &mut ops)?;
+        }
+        results.transpose.extend(ops.transpose);
+        results.spmm.extend(ops.spmm);
+        results.notes.extend(ops.notes);
+    }
+    Ok(run.copies)
+}
 
-/// `--cg`: the CG study of issue 11 ([`spmv_bench::cg_study`]); fails after writing the report if the
+/// `cg`: the CG study of issue 11 ([`spmv_bench::cg_study`]); fails after writing the report if the
 /// baseline's iteration counts disagree with ours.
-fn cg_study(
-    options: &Options,
-    gpu: Option<&Gpu>,
-    sparse: Option<&cusparse::Handle>,
-    mut device: Option<DeviceInfo>,
-) -> Result<()> {
+fn cg_study(args: &CgArgs) -> Result<()> {
+    let (gpu, mut device) = open_gpu("the CG study's CPU setup only")?;
+    let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
+    let (gpu, sparse) = (gpu.as_ref(), handle.as_ref());
     let blas = gpu.map(cg_baseline::blas).transpose()?;
     let devices = match (gpu, sparse, &blas) {
         (Some(gpu), Some(sparse), Some(blas)) => Some(cg_study::Devices { gpu, sparse, blas }),
         _ => None,
     };
-    let unknowns = if options.small { fem::SMALL_UNKNOWNS } else { fem::STUDY_UNKNOWNS };
+    let unknowns = if args.small { fem::SMALL_UNKNOWNS } else { fem::STUDY_UNKNOWNS };
     let mut results = CgResults {
         git_commit: git_commit(),
         started: utc_now(),
@@ -288,12 +376,12 @@ fn cg_study(
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");
-    cg_study::run(devices.as_ref(), unknowns, &options.precision.names(), &mut results, &log)?;
+    cg_study::run(devices.as_ref(), unknowns, &args.precision.list(), &mut results, &log)?;
     if let (Some(d), Some(gpu)) = (&mut device, gpu) {
         d.finish(gpu);
     }
     results.device = device;
-    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
+    let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
     results.write(&dir)?;
     println!("{}", results.summary());
     println!("report: {} (with cg-results.json)", dir.join("cg-report.md").display());

@@ -1,5 +1,6 @@
 //! Timing on the GPU with CUDA events: warm-up, then samples of back-to-back launches, each sample
 //! long enough that event resolution and launch jitter do not matter, reported as median and spread.
+//! The CPU kernels are timed on the host clock ([`time_cpu`]), as is the host's cost of an enqueue.
 
 use anyhow::Result;
 use cudarc::driver::sys::CUevent_flags;
@@ -111,10 +112,10 @@ pub fn time_gpu_restarted<S>(
 /// pending launches (about a thousand), so that no enqueue waits for the GPU to drain it and the
 /// clock reads the host's work only; 50 calls of 1-10 µs make a sample of 50-500 µs, long against
 /// the clock's resolution.
-const ENQUEUES_PER_SAMPLE: usize = 50;
+pub const ENQUEUES_PER_SAMPLE: usize = 50;
 /// Samples of [`host_enqueue_us`]: 550 products in all, 0.2 s of GPU time for the suite's largest
 /// products (400 µs), so the figure costs little beside the GPU timings.
-const ENQUEUE_SAMPLES: usize = 11;
+pub const ENQUEUE_SAMPLES: usize = 11;
 
 /// The host time of one call of `enqueue` (which enqueues one product on the `Gpu`'s stream and
 /// returns without waiting), in microseconds: the median over [`ENQUEUE_SAMPLES`] samples of
@@ -138,10 +139,13 @@ pub fn host_enqueue_us(gpu: &Gpu, mut enqueue: impl FnMut() -> Result<()>) -> Re
     Ok(samples[samples.len() / 2])
 }
 
-/// Times a CPU function the same way (wall clock; fewer samples, each one call).
-pub fn time_cpu(samples: usize, mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
+/// Samples of a CPU kernel's timing: each is one call, so a handful suffices.
+pub const CPU_SAMPLES: usize = 5;
+
+/// Times a CPU function on the host clock: one call of warm-up, then [`CPU_SAMPLES`] calls.
+pub fn time_cpu(mut f: impl FnMut() -> Result<()>) -> Result<Timing> {
     f()?;
-    let times = (0..samples.max(3))
+    let times = (0..CPU_SAMPLES)
         .map(|_| {
             let t = Instant::now();
             f()?;

@@ -1,4 +1,4 @@
-//! `spmv-bench --gpus N`: the product and a CG iteration on one GPU and on `N` over NCCL (issue 12),
+//! `spmv-bench gpus N`: the product and a CG iteration on one GPU and on `N` over NCCL (issue 12),
 //! in both run modes of `gpu_spmv::distributed` (one process driving every GPU; one process per GPU,
 //! this binary re-executed once per rank), on matrices large enough that one GPU's share is several
 //! times its L2 (60 MB on an H200).
@@ -140,7 +140,7 @@ pub struct MatrixRecord {
     pub cg_iteration_us_process_per_gpu: Option<f64>,
 }
 
-/// `results.json` of a `--gpus` run.
+/// `results.json` of a `gpus` run.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct MultiGpuResults {
     pub git_commit: String,
@@ -256,7 +256,7 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         return run_rank(rank.parse().context(RANK)?, gpus, only, dir);
     }
     if gpus < 2 {
-        bail!("--gpus needs at least 2 GPUs to compare with one");
+        bail!("`gpus N` needs at least 2 GPUs to compare with one");
     }
     let ranks = Ranks::all_local(gpus).context("one process for all GPUs")?;
     let devices = ranks.members().iter().map(|m| m.gpu().name().to_owned()).collect();
@@ -346,7 +346,7 @@ fn run_children(gpus: usize, only: &[String], dir: &Path) -> Result<Vec<RankTime
     let id_file = dir.join("nccl-id");
     std::fs::write(&id_file, UniqueId::new()?.to_bytes())?;
     let exe = std::env::current_exe()?;
-    let mut args = vec!["--gpus".to_owned(), gpus.to_string(), "--out".to_owned(), dir.display().to_string()];
+    let mut args = vec!["gpus".to_owned(), gpus.to_string(), "--out".to_owned(), dir.display().to_string()];
     if !only.is_empty() {
         args.extend(["--only".to_owned(), only.join(",")]);
     }

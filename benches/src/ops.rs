@@ -6,6 +6,7 @@
 
 use crate::cusparse::{self, PreparedSpmm, SpmmAlgorithm};
 use crate::measure::{Timing, time_gpu};
+use crate::precision::Precision;
 use crate::run::csr_bytes;
 use anyhow::Result;
 use gpu_spmv::spmm::{Layout, SpmmKernel};
@@ -22,7 +23,7 @@ pub const SPMM_KS: [usize; 6] = [1, 4, 8, 16, 32, 64];
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TransposeRecord {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     /// `explicit`, `atomic`, or a cuSPARSE algorithm with `CUSPARSE_OPERATION_TRANSPOSE`.
     pub variant: String,
     pub time_us: f64,
@@ -38,7 +39,7 @@ pub struct TransposeRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SpmmRecord {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     /// `row-major` or `column-major`.
     pub layout: String,
     pub k: usize,
@@ -80,7 +81,7 @@ pub fn bench_transpose<T: Scalar>(
     let bytes = csr_bytes(a.ncols(), a.nrows(), a.nnz(), size_of::<T>());
     let record = |variant: &str, t: Timing, build_ms| TransposeRecord {
         matrix: name.to_owned(),
-        precision: T::NAME.to_owned(),
+        precision: Precision::of::<T>(),
         variant: variant.to_owned(),
         time_us: t.median_us,
         gbps: bytes / (t.median_us * 1e3),
@@ -145,7 +146,7 @@ pub fn bench_spmm<T: Scalar>(
                 + ((a.ncols() + a.nrows()) * k * size_of::<T>()) as f64;
             let record = |variant: &str, kernel: String, t: Timing, speedup| SpmmRecord {
                 matrix: name.to_owned(),
-                precision: T::NAME.to_owned(),
+                precision: Precision::of::<T>(),
                 layout: layout_name.to_owned(),
                 k,
                 variant: variant.to_owned(),

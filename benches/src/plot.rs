@@ -8,13 +8,16 @@
 //! - `floor-<precision>.svg`: the fraction of the bandwidth floor (the same bytes at the streaming
 //!   read bandwidth) reached cold by Auto, the fastest kernel of ours and the better cuSPARSE: a
 //!   fraction, not GB/s, so that small and large matrices share one scale with 1.0 as the limit.
+//! - `cpu-<precision>.svg`: the GB/s of each CPU kernel per matrix, sorted from the fastest matrix;
+//!   all a run without a GPU has to draw.
 //!
 //! SVG, since plotters' SVG backend writes text as text and so needs no font files on the GPU
 //! machine; any SVG renderer makes a PNG of it (`convert speedup-f32.svg speedup-f32.png`).
 
+use crate::precision::Precision;
 use crate::report::Results;
 use crate::run::Record;
-use crate::summary::{Ours, Regime, speedups};
+use crate::summary::{Ours, Regime, cpu_gbps, speedups};
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
@@ -47,7 +50,7 @@ struct Series {
 }
 
 /// A dot plot: matrices down the y axis, `x_desc` across, one marker per series and row, and a
-/// vertical reference line at `reference` (1x, or the floor).
+/// vertical reference line at `reference` where there is one (1x, or the floor).
 #[derive(Debug)]
 struct DotPlot<'a> {
     title: String,
@@ -55,7 +58,7 @@ struct DotPlot<'a> {
     rows: Vec<String>,
     series: Vec<Series>,
     /// Where the vertical line goes (the x axis' description says what it is).
-    reference: f64,
+    reference: Option<f64>,
 }
 
 const BLUE: RGBColor = RGBColor(31, 119, 180);
@@ -73,7 +76,7 @@ impl DotPlot<'_> {
         self.series
             .iter()
             .flat_map(|s| s.values.iter().flatten())
-            .chain([&self.reference])
+            .chain(&self.reference)
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)))
     }
 
@@ -151,12 +154,11 @@ impl DotPlot<'_> {
             .bold_line_style(RGBColor(225, 225, 225))
             .draw()
             .map_err(plot_error)?;
-        chart
-            .draw_series(LineSeries::new(
-                [(self.reference, 0), (self.reference, 2 * n)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(plot_error)?;
+        if let Some(line) = self.reference {
+            chart
+                .draw_series(LineSeries::new([(line, 0), (line, 2 * n)], BLACK.stroke_width(1)))
+                .map_err(plot_error)?;
+        }
         for s in &self.series {
             let points = s
                 .values
@@ -184,7 +186,7 @@ impl DotPlot<'_> {
 }
 
 /// The speedup plot of one precision (`None` when no matrix has a speedup in it).
-fn speedup_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+fn speedup_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
     let by_regime = Regime::ALL.map(|regime| speedups(results, Ours::Auto, regime, precision));
     let sort_by = if by_regime[2].is_empty() { &by_regime[0] } else { &by_regime[2] };
     let mut rows: Vec<(String, f64)> = sort_by.clone();
@@ -214,7 +216,7 @@ fn speedup_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> 
         x_desc: "speedup over cuSPARSE (log scale; the line: as fast as cuSPARSE)",
         rows,
         series,
-        reference: 1.0,
+        reference: Some(1.0),
     })
 }
 
@@ -228,7 +230,7 @@ fn regime_words(regime: Regime) -> &'static str {
 }
 
 /// The floor plot of one precision (`None` without a floor or records).
-fn floor_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
+fn floor_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
     let of_matrix = |m: &str, keep: &dyn Fn(&Record) -> bool| {
         results
             .records
@@ -271,18 +273,45 @@ fn floor_plot(results: &Results, precision: &str) -> Option<DotPlot<'static>> {
         x_desc: "floor time / time (the line: as fast as streaming the bytes once)",
         rows,
         series,
-        reference: 1.0,
+        reference: Some(1.0),
     })
 }
 
-/// Writes `speedup-<precision>.svg` and `floor-<precision>.svg` into `dir` for every precision with
-/// something to draw; returns the file names.
+/// The CPU kernels' plot of one precision (`None` without CPU records).
+fn cpu_plot(results: &Results, precision: Precision) -> Option<DotPlot<'static>> {
+    let kernels = cpu_gbps(results, precision);
+    let mut rows: Vec<(String, f64)> = kernels.first()?.1.clone();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let rows: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+    let styles = [(BLUE, Marker::Circle), (ORANGE, Marker::Triangle), (GREEN, Marker::Square)];
+    let series = kernels
+        .iter()
+        .zip(styles.iter().cycle())
+        .map(|((variant, per_matrix), &(color, marker))| Series {
+            name: variant.clone(),
+            color,
+            marker,
+            values: rows.iter().map(|m| per_matrix.iter().find(|p| &p.0 == m).map(|p| p.1)).collect(),
+        })
+        .collect();
+    Some(DotPlot {
+        title: format!("CPU kernels, {precision} (sorted by {})", kernels[0].0),
+        x_desc: "GB/s (one pass over the CSR arrays, x and y, over the median time)",
+        rows,
+        series,
+        reference: None,
+    })
+}
+
+/// Writes `speedup-<precision>.svg`, `floor-<precision>.svg` and `cpu-<precision>.svg` into `dir`
+/// for every precision with something to draw; returns the file names.
 pub fn write_plots(results: &Results, dir: &Path) -> Result<Vec<String>> {
     let mut written = Vec::new();
-    for precision in ["f32", "f64"] {
+    for precision in Precision::ALL {
         let plots = [
             ("speedup", speedup_plot(results, precision), true),
             ("floor", floor_plot(results, precision), false),
+            ("cpu", cpu_plot(results, precision), false),
         ];
         for (kind, plot, log) in plots {
             if let Some(plot) = plot {

@@ -3,6 +3,7 @@
 //! original, and the products after which the reordering has paid for itself.
 
 use crate::measure::time_gpu;
+use crate::precision::Precision;
 use anyhow::Result;
 use gpu_spmv::formats::{Permutation, bandwidth};
 use gpu_spmv::reference::max_relative_error;
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reordering {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     pub kernel: String,
     /// Host time of the permutation and of permuting the arrays (the upload is not counted: the
     /// original would be uploaded too).
@@ -63,7 +64,7 @@ pub fn bench_reordering<T: Scalar>(
         let saved_us = before_us - after_us;
         out.push(Reordering {
             matrix: name.to_owned(),
-            precision: T::NAME.to_owned(),
+            precision: Precision::of::<T>(),
             kernel: kernel.to_string(),
             rcm_ms,
             bandwidth_before: bandwidth(view),

@@ -2,6 +2,7 @@
 
 use crate::device_info::DeviceInfo;
 use crate::ops::{SpmmRecord, TransposeRecord};
+use crate::precision::Precision;
 use crate::reordering::Reordering;
 use crate::run::{BrcTuned, MatrixInfo, Record, Tuning, Upload};
 use crate::summary::{self, Regime};
@@ -66,17 +67,17 @@ impl Results {
         let regimes: [fn(&Record) -> Option<f64>; 3] =
             [|r| Some(r.timing.median_us), |r| r.hot.map(|t| t.median_us), |r| r.graph.map(|t| t.median_us)];
         let baselines = regimes.map(|time| {
-            let mut best: BTreeMap<(String, String), f64> = BTreeMap::new();
+            let mut best: BTreeMap<(String, Precision), f64> = BTreeMap::new();
             for r in self.records.iter().filter(|r| BASELINES.contains(&r.variant.as_str())) {
                 if let Some(us) = time(r) {
-                    let t = best.entry((r.matrix.clone(), r.precision.clone())).or_insert(f64::INFINITY);
+                    let t = best.entry((r.matrix.clone(), r.precision)).or_insert(f64::INFINITY);
                     *t = t.min(us);
                 }
             }
             best
         });
         for r in &mut self.records {
-            let key = (r.matrix.clone(), r.precision.clone());
+            let key = (r.matrix.clone(), r.precision);
             let [cold, hot, graph] = std::array::from_fn(|i| match (baselines[i].get(&key), regimes[i](r)) {
                 (Some(&baseline), Some(us)) => baseline / us,
                 _ => f64::NAN,
@@ -99,7 +100,7 @@ impl Results {
     }
 
     /// The per-kernel table of one matrix and precision, fastest first.
-    fn table(&self, matrix: &str, precision: &str, out: &mut String) {
+    fn table(&self, matrix: &str, precision: Precision, out: &mut String) {
         let mut rows: Vec<&Record> =
             self.records.iter().filter(|r| r.matrix == matrix && r.precision == precision).collect();
         rows.sort_by(|a, b| a.timing.median_us.total_cmp(&b.timing.median_us));
@@ -186,17 +187,30 @@ impl Results {
                 d.read_gbps, d.copy_gbps
             );
         } else {
-            let _ = writeln!(out, "No GPU: CPU kernels only.\n");
+            let _ = writeln!(out, "No GPU, so CPU kernels only: {}.\n", summary::WHAT_A_GPU_ADDS);
         }
-        let _ = writeln!(
-            out,
-            "Times are medians of {} or more samples of back-to-back products (CUDA events); spread is \
-             (max - min) / median. GB/s counts one pass over the CSR arrays plus x and y; *of floor* is \
-             that bandwidth over the streaming-read bandwidth; *vs cuSPARSE* is the better cuSPARSE CSR \
-             algorithm's time over this one's.\n",
-            crate::measure::MIN_SAMPLES
+        let cpu_times = format!(
+            "the CPU kernels' times are medians of {} calls on the host clock",
+            crate::measure::CPU_SAMPLES
         );
+        if self.device.is_some() {
+            let _ = writeln!(
+                out,
+                "GPU times are medians of {} or more samples of back-to-back products (CUDA events); \
+                 {cpu_times}. Spread is (max - min) / median. GB/s counts one pass over the CSR arrays \
+                 plus x and y; *of floor* is that bandwidth over the streaming-read bandwidth; *vs \
+                 cuSPARSE* is the better cuSPARSE CSR algorithm's time over this one's.\n",
+                crate::measure::MIN_SAMPLES
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "Times: {cpu_times}. Spread is (max - min) / median. GB/s counts one pass over the CSR \
+                 arrays plus x and y.\n"
+            );
+        }
         self.regimes_markdown(&mut out);
+        self.cpu_markdown(&mut out);
         if !self.tuning.is_empty() {
             self.tuning_table(&mut out);
         }
@@ -222,7 +236,7 @@ impl Results {
                 "## {} ({})\n\n{} x {}, {} non-zeros, {:.1} ± {:.1} per row, longest {}.\n",
                 m.name, m.imitates, m.rows, m.cols, m.nnz, m.mean, m.std_dev, m.max
             );
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 if self.records.iter().any(|r| r.matrix == m.name && r.precision == precision) {
                     let _ = writeln!(out, "### {precision}\n");
                     self.table(&m.name, precision, &mut out);
@@ -232,6 +246,29 @@ impl Results {
         }
         self.ops_markdown(&mut out);
         out
+    }
+
+    /// The CPU kernels' bandwidth per precision, for a run without speedups over cuSPARSE (no GPU):
+    /// the summary such a run opens with.
+    fn cpu_markdown(&self, out: &mut String) {
+        if !summary::lines(self).is_empty() {
+            return;
+        }
+        let lines = summary::cpu_lines(self);
+        if lines.is_empty() {
+            return;
+        }
+        let _ =
+            writeln!(out, "## CPU kernels\n\n| kernel | prec | matrices | GB/s geomean | slowest matrix |");
+        let _ = writeln!(out, "|---|---|---:|---:|---|");
+        for l in &lines {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.1} | {} ({:.1} GB/s) |",
+                l.variant, l.precision, l.matrices, l.geomean_gbps, l.slowest.0, l.slowest.1
+            );
+        }
+        out.push('\n');
     }
 
     /// The regimes: per regime and precision the geometric-mean speedup and the worst matrix, then
@@ -276,7 +313,7 @@ impl Results {
         let us = |v: Option<f64>| or_na(v.unwrap_or(f64::NAN), |v| format!("{v:.2}"));
         let x = |v: f64| or_na(v, |v| format!("{v:.2}x"));
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let of = |r: &&Record| r.matrix == m.name && r.precision == precision;
                 let Some(auto) = self.records.iter().filter(of).find(|r| r.variant == "auto") else {
                     continue;
@@ -371,7 +408,7 @@ impl Results {
     }
 
     /// The fastest record of `family` on a matrix and precision.
-    fn fastest(&self, matrix: &str, precision: &str, family: &str) -> Option<&Record> {
+    fn fastest(&self, matrix: &str, precision: Precision, family: &str) -> Option<&Record> {
         self.records
             .iter()
             .filter(|r| r.matrix == matrix && r.precision == precision && r.family == family)
@@ -469,8 +506,8 @@ impl Results {
         };
         for r in self.records.iter().filter(|r| r.conversion_ms.is_some()) {
             let conversion = r.conversion_ms.unwrap_or(f64::NAN);
-            let csr = self.fastest(&r.matrix, &r.precision, "gpu-spmv");
-            let cusparse = self.fastest(&r.matrix, &r.precision, "cuSPARSE");
+            let csr = self.fastest(&r.matrix, r.precision, "gpu-spmv");
+            let cusparse = self.fastest(&r.matrix, r.precision, "cuSPARSE");
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {:.2} | {:.0} | {:.1} | {} | {} |",
@@ -497,7 +534,7 @@ impl Results {
         );
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let brc: Vec<&Record> = self
                     .records
                     .iter()
@@ -552,7 +589,7 @@ impl Results {
             "matrix", "prec", "fastest of ours", "µs", "GB/s", "floor", "auto µs", "cuSP µs", "speedup"
         );
         for m in &self.matrices {
-            for precision in ["f32", "f64"] {
+            for precision in Precision::ALL {
                 let of = |family: &str| {
                     self.records
                         .iter()
@@ -587,7 +624,7 @@ impl Results {
 
     /// What got faster or slower than in `old`, by more than `threshold` (a fraction).
     pub fn compare(&self, old: &Results, threshold: f64) -> String {
-        let key = |r: &Record| (r.matrix.clone(), r.precision.clone(), r.variant.clone());
+        let key = |r: &Record| (r.matrix.clone(), r.precision, r.variant.clone());
         let before: BTreeMap<_, f64> = old.records.iter().map(|r| (key(r), r.timing.median_us)).collect();
         let mut changes: Vec<(f64, String)> = self
             .records

@@ -4,6 +4,7 @@
 use crate::cusparse::{self, Algorithm};
 use crate::formats::{convert, formats};
 use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
+use crate::precision::Precision;
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::reordering::{Reordering, bench_reordering};
 use crate::variants::{Variant, without_split};
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     pub variant: String,
     pub family: String,
     pub timing: Timing,
@@ -108,7 +109,7 @@ impl MatrixInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Upload {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     pub csr_ms: f64,
     pub csr_bytes: usize,
     pub with_strategies_ms: f64,
@@ -120,7 +121,7 @@ pub struct Upload {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BrcTuned {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     pub model_b2: usize,
     pub b2: usize,
     /// Each B2 timed, with its median product time in milliseconds, in the order timed.
@@ -151,7 +152,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let (with_strategies_ms, with_strategies_bytes) = timed(true)?;
     Ok(Upload {
         matrix: name.to_owned(),
-        precision: T::NAME.to_owned(),
+        precision: Precision::of::<T>(),
         csr_ms,
         csr_bytes,
         with_strategies_ms,
@@ -218,7 +219,7 @@ pub fn bench_matrix<T: Scalar>(
     let flops = 2.0 * a.nnz() as f64;
     let record = |variant: &Variant, timing: Timing, err: f64| Record {
         matrix: name.to_owned(),
-        precision: T::NAME.to_owned(),
+        precision: Precision::of::<T>(),
         variant: variant.key(),
         family: variant.family().to_owned(),
         timing,
@@ -240,7 +241,7 @@ pub fn bench_matrix<T: Scalar>(
     let cpu = Variant::Cpu(CpuKernel::Rayon);
     progress(&cpu.key());
     let mut y_cpu = zeros.clone();
-    let timing = time_cpu(5, || Ok(reference::spmv(CpuKernel::Rayon, one, view, &x, zero, &mut y_cpu)?))?;
+    let timing = time_cpu(|| Ok(reference::spmv(CpuKernel::Rayon, one, view, &x, zero, &mut y_cpu)?))?;
     records.push(record(&cpu, timing, max_relative_error(&y_cpu, &reference, &scale)));
 
     let (Some(gpu), Some(handle)) = (setup.gpu, setup.cusparse) else {
@@ -362,7 +363,7 @@ pub fn bench_matrix<T: Scalar>(
         match gpu.upload_brc_tuned(view) {
             Ok((_, t)) => Some(BrcTuned {
                 matrix: name.to_owned(),
-                precision: T::NAME.to_owned(),
+                precision: Precision::of::<T>(),
                 model_b2: t.model_b2,
                 b2: t.b2,
                 trials: t.trials,
@@ -391,7 +392,7 @@ pub fn bench_matrix<T: Scalar>(
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tuning {
     pub matrix: String,
-    pub precision: String,
+    pub precision: Precision,
     /// Auto's choice, where the tuner starts (absent in runs before the tuner started there).
     #[serde(default)]
     pub auto: String,
@@ -475,7 +476,7 @@ fn tune<T: Scalar>(
     max_err = max_err.max(check_kernel(gpu, best.0, sets, check)?);
     Ok(Tuning {
         matrix: name.to_owned(),
-        precision: T::NAME.to_owned(),
+        precision: Precision::of::<T>(),
         auto: auto.to_string(),
         auto_us,
         rule: rule.to_string(),

@@ -1,8 +1,10 @@
 //! The answer of a run in a few lines: per regime and precision, the geometric-mean speedup over the
 //! better cuSPARSE CSR algorithm and the worst matrix, for `Kernel::Auto` and for the fastest kernel
 //! of ours; and the host time of one enqueue. The end of every run prints it (`--summary` prints only
-//! it), `report.md` opens with it, and the plots sort by the same speedups.
+//! it), `report.md` opens with it, and the plots sort by the same speedups. A run without a GPU has
+//! no speedups: its summary is the CPU kernels' bandwidth per precision.
 
+use crate::precision::Precision;
 use crate::report::Results;
 use crate::run::Record;
 use std::fmt::Write as _;
@@ -69,7 +71,7 @@ impl Ours {
 
 /// The speedup of `who` over cuSPARSE in `regime` on every matrix of `precision` where both were
 /// measured, in the order of `results.matrices`.
-pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: &str) -> Vec<(String, f64)> {
+pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: Precision) -> Vec<(String, f64)> {
     results
         .matrices
         .iter()
@@ -93,7 +95,7 @@ pub fn speedups(results: &Results, who: Ours, regime: Regime, precision: &str) -
 pub struct Line {
     pub who: Ours,
     pub regime: Regime,
-    pub precision: String,
+    pub precision: Precision,
     pub matrices: usize,
     pub geomean: f64,
     /// The matrix with the lowest speedup, and that speedup.
@@ -105,7 +107,7 @@ pub struct Line {
 /// Every (who, regime, precision) with at least one measured matrix.
 pub fn lines(results: &Results) -> Vec<Line> {
     let mut out = Vec::new();
-    for precision in ["f32", "f64"] {
+    for precision in Precision::ALL {
         for who in [Ours::Auto, Ours::Fastest] {
             for regime in Regime::ALL {
                 let s = speedups(results, who, regime, precision);
@@ -113,7 +115,7 @@ pub fn lines(results: &Results) -> Vec<Line> {
                 out.push(Line {
                     who,
                     regime,
-                    precision: precision.to_owned(),
+                    precision,
                     matrices: s.len(),
                     geomean: geomean(s.iter().map(|p| p.1)),
                     worst,
@@ -158,12 +160,94 @@ pub fn host_enqueue(results: &Results) -> Option<(f64, f64, f64)> {
     plan.is_finite().then_some((plan, one_shot, cusparse))
 }
 
-/// The summary as text: a table of [`lines`] and the host enqueue times.
+/// What a run on a GPU measures beyond a run without one: said where a run without one reports.
+pub const WHAT_A_GPU_ADDS: &str = "a run on a GPU adds every GPU kernel and format of the library, \
+     cuSPARSE, the bandwidth floor, the cold, hot and graph regimes, their speedup summary and plots";
+
+/// One CPU kernel's bandwidth over the matrices of one precision: the summary of a run without a
+/// GPU, where the CPU kernels are all there is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuLine {
+    pub variant: String,
+    pub precision: Precision,
+    pub matrices: usize,
+    /// The geometric mean of its GB/s over the matrices.
+    pub geomean_gbps: f64,
+    /// The matrix with the lowest GB/s, and that GB/s.
+    pub slowest: (String, f64),
+}
+
+/// The GB/s of every CPU kernel per matrix of `precision`, in the order of `results.matrices`, by
+/// kernel (in the order first measured).
+pub fn cpu_gbps(results: &Results, precision: Precision) -> Vec<(String, Vec<(String, f64)>)> {
+    let mut kernels: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    for m in &results.matrices {
+        let cpu = results.records.iter().filter(|r| r.matrix == m.name && r.precision == precision);
+        for r in cpu.filter(|r| r.family == "CPU" && r.gbps.is_finite()) {
+            let at = match kernels.iter().position(|(variant, _)| *variant == r.variant) {
+                Some(at) => at,
+                None => {
+                    kernels.push((r.variant.clone(), Vec::new()));
+                    kernels.len() - 1
+                }
+            };
+            kernels[at].1.push((m.name.clone(), r.gbps));
+        }
+    }
+    kernels
+}
+
+/// Every (CPU kernel, precision) with at least one measured matrix.
+pub fn cpu_lines(results: &Results) -> Vec<CpuLine> {
+    let mut out = Vec::new();
+    for precision in Precision::ALL {
+        for (variant, per_matrix) in cpu_gbps(results, precision) {
+            let Some(slowest) = per_matrix.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned() else {
+                continue;
+            };
+            out.push(CpuLine {
+                variant,
+                precision,
+                matrices: per_matrix.len(),
+                geomean_gbps: geomean(per_matrix.iter().map(|p| p.1)),
+                slowest,
+            });
+        }
+    }
+    out
+}
+
+/// The summary of a run without speedups over cuSPARSE (no GPU): the CPU kernels' bandwidth, and
+/// what a GPU would add.
+fn cpu_text(results: &Results) -> String {
+    let mut out = format!("no GPU, so CPU kernels only ({WHAT_A_GPU_ADDS})\n");
+    let lines = cpu_lines(results);
+    if lines.is_empty() {
+        out.push_str("no CPU kernel measured either\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:<16} {:<4} {:>8} {:>14}  slowest matrix",
+        "CPU kernel", "prec", "matrices", "GB/s geomean"
+    );
+    for l in &lines {
+        let _ = writeln!(
+            out,
+            "{:<16} {:<4} {:>8} {:>14.1}  {} ({:.1} GB/s)",
+            l.variant, l.precision, l.matrices, l.geomean_gbps, l.slowest.0, l.slowest.1
+        );
+    }
+    out
+}
+
+/// The summary as text: a table of [`lines`] and the host enqueue times; without them (no GPU), the
+/// CPU kernels' bandwidth.
 pub fn text(results: &Results) -> String {
     let mut out = String::new();
     let lines = lines(results);
     if lines.is_empty() {
-        return "no speedup over cuSPARSE measured (no GPU, or no cuSPARSE record)\n".to_owned();
+        return cpu_text(results);
     }
     let _ = writeln!(
         out,

@@ -1,6 +1,10 @@
 //! The CG study's baseline (cuSPARSE + cuBLAS, `spmv_bench::cg_baseline`) against the library's
 //! solver on a small FEM problem: the same iteration count within the study's tolerance, and the same
-//! solution. Without a GPU the test prints why and passes.
+//! solution. Without a GPU the test says why it skips (see `skip.rs`).
+
+#[path = "../../host/tests/common/skip.rs"]
+#[allow(dead_code)] // the helpers of every GPU test; this one uses a part
+mod skip;
 
 use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner};
 use gpu_spmv::solve::Cg;
@@ -9,6 +13,7 @@ use spmv_bench::cg_baseline::{BaselineCg, BlasScalar, blas};
 use spmv_bench::cg_study::iteration_tolerance;
 use spmv_bench::cusparse::{Algorithm, Handle};
 use spmv_bench::fem::Poisson;
+use spmv_bench::precision::Precision;
 
 fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
     let problem = Poisson::new(2, 20);
@@ -26,7 +31,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
     for alg in [Algorithm::CsrAlg1, Algorithm::CsrAlg2] {
         let mut baseline = BaselineCg::new(gpu, &sparse, &blas, alg, &da, options, &diagonal).unwrap();
         let outcome = baseline.solve(&db, &vec![T::ZERO; a.nrows()]).unwrap();
-        let tolerance = iteration_tolerance(T::NAME, expected.iterations);
+        let tolerance = iteration_tolerance(Precision::of::<T>(), expected.iterations);
         eprintln!("{} {preconditioner:?} {}: ours {expected:?}, baseline {outcome:?}", T::NAME, alg.name());
         assert_eq!(outcome.stop, CgStop::Converged);
         assert!(outcome.iterations.abs_diff(expected.iterations) <= tolerance, "{outcome:?} vs {expected:?}");
@@ -46,16 +51,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
 
 #[test]
 fn gpu_baseline_cg_agrees_with_ours() {
-    let gpu = match Gpu::new() {
-        Ok(gpu) => gpu,
-        Err(e)
-            if std::env::var("SPMV_REQUIRE_GPU").ok().and_then(|v| v.parse::<u32>().ok()).unwrap_or(0)
-                >= 1 =>
-        {
-            panic!("gpu_baseline_cg_agrees_with_ours: SPMV_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => return eprintln!("gpu_baseline_cg_agrees_with_ours: SKIPPED, no GPU: {e}"),
-    };
+    let Some(gpu) = skip::gpu_or_skip("gpu_baseline_cg_agrees_with_ours") else { return };
     for preconditioner in [Preconditioner::Jacobi, Preconditioner::None] {
         agree::<f32>(&gpu, preconditioner);
         agree::<f64>(&gpu, preconditioner);

@@ -5,8 +5,21 @@
 use gpu_spmv::io::read_matrix_market;
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::{CsrRef, Error, Gpu, Kernel};
+use std::process::ExitCode;
 
-fn main() -> Result<(), Error> {
+/// Prints an error with its message (`Display`), not its `Debug` form as returning it from `main`
+/// would.
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/lower_symmetric.mtx").into());

@@ -1,10 +1,23 @@
 //! The README's first product: a 3 x 3 matrix through `Kernel::Auto`, then a plan of another kernel.
 //! Run with `cargo run --example quick_start`; without a GPU it says why and exits.
 
+use gpu_spmv::nalgebra_sparse::{CooMatrix, CsrMatrix};
 use gpu_spmv::{Error, Gpu, Kernel};
-use nalgebra_sparse::{CooMatrix, CsrMatrix};
+use std::process::ExitCode;
 
-fn main() -> Result<(), Error> {
+/// Prints an error with its message (`Display`), not its `Debug` form as returning it from `main`
+/// would.
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
     let gpu = match Gpu::new() {
         Err(Error::NoDevice(why)) => {
             println!("skipped, no GPU: {why}");

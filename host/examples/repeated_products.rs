@@ -6,6 +6,7 @@
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{Error, Gpu};
 use nalgebra_sparse::{CooMatrix, CsrMatrix};
+use std::process::ExitCode;
 
 /// The 5-point Laplacian of an `n` x `n` grid.
 fn laplacian(n: usize) -> CsrMatrix<f32> {
@@ -25,7 +26,19 @@ fn laplacian(n: usize) -> CsrMatrix<f32> {
     CsrMatrix::from(&coo)
 }
 
-fn main() -> Result<(), Error> {
+/// Prints an error with its message (`Display`), not its `Debug` form as returning it from `main`
+/// would.
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Error> {
     let gpu = match Gpu::new() {
         Err(Error::NoDevice(why)) => {
             println!("skipped, no GPU: {why}");

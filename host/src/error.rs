@@ -2,6 +2,9 @@
 
 use cudarc::driver::DriverError;
 
+/// Results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// An error of this crate. Nothing is launched, and no output is written, once one is returned by a
 /// check (every variant but [`Error::Driver`]).
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +41,9 @@ pub enum Error {
     /// A device buffer was made by another [`crate::Gpu`] (another CUDA context).
     #[error("{0} belongs to another Gpu")]
     ForeignBuffer(&'static str),
-    /// No usable GPU: the CUDA driver library is missing, or it reports no device.
+    /// No usable GPU: the CUDA driver library is missing, or it reports no device. The message
+    /// names the cause and what to install or set (the driver, `LD_LIBRARY_PATH`,
+    /// `CUDA_VISIBLE_DEVICES`).
     #[error("no CUDA GPU available: {0}")]
     NoDevice(String),
     /// The device has no room for a buffer of `bytes` bytes. Nothing was allocated, and the `Gpu`

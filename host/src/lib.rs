@@ -29,13 +29,22 @@
 //! is checked before anything is launched, so an error leaves `y` as it was.
 //!
 //! The crate is built in layers, each importing only from those below it (`docs/ARCHITECTURE.md`):
-//! host formats ([`formats`], [`io`], [`reference`]) → device data (`device`: the [`Gpu`], buffers,
+//! host formats ([`formats`], [`io`], [`reference`](mod@reference)) → device data (`device`: the [`Gpu`], buffers,
 //! device matrices) → enqueue (`enqueue`: [`DeviceMatrix`], [`Plan`], the launches) → choice by
 //! measurement and solvers ([`select`], [`tune`], [`solve`]) → several GPUs ([`distributed`]) → this
 //! facade.
+//!
+//! The two crates of its public API are re-exported, [`nalgebra_sparse`] (the matrices it takes) and
+//! [`cudarc`] (streams and buffers, for interoperation), so that a user names the versions this
+//! crate was built with: `gpu_spmv::nalgebra_sparse::CsrMatrix`.
 
 // Sizes cross into the kernels' 32-bit indices: every narrowing must be a checked conversion.
 #![warn(clippy::cast_possible_truncation)]
+// On docs.rs (nightly, `--cfg docsrs`): each item behind a feature is marked with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub use cudarc;
+pub use nalgebra_sparse;
 
 mod error;
 mod scalar;
@@ -73,9 +82,6 @@ pub use device::{
     DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{BrcCombine, CompressedKernel, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
-pub use error::{CsrError, Error, FormatError};
+pub use error::{CsrError, Error, FormatError, Result};
 pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};
-
-/// Results of this crate.
-pub type Result<T, E = Error> = std::result::Result<T, E>;

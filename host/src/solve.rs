@@ -210,10 +210,11 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
 
     /// Enqueues `iterations` iterations on the solve [`Cg::start`] began with this `x` (each: the
     /// product `q = A p`, then `pᵀq`, the update of `r`, and that of `x` and `p`). Allocates
-    /// nothing, waits for nothing: may be captured into a CUDA graph on [`Gpu::stream`] and
-    /// replayed. Iterations after the solve has stopped change nothing. A Jacobi diagonal is checked
-    /// against the matrix's values when the iterations are enqueued: a graph replays them as captured,
-    /// so capture the update of the values and of the diagonal with them, or capture anew.
+    /// nothing, waits for nothing: may be captured into a CUDA graph on
+    /// [`Gpu::stream`](crate::Gpu::stream) and replayed. Iterations after the solve has stopped change
+    /// nothing. A Jacobi diagonal is checked against the matrix's values when the iterations are
+    /// enqueued: a graph replays them as captured, so capture the update of the values and of the
+    /// diagonal with them, or capture anew.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
         let gpu = self.plan.gpu();
         self.check("x", x.context(), x.len())?;

@@ -11,7 +11,7 @@
 //! stays unless a step beats it, so a tuned product is never slower than Auto's beyond one
 //! timing's noise.
 //!
-//! Two parts: [`Search`], the pure state machine (timings in, next kernel out, tested on the CPU),
+//! Two parts: `Search`, the pure state machine (timings in, next kernel out, tested on the CPU),
 //! and [`TunedSpmv`], which runs products with the kernels the search asks for and times them with
 //! CUDA events, read only once they have completed, so that tuning never waits on the GPU.
 

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, say, tolerance};
+use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, skipped_without, tolerance};
 use gpu_spmv::{Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 
@@ -81,7 +81,7 @@ fn engine_or_skip(test: &str) -> Option<Gpu> {
     }
     let a = gpu.upload_csr_parts::<f32>(1, 1, &[0, 1], &[0], &[1.0]).unwrap();
     assert!(matches!(gpu.plan(&a, Kernel::CsrStream { stages: 4 }), Err(Error::Unsupported(_))));
-    say(&format!("{test}: SKIPPED, {} has no streaming engine (needs sm_90); refusal checked", gpu.name()));
+    skipped_without(test, "sm_90", &format!("{} has no streaming engine; refusal checked", gpu.name()));
     None
 }
 

@@ -3,15 +3,21 @@
 //! - `ptx [--check]`: build `kernels-gpu` to PTX with the pinned nightly (installed when missing) and
 //!   write `host/ptx/kernels.ptx`; with `--check`, fail if the committed file differs from a fresh build.
 //! - `test`: the whole test suite and the library's examples, with the library's optional inputs
-//!   (`sprs`, `faer`) on (the GPU tests and examples skip, saying why, on a machine without a GPU).
+//!   (`sprs`, `faer`) on (the GPU tests and examples skip, saying why, on a machine without a GPU);
+//!   it ends with how many tests passed and how many GPU tests skipped, one line per reason (see
+//!   `tally.rs`), and with `SPMV_REQUIRE_GPU=N` it fails if a test needing at most N GPUs skipped.
 //! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/`, N seconds each (see `fuzz.rs`).
 //! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
 
 mod fuzz;
 mod ptx;
+mod tally;
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Mutex, PoisonError};
+use tally::Tally;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,17 +78,69 @@ fn cargo() -> Command {
 const TEST_FEATURES: &str = "gpu-spmv/sprs,gpu-spmv/faer";
 
 fn test(extra: &[String]) -> Result<(), String> {
-    run(cargo().args(["test", "--workspace", "--all-targets", "--features", TEST_FEATURES]).args(extra))?;
+    let mut tally = Tally::default();
+    let result = test_steps(extra, &mut tally);
+    println!();
+    for line in tally.summary() {
+        println!("{line}");
+    }
+    result?;
+    let required = std::env::var("SPMV_REQUIRE_GPU").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let forbidden = tally.forbidden(required);
+    if forbidden.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("SPMV_REQUIRE_GPU={required}, but these tests skipped:\n{}", forbidden.join("\n")))
+    }
+}
+
+/// The steps of `test`, their output read into `tally` as it passes.
+fn test_steps(extra: &[String], tally: &mut Tally) -> Result<(), String> {
+    let features = ["--features", TEST_FEATURES];
+    run_tallied(cargo().args(["test", "--workspace", "--all-targets"]).args(features).args(extra), tally)?;
     // Doc tests are not part of --all-targets.
-    run(cargo().args(["test", "--workspace", "--doc", "--features", TEST_FEATURES]))?;
+    run_tallied(cargo().args(["test", "--workspace", "--doc"]).args(features), tally)?;
     // The examples run too (they say why they skip without a GPU): what they show must keep working.
     for example in examples()? {
         println!("example {example}:");
         run(cargo()
-            .args(["run", "--quiet", "--package", "gpu-spmv", "--features", TEST_FEATURES])
+            .args(["run", "--quiet", "--package", "gpu-spmv"])
+            .args(features)
             .args(["--example", &example]))?;
     }
     Ok(())
+}
+
+/// Runs `cmd` like [`run`], passing its stdout and stderr through line by line and reading each
+/// line into `tally` on the way.
+fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> Result<(), String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let shared = Mutex::new(std::mem::take(tally));
+    std::thread::scope(|s| {
+        s.spawn(|| pass_through(stdout, std::io::stdout(), &shared));
+        s.spawn(|| pass_through(stderr, std::io::stderr(), &shared));
+    });
+    *tally = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let status = child.wait().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}")) }
+}
+
+/// Copies `from` to `to` a line at a time (bytes as they are), reading each line into `tally`.
+fn pass_through(from: Option<impl Read>, mut to: impl Write, tally: &Mutex<Tally>) {
+    let Some(from) = from else { return };
+    let mut from = BufReader::new(from);
+    let mut line = Vec::new();
+    while from.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        // Output that cannot be written (a closed terminal) must not stop the tests.
+        let _ = to.write_all(&line).and_then(|()| to.flush());
+        tally.lock().unwrap_or_else(PoisonError::into_inner).read(&String::from_utf8_lossy(&line));
+        line.clear();
+    }
 }
 
 /// The names of the library's examples, `host/examples/*.rs`, sorted.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::measure::Timing;
+use crate::precision::Precision;
 
 #[test]
 fn payoff_against_csr() {
@@ -46,10 +47,10 @@ fn bytes_of_an_iteration() {
 
 #[test]
 fn iteration_tolerance_by_precision() {
-    assert_eq!(iteration_tolerance("f64", 100), 2);
-    assert_eq!(iteration_tolerance("f64", 3550), 36);
-    assert_eq!(iteration_tolerance("f32", 60), 5);
-    assert_eq!(iteration_tolerance("f32", 3550), 178);
+    assert_eq!(iteration_tolerance(Precision::F64, 100), 2);
+    assert_eq!(iteration_tolerance(Precision::F64, 3550), 36);
+    assert_eq!(iteration_tolerance(Precision::F32, 60), 5);
+    assert_eq!(iteration_tolerance(Precision::F32, 3550), 178);
 }
 
 fn timing(median_us: f64) -> Timing {
@@ -71,7 +72,7 @@ fn record(
 ) -> CgRecord {
     CgRecord {
         degree: 2,
-        precision: "f64".to_owned(),
+        precision: Precision::F64,
         solver,
         preconditioner: preconditioner.to_owned(),
         timing: timing(us),
@@ -115,7 +116,7 @@ fn results(base_iterations: usize) -> CgResults {
         iterations_per_sample: ITERATIONS_PER_SAMPLE,
         problems: vec![CgProblem {
             degree: 2,
-            precision: "f64".to_owned(),
+            precision: Precision::F64,
             unknowns: 4_000_000,
             elements: 1_000_000,
             csr_nnz: 60_000_000,
@@ -133,7 +134,7 @@ fn results(base_iterations: usize) -> CgResults {
 fn speedups_and_payoffs_of_a_problem() {
     let r = results(701);
     assert!(r.notes.is_empty(), "{:?}", r.notes);
-    let get = |solver, p: &str| r.find(2, "f64", solver, p).unwrap();
+    let get = |solver, p: &str| r.find(2, Precision::F64, solver, p).unwrap();
     assert_eq!(get(Solver::Csr, "jacobi").speedup_vs_cusparse_cublas, Some(1.5));
     assert_eq!(get(Solver::LmaAtomic, "jacobi").speedup_vs_cusparse_cublas, Some(2.5));
     // Plain CG compares with the plain baseline.

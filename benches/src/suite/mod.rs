@@ -5,7 +5,7 @@
 //! At [`Size::Full`] every matrix holds 10 to 30 million entries: its CSR arrays (32-bit indices) are
 //! several times the H100's 50 MB L2, so a product streams them from memory as a real one does.
 //! Matrices are deterministic functions of their seed: values from one stream per chunk of entries,
-//! structure from one stream per block of rows (see [`rows`]), never from the number of threads.
+//! structure from one stream per block of rows (see `rows.rs`), never from the number of threads.
 
 mod banded;
 mod circuit;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::measure::Timing;
+use crate::precision::Precision;
 use crate::run::MatrixInfo;
 use gpu_spmv::RowStats;
 
@@ -14,11 +15,11 @@ fn timing(median_us: f64) -> Timing {
 }
 
 /// A record of `variant` with its cold, hot and graph times (µs).
-fn record(matrix: &str, precision: &str, variant: &str, (cold, hot, graph): (f64, f64, f64)) -> Record {
+fn record(matrix: &str, precision: Precision, variant: &str, (cold, hot, graph): (f64, f64, f64)) -> Record {
     let family = if variant.starts_with("cusparse") { "cuSPARSE" } else { "gpu-spmv" };
     Record {
         matrix: matrix.into(),
-        precision: precision.into(),
+        precision,
         variant: variant.into(),
         family: family.into(),
         timing: timing(cold),
@@ -59,7 +60,7 @@ fn results(n: usize) -> Results {
         let m = format!("matrix-{i}");
         r.matrices.push(MatrixInfo::new(&m, "none", &stats, 132));
         let slow = 1.0 + i as f64 / n as f64;
-        for precision in ["f32", "f64"] {
+        for precision in Precision::ALL {
             r.records.push(record(&m, precision, "cusparse-csr-alg1", (10.0, 12.0, 6.0)));
             r.records.push(record(&m, precision, "cusparse-csr-alg2", (20.0, 9.0, 3.0)));
             r.records.push(record(&m, precision, "auto", (5.0 * slow, 3.0 * slow, 2.0 * slow)));
@@ -90,7 +91,8 @@ fn summary_lines_give_the_geomean_and_the_worst_matrix() {
     let ls = lines(&r);
     // f32 and f64; auto in three regimes, the fastest of ours in three (its hot and graph are Auto's).
     assert_eq!(ls.len(), 12);
-    let graph = ls.iter().find(|l| l.who == Ours::Auto && l.regime == Regime::Graph && l.precision == "f64");
+    let graph =
+        ls.iter().find(|l| l.who == Ours::Auto && l.regime == Regime::Graph && l.precision == Precision::F64);
     let graph = graph.unwrap();
     // Speedups 1.5 and 1.0: geomean sqrt(1.5), worst matrix-1, one pair not below 1x.
     assert!((graph.geomean - 1.5f64.sqrt()).abs() < 1e-12);
@@ -133,4 +135,46 @@ fn plots_draw_one_matrix_and_fifty() {
         assert!((0..n).all(|i| svg.contains(&format!("\nmatrix-{i}\n"))), "a row label is missing");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// `n` matrices measured without a GPU: only the CPU kernel, whose GB/s on matrix `i` is `10 + i`.
+fn cpu_only(n: usize) -> Results {
+    let mut r = results(n);
+    r.records.clear();
+    for m in &r.matrices {
+        let i: f64 = m.name.trim_start_matches("matrix-").parse().unwrap();
+        for precision in Precision::ALL {
+            let mut cpu = record(&m.name, precision, "cpu-rayon", (100.0, 0.0, 0.0));
+            (cpu.family, cpu.gbps, cpu.floor_fraction, cpu.hot, cpu.graph) =
+                ("CPU".into(), 10.0 + i, f64::NAN, None, None);
+            (cpu.host_enqueue_us, cpu.host_enqueue_one_shot_us) = (None, None);
+            r.records.push(cpu);
+        }
+    }
+    r.fill_speedups();
+    r
+}
+
+#[test]
+fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
+    let r = cpu_only(2);
+    assert!(lines(&r).is_empty());
+    let cpu = cpu_lines(&r);
+    assert_eq!(cpu.len(), 2);
+    assert!((cpu[0].geomean_gbps - 110.0f64.sqrt()).abs() < 1e-12);
+    assert_eq!(cpu[0].slowest, ("matrix-0".to_owned(), 10.0));
+    let text = text(&r);
+    assert!(text.starts_with("no GPU, so CPU kernels only (a run on a GPU adds"), "{text}");
+    assert!(text.contains("cpu-rayon        f32         2"), "{text}");
+    let report = r.markdown();
+    assert!(report.contains("## CPU kernels") && report.contains("on the host clock"), "{report}");
+    assert!(!report.contains("CUDA events"), "{report}");
+
+    let dir = std::env::temp_dir().join(format!("spmv-bench-cpu-plots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let written = crate::plot::write_plots(&r, &dir).unwrap();
+    assert_eq!(written, ["cpu-f32.svg", "cpu-f64.svg"]);
+    let svg = std::fs::read_to_string(dir.join("cpu-f64.svg")).unwrap();
+    assert!(svg.contains("\nmatrix-1\n") && svg.contains("CPU kernels, f64"), "{svg}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

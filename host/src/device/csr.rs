@@ -264,7 +264,7 @@ impl Gpu {
     /// [`Error::TooLarge`](crate::Error::TooLarge) when a dimension or the entry count does not fit.
     ///
     /// The column indices and the values go through pinned staging buffers a chunk at a time
-    /// ([`Gpu::upload_staged`]), narrowed and copied in by all cores while the previous chunk is on
+    /// (`Gpu::upload_staged`), narrowed and copied in by all cores while the previous chunk is on
     /// the link; the row offsets are narrowed in parallel too, and their statistics computed meanwhile.
     pub fn upload_csr_ref<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<DeviceCsr<T>> {
         check_u32_dims(&a)?;

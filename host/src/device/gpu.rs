@@ -52,11 +52,23 @@ impl Gpu {
     pub fn with_ordinal(ordinal: usize) -> Result<Self> {
         // SAFETY: only tries to open the driver library by its usual names; nothing is called in it.
         if !unsafe { sys::is_culib_present() } {
-            return Err(Error::NoDevice("the CUDA driver library (libcuda) was not found".into()));
+            return Err(Error::NoDevice(
+                "the CUDA driver library (libcuda.so) was not found: install the NVIDIA driver \
+                 (580 or newer, for CUDA 13), or add the folder that holds libcuda.so to LD_LIBRARY_PATH"
+                    .into(),
+            ));
         }
-        let count = CudaContext::device_count().map_err(|e| Error::NoDevice(e.to_string()))?;
+        let count = CudaContext::device_count().map_err(|e| {
+            Error::NoDevice(format!(
+                "the CUDA driver did not start ({e}): `nvidia-smi` should list the GPU, and the driver \
+                 must support CUDA 13 (580 or newer)"
+            ))
+        })?;
         if ordinal >= usize::try_from(count).unwrap_or(0) {
-            return Err(Error::NoDevice(format!("GPU {ordinal} asked for, the driver reports {count}")));
+            return Err(Error::NoDevice(format!(
+                "GPU {ordinal} asked for, the driver reports {count}: check `nvidia-smi` and \
+                 CUDA_VISIBLE_DEVICES"
+            )));
         }
         let ctx = CudaContext::new(ordinal)?;
         // SAFETY: this context is ours, and every operation of this library runs on the one stream

@@ -1,6 +1,11 @@
 //! Test matrices, fresh random inputs and the comparison against the f64 reference.
 #![allow(dead_code)] // each test binary uses a different part
 
+mod skip;
+
+#[allow(unused_imports)] // as above
+pub use skip::{gpu_or_skip, required_gpus, say, skipped, skipped_without};
+
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::{CsrRef, Scalar};
 use rand::{Rng, SeedableRng};
@@ -130,36 +135,6 @@ impl<T: Scalar> Case<T> {
 /// Checks `y` (computed as `alpha A x + beta y0`) against the f64 reference and returns the error.
 pub fn check<T: Scalar>(what: &str, a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: &[T], y: &[T]) -> f64 {
     Case::new(a, x, alpha, beta, y0.to_vec()).assert_close(what, y, tolerance::<T>(a.view().stats().max))
-}
-
-/// Writes straight to stderr, past the test harness's capture, so a skip is seen in every run.
-pub fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// The GPUs `SPMV_REQUIRE_GPU` asks for: a test that needs no more than that many and finds fewer
-/// fails instead of skipping (`1` for the single-GPU tests, `2` for those of several GPUs too).
-pub fn required_gpus() -> usize {
-    std::env::var("SPMV_REQUIRE_GPU").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
-}
-
-/// The first GPU, or `None` after saying why there is none; with `SPMV_REQUIRE_GPU=1` (or more) a
-/// missing GPU fails the test instead.
-pub fn gpu_or_skip(test: &str) -> Option<gpu_spmv::Gpu> {
-    match gpu_spmv::Gpu::new() {
-        Ok(gpu) => {
-            say(&format!("{test}: running on {}", gpu.name()));
-            Some(gpu)
-        }
-        Err(e) if required_gpus() >= 1 => {
-            panic!("{test}: SPMV_REQUIRE_GPU={} but no GPU: {e}", required_gpus())
-        }
-        Err(e) => {
-            say(&format!("{test}: SKIPPED, no GPU: {e}"));
-            None
-        }
-    }
 }
 
 /// The 5-point stencil of an `n` x `n` grid (row `r` holds `r` and its grid neighbours, in column
