@@ -5,7 +5,7 @@
 //! - [`abi`] and [`index`] compile everywhere. They hold the launch-parameter structs and the index
 //!   arithmetic (grid sizing, thread-to-row mapping), so the host library uses the very definitions the
 //!   kernels use and CI tests the arithmetic without a GPU.
-//! - Everything else exists only for `target_arch = "nvptx64"`: the intrinsics wrapper ([`arch`]), the
+//! - Everything else exists only for `target_arch = "nvptx64"`: the intrinsics wrapper (`arch`), the
 //!   warp reductions and one module per kernel family. `cargo xtask ptx` builds it.
 //!
 //! PTX entry points are named `spmv_<format>_<variant>_<type>` (`csrt` for the transposed product

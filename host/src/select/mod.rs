@@ -6,7 +6,7 @@
 //! million entries, while the best CSR kernel was rarely beaten, and by formats whose speed the row
 //! statistics did not predict. So the planner measures: the CSR product, then each cheap candidate's
 //! conversion and product, and keeps the format with the smallest total over the products announced
-//! (the break-even count of Reguly & Giles' comparison with ELLPACK, [`break_even`]).
+//! (the break-even count of Reguly & Giles' comparison with ELLPACK, `break_even`).
 //!
 //! Candidates are COO (segmented), HYB and ELL. BRC and dense blocks are not tried: on the H100 bench
 //! they had the slowest conversions (50 to 925 ms), BRC with its model's block width ran at a quarter
