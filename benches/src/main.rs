@@ -51,6 +51,9 @@ struct Options {
     /// Also time Y = AX for k = 1 to 64 in both layouts against cusparseSpMM
     #[arg(long)]
     spmm: bool,
+    /// Time every kernel of ours in the hot and graph regimes (by default only Auto and the fastest)
+    #[arg(long)]
+    all_graph: bool,
     /// Seed of the generated matrices and vectors
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -155,6 +158,7 @@ fn main() -> Result<()> {
         seed: options.seed,
         exhaustive: !options.no_search,
         reorder: options.reorder,
+        all_regimes: options.all_graph,
     };
 
     let list: Vec<BenchMatrix> = match &options.mtx {

@@ -24,6 +24,10 @@ pub struct Record {
     pub precision: String,
     pub variant: String,
     pub family: String,
+    /// `auto` only: the kernel Auto resolved to on this matrix and GPU (its key), so that a report
+    /// can say which choice each of Auto's times measures. Absent in runs before it was recorded.
+    #[serde(default)]
+    pub resolved: Option<String>,
     pub timing: Timing,
     /// 2 nnz floating-point operations per product.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
@@ -39,8 +43,8 @@ pub struct Record {
     #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub speedup_vs_cusparse: f64,
     /// The hot regime ([`crate::regimes`]): the same operands back to back. Measured for `auto`, the
-    /// fastest kernel of ours (cold) and cuSPARSE's CSR algorithms; absent for the other variants
-    /// and in runs from before the regimes.
+    /// fastest kernel of ours (cold) and cuSPARSE's CSR algorithms, and with `--all-graph` for every
+    /// kernel of ours; absent for the other variants and in runs from before the regimes.
     #[serde(default)]
     pub hot: Option<Timing>,
     /// The graph regime: products captured in a CUDA graph and replayed, per product.
@@ -195,6 +199,9 @@ pub struct Setup<'a> {
     pub exhaustive: bool,
     /// Also reorder the matrix (when square) by reverse Cuthill–McKee and time it before and after.
     pub reorder: bool,
+    /// Time every kernel of ours in the hot and graph regimes, not only Auto and the fastest (cold):
+    /// what fitting Auto's rule for those regimes needs (issue 23).
+    pub all_regimes: bool,
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -221,6 +228,7 @@ pub fn bench_matrix<T: Scalar>(
         precision: T::NAME.to_owned(),
         variant: variant.key(),
         family: variant.family().to_owned(),
+        resolved: None,
         timing,
         gflops: flops / (timing.median_us * 1e3),
         gbps: bytes / (timing.median_us * 1e3),
@@ -278,13 +286,22 @@ pub fn bench_matrix<T: Scalar>(
         let timing = time_kernel(gpu, kernel, &mut sets)?;
         let err = check_kernel(gpu, kernel, &mut sets, &check)?;
         ours.push((kernel, records.len()));
-        records.push(record(&variant, timing, err));
+        let resolved = (kernel == Kernel::Auto).then(|| gpu.plan(&sets[0].a, kernel)).transpose()?;
+        records.push(Record {
+            resolved: resolved.map(|p| p.kernel().to_string()),
+            ..record(&variant, timing, err)
+        });
     }
 
     progress("hot and graph regimes");
     let fastest =
         ours.iter().min_by(|a, b| records[a.1].timing.median_us.total_cmp(&records[b.1].timing.median_us));
-    for &(kernel, index) in ours.iter().filter(|(k, _)| *k == Kernel::Auto).chain(fastest) {
+    let in_regimes: Vec<(Kernel, usize)> = if setup.all_regimes {
+        ours.clone()
+    } else {
+        ours.iter().filter(|(k, _)| *k == Kernel::Auto).chain(fastest).copied().collect()
+    };
+    for (kernel, index) in in_regimes {
         if records[index].hot.is_some() {
             continue;
         }

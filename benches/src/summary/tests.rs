@@ -21,6 +21,7 @@ fn record(matrix: &str, precision: &str, variant: &str, (cold, hot, graph): (f64
         precision: precision.into(),
         variant: variant.into(),
         family: family.into(),
+        resolved: None,
         timing: timing(cold),
         gflops: 1.0,
         gbps: 1.0,
