@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::tune::TunedSpmv;
-use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, Regime, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -24,8 +24,11 @@ pub struct Record {
     pub precision: String,
     pub variant: String,
     pub family: String,
-    /// `auto` only: the kernel Auto resolved to on this matrix and GPU (its key), so that a report
-    /// can say which choice each of Auto's times measures. Absent in runs before it was recorded.
+    /// `auto` only: the kernel Auto resolved to on this matrix and GPU for cold products (its key),
+    /// so that a report can say which choice Auto's times measure. Its hot and graph times are of
+    /// the plans `Gpu::plan_for` makes for those regimes, which take the cold rule's tree until a
+    /// run with `--all-graph` has been fitted (`gpu_spmv::rule::rule_for`). Absent in runs before
+    /// it was recorded.
     #[serde(default)]
     pub resolved: Option<String>,
     pub timing: Timing,
@@ -461,7 +464,7 @@ fn tune<T: Scalar>(
         let plan = gpu.plan(&s.a, kernel)?;
         Ok(time_gpu(gpu, |_| Ok(plan.spmv(one, &s.x, zero, &mut s.y)?))?.median_us)
     };
-    let auto = Kernel::auto(sets[0].a.stats(), gpu.sm_count());
+    let auto = gpu.auto_kernel::<T>(sets[0].a.stats(), Regime::Hot);
     let auto_us = hot(auto, &mut sets[0])?;
     let rule_us = hot(rule, &mut sets[0])?;
     let mut max_err = check_kernel(gpu, rule, sets, check)?;
@@ -529,10 +532,13 @@ fn ours_regimes<T: Scalar>(
 ) -> Result<(Regimes, f64)> {
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
     let Operands { a, x, y, .. } = set;
-    let plan = gpu.plan(&*a, kernel)?;
-    let graph = gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| plan.spmv(one, &*x, zero, &mut *y)))?;
+    // Auto is planned for the regime it is timed in, as a caller who says so gets it.
+    let hot = gpu.plan_for(&*a, kernel, Regime::Hot)?;
+    let in_graph = gpu.plan_for(&*a, kernel, Regime::Graph)?;
+    let graph =
+        gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| in_graph.spmv(one, &*x, zero, &mut *y)))?;
     let err = check.on_y(gpu, y, |_| Ok(graph.launch()?))?;
-    let regimes = regimes::measure(gpu, || Ok(plan.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
+    let regimes = regimes::measure(gpu, || Ok(hot.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
     Ok((regimes, err))
 }
 

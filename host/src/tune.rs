@@ -13,10 +13,13 @@
 //!
 //! Two parts: [`Search`], the pure state machine (timings in, next kernel out, tested on the CPU),
 //! and [`TunedSpmv`], which runs products with the kernels the search asks for and times them with
-//! CUDA events, read only once they have completed, so that tuning never waits on the GPU.
+//! CUDA events, read only once they have completed, so that tuning never waits on the GPU. It times
+//! in the [`Regime`] it is made for: the caller's own products back to back (hot), or, for products
+//! that will be replayed in a CUDA graph, [`GRAPH_TIMED_PRODUCTS`] products captured into a graph and
+//! replayed, where the host's cost is gone and only the kernels and their gaps count.
 
-use crate::device::{DeviceCsr, Gpu, VectorMut, VectorRef};
-use crate::enqueue::{Kernel, Plan, auto_per_row};
+use crate::device::{DeviceCsr, DeviceVector, Gpu, Graph, VectorMut, VectorRef};
+use crate::enqueue::{Kernel, Plan, Regime, auto_per_row};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, sys};
@@ -28,6 +31,11 @@ pub const MIN_GAIN: f32 = 0.03;
 
 /// The most products the search times before it settles (Reguly & Giles' 8 steps).
 pub const MAX_TIMED_PRODUCTS: usize = 8;
+
+/// Products in the graph a timed call of the graph regime captures and replays: a replay of 16
+/// products of 3 µs and more lasts about 50 µs, so the replay's own launch (about 5 µs) is a small
+/// share of it, and a timed call costs 17 products.
+pub const GRAPH_TIMED_PRODUCTS: usize = 16;
 
 /// The block sizes the search tries, Auto's 128 among them: the fastest kernels of our suite and
 /// of the real matrices used 64 to 256 threads per block (`docs/PERF.md`).
@@ -183,13 +191,17 @@ impl Search {
     }
 }
 
-/// Two timing events around one product, and the configuration they time.
+/// Two timing events around one product (or one replay of a graph of products), and the
+/// configuration they time.
 #[derive(Debug)]
-struct Timer {
+struct Timer<T: Scalar> {
     start: CudaEvent,
     end: CudaEvent,
-    /// The kernel of the product between the events, until its timing has been read.
+    /// The kernel of the products between the events, until their timing has been read.
     pending: Option<Kernel>,
+    /// The graph regime: the `y` the timed graph writes (with `beta = 0`, so that replays leave the
+    /// caller's `y` alone), and the graph timed last, kept until its timing has been read.
+    graph: Option<(DeviceVector<T>, Option<Graph>)>,
 }
 
 /// Products `y = alpha * A * x + beta * y` with one matrix, whose kernel tunes itself over the
@@ -223,6 +235,7 @@ struct Timer {
 pub struct TunedSpmv<'a, T: Scalar> {
     gpu: &'a Gpu,
     a: &'a DeviceCsr<T>,
+    regime: Regime,
     search: Search,
     /// Where the search stands: timing candidates, or converged with the plan of its choice.
     state: State<'a, T>,
@@ -231,27 +244,44 @@ pub struct TunedSpmv<'a, T: Scalar> {
 
 #[derive(Debug)]
 enum State<'a, T: Scalar> {
-    Tuning(Timer),
+    Tuning(Timer<T>),
     /// The events were released with the timer; products run the plan.
     Converged(Plan<'a, T, DeviceCsr<T>>),
 }
 
 impl<'a, T: Scalar> TunedSpmv<'a, T> {
-    /// A tuner for products with `a` on `gpu`, starting at [`Kernel::Auto`]'s choice. A matrix
-    /// without entries needs no tuning: it starts converged.
+    /// A tuner for products with `a` on `gpu` run back to back ([`Regime::Hot`]), as a solver
+    /// loop without a graph runs them; see [`TunedSpmv::for_regime`].
     pub fn new(gpu: &'a Gpu, a: &'a DeviceCsr<T>) -> Result<Self> {
+        Self::for_regime(gpu, a, Regime::Hot)
+    }
+
+    /// A tuner for products with `a` on `gpu` in `regime`, starting at [`Kernel::Auto`]'s choice
+    /// for it ([`Gpu::auto_kernel`]). [`Regime::Graph`] times each candidate in a graph of
+    /// [`GRAPH_TIMED_PRODUCTS`] products into a vector of the tuner's own (one more allocation of a
+    /// column's length); [`Regime::Cold`] and [`Regime::Hot`] time the caller's products (the tuner
+    /// cannot rotate the caller's operands out of L2, so a cold tuning is timed hot, from the cold
+    /// rule's start). A matrix without entries needs no tuning: it starts converged.
+    pub fn for_regime(gpu: &'a Gpu, a: &'a DeviceCsr<T>, regime: Regime) -> Result<Self> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));
         }
-        let start = Kernel::auto(a.stats(), gpu.sm_count());
+        let start = gpu.auto_kernel::<T>(a.stats(), regime);
         let (search, state) = if a.nnz() == 0 {
             (Search::converged_at(start), State::Converged(gpu.plan(a, start)?))
         } else {
             let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-            let timer = Timer { start: event()?, end: event()?, pending: None };
+            let graph = (regime == Regime::Graph).then(|| gpu.zeros::<T>(a.nrows())).transpose()?;
+            let timer =
+                Timer { start: event()?, end: event()?, pending: None, graph: graph.map(|y| (y, None)) };
             (Search::new(start, auto_per_row(a.stats(), gpu.sm_count())), State::Tuning(timer))
         };
-        Ok(Self { gpu, a, search, state, tuning_products: 0 })
+        Ok(Self { gpu, a, regime, search, state, tuning_products: 0 })
+    }
+
+    /// The regime the tuner times in.
+    pub fn regime(&self) -> Regime {
+        self.regime
     }
 
     /// Every kernel the tuner can reach, for an exhaustive search to compare with.
@@ -291,9 +321,23 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return self.gpu.spmv_with(kernel, alpha, self.a, x, beta, y);
         }
         let plan = self.gpu.plan(self.a, next)?;
-        timer.start.record(self.gpu.stream())?;
-        plan.spmv(alpha, x, beta, y)?;
-        timer.end.record(self.gpu.stream())?;
+        if let Some((scratch, timed)) = &mut timer.graph {
+            // The graph's products write the tuner's vector, with `beta = 0`: replayed, they leave
+            // the caller's `y` to the one product below. Captured before the events, so that the
+            // capture's host time stays outside them.
+            let graph = self.gpu.capture(|| {
+                (0..GRAPH_TIMED_PRODUCTS).try_for_each(|_| plan.spmv(alpha, x, T::ZERO, &mut *scratch))
+            })?;
+            timer.start.record(self.gpu.stream())?;
+            graph.launch()?;
+            timer.end.record(self.gpu.stream())?;
+            *timed = Some(graph);
+            plan.spmv(alpha, x, beta, y)?;
+        } else {
+            timer.start.record(self.gpu.stream())?;
+            plan.spmv(alpha, x, beta, y)?;
+            timer.end.record(self.gpu.stream())?;
+        }
         timer.pending = Some(next);
         Ok(())
     }
