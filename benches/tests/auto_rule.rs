@@ -81,6 +81,15 @@ fn leave_one_out_on_the_public_real_set() {
     for s in loo.iter().filter(|s| !s.hit()) {
         println!("  left out, missed: {} {} {} at {:.3}x", s.matrix, s.precision, s.chosen, s.ratio);
     }
+    // Cold, no matrix may get slower than Auto as the run measured it.
+    for (fitted, auto) in fit::score_fitted(&fitted, &samples).iter().zip(fit::score_auto(&samples)) {
+        if fitted.ratio > auto.ratio * fit::HIT {
+            println!(
+                "  slower than Auto: {} {} {} at {:.3}x, Auto {} at {:.3}x",
+                fitted.matrix, fitted.precision, fitted.chosen, fitted.ratio, auto.chosen, auto.ratio
+            );
+        }
+    }
     assert_eq!(loo.len(), samples.len());
     assert!(loo.iter().all(|s| !s.ratio.is_nan()), "every choice was timed");
 }

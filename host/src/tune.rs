@@ -41,19 +41,50 @@ pub const GRAPH_TIMED_PRODUCTS: usize = 16;
 /// of the real matrices used 64 to 256 threads per block (`docs/PERF.md`).
 pub const TUNE_BLOCK_SIZES: [u32; 3] = [64, BLOCK_SIZE, 256];
 
-/// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto runs it
-/// (one row per group, long rows split).
+/// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto's hand
+/// rule runs it (one row per group, long rows split).
 fn per_row(coop: u32, block_size: u32) -> Kernel {
     Kernel::CsrParam { coop, repeat: 1, block_size, split_long_rows: true }
 }
 
-/// Every kernel the search can reach: the per-row kernel at each width, the balanced kernel, and
-/// the aligned kernel (`x` through the read-only cache) at each of its widths, each at each of
-/// [`TUNE_BLOCK_SIZES`].
+/// The two kinds of kernel that give each row a group of threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// The parametrised kernel, long rows split ([`per_row`]).
+    Split,
+    /// Thread per row or the vector kernel, which Auto's fitted rule takes where no row is long.
+    Plain,
+}
+
+/// A group-per-row kernel's kind, threads per row and threads per block; `None` for the others.
+fn row_shape(kernel: Kernel) -> Option<(Rows, u32, u32)> {
+    match kernel {
+        Kernel::CsrParam { coop, repeat: 1, block_size, split_long_rows: true } => {
+            Some((Rows::Split, coop, block_size))
+        }
+        Kernel::CsrScalar { block_size } => Some((Rows::Plain, 1, block_size)),
+        Kernel::CsrVector { coop, block_size } => Some((Rows::Plain, coop, block_size)),
+        _ => None,
+    }
+}
+
+/// The kernel of `kind` with `coop` threads per row and `block_size` threads per block.
+fn row_kernel(kind: Rows, coop: u32, block_size: u32) -> Kernel {
+    match (kind, coop) {
+        (Rows::Split, _) => per_row(coop, block_size),
+        (Rows::Plain, 1) => Kernel::CsrScalar { block_size },
+        (Rows::Plain, _) => Kernel::CsrVector { coop, block_size },
+    }
+}
+
+/// Every kernel the search can reach: the per-row kernels (long rows split, and plain) at each
+/// width, the balanced kernel, and the aligned kernel (`x` through the read-only cache) at each of
+/// its widths, each at each of [`TUNE_BLOCK_SIZES`].
 pub(crate) fn search_space() -> Vec<Kernel> {
     let mut space = Vec::new();
     for block_size in TUNE_BLOCK_SIZES {
         space.extend(CSR_PARAM_COOPS.map(|coop| per_row(coop, block_size)));
+        space.extend(CSR_PARAM_COOPS.map(|coop| row_kernel(Rows::Plain, coop, block_size)));
         space.push(Kernel::CsrBalanced { block_size });
         space.extend(CSR_ALIGNED_GROUPS.map(|group| Kernel::CsrAligned {
             group,
@@ -157,33 +188,32 @@ impl Search {
 
     /// The kernels `phase` proposes around the best so far.
     fn candidates(&self, phase: Phase) -> Vec<Kernel> {
-        let wider = |coop: u32, block| (coop < WARP_SIZE).then(|| per_row(coop * 2, block));
-        let narrower = |coop: u32, block| (coop > 1).then(|| per_row(coop / 2, block));
-        match (phase, self.best) {
-            (Phase::Start, _) => Vec::new(),
-            (Phase::Neighbours, Kernel::CsrParam { coop, block_size, .. }) => [
-                wider(coop, block_size),
-                narrower(coop, block_size),
-                Some(Kernel::CsrBalanced { block_size }),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-            (Phase::Neighbours, _) => vec![self.per_row],
-            (Phase::Widen, Kernel::CsrParam { coop, block_size, .. }) => {
-                [wider(coop, block_size), narrower(coop, block_size)].into_iter().flatten().collect()
+        let wider = |(kind, coop, block): (Rows, u32, u32)| {
+            (coop < WARP_SIZE).then(|| row_kernel(kind, coop * 2, block))
+        };
+        let narrower =
+            |(kind, coop, block): (Rows, u32, u32)| (coop > 1).then(|| row_kernel(kind, coop / 2, block));
+        match (phase, row_shape(self.best), self.best) {
+            (Phase::Start, ..) => Vec::new(),
+            (Phase::Neighbours, Some(row), _) => {
+                [wider(row), narrower(row), Some(Kernel::CsrBalanced { block_size: row.2 })]
+                    .into_iter()
+                    .flatten()
+                    .collect()
             }
-            (Phase::Block, Kernel::CsrParam { coop, block_size, .. }) => {
-                TUNE_BLOCK_SIZES.iter().filter(|&&b| b != block_size).map(|&b| per_row(coop, b)).collect()
-            }
-            (Phase::Block, Kernel::CsrBalanced { block_size }) => TUNE_BLOCK_SIZES
+            (Phase::Neighbours, None, _) => vec![self.per_row],
+            (Phase::Widen, Some(row), _) => [wider(row), narrower(row)].into_iter().flatten().collect(),
+            (Phase::Block, Some((kind, coop, block_size)), _) => TUNE_BLOCK_SIZES
+                .iter()
+                .filter(|&&b| b != block_size)
+                .map(|&b| row_kernel(kind, coop, b))
+                .collect(),
+            (Phase::Block, None, Kernel::CsrBalanced { block_size }) => TUNE_BLOCK_SIZES
                 .iter()
                 .filter(|&&b| b != block_size)
                 .map(|&block_size| Kernel::CsrBalanced { block_size })
                 .collect(),
-            (Phase::Aligned, Kernel::CsrParam { coop, block_size, .. })
-                if CSR_ALIGNED_GROUPS.contains(&coop) =>
-            {
+            (Phase::Aligned, Some((_, coop, block_size)), _) if CSR_ALIGNED_GROUPS.contains(&coop) => {
                 vec![Kernel::CsrAligned { group: coop, cached_x: true, block_size }]
             }
             _ => Vec::new(),
@@ -392,6 +422,10 @@ mod tests {
                     (0.0, (coop as f32).log2(), block_size as f32 / 64.0)
                 }
                 Kernel::CsrBalanced { block_size } => (1.0, 0.0, block_size as f32 / 64.0),
+                Kernel::CsrScalar { block_size } => (0.25, 0.0, block_size as f32 / 64.0),
+                Kernel::CsrVector { coop, block_size } => {
+                    (0.25, (coop as f32).log2(), block_size as f32 / 64.0)
+                }
                 Kernel::CsrAligned { group, block_size, .. } => {
                     (0.5, (group as f32).log2(), block_size as f32 / 64.0)
                 }
@@ -408,13 +442,15 @@ mod tests {
     #[test]
     fn the_space_holds_every_family_at_every_block_size() {
         let space = search_space();
-        assert_eq!(space.len(), 3 * (6 + 1 + 3));
+        assert_eq!(space.len(), 3 * (6 + 6 + 1 + 3));
         assert_eq!(space.iter().collect::<HashSet<_>>().len(), space.len());
         for k in &space {
             k.check().unwrap();
         }
         assert!(space.contains(&per_row(4, 128)));
         assert!(space.contains(&balanced(256)));
+        assert!(space.contains(&Kernel::CsrScalar { block_size: 64 }));
+        assert!(space.contains(&Kernel::CsrVector { coop: 32, block_size: 256 }));
         assert!(space.contains(&Kernel::CsrAligned { group: 32, cached_x: true, block_size: 64 }));
     }
 
@@ -452,6 +488,10 @@ mod tests {
             (balanced(128), per_row(4, 128)),
             (balanced(128), balanced(64)),
             (per_row(16, 128), Kernel::CsrAligned { group: 16, cached_x: true, block_size: 128 }),
+            // From the plain row kernels, the start of Auto's fitted rule.
+            (Kernel::CsrVector { coop: 4, block_size: 128 }, Kernel::CsrVector { coop: 16, block_size: 128 }),
+            (Kernel::CsrScalar { block_size: 128 }, Kernel::CsrVector { coop: 2, block_size: 64 }),
+            (Kernel::CsrVector { coop: 2, block_size: 128 }, Kernel::CsrScalar { block_size: 256 }),
         ] {
             let (best, timed) = run(start, per_row(4, 128), bowl(target));
             assert_eq!(best, target, "from {start:?}, timed {timed:?}");
@@ -477,8 +517,11 @@ mod tests {
     #[test]
     fn every_search_is_short_and_stays_in_the_space() {
         let space: HashSet<Kernel> = search_space().into_iter().collect();
-        let starts: Vec<Kernel> =
-            CSR_PARAM_COOPS.iter().map(|&c| per_row(c, BLOCK_SIZE)).chain([balanced(BLOCK_SIZE)]).collect();
+        let starts: Vec<Kernel> = CSR_PARAM_COOPS
+            .iter()
+            .flat_map(|&c| [per_row(c, BLOCK_SIZE), row_kernel(Rows::Plain, c, BLOCK_SIZE)])
+            .chain([balanced(BLOCK_SIZE)])
+            .collect();
         for seed in 0..300u64 {
             let noise = |k: Kernel| {
                 let mut h = std::hash::DefaultHasher::new();

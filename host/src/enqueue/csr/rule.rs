@@ -352,14 +352,22 @@ impl fmt::Display for Rule<'_> {
 
 /// The kernel a leaf stands for on a matrix: [`Kernel::Auto`] is the hand rule; a kernel that gives
 /// each row to one group without splitting long ones (thread per row, vector, aligned) is taken only
-/// when no row is long ([`long_row_min_len`]), since a row of a million entries would keep one warp
-/// busy for the whole product, something no fitted threshold over the measured matrices can promise
-/// to see; elsewhere the hand rule, which splits them.
+/// where the hand rule would give the rows a group each too: not where rows are long
+/// ([`long_row_min_len`]), since a row of a million entries would keep one warp busy for the whole
+/// product, something no threshold fitted over the measured matrices can promise to see; nor where
+/// the hand rule takes the balanced kernel (rows of unequal lengths, or too few rows to fill the GPU),
+/// whose thresholds were measured on the same matrices (vibrobox, wide-400: the vector kernel at
+/// Auto's width ran 15-20% behind the balanced kernel there).
 pub fn resolve_leaf(leaf: Kernel, stats: &RowStats, sm_count: u32) -> Kernel {
     let unsplit =
         matches!(leaf, Kernel::CsrScalar { .. } | Kernel::CsrVector { .. } | Kernel::CsrAligned { .. });
     let long_rows = stats.max as u64 >= u64::from(long_row_min_len(stats, sm_count));
-    if leaf == Kernel::Auto || (unsplit && long_rows) { Kernel::auto(stats, sm_count) } else { leaf }
+    let balanced = is_irregular(stats) || has_few_rows(stats, sm_count);
+    if leaf == Kernel::Auto || (unsplit && (long_rows || balanced)) {
+        Kernel::auto(stats, sm_count)
+    } else {
+        leaf
+    }
 }
 
 /// The rule fitted to the cold regime of the public real set and the suite at both sizes
@@ -585,13 +593,18 @@ mod tests {
     }
 
     #[test]
-    fn leaves_without_the_split_keep_away_from_long_rows() {
+    fn leaves_without_the_split_keep_away_from_long_rows_and_the_balanced_kernels_matrices() {
         let s = regular(1_000_000, 5);
         let scalar = Kernel::CsrScalar { block_size: 128 };
         assert_eq!(resolve_leaf(scalar, &s, H100_SMS), scalar);
         // 5 M entries over 270 k threads are 19 steps each: rows from 76 entries are long.
         let long = RowStats { max: 100, ..s };
         assert_eq!(resolve_leaf(scalar, &long, H100_SMS), Kernel::auto(&long, H100_SMS));
+        // Rows the hand rule balances: unequal (cv 0.6), or too few for a warp each to fill the GPU.
+        let unequal = RowStats { std_dev: 3.0, ..s };
+        assert_eq!(resolve_leaf(scalar, &unequal, H100_SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        let few = regular(2500, 400);
+        assert_eq!(resolve_leaf(scalar, &few, H100_SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         // Kernels that cope with long rows are kept whatever the rows.
         let merge = Kernel::CsrMerge { block_size: 256 };
         assert_eq!(resolve_leaf(merge, &long, H100_SMS), merge);
