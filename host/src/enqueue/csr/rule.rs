@@ -248,15 +248,17 @@ impl Features {
     pub fn of(stats: &RowStats, value_bytes: usize, target: Target) -> Self {
         let mean = stats.mean;
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-        let bytes =
-            (stats.rows + 1) * 4 + stats.nnz * (4 + value_bytes) + (stats.rows + stats.cols) * value_bytes;
-        let warps = stats.rows as f64 * f64::from(WARP_SIZE);
+        // In f64: statistics of any size make a feature, never an overflow.
+        let (rows, cols, nnz, value) =
+            (stats.rows as f64, stats.cols as f64, stats.nnz as f64, value_bytes as f64);
+        let bytes = (rows + 1.0) * 4.0 + nnz * (4.0 + value) + (rows + cols) * value;
+        let warps = rows * f64::from(WARP_SIZE);
         Features([
             mean,
             ratio(stats.std_dev, mean),
             ratio(stats.max as f64, mean),
             ratio(warps, resident_threads(target.sm_count) as f64),
-            ratio(bytes as f64, target.l2_bytes as f64),
+            ratio(bytes, target.l2_bytes as f64),
             value_bytes as f64,
         ])
     }
