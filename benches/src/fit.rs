@@ -45,8 +45,8 @@ pub struct Sample {
     pub stats: RowStats,
     pub features: Features,
     pub sm_count: u32,
-    /// The kernel Auto ran (recorded, or for runs before it was, what today's hand rule gives) and
-    /// its time.
+    /// The kernel Auto ran (recorded, or for runs before it was, what the hand rule gives: it had not
+    /// changed its choices between the committed runs and the fitted rule) and its time.
     pub auto: (Kernel, f64),
     /// Each kernel of ours timed under its own key in this regime, µs.
     pub times: BTreeMap<String, f64>,
@@ -111,13 +111,16 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
             };
             let Some(auto) = ours().find(|r| r.variant == "auto") else { continue };
             let Some(auto_us) = regime.time_us(auto) else { continue };
-            let kernel = auto
-                .resolved
-                .as_deref()
-                .and_then(|key| {
-                    gpu_kernels(true).into_iter().chain(per_row_kernels()).find(|k| k.to_string() == key)
-                })
-                .unwrap_or_else(|| Kernel::auto(&stats, target.sm_count));
+            // A run before `resolved` was recorded ran the hand rule; a key no kernel here has (a
+            // kernel added since) leaves the sample out rather than guess.
+            let kernel = match auto.resolved.as_deref() {
+                None => Kernel::auto(&stats, target.sm_count),
+                Some(key) => {
+                    let known = gpu_kernels(true).into_iter().chain(per_row_kernels());
+                    let Some(kernel) = known.into_iter().find(|k| k.to_string() == key) else { continue };
+                    kernel
+                }
+            };
             let times = ours()
                 .filter(|r| r.variant != "auto")
                 .filter_map(|r| Some((r.variant.clone(), regime.time_us(r)?)))

@@ -13,7 +13,9 @@ use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Kernel {
-    /// Chosen from the matrix's row statistics by [`Kernel::auto`], in constant time.
+    /// Chosen from the matrix's row statistics and the GPU by the rule fitted to measurements
+    /// ([`Kernel::auto_for`]; for the regime a plan names, [`Gpu::plan_for`](crate::Gpu::plan_for),
+    /// cold otherwise), in constant time.
     #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
@@ -73,8 +75,9 @@ impl Kernel {
     /// The kernel [`Kernel::Auto`] stands for in products of `regime`, with values of `value_bytes`
     /// bytes, on `target`: the leaf the fitted rule of that regime gives the matrix (`rule.rs`,
     /// [`Rule`](super::rule::Rule); `docs/PERF.md`, section 17), the hand-calibrated
-    /// [`Kernel::auto`] where its leaf is Auto or where a leaf without the long-row split meets long
-    /// rows. Constant time.
+    /// [`Kernel::auto`] where its leaf is Auto, or where a leaf without the long-row split meets long
+    /// rows or rows the hand rule balances ([`resolve_leaf`](super::rule::resolve_leaf)). Constant
+    /// time.
     pub fn auto_for(stats: &RowStats, value_bytes: usize, target: Target, regime: Regime) -> Kernel {
         let features = Features::of(stats, value_bytes, target);
         rule_for(regime).choose(&features, stats, target.sm_count)
