@@ -93,3 +93,17 @@ fn leave_one_out_on_the_public_real_set() {
     assert_eq!(loo.len(), samples.len());
     assert!(loo.iter().all(|s| !s.ratio.is_nan()), "every choice was timed");
 }
+
+/// The fit takes the regime as an input. The committed runs timed in a graph only Auto, the fastest
+/// kernel (cold) and cuSPARSE, so a graph tree can only choose among those; the lead's run with
+/// `--all-graph` times every kernel there, and this prints the tree its results give.
+#[test]
+fn the_graph_regime_is_fitted_from_its_own_timings() {
+    let samples = fit::samples(&run(REAL), Regime::Graph);
+    assert_eq!(samples.len(), 54, "Auto timed in a graph on every matrix and precision");
+    assert!(samples.iter().all(|s| s.times.len() < 4), "the committed run timed few kernels in a graph");
+    let fitted = fit::fit(&samples, fit::LIMITS);
+    println!("graph regime, {REAL}:\n{}", fitted.rule());
+    println!("  Auto as measured: {}", fit::describe(&fit::score_auto(&samples)));
+    println!("  fitted, leave-one-out: {}", fit::describe(&fit::leave_one_out(&samples, fit::LIMITS)));
+}

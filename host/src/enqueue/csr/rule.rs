@@ -355,7 +355,7 @@ impl fmt::Display for Rule<'_> {
 /// The kernel a leaf stands for on a matrix: [`Kernel::Auto`] is the hand rule; a kernel that gives
 /// each row to one group without splitting long ones (thread per row, vector, aligned) is taken only
 /// where the hand rule would give the rows a group each too: not where rows are long
-/// ([`long_row_min_len`]), since a row of a million entries would keep one warp busy for the whole
+/// (`long_row_min_len`), since a row of a million entries would keep one warp busy for the whole
 /// product, something no threshold fitted over the measured matrices can promise to see; nor where
 /// the hand rule takes the balanced kernel (rows of unequal lengths, or too few rows to fill the GPU),
 /// whose thresholds were measured on the same matrices (vibrobox, wide-400: the vector kernel at
