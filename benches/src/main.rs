@@ -87,6 +87,9 @@ struct RunArgs {
     /// Also time Y = AX for k = 1 to 64 in both layouts against cusparseSpMM
     #[arg(long)]
     spmm: bool,
+    /// Time every kernel of ours in the hot and graph regimes (by default only Auto and the fastest)
+    #[arg(long)]
+    all_graph: bool,
     /// Seed of the generated matrices and vectors
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -243,6 +246,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
         seed: args.seed,
         exhaustive: !args.no_search,
         reorder: args.reorder,
+        all_regimes: args.all_graph,
     };
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the

@@ -13,8 +13,18 @@ pub const MIN_SAMPLES: usize = 21;
 /// A sample lasts at least this long (launches are repeated within it), so that a 3 µs product is
 /// timed over tens of launches rather than at the events' 0.5 µs resolution.
 const MIN_SAMPLE_SECONDS: f64 = 200e-6;
-/// Launches before timing: module load, first-touch of the buffers and clock ramp-up stay out.
+/// Launches of the first warm-up pass: module load and first-touch of the buffers stay out of it.
 const WARMUP_LAUNCHES: usize = 5;
+/// After the first pass, every measurement keeps launching for at least this long before its
+/// samples. A fixed count of launches is not the same warm-up for every variant: the first variant
+/// timed on a matrix (Auto, on the full suite) follows the CPU kernel and the uploads, with the GPU
+/// idle and its clocks down, and five launches of a 3 µs product do not bring them up, while the
+/// variants after it find the GPU busy. A fixed duration gives each the same start, whatever its
+/// place in the order (issue 23: Auto's wide spread on the full suite was this).
+const WARMUP_SECONDS: f64 = 20e-3;
+/// The most launches of the timed warm-up, for products so short that [`WARMUP_SECONDS`] would take
+/// more launches than the host can enqueue in that time anyway.
+const MAX_WARMUP_LAUNCHES: usize = 10_000;
 
 /// The distribution of per-launch times of one measurement, in microseconds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -74,7 +84,8 @@ pub fn time_gpu(gpu: &Gpu, mut launch: impl FnMut(usize) -> Result<()>) -> Resul
         stop.synchronize()?;
         Ok(f64::from(start.elapsed_ms(&stop)?) * 1e3)
     };
-    run(WARMUP_LAUNCHES)?;
+    let per_launch = run(WARMUP_LAUNCHES)? * 1e-6 / WARMUP_LAUNCHES as f64;
+    run(((WARMUP_SECONDS / per_launch.max(1e-7)).ceil() as usize).clamp(1, MAX_WARMUP_LAUNCHES))?;
     let one = run(1)? * 1e-6;
     let reps = ((MIN_SAMPLE_SECONDS / one.max(1e-7)).ceil() as usize).clamp(1, 1000);
     let samples = (0..MIN_SAMPLES).map(|_| Ok(run(reps)? / reps as f64)).collect::<Result<Vec<_>>>()?;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::tune::TunedSpmv;
-use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, RowStats, Scalar};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, Regime, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,6 +25,13 @@ pub struct Record {
     pub precision: Precision,
     pub variant: String,
     pub family: String,
+    /// `auto` only: the kernel Auto resolved to on this matrix and GPU for cold products (its key),
+    /// so that a report can say which choice Auto's times measure. Its hot and graph times are of
+    /// the plans `Gpu::plan_for` makes for those regimes, which take the cold rule's tree until a
+    /// run with `--all-graph` has been fitted (`gpu_spmv::rule::rule_for`). Absent in runs before
+    /// it was recorded.
+    #[serde(default)]
+    pub resolved: Option<String>,
     pub timing: Timing,
     /// 2 nnz floating-point operations per product.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
@@ -40,8 +47,8 @@ pub struct Record {
     #[serde(deserialize_with = "crate::report::nan_if_null")]
     pub speedup_vs_cusparse: f64,
     /// The hot regime ([`crate::regimes`]): the same operands back to back. Measured for `auto`, the
-    /// fastest kernel of ours (cold) and cuSPARSE's CSR algorithms; absent for the other variants
-    /// and in runs from before the regimes.
+    /// fastest kernel of ours (cold) and cuSPARSE's CSR algorithms, and with `--all-graph` for every
+    /// kernel of ours; absent for the other variants and in runs from before the regimes.
     #[serde(default)]
     pub hot: Option<Timing>,
     /// The graph regime: products captured in a CUDA graph and replayed, per product.
@@ -196,6 +203,9 @@ pub struct Setup<'a> {
     pub exhaustive: bool,
     /// Also reorder the matrix (when square) by reverse Cuthill–McKee and time it before and after.
     pub reorder: bool,
+    /// Time every kernel of ours in the hot and graph regimes, not only Auto and the fastest (cold):
+    /// what fitting Auto's rule for those regimes needs (issue 23).
+    pub all_regimes: bool,
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -222,6 +232,7 @@ pub fn bench_matrix<T: Scalar>(
         precision: Precision::of::<T>(),
         variant: variant.key(),
         family: variant.family().to_owned(),
+        resolved: None,
         timing,
         gflops: flops / (timing.median_us * 1e3),
         gbps: bytes / (timing.median_us * 1e3),
@@ -279,13 +290,22 @@ pub fn bench_matrix<T: Scalar>(
         let timing = time_kernel(gpu, kernel, &mut sets)?;
         let err = check_kernel(gpu, kernel, &mut sets, &check)?;
         ours.push((kernel, records.len()));
-        records.push(record(&variant, timing, err));
+        let resolved = (kernel == Kernel::Auto).then(|| gpu.plan(&sets[0].a, kernel)).transpose()?;
+        records.push(Record {
+            resolved: resolved.map(|p| p.kernel().to_string()),
+            ..record(&variant, timing, err)
+        });
     }
 
     progress("hot and graph regimes");
     let fastest =
         ours.iter().min_by(|a, b| records[a.1].timing.median_us.total_cmp(&records[b.1].timing.median_us));
-    for &(kernel, index) in ours.iter().filter(|(k, _)| *k == Kernel::Auto).chain(fastest) {
+    let in_regimes: Vec<(Kernel, usize)> = if setup.all_regimes {
+        ours.clone()
+    } else {
+        ours.iter().filter(|(k, _)| *k == Kernel::Auto).chain(fastest).copied().collect()
+    };
+    for (kernel, index) in in_regimes {
         if records[index].hot.is_some() {
             continue;
         }
@@ -445,7 +465,7 @@ fn tune<T: Scalar>(
         let plan = gpu.plan(&s.a, kernel)?;
         Ok(time_gpu(gpu, |_| Ok(plan.spmv(one, &s.x, zero, &mut s.y)?))?.median_us)
     };
-    let auto = Kernel::auto(sets[0].a.stats(), gpu.sm_count());
+    let auto = gpu.auto_kernel::<T>(sets[0].a.stats(), Regime::Hot);
     let auto_us = hot(auto, &mut sets[0])?;
     let rule_us = hot(rule, &mut sets[0])?;
     let mut max_err = check_kernel(gpu, rule, sets, check)?;
@@ -513,10 +533,13 @@ fn ours_regimes<T: Scalar>(
 ) -> Result<(Regimes, f64)> {
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
     let Operands { a, x, y, .. } = set;
-    let plan = gpu.plan(&*a, kernel)?;
-    let graph = gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| plan.spmv(one, &*x, zero, &mut *y)))?;
+    // Auto is planned for the regime it is timed in, as a caller who says so gets it.
+    let hot = gpu.plan_for(&*a, kernel, Regime::Hot)?;
+    let in_graph = gpu.plan_for(&*a, kernel, Regime::Graph)?;
+    let graph =
+        gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| in_graph.spmv(one, &*x, zero, &mut *y)))?;
     let err = check.on_y(gpu, y, |_| Ok(graph.launch()?))?;
-    let regimes = regimes::measure(gpu, || Ok(plan.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
+    let regimes = regimes::measure(gpu, || Ok(hot.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
     Ok((regimes, err))
 }
 

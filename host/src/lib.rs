@@ -81,7 +81,17 @@ pub use device::{
     DeviceBrc, DeviceCompressed, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma,
     DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
-pub use enqueue::{BrcCombine, CompressedKernel, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, probe};
+pub use enqueue::{
+    BrcCombine, CompressedKernel, CooKernel, DeviceMatrix, Kernel, LmaKernel, Plan, Regime, probe,
+};
+
+/// The rule [`Kernel::Auto`] stands for: a decision tree fitted to measurements per [`Regime`], over
+/// features of the matrix and the GPU ([`Kernel::auto_for`]).
+pub mod rule {
+    pub use crate::enqueue::{
+        COLD_RULE, Feature, Features, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+    };
+}
 pub use error::{CsrError, Error, FormatError, Result};
 pub use formats::{CsrRef, RowStats};
 pub use scalar::{Precision, Scalar};

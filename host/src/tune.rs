@@ -13,10 +13,13 @@
 //!
 //! Two parts: `Search`, the pure state machine (timings in, next kernel out, tested on the CPU),
 //! and [`TunedSpmv`], which runs products with the kernels the search asks for and times them with
-//! CUDA events, read only once they have completed, so that tuning never waits on the GPU.
+//! CUDA events, read only once they have completed, so that tuning never waits on the GPU. It times
+//! in the [`Regime`] it is made for: the caller's own products back to back (hot), or, for products
+//! that will be replayed in a CUDA graph, [`GRAPH_TIMED_PRODUCTS`] products captured into a graph and
+//! replayed, where the host's cost is gone and only the kernels and their gaps count.
 
-use crate::device::{DeviceCsr, Gpu, VectorMut, VectorRef};
-use crate::enqueue::{Kernel, Plan, auto_per_row};
+use crate::device::{DeviceCsr, DeviceVector, Gpu, Graph, VectorMut, VectorRef};
+use crate::enqueue::{Kernel, Plan, Regime, auto_per_row};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, sys};
@@ -29,23 +32,59 @@ pub const MIN_GAIN: f32 = 0.03;
 /// The most products the search times before it settles (Reguly & Giles' 8 steps).
 pub const MAX_TIMED_PRODUCTS: usize = 8;
 
+/// Products in the graph a timed call of the graph regime captures and replays: a replay of 16
+/// products of 3 µs and more lasts about 50 µs, so the replay's own launch (about 5 µs) is a small
+/// share of it, and a timed call costs 17 products.
+pub const GRAPH_TIMED_PRODUCTS: usize = 16;
+
 /// The block sizes the search tries, Auto's 128 among them: the fastest kernels of our suite and
 /// of the real matrices used 64 to 256 threads per block (`docs/PERF.md`).
 pub const TUNE_BLOCK_SIZES: [u32; 3] = [64, BLOCK_SIZE, 256];
 
-/// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto runs it
-/// (one row per group, long rows split).
+/// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto's hand
+/// rule runs it (one row per group, long rows split).
 fn per_row(coop: u32, block_size: u32) -> Kernel {
     Kernel::CsrParam { coop, repeat: 1, block_size, split_long_rows: true }
 }
 
-/// Every kernel the search can reach: the per-row kernel at each width, the balanced kernel, and
-/// the aligned kernel (`x` through the read-only cache) at each of its widths, each at each of
-/// [`TUNE_BLOCK_SIZES`].
+/// The two kinds of kernel that give each row a group of threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// The parametrised kernel, long rows split ([`per_row`]).
+    Split,
+    /// Thread per row or the vector kernel, which Auto's fitted rule takes where no row is long.
+    Plain,
+}
+
+/// A group-per-row kernel's kind, threads per row and threads per block; `None` for the others.
+fn row_shape(kernel: Kernel) -> Option<(Rows, u32, u32)> {
+    match kernel {
+        Kernel::CsrParam { coop, repeat: 1, block_size, split_long_rows: true } => {
+            Some((Rows::Split, coop, block_size))
+        }
+        Kernel::CsrScalar { block_size } => Some((Rows::Plain, 1, block_size)),
+        Kernel::CsrVector { coop, block_size } => Some((Rows::Plain, coop, block_size)),
+        _ => None,
+    }
+}
+
+/// The kernel of `kind` with `coop` threads per row and `block_size` threads per block.
+fn row_kernel(kind: Rows, coop: u32, block_size: u32) -> Kernel {
+    match (kind, coop) {
+        (Rows::Split, _) => per_row(coop, block_size),
+        (Rows::Plain, 1) => Kernel::CsrScalar { block_size },
+        (Rows::Plain, _) => Kernel::CsrVector { coop, block_size },
+    }
+}
+
+/// Every kernel the search can reach: the per-row kernels (long rows split, and plain) at each
+/// width, the balanced kernel, and the aligned kernel (`x` through the read-only cache) at each of
+/// its widths, each at each of [`TUNE_BLOCK_SIZES`].
 pub(crate) fn search_space() -> Vec<Kernel> {
     let mut space = Vec::new();
     for block_size in TUNE_BLOCK_SIZES {
         space.extend(CSR_PARAM_COOPS.map(|coop| per_row(coop, block_size)));
+        space.extend(CSR_PARAM_COOPS.map(|coop| row_kernel(Rows::Plain, coop, block_size)));
         space.push(Kernel::CsrBalanced { block_size });
         space.extend(CSR_ALIGNED_GROUPS.map(|group| Kernel::CsrAligned {
             group,
@@ -149,33 +188,32 @@ impl Search {
 
     /// The kernels `phase` proposes around the best so far.
     fn candidates(&self, phase: Phase) -> Vec<Kernel> {
-        let wider = |coop: u32, block| (coop < WARP_SIZE).then(|| per_row(coop * 2, block));
-        let narrower = |coop: u32, block| (coop > 1).then(|| per_row(coop / 2, block));
-        match (phase, self.best) {
-            (Phase::Start, _) => Vec::new(),
-            (Phase::Neighbours, Kernel::CsrParam { coop, block_size, .. }) => [
-                wider(coop, block_size),
-                narrower(coop, block_size),
-                Some(Kernel::CsrBalanced { block_size }),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-            (Phase::Neighbours, _) => vec![self.per_row],
-            (Phase::Widen, Kernel::CsrParam { coop, block_size, .. }) => {
-                [wider(coop, block_size), narrower(coop, block_size)].into_iter().flatten().collect()
+        let wider = |(kind, coop, block): (Rows, u32, u32)| {
+            (coop < WARP_SIZE).then(|| row_kernel(kind, coop * 2, block))
+        };
+        let narrower =
+            |(kind, coop, block): (Rows, u32, u32)| (coop > 1).then(|| row_kernel(kind, coop / 2, block));
+        match (phase, row_shape(self.best), self.best) {
+            (Phase::Start, ..) => Vec::new(),
+            (Phase::Neighbours, Some(row), _) => {
+                [wider(row), narrower(row), Some(Kernel::CsrBalanced { block_size: row.2 })]
+                    .into_iter()
+                    .flatten()
+                    .collect()
             }
-            (Phase::Block, Kernel::CsrParam { coop, block_size, .. }) => {
-                TUNE_BLOCK_SIZES.iter().filter(|&&b| b != block_size).map(|&b| per_row(coop, b)).collect()
-            }
-            (Phase::Block, Kernel::CsrBalanced { block_size }) => TUNE_BLOCK_SIZES
+            (Phase::Neighbours, None, _) => vec![self.per_row],
+            (Phase::Widen, Some(row), _) => [wider(row), narrower(row)].into_iter().flatten().collect(),
+            (Phase::Block, Some((kind, coop, block_size)), _) => TUNE_BLOCK_SIZES
+                .iter()
+                .filter(|&&b| b != block_size)
+                .map(|&b| row_kernel(kind, coop, b))
+                .collect(),
+            (Phase::Block, None, Kernel::CsrBalanced { block_size }) => TUNE_BLOCK_SIZES
                 .iter()
                 .filter(|&&b| b != block_size)
                 .map(|&block_size| Kernel::CsrBalanced { block_size })
                 .collect(),
-            (Phase::Aligned, Kernel::CsrParam { coop, block_size, .. })
-                if CSR_ALIGNED_GROUPS.contains(&coop) =>
-            {
+            (Phase::Aligned, Some((_, coop, block_size)), _) if CSR_ALIGNED_GROUPS.contains(&coop) => {
                 vec![Kernel::CsrAligned { group: coop, cached_x: true, block_size }]
             }
             _ => Vec::new(),
@@ -183,13 +221,17 @@ impl Search {
     }
 }
 
-/// Two timing events around one product, and the configuration they time.
+/// Two timing events around one product (or one replay of a graph of products), and the
+/// configuration they time.
 #[derive(Debug)]
-struct Timer {
+struct Timer<T: Scalar> {
     start: CudaEvent,
     end: CudaEvent,
-    /// The kernel of the product between the events, until its timing has been read.
+    /// The kernel of the products between the events, until their timing has been read.
     pending: Option<Kernel>,
+    /// The graph regime: the `y` the timed graph writes (with `beta = 0`, so that replays leave the
+    /// caller's `y` alone), and the graph timed last, kept until its timing has been read.
+    graph: Option<(DeviceVector<T>, Option<Graph>)>,
 }
 
 /// Products `y = alpha * A * x + beta * y` with one matrix, whose kernel tunes itself over the
@@ -223,6 +265,7 @@ struct Timer {
 pub struct TunedSpmv<'a, T: Scalar> {
     gpu: &'a Gpu,
     a: &'a DeviceCsr<T>,
+    regime: Regime,
     search: Search,
     /// Where the search stands: timing candidates, or converged with the plan of its choice.
     state: State<'a, T>,
@@ -231,27 +274,44 @@ pub struct TunedSpmv<'a, T: Scalar> {
 
 #[derive(Debug)]
 enum State<'a, T: Scalar> {
-    Tuning(Timer),
+    Tuning(Timer<T>),
     /// The events were released with the timer; products run the plan.
     Converged(Plan<'a, T, DeviceCsr<T>>),
 }
 
 impl<'a, T: Scalar> TunedSpmv<'a, T> {
-    /// A tuner for products with `a` on `gpu`, starting at [`Kernel::Auto`]'s choice. A matrix
-    /// without entries needs no tuning: it starts converged.
+    /// A tuner for products with `a` on `gpu` run back to back ([`Regime::Hot`]), as a solver
+    /// loop without a graph runs them; see [`TunedSpmv::for_regime`].
     pub fn new(gpu: &'a Gpu, a: &'a DeviceCsr<T>) -> Result<Self> {
+        Self::for_regime(gpu, a, Regime::Hot)
+    }
+
+    /// A tuner for products with `a` on `gpu` in `regime`, starting at [`Kernel::Auto`]'s choice
+    /// for it ([`Gpu::auto_kernel`]). [`Regime::Graph`] times each candidate in a graph of
+    /// [`GRAPH_TIMED_PRODUCTS`] products into a vector of the tuner's own (one more allocation of a
+    /// column's length); [`Regime::Cold`] and [`Regime::Hot`] time the caller's products (the tuner
+    /// cannot rotate the caller's operands out of L2, so a cold tuning is timed hot, from the cold
+    /// rule's start). A matrix without entries needs no tuning: it starts converged.
+    pub fn for_regime(gpu: &'a Gpu, a: &'a DeviceCsr<T>, regime: Regime) -> Result<Self> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));
         }
-        let start = Kernel::auto(a.stats(), gpu.sm_count());
+        let start = gpu.auto_kernel::<T>(a.stats(), regime);
         let (search, state) = if a.nnz() == 0 {
             (Search::converged_at(start), State::Converged(gpu.plan(a, start)?))
         } else {
             let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-            let timer = Timer { start: event()?, end: event()?, pending: None };
+            let graph = (regime == Regime::Graph).then(|| gpu.zeros::<T>(a.nrows())).transpose()?;
+            let timer =
+                Timer { start: event()?, end: event()?, pending: None, graph: graph.map(|y| (y, None)) };
             (Search::new(start, auto_per_row(a.stats(), gpu.sm_count())), State::Tuning(timer))
         };
-        Ok(Self { gpu, a, search, state, tuning_products: 0 })
+        Ok(Self { gpu, a, regime, search, state, tuning_products: 0 })
+    }
+
+    /// The regime the tuner times in.
+    pub fn regime(&self) -> Regime {
+        self.regime
     }
 
     /// Every kernel the tuner can reach, for an exhaustive search to compare with.
@@ -291,9 +351,23 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return self.gpu.spmv_with(kernel, alpha, self.a, x, beta, y);
         }
         let plan = self.gpu.plan(self.a, next)?;
-        timer.start.record(self.gpu.stream())?;
-        plan.spmv(alpha, x, beta, y)?;
-        timer.end.record(self.gpu.stream())?;
+        if let Some((scratch, timed)) = &mut timer.graph {
+            // The graph's products write the tuner's vector, with `beta = 0`: replayed, they leave
+            // the caller's `y` to the one product below. Captured before the events, so that the
+            // capture's host time stays outside them.
+            let graph = self.gpu.capture(|| {
+                (0..GRAPH_TIMED_PRODUCTS).try_for_each(|_| plan.spmv(alpha, x, T::ZERO, &mut *scratch))
+            })?;
+            timer.start.record(self.gpu.stream())?;
+            graph.launch()?;
+            timer.end.record(self.gpu.stream())?;
+            *timed = Some(graph);
+            plan.spmv(alpha, x, beta, y)?;
+        } else {
+            timer.start.record(self.gpu.stream())?;
+            plan.spmv(alpha, x, beta, y)?;
+            timer.end.record(self.gpu.stream())?;
+        }
         timer.pending = Some(next);
         Ok(())
     }
@@ -348,6 +422,10 @@ mod tests {
                     (0.0, (coop as f32).log2(), block_size as f32 / 64.0)
                 }
                 Kernel::CsrBalanced { block_size } => (1.0, 0.0, block_size as f32 / 64.0),
+                Kernel::CsrScalar { block_size } => (0.25, 0.0, block_size as f32 / 64.0),
+                Kernel::CsrVector { coop, block_size } => {
+                    (0.25, (coop as f32).log2(), block_size as f32 / 64.0)
+                }
                 Kernel::CsrAligned { group, block_size, .. } => {
                     (0.5, (group as f32).log2(), block_size as f32 / 64.0)
                 }
@@ -364,13 +442,15 @@ mod tests {
     #[test]
     fn the_space_holds_every_family_at_every_block_size() {
         let space = search_space();
-        assert_eq!(space.len(), 3 * (6 + 1 + 3));
+        assert_eq!(space.len(), 3 * (6 + 6 + 1 + 3));
         assert_eq!(space.iter().collect::<HashSet<_>>().len(), space.len());
         for k in &space {
             k.check().unwrap();
         }
         assert!(space.contains(&per_row(4, 128)));
         assert!(space.contains(&balanced(256)));
+        assert!(space.contains(&Kernel::CsrScalar { block_size: 64 }));
+        assert!(space.contains(&Kernel::CsrVector { coop: 32, block_size: 256 }));
         assert!(space.contains(&Kernel::CsrAligned { group: 32, cached_x: true, block_size: 64 }));
     }
 
@@ -408,6 +488,10 @@ mod tests {
             (balanced(128), per_row(4, 128)),
             (balanced(128), balanced(64)),
             (per_row(16, 128), Kernel::CsrAligned { group: 16, cached_x: true, block_size: 128 }),
+            // From the plain row kernels, the start of Auto's fitted rule.
+            (Kernel::CsrVector { coop: 4, block_size: 128 }, Kernel::CsrVector { coop: 16, block_size: 128 }),
+            (Kernel::CsrScalar { block_size: 128 }, Kernel::CsrVector { coop: 2, block_size: 64 }),
+            (Kernel::CsrVector { coop: 2, block_size: 128 }, Kernel::CsrScalar { block_size: 256 }),
         ] {
             let (best, timed) = run(start, per_row(4, 128), bowl(target));
             assert_eq!(best, target, "from {start:?}, timed {timed:?}");
@@ -433,8 +517,11 @@ mod tests {
     #[test]
     fn every_search_is_short_and_stays_in_the_space() {
         let space: HashSet<Kernel> = search_space().into_iter().collect();
-        let starts: Vec<Kernel> =
-            CSR_PARAM_COOPS.iter().map(|&c| per_row(c, BLOCK_SIZE)).chain([balanced(BLOCK_SIZE)]).collect();
+        let starts: Vec<Kernel> = CSR_PARAM_COOPS
+            .iter()
+            .flat_map(|&c| [per_row(c, BLOCK_SIZE), row_kernel(Rows::Plain, c, BLOCK_SIZE)])
+            .chain([balanced(BLOCK_SIZE)])
+            .collect();
         for seed in 0..300u64 {
             let noise = |k: Kernel| {
                 let mut h = std::hash::DefaultHasher::new();

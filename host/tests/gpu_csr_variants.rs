@@ -9,7 +9,7 @@ mod common;
 
 use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::tune::TunedSpmv;
-use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Scalar};
+use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
 use rand_chacha::ChaCha8Rng;
 
 /// A matrix on the GPU with `x` and the reference results of three products, computed once and
@@ -282,16 +282,21 @@ fn gpu_balanced_tasks() {
     }
 }
 
-/// Products through the tuner, each checked, until it converges (the test synchronises after each
-/// product, so every timing is read at the next call), then more with the chosen kernel.
-fn tuner_until_converged<T: Scalar>(test: &str) {
+/// Products through the tuner for `regime`, each checked, until it converges (the test synchronises
+/// after each product, so every timing is read at the next call), then more with the chosen kernel.
+/// In the graph regime the timed graphs write the tuner's own vector: the caller's `y`, started at a
+/// different value for each product and read with `beta != 0` in two cases out of three, shows any
+/// replay that leaked into it.
+fn tuner_until_converged<T: Scalar>(test: &str, regime: Regime) {
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
     for (name, a) in
         [("many long rows", many_long_rows::<T>(&mut rng)), ("random rows", random_rows(&mut rng))]
     {
         let mut fixture = Fixture::new(&gpu, name, &a, &mut rng);
-        let mut tuned = TunedSpmv::new(&gpu, &fixture.da).unwrap();
+        let mut tuned = TunedSpmv::for_regime(&gpu, &fixture.da, regime).unwrap();
+        assert_eq!(tuned.regime(), regime);
+        assert_eq!(tuned.timed().first(), None);
         let mut after = 0;
         for product in 0..400 {
             let case = &fixture.cases[product % 3];
@@ -312,18 +317,60 @@ fn tuner_until_converged<T: Scalar>(test: &str) {
         }
         let chosen = tuned.converged().unwrap_or_else(|| panic!("{name}: not converged in 400 products"));
         assert!(TunedSpmv::<T>::search_space().contains(&chosen), "{chosen:?}");
-        common::say(&format!("{test}, {name}: {chosen:?} after {} products", tuned.tuning_products()));
+        assert!(tuned.timed().len() <= gpu_spmv::tune::MAX_TIMED_PRODUCTS, "{:?}", tuned.timed());
+        assert_eq!(tuned.timed()[0], gpu.auto_kernel::<T>(fixture.da.stats(), regime));
+        common::say(&format!(
+            "{test}, {name}: {chosen:?} after {} products, timed {:?}",
+            tuned.tuning_products(),
+            tuned.timed()
+        ));
     }
 }
 
 #[test]
 fn gpu_tuner_f32() {
-    tuner_until_converged::<f32>("gpu_tuner_f32");
+    tuner_until_converged::<f32>("gpu_tuner_f32", Regime::Hot);
 }
 
 #[test]
 fn gpu_tuner_f64() {
-    tuner_until_converged::<f64>("gpu_tuner_f64");
+    tuner_until_converged::<f64>("gpu_tuner_f64", Regime::Hot);
+}
+
+#[test]
+fn gpu_tuner_graph_regime_f32() {
+    tuner_until_converged::<f32>("gpu_tuner_graph_regime_f32", Regime::Graph);
+}
+
+#[test]
+fn gpu_tuner_graph_regime_f64() {
+    tuner_until_converged::<f64>("gpu_tuner_graph_regime_f64", Regime::Graph);
+}
+
+/// Once converged, a graph-regime tuner's products are captured into a graph and replayed, and the
+/// replays compute the product; `plan_for` resolves Auto as the tuner started.
+#[test]
+fn gpu_tuner_graph_regime_then_captured() {
+    let test = "gpu_tuner_graph_regime_then_captured";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = random_rows::<f32>(&mut rng);
+    let mut fixture = Fixture::new(&gpu, "random rows", &a, &mut rng);
+    let plan = gpu.plan_for(&fixture.da, Kernel::Auto, Regime::Graph).unwrap();
+    assert_eq!(plan.kernel(), gpu.auto_kernel::<f32>(fixture.da.stats(), Regime::Graph));
+    let mut tuned = TunedSpmv::for_regime(&gpu, &fixture.da, Regime::Graph).unwrap();
+    let case = &fixture.cases[0];
+    while tuned.converged().is_none() && tuned.tuning_products() < 64 {
+        tuned.spmv(case.alpha, &fixture.dx, case.beta, &mut fixture.dy).unwrap();
+        gpu.synchronize().unwrap();
+    }
+    assert!(tuned.converged().is_some(), "not converged after {} products", tuned.tuning_products());
+    fixture.dy.copy_from_host(&gpu, &case.start).unwrap();
+    let (dx, dy) = (&fixture.dx, &mut fixture.dy);
+    let graph =
+        gpu.capture(|| (0..3).try_for_each(|_| tuned.spmv(case.alpha, dx, case.beta, &mut *dy))).unwrap();
+    graph.launch().unwrap();
+    case.assert_close("replayed", &fixture.dy.to_host(&gpu).unwrap(), fixture.tolerance);
 }
 
 /// 40 products enqueued through the tuner without waiting in between, each into its own `y`: timings
@@ -356,7 +403,7 @@ fn gpu_tuner_and_parameter_errors() {
     let x = gpu.upload_vector(&[1.0f32, 2.0]).unwrap();
     let mut y = gpu.upload_vector(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut tuned = TunedSpmv::new(&gpu, &empty).unwrap();
-    assert_eq!(tuned.converged(), Some(Kernel::auto(empty.stats(), gpu.sm_count())));
+    assert_eq!(tuned.converged(), Some(gpu.auto_kernel::<f32>(empty.stats(), Regime::Hot)));
     tuned.spmv(1.0, &x, 2.0, &mut y).unwrap();
     assert_eq!(y.to_host(&gpu).unwrap(), [2.0, 4.0, 6.0]);
 

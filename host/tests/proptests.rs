@@ -1,7 +1,7 @@
 //! Property tests (proptest) of what no input may break: `CsrRef::try_new` on raw arrays, every
 //! conversion from CSR with its parameters, the Matrix Market reader on generated and on damaged
 //! files, the LMA operator, the row partition, the sprs and faer conversions, the CPU references and
-//! their dense views, the reordering and CG's options. The properties themselves live in
+//! their dense views, the reordering, CG's options and Auto's rule on any row statistics. The properties themselves live in
 //! `properties/`, shared with the fuzz targets; this file generates inputs for them, small and many,
 //! so the suite takes a few seconds. A failure prints the shrunk input. Every test runs under the
 //! 4 GiB cap on the address space (`common::cap_memory`), so an over-allocation fails it.
@@ -13,7 +13,9 @@ use common::cap_memory;
 use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
 use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
+use gpu_spmv::rule::Target;
 use gpu_spmv::{CsrRef, Scalar};
+use gpu_spmv::{Kernel, Regime, RowStats};
 use properties::cg::check_cg_options;
 use properties::lma::check_lma;
 use properties::partition::check_partition;
@@ -304,5 +306,31 @@ proptest! {
             }
         }
         check_matrix_market(&bytes);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// Auto's fitted rule answers a kernel for any statistics, GPU and regime, however absurd (NaN and
+    /// infinite means, counts near `usize::MAX`, no SMs, no L2): never `Auto` itself, never a panic,
+    /// always a width the kernels are compiled for.
+    #[test]
+    fn auto_answers_for_any_statistics(
+        (rows, cols, nnz, max) in (any::<usize>(), any::<usize>(), any::<usize>(), any::<usize>()),
+        mean in prop_oneof![any::<f64>(), 0.0..1e4],
+        std_dev in prop_oneof![any::<f64>(), 0.0..1e4],
+        value_bytes in prop_oneof![Just(4usize), Just(8)],
+        (sm_count, l2_bytes) in (any::<u32>(), any::<u64>()),
+        regime in prop_oneof![Just(Regime::Cold), Just(Regime::Hot), Just(Regime::Graph)],
+    ) {
+        let stats = RowStats { rows, cols, nnz, mean, std_dev, max, empty_rows: 0 };
+        let kernel = Kernel::auto_for(&stats, value_bytes, Target { sm_count, l2_bytes }, regime);
+        match kernel {
+            Kernel::Auto => prop_assert!(false, "Auto answered Auto"),
+            Kernel::CsrVector { coop, .. } => prop_assert!(Kernel::VECTOR_COOPS.contains(&coop)),
+            Kernel::CsrParam { coop, .. } => prop_assert!(Kernel::PARAM_COOPS.contains(&coop)),
+            _ => {}
+        }
     }
 }

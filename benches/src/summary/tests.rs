@@ -22,6 +22,7 @@ fn record(matrix: &str, precision: Precision, variant: &str, (cold, hot, graph):
         precision,
         variant: variant.into(),
         family: family.into(),
+        resolved: None,
         timing: timing(cold),
         gflops: 1.0,
         gbps: 1.0,

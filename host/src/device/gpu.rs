@@ -37,6 +37,8 @@ pub struct Gpu {
     /// The bandwidth probe, loaded on its first use: only the benchmark measures the device.
     probe: OnceLock<CudaFunction>,
     sm_count: u32,
+    /// The L2 cache, bytes: whether a matrix fits in it decides Auto's choice for hot products.
+    l2_bytes: u64,
     name: String,
 }
 
@@ -96,6 +98,7 @@ impl Gpu {
         let ctx = stream.context().clone();
         let module = ctx.load_module(Ptx::from_src(PTX))?;
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let l2_bytes = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
         let major = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let stream_kernels = if major >= SM90_MAJOR {
             Some(StreamKernels::load(&ctx.load_module(Ptx::from_src(PTX_SM90))?)?)
@@ -107,6 +110,7 @@ impl Gpu {
             stream_kernels,
             probe: OnceLock::new(),
             sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
+            l2_bytes: u64::try_from(l2_bytes).unwrap_or(0),
             name: ctx.name()?,
             module,
             ctx,
@@ -122,6 +126,11 @@ impl Gpu {
     /// Streaming multiprocessors on the device (at least 1).
     pub fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+
+    /// The device's L2 cache, bytes (0 where the driver reports none).
+    pub fn l2_bytes(&self) -> u64 {
+        self.l2_bytes
     }
 
     /// The CUDA context (for interoperation: timing events, another library on [`Gpu::stream`]).

@@ -23,10 +23,12 @@ mod transpose;
 mod update;
 
 pub use compressed::CompressedKernel;
-pub use csr::Kernel;
 pub(crate) use csr::auto_per_row;
+pub use csr::{
+    COLD_RULE, Feature, Features, Kernel, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+};
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
-pub use plan::Plan;
+pub use plan::{Plan, Regime};
 pub use spmm::{SpmmKernel, SpmmPlan};
 pub use transpose::{TransposeKernel, Transposed};
 

@@ -8,6 +8,22 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use std::fmt;
 
+/// How a plan's products will run, which may change the fastest kernel: [`Kernel::Auto`](
+/// crate::Kernel::Auto)'s rule and the tuner ([`TunedSpmv`](crate::tune::TunedSpmv)) choose for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Regime {
+    /// Products far apart, or over a working set larger than the L2: each reads the matrix from
+    /// HBM. The default.
+    #[default]
+    Cold,
+    /// Products back to back with the same operands: a matrix that fits in L2 is read from it, and
+    /// the host's enqueue overlaps the previous product.
+    Hot,
+    /// Products captured in a CUDA graph and replayed: hot, and the host's cost gone, so only the
+    /// kernels and the GPU's gaps between them count.
+    Graph,
+}
+
 /// Products `y = alpha * A * x + beta * y` with one matrix and one strategy, prepared once by
 /// [`Gpu::plan`]: the strategy resolved ([`Kernel::Auto`](crate::Kernel::Auto) replaced by its
 /// choice) and checked, the data it needs built (a CSR matrix's long-row split or row tasks, the

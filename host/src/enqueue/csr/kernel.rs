@@ -1,7 +1,8 @@
 //! [`Kernel`]: how a CSR product runs, the checks of its parameters, and the parameter sets the
 //! kernels are compiled for.
 
-use super::rule::{auto_config, fixed_rule, has_few_rows, is_irregular};
+use super::super::plan::Regime;
+use super::rule::{Features, Target, auto_config, fixed_rule, has_few_rows, is_irregular, rule_for};
 use crate::formats::csr::RowStats;
 use crate::{Error, Result};
 use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
@@ -12,7 +13,9 @@ use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Kernel {
-    /// Chosen from the matrix's row statistics by [`Kernel::auto`], in constant time.
+    /// Chosen from the matrix's row statistics and the GPU by the rule fitted to measurements
+    /// ([`Kernel::auto_for`]; for the regime a plan names, [`Gpu::plan_for`](crate::Gpu::plan_for),
+    /// cold otherwise), in constant time.
     #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
@@ -69,8 +72,20 @@ impl Kernel {
     /// The largest block of every kernel.
     pub const MAX_BLOCK_SIZE: u32 = abi::MAX_BLOCK_SIZE;
 
-    /// The kernel [`Kernel::Auto`] stands for on a GPU of `sm_count` SMs, in constant time (see
-    /// `rule.rs` for each threshold's derivation and measurements): the balanced kernel with 128
+    /// The kernel [`Kernel::Auto`] stands for in products of `regime`, with values of `value_bytes`
+    /// bytes, on `target`: the leaf the fitted rule of that regime gives the matrix (`rule.rs`,
+    /// [`Rule`](super::rule::Rule); `docs/PERF.md`, section 17), the hand-calibrated
+    /// [`Kernel::auto`] where its leaf is Auto, or where a leaf without the long-row split meets long
+    /// rows or rows the hand rule balances ([`resolve_leaf`](super::rule::resolve_leaf)). Constant
+    /// time.
+    pub fn auto_for(stats: &RowStats, value_bytes: usize, target: Target, regime: Regime) -> Kernel {
+        let features = Features::of(stats, value_bytes, target);
+        rule_for(regime).choose(&features, stats, target.sm_count)
+    }
+
+    /// The hand-calibrated rule on a GPU of `sm_count` SMs, in constant time (see `rule.rs` for each
+    /// threshold's derivation and measurements), which the fitted rule ([`Kernel::auto_for`]) falls
+    /// back on: the balanced kernel with 128
     /// threads per block for matrices whose row lengths vary (a standard deviation above half their
     /// mean) or whose rows are too few to fill the GPU even with a warp each; otherwise the
     /// parametrised kernel with `coop` the smallest power of two that gives each lane at most 8

@@ -5,11 +5,12 @@ mod kernel;
 mod rule;
 
 pub use kernel::Kernel;
+pub use rule::{COLD_RULE, Feature, Features, Node, Rule, Target, resolve_leaf, rule_for, width_kernel};
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
 use super::launch::{Prepared, unset_axpby};
-use super::plan::Plan;
+use super::plan::{Plan, Regime};
 use super::sealed::{Enqueue, Product};
 use crate::device::{DeviceCsr, Gpu};
 use crate::formats::convert::narrow;
@@ -70,7 +71,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
         };
         let launch = match kernel {
             // `Kernel::auto` never answers `Auto`.
-            Kernel::Auto => return self.prepare(gpu, Kernel::auto(self.stats(), gpu.sm_count())),
+            Kernel::Auto => return self.prepare(gpu, gpu.auto_kernel::<T>(self.stats(), Regime::Cold)),
             Kernel::CsrScalar { block_size } => rows(&table.csr_scalar, 1, block_size),
             Kernel::CsrVector { coop, block_size } => {
                 rows(&table.csr_vector[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)
@@ -228,6 +229,31 @@ impl<T: Scalar> DeviceMatrix<T> for DeviceCsr<T> {
 
     fn nnz(&self) -> usize {
         DeviceCsr::nnz(self)
+    }
+}
+
+impl Gpu {
+    /// What the fitted rule knows of this GPU.
+    pub fn target(&self) -> Target {
+        Target { sm_count: self.sm_count(), l2_bytes: self.l2_bytes() }
+    }
+
+    /// The kernel [`Kernel::Auto`] stands for on this GPU for products in `regime` of a matrix of
+    /// these statistics in element type `T` ([`Kernel::auto_for`]).
+    pub fn auto_kernel<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
+        Kernel::auto_for(stats, size_of::<T>(), self.target(), regime)
+    }
+
+    /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
+    /// regime's choice ([`Gpu::auto_kernel`]); any other kernel is planned as it is.
+    pub fn plan_for<'a, T: Scalar>(
+        &'a self,
+        a: &'a DeviceCsr<T>,
+        kernel: Kernel,
+        regime: Regime,
+    ) -> Result<Plan<'a, T, DeviceCsr<T>>> {
+        let kernel = if kernel == Kernel::Auto { self.auto_kernel::<T>(a.stats(), regime) } else { kernel };
+        self.plan(a, kernel)
     }
 }
 

@@ -4,12 +4,19 @@
 //! configuration of that kernel, calibrated on the H100; the length from which a row counts as long;
 //! and when Auto takes the balanced kernel (`kernels-gpu/src/csr/balanced.rs`) instead.
 //!
-//! Everything here reads the matrix's row statistics and the SM count only, so it runs in constant
-//! time per product.
+//! Beside them, the rule fitted to measurements ([`Rule`], issue 23): a small decision tree over
+//! [`Features`] of the matrix and the GPU whose leaves are kernels, one tree per [`Regime`]; its
+//! fitting and leave-one-out check are the benchmark's (`benches/src/fit.rs`), which reads the
+//! committed runs under `docs/bench/`.
+//!
+//! Everything here reads the matrix's row statistics and the GPU's SM count and L2 size only, so it
+//! runs in constant time per product.
 
+use super::super::plan::Regime;
 use super::kernel::Kernel;
 use crate::formats::csr::RowStats;
 use kernels_gpu::abi::{BLOCK_SIZE, CSR_PARAM_COOPS, LONG_ROW_CHUNK, RESIDENT_THREADS_PER_SM, WARP_SIZE};
+use std::fmt;
 
 /// One launch configuration of the parametrised kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,9 +128,19 @@ pub fn has_few_rows(stats: &RowStats, sm_count: u32) -> bool {
 /// suite, and the fixed rule's 2 and 4 on the largest short-row matrices cost 3-28%: the H100 needs
 /// no more work per group to hide its launch cost.
 pub(crate) fn auto_config(stats: &RowStats, sm_count: u32) -> ParamConfig {
+    ParamConfig {
+        coop: filling_width(stats, sm_count, AUTO_ENTRIES_PER_LANE),
+        repeat: 1,
+        block_size: BLOCK_SIZE,
+    }
+}
+
+/// The smallest width (lanes per row, a power of two up to 32) that gives each lane at most
+/// `entries_per_lane` entries of a mean row and brings `rows x width` to [`AUTO_MIN_FILL`] of the
+/// resident threads of `sm_count` SMs.
+fn filling_width(stats: &RowStats, sm_count: u32, entries_per_lane: f64) -> u32 {
     let fill = AUTO_MIN_FILL * resident_threads(sm_count) as f64 / stats.rows.max(1) as f64;
-    let coop = coop_at_least(fill.max(stats.mean / AUTO_ENTRIES_PER_LANE));
-    ParamConfig { coop, repeat: 1, block_size: BLOCK_SIZE }
+    coop_at_least(fill.max(stats.mean / entries_per_lane))
 }
 
 /// The per-row kernel [`Kernel::Auto`] gives a matrix's rows (its choice for a regular matrix with
@@ -170,6 +187,209 @@ pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
     let mean_steps = (stats.nnz as u64).div_ceil(resident_threads(sm_count));
     let steps = LONG_ROW_MIN_STEPS.max(LONG_ROW_SLACK * mean_steps);
     u32::try_from(u64::from(auto_coop(stats)) * steps).unwrap_or(u32::MAX)
+}
+
+/// What the fitted rule knows of the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub sm_count: u32,
+    /// The L2 cache, bytes (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
+    pub l2_bytes: u64,
+}
+
+/// One fact the fitted rule may split on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Feature {
+    /// Mean entries per row: the width a row needs.
+    Mean,
+    /// Standard deviation of the row lengths over their mean: how unequal a warp's rows are.
+    Cv,
+    /// The longest row over the mean: whether a few rows dominate.
+    LongestOverMean,
+    /// Rows times a warp over the GPU's resident threads: how full a warp per row keeps it
+    /// (occupancy).
+    Fill,
+    /// One product's bytes (the CSR arrays, `x` and `y`) over the L2: below 1 a hot product reads
+    /// the matrix from L2.
+    L2Share,
+    /// Bytes of a value: 4 (f32) or 8 (f64).
+    ValueBytes,
+}
+
+impl Feature {
+    pub const ALL: [Feature; 6] = [
+        Feature::Mean,
+        Feature::Cv,
+        Feature::LongestOverMean,
+        Feature::Fill,
+        Feature::L2Share,
+        Feature::ValueBytes,
+    ];
+
+    /// The feature's name, as the printed rule shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Mean => "mean",
+            Feature::Cv => "cv",
+            Feature::LongestOverMean => "longest/mean",
+            Feature::Fill => "fill",
+            Feature::L2Share => "bytes/L2",
+            Feature::ValueBytes => "value bytes",
+        }
+    }
+}
+
+/// A matrix's [`Feature`]s on a GPU, in one precision.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Features([f64; Feature::ALL.len()]);
+
+impl Features {
+    /// The features of a matrix of these statistics, with values of `value_bytes` bytes, on `target`.
+    pub fn of(stats: &RowStats, value_bytes: usize, target: Target) -> Self {
+        let mean = stats.mean;
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        // In f64: statistics of any size make a feature, never an overflow.
+        let (rows, cols, nnz, value) =
+            (stats.rows as f64, stats.cols as f64, stats.nnz as f64, value_bytes as f64);
+        let bytes = (rows + 1.0) * 4.0 + nnz * (4.0 + value) + (rows + cols) * value;
+        let warps = rows * f64::from(WARP_SIZE);
+        Features([
+            mean,
+            ratio(stats.std_dev, mean),
+            ratio(stats.max as f64, mean),
+            ratio(warps, resident_threads(target.sm_count) as f64),
+            ratio(bytes, target.l2_bytes as f64),
+            value_bytes as f64,
+        ])
+    }
+
+    pub fn get(&self, feature: Feature) -> f64 {
+        self.0[feature as usize]
+    }
+}
+
+/// One node of a [`Rule`]: a choice, or a test of one feature that sends the matrix to the node at
+/// `below` (the feature under `threshold`) or at `above`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Node {
+    /// The rule's choice. [`Kernel::Auto`] stands for the hand-calibrated rule ([`Kernel::auto`]).
+    Leaf(Kernel),
+    /// A group of lanes per row sized to the rows and the GPU: the vector kernel (128 threads per
+    /// block) whose `coop` is the smallest width giving each lane at most `entries_per_lane` of a
+    /// mean row and filling half the GPU (Auto's width at 8 entries per lane), or one thread per row
+    /// where that is one lane ([`width_kernel`]). A width that follows the mean and the rows
+    /// carries from the matrices measured to others, where a fixed width would not.
+    Width {
+        entries_per_lane: u32,
+    },
+    Split {
+        feature: Feature,
+        threshold: f64,
+        below: usize,
+        above: usize,
+    },
+}
+
+/// The kernel of a [`Node::Width`] leaf for a matrix of these statistics on a GPU of `sm_count` SMs.
+pub fn width_kernel(entries_per_lane: u32, stats: &RowStats, sm_count: u32) -> Kernel {
+    match filling_width(stats, sm_count, f64::from(entries_per_lane.max(1))) {
+        1 => Kernel::CsrScalar { block_size: BLOCK_SIZE },
+        coop => Kernel::CsrVector { coop, block_size: BLOCK_SIZE },
+    }
+}
+
+/// A decision tree over [`Features`] whose leaves are kernels: its nodes, the root first, each split
+/// pointing at later nodes. Printable as nested `if`s ([`fmt::Display`]); a choice walks at most
+/// one node per level, so it costs a few comparisons.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule<'a> {
+    pub nodes: &'a [Node],
+}
+
+impl Rule<'_> {
+    /// The kernel the tree gives a matrix of these features and statistics on a GPU of `sm_count`
+    /// SMs, through [`resolve_leaf`]. A tree whose splits do not point forward ends at its root's
+    /// first leaf rather than loop: the walk takes at most one step per node.
+    pub fn choose(&self, features: &Features, stats: &RowStats, sm_count: u32) -> Kernel {
+        let mut at = 0;
+        for _ in 0..self.nodes.len() {
+            match self.nodes.get(at) {
+                Some(Node::Leaf(kernel)) => return resolve_leaf(*kernel, stats, sm_count),
+                Some(Node::Width { entries_per_lane }) => {
+                    return resolve_leaf(width_kernel(*entries_per_lane, stats, sm_count), stats, sm_count);
+                }
+                Some(Node::Split { feature, threshold, below, above }) => {
+                    at = if features.get(*feature) < *threshold { *below } else { *above };
+                }
+                None => break,
+            }
+        }
+        Kernel::auto(stats, sm_count)
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, at: usize, depth: usize) -> fmt::Result {
+        let indent = "  ".repeat(depth);
+        match self.nodes.get(at) {
+            Some(Node::Leaf(Kernel::Auto)) => writeln!(f, "{indent}auto (the hand-calibrated rule)"),
+            Some(Node::Leaf(kernel)) => writeln!(f, "{indent}{kernel}"),
+            Some(Node::Width { entries_per_lane }) => {
+                writeln!(f, "{indent}vector kernel, a lane per {entries_per_lane} entries of the mean row")
+            }
+            Some(Node::Split { feature, threshold, below, above }) if *below > at && *above > at => {
+                writeln!(f, "{indent}if {} < {threshold:.3}:", feature.name())?;
+                self.write(f, *below, depth + 1)?;
+                writeln!(f, "{indent}else:")?;
+                self.write(f, *above, depth + 1)
+            }
+            _ => writeln!(f, "{indent}(malformed node {at})"),
+        }
+    }
+}
+
+impl fmt::Display for Rule<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, 0, 0)
+    }
+}
+
+/// The kernel a leaf stands for on a matrix: [`Kernel::Auto`] is the hand rule; a kernel that gives
+/// each row to one group without splitting long ones (thread per row, vector, aligned) is taken only
+/// where the hand rule would give the rows a group each too: not where rows are long
+/// (`long_row_min_len`), since a row of a million entries would keep one warp busy for the whole
+/// product, something no threshold fitted over the measured matrices can promise to see; nor where
+/// the hand rule takes the balanced kernel (rows of unequal lengths, or too few rows to fill the GPU),
+/// whose thresholds were measured on the same matrices (vibrobox, wide-400: the vector kernel at
+/// Auto's width ran 15-20% behind the balanced kernel there).
+pub fn resolve_leaf(leaf: Kernel, stats: &RowStats, sm_count: u32) -> Kernel {
+    let unsplit =
+        matches!(leaf, Kernel::CsrScalar { .. } | Kernel::CsrVector { .. } | Kernel::CsrAligned { .. });
+    let long_rows = stats.max as u64 >= u64::from(long_row_min_len(stats, sm_count));
+    let balanced = is_irregular(stats) || has_few_rows(stats, sm_count);
+    if leaf == Kernel::Auto || (unsplit && (long_rows || balanced)) {
+        Kernel::auto(stats, sm_count)
+    } else {
+        leaf
+    }
+}
+
+/// The rule fitted to the cold regime of the public real set and the suite at both sizes
+/// (`docs/bench/2026-11-23-regimes-{real,small,full}`, one H100):
+/// `cargo test -p spmv-bench --test auto_rule -- --nocapture` prints it, its fit and its
+/// leave-one-out figure (`docs/PERF.md`, section 17). The fit found no split worth its noise: one
+/// leaf, Auto's own width (8 entries per lane, half the GPU filled) run by the plain row kernels
+/// (thread per row, vector) instead of the parametrised one, which [`resolve_leaf`] keeps for
+/// matrices with long rows, where the hand rule also takes the balanced kernel for irregular rows.
+pub const COLD_RULE: Rule<'static> = Rule { nodes: &COLD_NODES };
+
+const COLD_NODES: [Node; 1] = [Node::Width { entries_per_lane: 8 }];
+
+/// The rule for products in `regime`. The committed runs time every kernel only cold; until a run
+/// with `--all-graph` has been fitted, the hot and graph regimes take the cold tree (the tuner, which
+/// times in the regime asked for, is where they differ today).
+pub fn rule_for(regime: Regime) -> Rule<'static> {
+    match regime {
+        Regime::Cold | Regime::Hot | Regime::Graph => COLD_RULE,
+    }
 }
 
 #[cfg(test)]
@@ -277,5 +497,119 @@ mod tests {
         // One thread per row: 32 entries make a row worth a warp.
         assert_eq!(long_row_min_len(&stats(1000, 1000), H100_SMS), 32);
         assert_eq!(long_row_min_len(&stats(0, 0), H100_SMS), 32);
+    }
+
+    const TARGET: Target = Target { sm_count: H100_SMS, l2_bytes: 50 << 20 };
+
+    fn choose(rule: Rule<'_>, stats: &RowStats, value_bytes: usize) -> Kernel {
+        rule.choose(&Features::of(stats, value_bytes, TARGET), stats, TARGET.sm_count)
+    }
+
+    fn regular(rows: usize, mean: usize) -> RowStats {
+        RowStats { max: mean + 2, std_dev: 1.0, ..stats(rows, rows * mean) }
+    }
+
+    #[test]
+    fn features_read_the_rows_and_the_gpu() {
+        // 270,336 resident threads; 4.2 M rows of 5 entries, f32: 88 MB against 50 MiB of L2.
+        let s = RowStats { std_dev: 0.5, max: 10, ..stats(4_200_000, 21_000_000) };
+        let f = Features::of(&s, 4, TARGET);
+        assert_eq!(f.get(Feature::Mean), 5.0);
+        assert_eq!(f.get(Feature::Cv), 0.1);
+        assert_eq!(f.get(Feature::LongestOverMean), 2.0);
+        assert!((f.get(Feature::Fill) - 4_200_000.0 * 32.0 / 270_336.0).abs() < 1e-9);
+        let bytes = 4_200_001.0 * 4.0 + 21_000_000.0 * 8.0 + 8_400_000.0 * 4.0;
+        assert!((f.get(Feature::L2Share) - bytes / (50u64 << 20) as f64).abs() < 1e-9);
+        assert_eq!(f.get(Feature::ValueBytes), 4.0);
+        // No rows, no L2: zeros, not NaN.
+        let empty = Features::of(&stats(0, 0), 8, Target { sm_count: 1, l2_bytes: 0 });
+        assert!(Feature::ALL.iter().all(|&g| !empty.get(g).is_nan()));
+    }
+
+    /// The committed rule: Auto's width, by the plain row kernels, where no row is long.
+    #[test]
+    fn the_cold_rule_runs_auto_widths_on_the_row_kernels() {
+        // Stencil-like: millions of rows of 5 fill the GPU at a thread each.
+        assert_eq!(choose(COLD_RULE, &regular(4_000_000, 5), 4), Kernel::CsrScalar { block_size: 128 });
+        // fem3d-27-like: 729 k rows of 27, four lanes each (27 / 8).
+        assert_eq!(
+            choose(COLD_RULE, &regular(729_000, 27), 8),
+            Kernel::CsrVector { coop: 4, block_size: 128 }
+        );
+        // A small matrix is widened to fill half the GPU: 12,288 rows need 11 lanes, so 16.
+        assert_eq!(
+            choose(COLD_RULE, &regular(12_288, 16), 4),
+            Kernel::CsrVector { coop: 16, block_size: 128 }
+        );
+        // Long rows go to the hand rule: the parametrised kernel splits them, or the balanced kernel
+        // takes irregular rows.
+        let long = RowStats { max: 5000, ..regular(1_000_000, 5) };
+        assert_eq!(choose(COLD_RULE, &long, 4), Kernel::auto(&long, H100_SMS));
+        assert!(matches!(choose(COLD_RULE, &long, 4), Kernel::CsrParam { split_long_rows: true, .. }));
+        let irregular = RowStats { std_dev: 30.0, max: 3000, ..regular(1_000_000, 5) };
+        assert_eq!(choose(COLD_RULE, &irregular, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        // Few rows: the balanced kernel, as the hand rule gives them.
+        let few = RowStats { max: 5200, ..regular(25, 5000) };
+        assert_eq!(choose(COLD_RULE, &few, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        // Every regime takes the cold tree until a graph run has been fitted.
+        for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+            assert_eq!(rule_for(regime), COLD_RULE);
+            let s = regular(729_000, 27);
+            assert_eq!(Kernel::auto_for(&s, 8, TARGET, regime), choose(COLD_RULE, &s, 8));
+        }
+    }
+
+    #[test]
+    fn a_tree_walks_its_splits() {
+        let nodes = [
+            Node::Split { feature: Feature::Mean, threshold: 10.0, below: 1, above: 2 },
+            Node::Leaf(Kernel::CsrMerge { block_size: 128 }),
+            Node::Split { feature: Feature::ValueBytes, threshold: 6.0, below: 3, above: 4 },
+            Node::Width { entries_per_lane: 2 },
+            Node::Leaf(Kernel::Auto),
+        ];
+        let rule = Rule { nodes: &nodes };
+        assert_eq!(choose(rule, &regular(1_000_000, 5), 4), Kernel::CsrMerge { block_size: 128 });
+        assert_eq!(choose(rule, &regular(1_000_000, 20), 4), Kernel::CsrVector { coop: 16, block_size: 128 });
+        let wide = regular(1_000_000, 20);
+        assert_eq!(choose(rule, &wide, 8), Kernel::auto(&wide, H100_SMS));
+        let text = rule.to_string();
+        assert_eq!(
+            text,
+            "if mean < 10.000:\n  csr-merge-b128\nelse:\n  if value bytes < 6.000:\n    vector kernel, a lane \
+             per 2 entries of the mean row\n  else:\n    auto (the hand-calibrated rule)\n"
+        );
+    }
+
+    /// A tree whose splits point backwards or nowhere neither loops nor panics: it ends at the hand
+    /// rule.
+    #[test]
+    fn a_malformed_tree_ends_at_the_hand_rule() {
+        let s = regular(1_000_000, 5);
+        let looping = [Node::Split { feature: Feature::Mean, threshold: 1.0, below: 0, above: 0 }];
+        assert_eq!(choose(Rule { nodes: &looping }, &s, 4), Kernel::auto(&s, H100_SMS));
+        let dangling = [Node::Split { feature: Feature::Mean, threshold: 1.0, below: 7, above: 7 }];
+        assert_eq!(choose(Rule { nodes: &dangling }, &s, 4), Kernel::auto(&s, H100_SMS));
+        assert_eq!(choose(Rule { nodes: &[] }, &s, 4), Kernel::auto(&s, H100_SMS));
+        assert!(Rule { nodes: &looping }.to_string().contains("malformed"));
+    }
+
+    #[test]
+    fn leaves_without_the_split_keep_away_from_long_rows_and_the_balanced_kernels_matrices() {
+        let s = regular(1_000_000, 5);
+        let scalar = Kernel::CsrScalar { block_size: 128 };
+        assert_eq!(resolve_leaf(scalar, &s, H100_SMS), scalar);
+        // 5 M entries over 270 k threads are 19 steps each: rows from 76 entries are long.
+        let long = RowStats { max: 100, ..s };
+        assert_eq!(resolve_leaf(scalar, &long, H100_SMS), Kernel::auto(&long, H100_SMS));
+        // Rows the hand rule balances: unequal (cv 0.6), or too few for a warp each to fill the GPU.
+        let unequal = RowStats { std_dev: 3.0, ..s };
+        assert_eq!(resolve_leaf(scalar, &unequal, H100_SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        let few = regular(2500, 400);
+        assert_eq!(resolve_leaf(scalar, &few, H100_SMS), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+        // Kernels that cope with long rows are kept whatever the rows.
+        let merge = Kernel::CsrMerge { block_size: 256 };
+        assert_eq!(resolve_leaf(merge, &long, H100_SMS), merge);
+        assert_eq!(resolve_leaf(Kernel::Auto, &s, H100_SMS), Kernel::auto(&s, H100_SMS));
     }
 }

@@ -1,0 +1,134 @@
+use super::*;
+use crate::variants::gpu_kernels;
+
+const TARGET: Target = Target { sm_count: 132, l2_bytes: 50 << 20 };
+
+/// A matrix of `rows` rows of `mean` entries (no long rows), where the kernels in `times` took
+/// those times.
+fn sample(matrix: &str, rows: usize, mean: f64, times: &[(Kernel, f64)]) -> Sample {
+    let stats = RowStats {
+        rows,
+        cols: rows,
+        nnz: (rows as f64 * mean) as usize,
+        mean,
+        std_dev: 0.0,
+        max: mean as usize,
+        empty_rows: 0,
+    };
+    let auto = Kernel::auto(&stats, TARGET.sm_count);
+    let auto_us = times.iter().find(|(k, _)| *k == auto).map_or(10.0, |t| t.1);
+    Sample {
+        matrix: matrix.into(),
+        precision: "f32".into(),
+        stats,
+        features: Features::of(&stats, 4, TARGET),
+        sm_count: TARGET.sm_count,
+        auto: (auto, auto_us),
+        times: times.iter().filter(|(k, _)| *k != auto).map(|(k, t)| (k.to_string(), *t)).collect(),
+    }
+}
+
+fn scalar() -> Kernel {
+    Kernel::CsrScalar { block_size: 128 }
+}
+
+fn vector(coop: u32) -> Kernel {
+    Kernel::CsrVector { coop, block_size: 128 }
+}
+
+/// Every kernel of the bench timed at 12 µs but those of `fast`.
+fn all_but(fast: &[(Kernel, f64)]) -> Vec<(Kernel, f64)> {
+    gpu_kernels(true).into_iter().map(|k| (k, fast.iter().find(|f| f.0 == k).map_or(12.0, |f| f.1))).collect()
+}
+
+/// Short rows run fastest on the merge-path kernel, long rows on the balanced kernel at 256 threads:
+/// two fixed kernels, which only a split can give each its own.
+fn two_kinds() -> Vec<Sample> {
+    let (merge, balanced) = (Kernel::CsrMerge { block_size: 128 }, Kernel::CsrBalanced { block_size: 256 });
+    let mut out = Vec::new();
+    for i in 0..6 {
+        let rows = 200_000 + 1000 * i;
+        let short = all_but(&[(merge, 5.0), (balanced, 9.0)]);
+        let wide = all_but(&[(merge, 30.0), (balanced, 6.0)]);
+        out.push(sample(&format!("short{i}"), rows, 4.0 + i as f64 / 10.0, &short));
+        out.push(sample(&format!("wide{i}"), rows, 200.0 + i as f64, &wide));
+    }
+    out
+}
+
+#[test]
+fn a_tree_splits_where_the_fastest_kernel_changes() {
+    let samples = two_kinds();
+    let fitted = fit(&samples, LIMITS);
+    let rule = fitted.rule();
+    for s in &samples {
+        let want = if s.stats.mean < 100.0 {
+            Kernel::CsrMerge { block_size: 128 }
+        } else {
+            Kernel::CsrBalanced { block_size: 256 }
+        };
+        assert_eq!(fitted.choose(s), want, "{}\n{rule}", s.matrix);
+    }
+    assert!(matches!(fitted.nodes[0], Node::Split { .. }), "{rule}");
+    assert!(score_fitted(&fitted, &samples).iter().all(Scored::hit));
+    // Out of sample too: each matrix left out is still chosen right.
+    assert!(leave_one_out(&samples, LIMITS).iter().all(Scored::hit));
+    // The printed tree names the split and both leaves; the source is the constant's form.
+    let text = rule.to_string();
+    assert!(
+        text.contains("if ") && text.contains("csr-merge-b128") && text.contains("csr-balanced-b256"),
+        "{text}"
+    );
+    assert!(fitted.rust_source("NODES").starts_with(&format!("const NODES: [Node; {}]", fitted.nodes.len())));
+}
+
+/// Where a thread per row wins on short rows and a warp on rows of 200, one width rule (a lane per 6
+/// or 8 entries) gives both: no split needed, and it carries to means between.
+#[test]
+fn a_width_leaf_follows_the_mean() {
+    let mut samples = Vec::new();
+    for i in 0..6 {
+        let rows = 200_000 + 1000 * i;
+        let short = all_but(&[(scalar(), 5.0), (vector(32), 9.0)]);
+        let wide = all_but(&[(scalar(), 30.0), (vector(32), 6.0)]);
+        samples.push(sample(&format!("short{i}"), rows, 4.0 + i as f64 / 10.0, &short));
+        samples.push(sample(&format!("wide{i}"), rows, 200.0 + i as f64, &wide));
+    }
+    let fitted = fit(&samples, LIMITS);
+    assert_eq!(fitted.nodes, vec![Node::Width { entries_per_lane: 6 }], "{}", fitted.rule());
+    assert!(leave_one_out(&samples, LIMITS).iter().all(Scored::hit));
+    let text = fitted.rule().to_string();
+    assert!(text.contains("a lane per 6 entries"), "{text}");
+}
+
+#[test]
+fn fitting_is_deterministic_and_bounded() {
+    let samples = two_kinds();
+    assert_eq!(fit(&samples, LIMITS), fit(&samples, LIMITS));
+    let fitted = fit(&samples, LIMITS);
+    // A tree of depth at most `max_depth` has at most 2^(max_depth + 1) - 1 nodes.
+    assert!(fitted.nodes.len() < 1 << (LIMITS.max_depth + 1));
+    let stump = fit(&samples, Limits { max_depth: 1, ..LIMITS });
+    assert!(stump.nodes.len() <= 3);
+}
+
+#[test]
+fn too_few_samples_make_one_leaf() {
+    let samples: Vec<Sample> = two_kinds().into_iter().take(2 * LIMITS.min_leaf - 1).collect();
+    assert_eq!(fit(&samples, LIMITS).nodes.len(), 1);
+    assert_eq!(fit(&[], LIMITS).nodes, vec![Node::Leaf(Kernel::Auto)]);
+}
+
+#[test]
+fn the_hand_rule_is_a_leaf_where_it_is_fastest() {
+    // Auto's kernel (the parametrised one) is fastest everywhere, and timed only as Auto.
+    let samples: Vec<Sample> = (0..10)
+        .map(|i| sample(&format!("m{i}"), 100_000 + i, 8.0, &[(scalar(), 9.0), (vector(2), 9.5)]))
+        .map(|s| Sample { auto: (s.auto.0, 5.0), ..s })
+        .collect();
+    let fitted = fit(&samples, LIMITS);
+    assert_eq!(fitted.nodes, vec![Node::Leaf(Kernel::Auto)]);
+    assert!(score_auto(&samples).iter().all(Scored::hit));
+    let line = describe(&score_auto(&samples));
+    assert!(line.starts_with("10/10 within 3%"), "{line}");
+}

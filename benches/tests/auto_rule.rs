@@ -1,0 +1,109 @@
+//! Auto's rule against the committed runs (issue 23), on the CPU: the misses table of each run, the
+//! rule fitted to the public real set with its leave-one-out figure, and the check that the tree in
+//! `host/src/enqueue/csr/rule.rs` is the one this fit gives. `--nocapture` prints them all
+//! (`docs/PERF.md`, section 17, quotes them).
+
+use gpu_spmv::rule::COLD_RULE;
+use spmv_bench::fit;
+use spmv_bench::misses;
+use spmv_bench::report::Results;
+use spmv_bench::summary::Regime;
+use std::path::PathBuf;
+
+/// The public real set, every regime (`cargo xtask bench --mtx`), on the H100.
+const REAL: &str = "2026-11-23-regimes-real";
+/// The suite, small and full size, same commit and GPU.
+const SUITE: [&str; 2] = ["2026-11-23-regimes-small", "2026-11-23-regimes-full"];
+
+fn run(name: &str) -> Results {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/bench").join(name).join("results.json");
+    Results::read(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))
+}
+
+#[test]
+fn misses_of_the_committed_runs() {
+    for name in [REAL, SUITE[0], SUITE[1]] {
+        let results = run(name);
+        let lines = misses::lines(&results);
+        let cold = lines.iter().filter(|l| l.regime == Regime::Cold).count();
+        assert_eq!(cold, 2 * results.matrices.len(), "{name}: Auto timed cold on every matrix and precision");
+        for l in &lines {
+            assert!(l.gap >= 0.0, "{name}: {l:?}: the fastest includes Auto");
+            assert!(l.kind != "unknown kernel", "{name}: {l:?}");
+        }
+        println!("## {name}\n\n{}", misses::table(&results));
+    }
+}
+
+/// The samples the rule is fitted on, cold: the public real set and the suite at both sizes (one
+/// commit, one H100). The suite brings what the real set lacks, matrices of millions of rows.
+fn cold_samples() -> Vec<fit::Sample> {
+    [REAL, SUITE[0], SUITE[1]].into_iter().flat_map(|name| fit::samples(&run(name), Regime::Cold)).collect()
+}
+
+#[test]
+fn the_committed_rule_is_the_fitted_one() {
+    let fitted = fit::fit(&cold_samples(), fit::LIMITS);
+    assert_eq!(
+        fitted.rule(),
+        COLD_RULE,
+        "refit: rule.rs's COLD_NODES should be\n{}\n{}",
+        fitted.rust_source("COLD_NODES"),
+        fitted.rule()
+    );
+}
+
+#[test]
+fn leave_one_out_on_the_public_real_set() {
+    let samples = cold_samples();
+    let fitted = fit::fit(&samples, fit::LIMITS);
+    println!("the rule fitted on {REAL} and the suite, cold:\n{}", fitted.rule());
+    let real: Vec<String> = run(REAL).matrices.into_iter().map(|m| m.name).collect();
+    let of_real = |scored: Vec<fit::Scored>| -> Vec<fit::Scored> {
+        scored.into_iter().filter(|s| real.contains(&s.matrix)).collect()
+    };
+    // Each matrix left out of the fit in turn (both precisions, and in the suite both sizes, which
+    // share its name).
+    let loo = fit::leave_one_out(&samples, fit::LIMITS);
+    for (set, scored) in [("the real set", of_real(loo.clone())), ("the real set and the suite", loo.clone())]
+    {
+        let in_set = |all: Vec<fit::Scored>| -> Vec<fit::Scored> {
+            all.into_iter()
+                .filter(|s| scored.iter().any(|t| t.matrix == s.matrix && t.precision == s.precision))
+                .collect()
+        };
+        println!("{set}:");
+        println!("  Auto as measured:      {}", fit::describe(&in_set(fit::score_auto(&samples))));
+        println!("  fitted, in sample:     {}", fit::describe(&in_set(fit::score_fitted(&fitted, &samples))));
+        println!("  fitted, leave-one-out: {}", fit::describe(&scored));
+    }
+    for s in loo.iter().filter(|s| !s.hit()) {
+        println!("  left out, missed: {} {} {} at {:.3}x", s.matrix, s.precision, s.chosen, s.ratio);
+    }
+    // Cold, no matrix may get slower than Auto as the run measured it.
+    for (fitted, auto) in fit::score_fitted(&fitted, &samples).iter().zip(fit::score_auto(&samples)) {
+        if fitted.ratio > auto.ratio * fit::HIT {
+            println!(
+                "  slower than Auto: {} {} {} at {:.3}x, Auto {} at {:.3}x",
+                fitted.matrix, fitted.precision, fitted.chosen, fitted.ratio, auto.chosen, auto.ratio
+            );
+        }
+    }
+    assert_eq!(loo.len(), samples.len());
+    assert!(loo.iter().all(|s| !s.ratio.is_nan()), "every choice was timed");
+}
+
+/// The fit takes the regime as an input. The committed runs timed in a graph only Auto, the fastest
+/// kernel (cold) and cuSPARSE, so a graph tree can only choose among those; the lead's run with
+/// `--all-graph` times every kernel there, and this prints the tree its results give.
+#[test]
+fn the_graph_regime_is_fitted_from_its_own_timings() {
+    let samples = fit::samples(&run(REAL), Regime::Graph);
+    assert_eq!(samples.len(), 54, "Auto timed in a graph on every matrix and precision");
+    assert!(samples.iter().all(|s| s.times.len() < 4), "the committed run timed few kernels in a graph");
+    let fitted = fit::fit(&samples, fit::LIMITS);
+    println!("graph regime, {REAL}:\n{}", fitted.rule());
+    println!("  Auto as measured: {}", fit::describe(&fit::score_auto(&samples)));
+    println!("  fitted, leave-one-out: {}", fit::describe(&fit::leave_one_out(&samples, fit::LIMITS)));
+}
