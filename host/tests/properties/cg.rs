@@ -35,9 +35,9 @@ pub fn check_cg_options(n: usize, options: CgOptions) {
             assert!(!tolerance_ok && (value == options.rel_tol || value.is_nan()));
             assert!(x.iter().all(|&v| v == 0.0), "x written by a refused solve");
         }
-        // Iterating past the solution with a tolerance near 0, the residual underflows: `rᵀz` is
-        // 0 while `rᵀr` is not yet (Jacobi scales it down). A breakdown, not an options fault.
-        Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", value: 0.0, .. })) => {
+        // Iterating past the solution with a tolerance near 0, the residual underflows: `rᵀz` (Jacobi
+        // scales it down) or `pᵀAp` is 0 while `rᵀr` is not yet. A breakdown, not an options fault.
+        Err(Error::Solve(SolveError::Breakdown { what: "rᵀz" | "pᵀAp", value: 0.0, .. })) => {
             assert!(tolerance_ok && options.rel_tol < 1e-150, "{options:?}");
         }
         Err(Error::TooLarge { what: "the iteration limit", .. }) => {
