@@ -19,7 +19,13 @@ struct Arrays {
 }
 
 /// `CsrRef::try_new` on the arrays widened to `usize`, after the first negative index.
-fn host_check<I: CsrIndex>(nrows: usize, ncols: usize, offsets: &[I], cols: &[I], nnz: usize) -> Result<(), CsrError> {
+fn host_check<I: CsrIndex>(
+    nrows: usize,
+    ncols: usize,
+    offsets: &[I],
+    cols: &[I],
+    nnz: usize,
+) -> Result<(), CsrError> {
     let widen = |what, a: &[I]| -> Result<Vec<usize>, CsrError> {
         a.iter()
             .enumerate()
