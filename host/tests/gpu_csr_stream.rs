@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, skipped_without, tolerance};
+use common::{
+    Csr, check_deterministic_and_nan, check_kernels, edge_cases, gpu_or_skip, rng, skipped_without,
+};
 use gpu_spmv::{Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 
@@ -85,37 +87,12 @@ fn engine_or_skip(test: &str) -> Option<Gpu> {
     None
 }
 
-/// `alpha A x + beta y` for the three cases (beta 0 on poison, both non-zero, alpha 0), each
-/// checked against the reference.
-fn products<T: Scalar>(gpu: &Gpu, name: &str, a: &Csr<T>, rng: &mut ChaCha8Rng) {
-    let x = random_vector::<T>(rng, a.ncols);
-    let y0 = random_vector::<T>(rng, a.nrows);
-    let poison = vec![T::from_f64(f64::NAN); a.nrows];
-    let da = gpu.upload_csr_parts(a.nrows, a.ncols, &a.offsets, &a.cols, &a.vals).unwrap();
-    let dx = gpu.upload_vector(&x).unwrap();
-    let mut dy = gpu.zeros::<T>(a.nrows).unwrap();
-    let tol = tolerance::<T>(a.view().stats().max);
-    for (alpha, beta, start) in [
-        (T::from_f64(1.0), T::ZERO, poison),
-        (T::from_f64(-1.5), T::from_f64(0.75), y0.clone()),
-        (T::ZERO, T::from_f64(3.0), y0),
-    ] {
-        let case = Case::new(a, &x, alpha, beta, start);
-        for stages in Kernel::STREAM_STAGES {
-            let kernel = Kernel::CsrStream { stages };
-            dy.copy_from_host(gpu, &case.start).unwrap();
-            gpu.spmv_with(kernel, alpha, &da, &dx, beta, &mut dy).unwrap();
-            let err = case.assert_close(&format!("{name}, {kernel}"), &dy.to_host(gpu).unwrap(), tol);
-            eprintln!("{name}, {kernel}, alpha {alpha}, beta {beta}: relative error {err:e}");
-        }
-    }
-}
-
 fn stream_products<T: Scalar>(test: &str) {
     let Some(gpu) = engine_or_skip(test) else { return };
     let mut rng = rng(test);
+    let kernels = Kernel::STREAM_STAGES.map(|stages| Kernel::CsrStream { stages });
     for (name, a) in matrices::<T>(&mut rng) {
-        products(&gpu, &name, &a, &mut rng);
+        check_kernels(&gpu, &name, &a, &kernels, &mut rng);
     }
 }
 
@@ -138,39 +115,6 @@ fn gpu_csr_stream_is_deterministic_and_keeps_nan_in_its_rows() {
     let mut rng = rng(test);
     for (name, a) in [("heavy tail", heavy_tail::<f64>(&mut rng)), ("window shapes", window_shapes(&mut rng))]
     {
-        let da = gpu.upload_csr_ref(a.view()).unwrap();
-        let plan = gpu.plan(&da, Kernel::CsrStream { stages: 2 }).unwrap();
-        let mut x = random_vector::<f64>(&mut rng, a.ncols);
-        let dx = gpu.upload_vector(&x).unwrap();
-        let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
-        plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
-        let first = dy.to_host(&gpu).unwrap();
-        for run in 1..4 {
-            plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
-            let again = dy.to_host(&gpu).unwrap();
-            let same = first.iter().zip(&again).all(|(p, q)| p.to_bits() == q.to_bits());
-            assert!(same, "{name}: product {run} differs from the first");
-        }
-        dy.copy_from_host(&gpu, &vec![f64::NAN; a.nrows]).unwrap();
-        let graph = gpu.capture(|| plan.spmv(1.0, &dx, 0.0, &mut dy)).unwrap();
-        graph.launch().unwrap();
-        let replayed = dy.to_host(&gpu).unwrap();
-        assert!(first.iter().zip(&replayed).all(|(p, q)| p.to_bits() == q.to_bits()), "{name}: graph");
-
-        let view = a.view();
-        let longest = (0..a.nrows).max_by_key(|&r| view.row(r).0.len()).expect("rows");
-        let short = (0..a.nrows).find(|&r| (1..=4).contains(&view.row(r).0.len()));
-        let row = view.row(longest).0;
-        let nan_cols: Vec<usize> =
-            [Some(row[row.len() / 2]), short.map(|r| view.row(r).0[0])].into_iter().flatten().collect();
-        for &c in &nan_cols {
-            x[c] = f64::NAN;
-        }
-        let dx = gpu.upload_vector(&x).unwrap();
-        plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
-        for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
-            let reads = view.row(r).0.iter().any(|c| nan_cols.contains(c));
-            assert_eq!(v.is_nan(), reads, "{name}, row {r}");
-        }
+        check_deterministic_and_nan(&gpu, name, &a, Kernel::CsrStream { stages: 2 }, &mut rng);
     }
 }

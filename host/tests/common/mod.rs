@@ -196,3 +196,79 @@ pub fn cap_memory() {
         assert_eq!(status, 0, "setrlimit(RLIMIT_AS): {}", std::io::Error::last_os_error());
     });
 }
+
+/// `alpha A x + beta y` with each of `kernels` on `a`, for the three cases every CSR kernel must get
+/// right (beta 0 on `y` poisoned with NaN, so that an unwritten element shows; both non-zero; alpha
+/// 0), each checked against the f64 reference within [`tolerance`].
+pub fn check_kernels<T: Scalar>(
+    gpu: &gpu_spmv::Gpu,
+    name: &str,
+    a: &Csr<T>,
+    kernels: &[gpu_spmv::Kernel],
+    rng: &mut ChaCha8Rng,
+) {
+    let x = random_vector::<T>(rng, a.ncols);
+    let y0 = random_vector::<T>(rng, a.nrows);
+    let poison = vec![T::from_f64(f64::NAN); a.nrows];
+    let da = gpu.upload_csr_parts(a.nrows, a.ncols, &a.offsets, &a.cols, &a.vals).unwrap();
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<T>(a.nrows).unwrap();
+    let tol = tolerance::<T>(a.view().stats().max);
+    for (alpha, beta, start) in [
+        (T::from_f64(1.0), T::ZERO, poison),
+        (T::from_f64(-1.5), T::from_f64(0.75), y0.clone()),
+        (T::ZERO, T::from_f64(3.0), y0),
+    ] {
+        let case = Case::new(a, &x, alpha, beta, start);
+        for &kernel in kernels {
+            dy.copy_from_host(gpu, &case.start).unwrap();
+            gpu.spmv_with(kernel, alpha, &da, &dx, beta, &mut dy).unwrap();
+            let err = case.assert_close(&format!("{name}, {kernel}"), &dy.to_host(gpu).unwrap(), tol);
+            eprintln!("{name}, {kernel}, alpha {alpha}, beta {beta}: relative error {err:e}");
+        }
+    }
+}
+
+/// What a deterministic kernel promises on `a`: every product of `kernel`'s plan gives the same
+/// bits, and a NaN in `x` at a column of the longest row and of a short row (1 to 4 entries) reaches
+/// exactly the rows that read it; the plan replayed in a CUDA graph gives the same bits too.
+pub fn check_deterministic_and_nan(
+    gpu: &gpu_spmv::Gpu,
+    name: &str,
+    a: &Csr<f64>,
+    kernel: gpu_spmv::Kernel,
+    rng: &mut ChaCha8Rng,
+) {
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    let plan = gpu.plan(&da, kernel).unwrap();
+    let mut x = random_vector::<f64>(rng, a.ncols);
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+    plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
+    let first = dy.to_host(gpu).unwrap();
+    let same = |y: &[f64]| first.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+    for run in 1..4 {
+        plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
+        assert!(same(&dy.to_host(gpu).unwrap()), "{name}, {kernel}: product {run} differs from the first");
+    }
+    dy.copy_from_host(gpu, &vec![f64::NAN; a.nrows]).unwrap();
+    let graph = gpu.capture(|| plan.spmv(1.0, &dx, 0.0, &mut dy)).unwrap();
+    graph.launch().unwrap();
+    assert!(same(&dy.to_host(gpu).unwrap()), "{name}, {kernel}: the graph's product differs");
+
+    let view = a.view();
+    let longest = (0..a.nrows).max_by_key(|&r| view.row(r).0.len()).expect("rows");
+    let short = (0..a.nrows).find(|&r| (1..=4).contains(&view.row(r).0.len()));
+    let row = view.row(longest).0;
+    let nan_cols: Vec<usize> =
+        [Some(row[row.len() / 2]), short.map(|r| view.row(r).0[0])].into_iter().flatten().collect();
+    for &c in &nan_cols {
+        x[c] = f64::NAN;
+    }
+    let dx = gpu.upload_vector(&x).unwrap();
+    plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
+    for (r, v) in dy.to_host(gpu).unwrap().iter().enumerate() {
+        let reads = view.row(r).0.iter().any(|c| nan_cols.contains(c));
+        assert_eq!(v.is_nan(), reads, "{name}, {kernel}, row {r}");
+    }
+}
