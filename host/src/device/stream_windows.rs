@@ -15,8 +15,9 @@ use kernels_gpu::abi::{
 };
 
 /// Entries of its window's longest row that one thread of a row's group sums at most, below the
-/// widest group (a warp): the products step leaves 4 entries a thread, so a row step of at most 8
-/// keeps the two steps of a window within a factor of two of each other.
+/// widest group (a warp): two batches of the kernel's four gathers in flight. The width follows the
+/// longest row, not the mean, so that no group waits long for one row; on windows where one row is
+/// far longer than the rest (power-law graphs) that wastes lanes (docs/PERF.md section 18).
 const ENTRIES_PER_LANE: u32 = 8;
 
 /// The widest group: a warp.
