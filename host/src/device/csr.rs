@@ -11,7 +11,7 @@ use super::row_tasks::DeviceRowTasks;
 use super::stream_windows::DeviceStreamWindows;
 use super::transpose::BuiltTranspose;
 use crate::Result;
-use crate::formats::convert::{check_u32_dims, index32, narrow};
+use crate::formats::convert::{check_u32_dims, index32};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
@@ -184,19 +184,19 @@ impl<T: Scalar> DeviceCsr<T> {
         self.transpose.get().map(|t| (&t.csr, t.sources))
     }
 
-    /// A matrix of `ncols` columns from arrays already on the device (`[row_offsets, col_indices]`
-    /// and `values`, a valid CSR matrix: the caller's contract) and its row offsets on the host.
+    /// A matrix of `rows` rows and `ncols` columns from arrays already on the device
+    /// (`[row_offsets, col_indices]` and `values`, a valid CSR matrix: the caller's contract) and its
+    /// `rows + 1` row offsets on the host.
     pub(crate) fn from_device_parts(
         gpu: &Gpu,
-        ncols: usize,
+        (rows, ncols): (u32, usize),
         host_offsets: Vec<u32>,
         indices: [CudaSlice<u32>; 2],
         values: CudaSlice<T>,
-    ) -> Result<Self> {
-        let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
+    ) -> Self {
         let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
         let stats = RowStats::from_offsets(&wide, ncols);
-        Ok(Self::assemble(gpu, rows, stats, host_offsets, indices, values))
+        Self::assemble(gpu, rows, stats, host_offsets, indices, values)
     }
 
     /// The matrix of `rows` rows on its device arrays (`[row_offsets, col_indices]` and `values`),

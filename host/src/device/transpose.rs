@@ -6,6 +6,7 @@
 use super::memory::addr;
 use super::{DeviceCsr, Gpu};
 use crate::Result;
+use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
@@ -94,7 +95,8 @@ impl<T: Scalar> TransposeBuffers<T> {
         let [first, second] = self.perm;
         let sources_buffer = if last_perm == 0 { first } else { second };
         let indices = [self.row_offsets, self.col_indices];
-        let csr = DeviceCsr::from_device_parts(gpu, nrows, host_offsets, indices, self.values)?;
+        let rows = narrow("the row count of the transpose", self.ncols)?;
+        let csr = DeviceCsr::from_device_parts(gpu, (rows, nrows), host_offsets, indices, self.values);
         Ok(BuiltTranspose { csr, sources: addr(&sources_buffer, gpu), sources_buffer })
     }
 }

@@ -22,7 +22,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The matrix of `nrows` rows and `ncols` columns whose CSR arrays are already on `gpu`: taken
     /// as they are (no copy; the matrix owns them from now on), once a kernel has checked them.
     ///
-    /// Refused, and the arrays dropped: any of them of another [`Gpu`] ([`Error::ForeignBuffer`]); a
+    /// Refused, with the arrays handed back untouched in the [`FromDeviceError`]: any of them of
+    /// another [`Gpu`] ([`Error::ForeignBuffer`]); a
     /// dimension or the entry count over the kernels' 32-bit indices ([`Error::TooLarge`]); arrays
     /// that are not CSR, with the [`CsrError`](crate::CsrError) that
     /// [`CsrRef::try_new`](crate::CsrRef::try_new) gives the same arrays on the host, naming the same
@@ -35,7 +36,7 @@ impl<T: Scalar> DeviceCsr<T> {
         row_offsets: CudaSlice<u32>,
         col_indices: CudaSlice<u32>,
         values: CudaSlice<T>,
-    ) -> Result<Self> {
+    ) -> std::result::Result<Self, FromDeviceError<u32, T>> {
         from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
     }
 
@@ -49,7 +50,7 @@ impl<T: Scalar> DeviceCsr<T> {
         row_offsets: CudaSlice<i32>,
         col_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
-    ) -> Result<Self> {
+    ) -> std::result::Result<Self, FromDeviceError<i32, T>> {
         from_arrays(gpu, dims, [row_offsets, col_indices], values, true)
     }
 
@@ -68,7 +69,7 @@ impl<T: Scalar> DeviceCsr<T> {
         row_offsets: CudaSlice<u32>,
         col_indices: CudaSlice<u32>,
         values: CudaSlice<T>,
-    ) -> Result<Self> {
+    ) -> std::result::Result<Self, FromDeviceError<u32, T>> {
         from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
     }
 
@@ -82,24 +83,76 @@ impl<T: Scalar> DeviceCsr<T> {
         row_offsets: CudaSlice<i32>,
         col_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
-    ) -> Result<Self> {
+    ) -> std::result::Result<Self, FromDeviceError<i32, T>> {
         from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
     }
 }
 
 /// The matrix on `[row_offsets, col_indices]` and `values`, after the device check when `check`
-/// (else the sizes and contexts only: the unchecked constructors' callers vouch for the rest).
+/// (else the sizes and contexts only: the unchecked constructors' callers vouch for the rest); on a
+/// refusal, the arrays back with the error.
 fn from_arrays<I: Checked, T: Scalar>(
     gpu: &Gpu,
     dims: (usize, usize),
     [row_offsets, col_indices]: [CudaSlice<I>; 2],
     values: CudaSlice<T>,
     check: bool,
-) -> Result<DeviceCsr<T>> {
+) -> std::result::Result<DeviceCsr<T>, FromDeviceError<I, T>> {
     let arrays = Arrays { dims, row_offsets: &row_offsets, col_indices: &col_indices, values: &values };
-    let host_offsets = if check { arrays.checked(gpu)? } else { arrays.unchecked(gpu)? };
-    let indices = [I::into_u32(row_offsets), I::into_u32(col_indices)];
-    DeviceCsr::from_device_parts(gpu, dims.1, host_offsets, indices, values)
+    let verdict = if check { arrays.checked(gpu) } else { arrays.unchecked(gpu) };
+    // `check_sizes` narrowed the row offsets' length, so the row count fits too.
+    let verdict =
+        verdict.and_then(|offsets| Ok((narrow("the row count", offsets.len().saturating_sub(1))?, offsets)));
+    match verdict {
+        Ok((rows, host_offsets)) => {
+            let indices = [I::into_u32(row_offsets), I::into_u32(col_indices)];
+            Ok(DeviceCsr::from_device_parts(gpu, (rows, dims.1), host_offsets, indices, values))
+        }
+        Err(error) => Err(FromDeviceError { error, row_offsets, col_indices, values }),
+    }
+}
+
+/// Why [`DeviceCsr::try_from_device`] or one of its siblings refused its arrays, and the arrays,
+/// handed back untouched: the refusal does not free them, which would fail (and leak them) when the
+/// refusal is that the stream captures a graph, and the caller may still need them (the way
+/// `String::from_utf8`'s error hands back its bytes). Converts into the crate's [`Error`] with `?`,
+/// dropping the arrays.
+#[derive(Debug)]
+pub struct FromDeviceError<I, T> {
+    error: Error,
+    row_offsets: CudaSlice<I>,
+    col_indices: CudaSlice<I>,
+    values: CudaSlice<T>,
+}
+
+impl<I, T> FromDeviceError<I, T> {
+    /// Why the arrays were refused.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The arrays, as they were passed: row offsets, column indices, values.
+    pub fn into_arrays(self) -> (CudaSlice<I>, CudaSlice<I>, CudaSlice<T>) {
+        (self.row_offsets, self.col_indices, self.values)
+    }
+}
+
+impl<I, T> From<FromDeviceError<I, T>> for Error {
+    fn from(refused: FromDeviceError<I, T>) -> Error {
+        refused.error
+    }
+}
+
+impl<I, T> std::fmt::Display for FromDeviceError<I, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<I: std::fmt::Debug, T: std::fmt::Debug> std::error::Error for FromDeviceError<I, T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
 }
 
 /// An index type whose arrays the device check takes.
@@ -161,6 +214,7 @@ impl<I: Checked, T> Arrays<'_, I, T> {
             return Err(Error::ForeignBuffer(what));
         }
         narrow("the row count", self.dims.0)?;
+        narrow("the row offset count", self.row_offsets.len())?;
         narrow("the column count", self.dims.1)?;
         narrow("the entry count", self.values.len())?;
         gpu.not_capturing("a matrix from device arrays while the stream captures a graph")

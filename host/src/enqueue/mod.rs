@@ -28,6 +28,7 @@ pub use csr::{
     COLD_RULE, Feature, Features, Kernel, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
 };
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
+pub use from_device::FromDeviceError;
 pub use plan::{Plan, Regime};
 pub use spmm::{SpmmKernel, SpmmPlan};
 pub use transpose::{TransposeKernel, Transposed};
