@@ -108,7 +108,7 @@ fn from_arrays<I: Checked, T: Scalar>(
             let indices = [I::into_u32(row_offsets), I::into_u32(col_indices)];
             Ok(DeviceCsr::from_device_parts(gpu, (rows, dims.1), host_offsets, indices, values))
         }
-        Err(error) => Err(FromDeviceError { error, row_offsets, col_indices, values }),
+        Err(error) => Err(FromDeviceError { error, arrays: Box::new((row_offsets, col_indices, values)) }),
     }
 }
 
@@ -120,9 +120,8 @@ fn from_arrays<I: Checked, T: Scalar>(
 #[derive(Debug)]
 pub struct FromDeviceError<I, T> {
     error: Error,
-    row_offsets: CudaSlice<I>,
-    col_indices: CudaSlice<I>,
-    values: CudaSlice<T>,
+    /// Boxed, so that a `Result` of it stays small: row offsets, column indices, values.
+    arrays: Box<(CudaSlice<I>, CudaSlice<I>, CudaSlice<T>)>,
 }
 
 impl<I, T> FromDeviceError<I, T> {
@@ -133,7 +132,7 @@ impl<I, T> FromDeviceError<I, T> {
 
     /// The arrays, as they were passed: row offsets, column indices, values.
     pub fn into_arrays(self) -> (CudaSlice<I>, CudaSlice<I>, CudaSlice<T>) {
-        (self.row_offsets, self.col_indices, self.values)
+        *self.arrays
     }
 }
 
