@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::{self, cublasHandle_t, cublasSideMode_t, cublasStatus_t};
 use cudarc::driver::CudaSlice;
-use gpu_spmv::reference::cg::{CgOptions, CgOutcome, CgStop, Preconditioner};
+use gpu_spmv::solve::{Outcome, Preconditioner, SolverOptions, Stop};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Scalar};
 use std::ffi::c_int;
 
@@ -105,7 +105,7 @@ pub fn faster_algorithm<T: Scalar>(
 pub struct BaselineCg<'a, T: BlasScalar> {
     gpu: &'a Gpu,
     blas: &'a CudaBlas,
-    options: CgOptions,
+    options: SolverOptions,
     n: c_int,
     /// `r = -A x + r`, for the initial residual.
     residual_product: Prepared<'a>,
@@ -141,7 +141,7 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         blas: &'a CudaBlas,
         alg: Algorithm,
         a: &'a DeviceCsr<T>,
-        options: CgOptions,
+        options: SolverOptions,
         diagonal: &[T],
     ) -> Result<Self> {
         ensure!(a.nrows() == a.ncols(), "CG needs a square matrix, not {} x {}", a.nrows(), a.ncols());
@@ -238,7 +238,7 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
 
     /// `r = b - A x0` and `p = z`, with `x0` in `x`, and the scalars; `Some` when the solve is over
     /// before it starts (`b = 0`, or the guess solves it).
-    pub fn start(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<Option<CgOutcome>> {
+    pub fn start(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<Option<Outcome>> {
         ensure!(
             b.len() == self.n as usize && x0.len() == self.n as usize,
             "b and x0 must have {} entries",
@@ -262,7 +262,7 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         self.tol_rr = tol * tol * self.bb;
         self.iterations = 0;
         if self.rr <= self.tol_rr {
-            return Ok(Some(self.outcome(CgStop::Converged)));
+            return Ok(Some(self.outcome(Stop::Converged)));
         }
         if !positive(self.rz) || !self.rr.to_f64().is_finite() {
             bail!("baseline CG: breakdown before the first iteration, rᵀz = {}", self.rz);
@@ -271,7 +271,7 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
     }
 
     /// One iteration; `Some` once the solve has converged or reached the iteration limit.
-    pub fn step(&mut self) -> Result<Option<CgOutcome>> {
+    pub fn step(&mut self) -> Result<Option<Outcome>> {
         self.product.run(self.gpu, T::from_f64(1.0), T::ZERO)?;
         let (r, p, q) = (self.r.as_slice(), self.p.as_slice(), self.q.as_slice());
         let pq = self.dot(p, q)?;
@@ -291,16 +291,16 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         (self.rr, self.rz) = (rr, rz);
         self.iterations += 1;
         if self.rr <= self.tol_rr {
-            return Ok(Some(self.outcome(CgStop::Converged)));
+            return Ok(Some(self.outcome(Stop::Converged)));
         }
         if !positive(self.rz) || !self.rr.to_f64().is_finite() {
             bail!("baseline CG: breakdown at iteration {}, rᵀz = {}", self.iterations, self.rz);
         }
-        Ok((self.iterations >= self.options.max_iterations).then(|| self.outcome(CgStop::MaxIterations)))
+        Ok((self.iterations >= self.options.max_iterations).then(|| self.outcome(Stop::MaxIterations)))
     }
 
     /// Solves `A x = b` from `x0`: [`BaselineCg::start`], then [`BaselineCg::step`] until it stops.
-    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<CgOutcome> {
+    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<Outcome> {
         if let Some(outcome) = self.start(b, x0)? {
             return Ok(outcome);
         }
@@ -311,10 +311,10 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         }
     }
 
-    fn outcome(&self, stop: CgStop) -> CgOutcome {
+    fn outcome(&self, stop: Stop) -> Outcome {
         let (rr, bb) = (self.rr.to_f64(), self.bb.to_f64());
         let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
-        CgOutcome { iterations: self.iterations, relative_residual, stop }
+        Outcome { iterations: self.iterations, relative_residual, stop }
     }
 }
 

@@ -38,8 +38,9 @@ use anyhow::{Context, Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use gpu_spmv::formats::Ell;
-use gpu_spmv::reference::cg::{CgOptions, CgOutcome, LinearOperator, Preconditioner};
+use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Outcome, Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, DeviceMatrix, DeviceVector, Gpu, Kernel, LmaKernel, Scalar};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -316,7 +317,7 @@ struct Measured {
     timing: Timing,
     graph: Option<Timing>,
     /// The solve to convergence: outcome, wall time, L2 error.
-    solve: Option<(CgOutcome, f64, f64)>,
+    solve: Option<(Outcome, f64, f64)>,
 }
 
 fn study<T: BlasScalar>(
@@ -488,7 +489,7 @@ fn ours<T: Scalar, A: DeviceMatrix<T>>(
     let gpu = case.devices.gpu;
     let n = case.problem.unknowns();
     let b = case.b;
-    let timing_options = CgOptions { rel_tol: 0.0, max_iterations: UNLIMITED, preconditioner };
+    let timing_options = SolverOptions { rel_tol: 0.0, max_iterations: UNLIMITED, preconditioner };
     let cg = Cg::new(gpu.plan(matrix, kernel)?, timing_options, Some(case.diagonal))?;
     let mut state = (cg, gpu.zeros::<T>(n)?);
     // Every sample solves from the same zero guess, as the solve to convergence does.
@@ -515,7 +516,8 @@ fn ours<T: Scalar, A: DeviceMatrix<T>>(
         })?);
         still_running(&state.0)?;
 
-        let options = CgOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
+        let options =
+            SolverOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
         let mut cg = Cg::new(gpu.plan(matrix, kernel)?, options, Some(case.diagonal))?;
         let mut x = gpu.zeros::<T>(n)?;
         let (outcome, ms) = timed_gpu(gpu, || cg.solve(b, &mut x))?;
@@ -543,7 +545,7 @@ fn baseline<T: BlasScalar>(
 ) -> Result<Measured> {
     let Devices { gpu, sparse, blas } = *case.devices;
     let (b, zeros) = (case.b, vec![T::ZERO; case.problem.unknowns()]);
-    let timing_options = CgOptions { rel_tol: 0.0, max_iterations: UNLIMITED, preconditioner };
+    let timing_options = SolverOptions { rel_tol: 0.0, max_iterations: UNLIMITED, preconditioner };
     let mut cg = BaselineCg::new(gpu, sparse, blas, alg, a, timing_options, case.diagonal)?;
     let restart = |cg: &mut BaselineCg<'_, T>| {
         ensure!(cg.start(b, &zeros)?.is_none(), "the timed baseline solve stopped before it started");
@@ -560,7 +562,8 @@ fn baseline<T: BlasScalar>(
     let timing = time_gpu_restarted(gpu, &mut cg, ITERATIONS_PER_SAMPLE as usize, restart, run)?;
     let mut solve = None;
     if preconditioner == Preconditioner::Jacobi {
-        let options = CgOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
+        let options =
+            SolverOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
         let mut cg = BaselineCg::new(gpu, sparse, blas, alg, a, options, case.diagonal)?;
         gpu.synchronize()?;
         let start = Instant::now();
@@ -579,7 +582,7 @@ fn log_measured<T: Scalar>(
     preconditioner: Preconditioner,
     timing: &Timing,
     graph: Option<&Timing>,
-    solve: Option<&(CgOutcome, f64, f64)>,
+    solve: Option<&(Outcome, f64, f64)>,
 ) {
     let mut line = format!(
         "Q{} {} {} {}: {:.2} µs/iteration",

@@ -14,8 +14,9 @@
 
 use anyhow::{Context, Result, bail};
 use gpu_spmv::distributed::{DistributedCg, DistributedCsr, DistributedPlan, Ranks, UniqueId};
-use gpu_spmv::reference::cg::{CgOptions, LinearOperator, Preconditioner};
+use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, DeviceVector, Gpu, Kernel};
 use nalgebra_sparse::CsrMatrix;
 use serde::{Deserialize, Serialize};
@@ -208,8 +209,8 @@ fn time_distributed(
 }
 
 /// CG options that never stop within a timing: a zero tolerance and no iteration limit in reach.
-fn endless() -> CgOptions {
-    CgOptions { rel_tol: 0.0, max_iterations: u32::MAX as usize, preconditioner: Preconditioner::Jacobi }
+fn endless() -> SolverOptions {
+    SolverOptions { rel_tol: 0.0, max_iterations: u32::MAX as usize, preconditioner: Preconditioner::Jacobi }
 }
 
 /// The time of a distributed Jacobi-CG iteration (µs).

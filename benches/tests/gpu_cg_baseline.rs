@@ -6,8 +6,9 @@
 #[allow(dead_code)] // the helpers of every GPU test; this one uses a part
 mod skip;
 
-use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner};
+use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, Gpu, Kernel};
 use spmv_bench::cg_baseline::{BaselineCg, BlasScalar, blas};
 use spmv_bench::cg_study::iteration_tolerance;
@@ -20,7 +21,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
     let a = problem.csr::<T>();
     let b: Vec<T> = problem.load().into_iter().map(T::from_f64).collect();
     let diagonal = CsrRef::from(&a).diagonal();
-    let options = CgOptions { rel_tol: 1e-5, max_iterations: 5000, preconditioner };
+    let options = SolverOptions { rel_tol: 1e-5, max_iterations: 5000, preconditioner };
     let (da, db) = (gpu.upload_csr(&a).unwrap(), gpu.upload_vector(&b).unwrap());
 
     let mut ours = Cg::new(gpu.plan(&da, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
@@ -33,7 +34,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, preconditioner: Preconditioner) {
         let outcome = baseline.solve(&db, &vec![T::ZERO; a.nrows()]).unwrap();
         let tolerance = iteration_tolerance(Precision::of::<T>(), expected.iterations);
         eprintln!("{} {preconditioner:?} {}: ours {expected:?}, baseline {outcome:?}", T::NAME, alg.name());
-        assert_eq!(outcome.stop, CgStop::Converged);
+        assert_eq!(outcome.stop, Stop::Converged);
         assert!(outcome.iterations.abs_diff(expected.iterations) <= tolerance, "{outcome:?} vs {expected:?}");
         let (ours_x, base_x) = (x.to_host(gpu).unwrap(), baseline.x().to_host(gpu).unwrap());
         let scale = ours_x.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));

@@ -4,7 +4,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
+use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv_fuzz::Param;
 use gpu_spmv_fuzz::properties::cg::check_cg_options;
 use libfuzzer_sys::fuzz_target;
@@ -25,6 +25,6 @@ fuzz_target!(|input: Input| {
         huge if huge > u32::MAX as usize => huge,
         other => other % 4096,
     };
-    let options = CgOptions { rel_tol: input.rel_tol, max_iterations, preconditioner };
+    let options = SolverOptions { rel_tol: input.rel_tol, max_iterations, preconditioner };
     check_cg_options(usize::from(input.n % 24), options);
 });

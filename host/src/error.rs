@@ -134,24 +134,27 @@ pub enum FormatError {
     InvalidParameter { what: &'static str, value: usize, expected: &'static str },
 }
 
-/// Why conjugate gradients refused a system or stopped without a solution.
+/// Why an iterative solver refused a system or stopped without a solution.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SolveError {
-    /// CG needs a square matrix.
+    /// The solvers need a square matrix.
     #[error("the matrix is {rows} x {cols}, not square")]
     NotSquare { rows: usize, cols: usize },
     /// The Jacobi preconditioner needs a positive diagonal, which every symmetric positive definite
     /// matrix has.
     #[error("diagonal entry {row} is {value}: not positive, so the matrix is not positive definite")]
     NonPositiveDiagonal { row: usize, value: f64 },
-    /// `pᵀAp` (`what = "pᵀAp"`) or `rᵀz` (`"rᵀz"`) was not a positive finite number at iteration
-    /// `iteration` (counted from 0): the matrix (or the preconditioner) is not symmetric positive
-    /// definite, or holds NaN or infinities.
-    #[error(
-        "breakdown at iteration {iteration}: {what} = {value}; the matrix is not symmetric positive definite"
-    )]
-    Breakdown { iteration: usize, what: &'static str, value: f64 },
+    /// The Jacobi preconditioner of a nonsymmetric solver needs a diagonal entry that is non-zero
+    /// and finite in every row.
+    #[error("diagonal entry {row} is {value}: Jacobi needs a non-zero, finite diagonal")]
+    SingularDiagonal { row: usize, value: f64 },
+    /// A scalar of the recurrence, `what`, took a value that stops it at iteration `iteration`
+    /// (counted from 0), for the reason `why`. CG's `pᵀAp` and `rᵀz` must be positive and finite (the
+    /// matrix or the preconditioner is not symmetric positive definite, or holds NaN or infinities);
+    /// BiCGSTAB's `r̂ᵀr`, `r̂ᵀv` and `tᵀt` must be non-zero and finite.
+    #[error("breakdown at iteration {iteration}: {what} = {value}; {why}")]
+    Breakdown { iteration: usize, what: &'static str, value: f64, why: &'static str },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

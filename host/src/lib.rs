@@ -47,6 +47,7 @@ pub use cudarc;
 pub use nalgebra_sparse;
 
 mod error;
+mod iterative;
 mod scalar;
 
 pub mod formats;

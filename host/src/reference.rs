@@ -6,6 +6,10 @@
 //! construction of `Aᵀ` must match.
 
 pub mod cg;
+mod operator;
+
+pub use operator::LinearOperator;
+pub(crate) use operator::{DiagonalNeed, dot, inverse_diagonal, positive};
 
 use crate::formats::csr::CsrRef;
 use crate::formats::limits::check_declared;

@@ -9,8 +9,9 @@ mod common;
 
 use common::{Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, tolerance};
 use gpu_spmv::distributed::{DistributedCg, DistributedCsr, Ranks, UniqueId};
-use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, cg};
 use gpu_spmv::reference::max_relative_error;
+use gpu_spmv::reference::{LinearOperator, cg::cg};
+use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
 use gpu_spmv::{DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;
@@ -92,7 +93,7 @@ fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha
     let d = DistributedCsr::upload(ranks, view).unwrap();
     for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
         let what = format!("{what}, {preconditioner:?}");
-        let options = CgOptions { rel_tol, max_iterations: 5000, preconditioner };
+        let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner };
         let mut x_cpu = vec![T::ZERO; a.nrows];
         let cpu = cg(&view, &b, &mut x_cpu, &options).unwrap();
         let diagonal = view.diagonal();
@@ -105,7 +106,7 @@ fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha
         let mut dx: Vec<_> =
             members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<T>(d.rows(i).len()).unwrap()).collect();
         let outcome = solver.solve(&db, &mut dx).unwrap();
-        assert_eq!(outcome.stop, CgStop::Converged, "{what}: {outcome:?}");
+        assert_eq!(outcome.stop, Stop::Converged, "{what}: {outcome:?}");
         let slack = 2 + cpu.iterations / 50;
         assert!(
             outcome.iterations.abs_diff(cpu.iterations) <= slack,

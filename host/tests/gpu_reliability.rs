@@ -7,8 +7,8 @@ mod common;
 
 use common::{Csr, check, gpu_or_skip, random_vector, rng};
 use gpu_spmv::formats::{Brc, Ell, Lma, NO_NODE, brc_model_b2};
-use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{
     BrcCombine, DeviceBrc, DeviceCsr, DeviceEll, DeviceLma, DeviceMatrix, DeviceVector, Error, Gpu, Kernel,
     LmaKernel, Plan, Scalar,
@@ -163,7 +163,7 @@ fn gpu_deterministic_paths_repeat_bit_for_bit() {
     let xl = random_vector::<f32>(&mut rng, lma.node_count());
     same("LMA coloured", three_runs(&gpu, &gpu.plan(&dl, LmaKernel::Coloured).unwrap(), &xl));
 
-    let options = CgOptions { rel_tol: 1e-5, max_iterations: 2000, preconditioner: Preconditioner::None };
+    let options = SolverOptions { rel_tol: 1e-5, max_iterations: 2000, preconditioner: Preconditioner::None };
     let mut solver = Cg::new(gpu.plan(&dl, LmaKernel::Coloured).unwrap(), options, None).unwrap();
     let b = gpu.upload_vector(&xl).unwrap();
     let solves: Vec<Vec<u32>> = (0..3)

@@ -9,9 +9,10 @@ mod common;
 
 use common::{Csr, five_point, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::formats::{Ell, Lma, NO_NODE};
-use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, Preconditioner, SolveError, cg};
+use gpu_spmv::reference::{LinearOperator, cg::cg};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, DeviceMatrix, Error, Gpu, Kernel, LmaKernel, Scalar};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -104,7 +105,7 @@ fn check_solve<T: Scalar, A: DeviceMatrix<T>>(
     kernel: A::Kernel,
     cpu_a: &impl LinearOperator<T>,
     b: &[T],
-    options: CgOptions,
+    options: SolverOptions,
 ) {
     let n = b.len();
     let mut x_cpu = vec![T::ZERO; n];
@@ -115,8 +116,8 @@ fn check_solve<T: Scalar, A: DeviceMatrix<T>>(
     let db = gpu.upload_vector(b).unwrap();
     let mut dx = gpu.zeros::<T>(n).unwrap();
     let outcome = solver.solve(&db, &mut dx).unwrap();
-    assert_eq!(outcome.stop, CgStop::Converged, "{what}: {outcome:?}");
-    assert_eq!(cpu.stop, CgStop::Converged, "{what}: CPU {cpu:?}");
+    assert_eq!(outcome.stop, Stop::Converged, "{what}: {outcome:?}");
+    assert_eq!(cpu.stop, Stop::Converged, "{what}: CPU {cpu:?}");
     // The GPU and the CPU round their dot products in different orders, and a long recurrence
     // amplifies that: in f32 a few hundred iterations drift apart by up to 3% (measured on the H100
     // over random right-hand sides), in f64 by a few iterations.
@@ -139,7 +140,7 @@ fn solves<T: Scalar>(test: &str, rel_tol: f64) {
     let csr = gpu.upload_csr_ref(view).unwrap();
     let ell = gpu.upload_ell(&Ell::try_from_csr(view).unwrap()).unwrap();
     for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
-        let options = CgOptions { rel_tol, max_iterations: 5000, preconditioner };
+        let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner };
         check_solve(&gpu, &format!("CSR Auto, {preconditioner:?}"), &csr, Kernel::Auto, &view, &b, options);
         let vector = Kernel::CsrVector { coop: 4, block_size: 128 };
         check_solve(&gpu, &format!("CSR vector, {preconditioner:?}"), &csr, vector, &view, &b, options);
@@ -149,7 +150,7 @@ fn solves<T: Scalar>(test: &str, rel_tol: f64) {
     let dl = gpu.upload_lma(&lma).unwrap();
     let b = random_vector::<T>(&mut rng, lma.node_count());
     for kernel in [LmaKernel::Coloured, LmaKernel::Atomic] {
-        let options = CgOptions { rel_tol, max_iterations: 5000, preconditioner: Preconditioner::Jacobi };
+        let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner: Preconditioner::Jacobi };
         check_solve(&gpu, &format!("LMA {kernel:?}"), &dl, kernel, &lma, &b, options);
     }
 }
@@ -169,7 +170,7 @@ fn solves_beyond_one_wave<T: Scalar>(test: &str, rel_tol: f64) {
     let b = random_vector::<T>(&mut rng, a.nrows);
     let csr = gpu.upload_csr_ref(view).unwrap();
     for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
-        let options = CgOptions { rel_tol, max_iterations: 500, preconditioner };
+        let options = SolverOptions { rel_tol, max_iterations: 500, preconditioner };
         check_solve(
             &gpu,
             &format!("1.1 M unknowns, {preconditioner:?}"),
@@ -206,7 +207,7 @@ fn gpu_cg_f64() {
 #[test]
 fn gpu_cg_errors() {
     let Some(gpu) = gpu_or_skip("gpu_cg_errors") else { return };
-    let options = CgOptions { rel_tol: 1e-8, max_iterations: 100, preconditioner: Preconditioner::None };
+    let options = SolverOptions { rel_tol: 1e-8, max_iterations: 100, preconditioner: Preconditioner::None };
     let rect =
         Csr::<f64> { nrows: 2, ncols: 3, offsets: vec![0, 1, 2], cols: vec![0, 2], vals: vec![1.0, 2.0] };
     let rect = gpu.upload_csr_parts(2, 3, &rect.offsets, &rect.cols, &rect.vals).unwrap();
@@ -215,7 +216,7 @@ fn gpu_cg_errors() {
 
     // diag(1, -1): pᵀAp = 0 for b = (1, 1).
     let indefinite = gpu.upload_csr_parts(2, 2, &[0, 1, 2], &[0, 1], &[1.0, -1.0]).unwrap();
-    let jacobi = CgOptions { preconditioner: Preconditioner::Jacobi, ..options };
+    let jacobi = SolverOptions { preconditioner: Preconditioner::Jacobi, ..options };
     let err = Cg::new(gpu.plan(&indefinite, Kernel::Auto).unwrap(), jacobi, Some(&[1.0, -1.0])).unwrap_err();
     assert!(matches!(err, Error::Solve(SolveError::NonPositiveDiagonal { row: 1, .. })), "{err}");
     let err = Cg::new(gpu.plan(&indefinite, Kernel::Auto).unwrap(), jacobi, None).unwrap_err();
@@ -245,7 +246,8 @@ fn gpu_cg_in_a_graph() {
     let a = laplacian::<f64>(45);
     let b = random_vector::<f64>(&mut rng, a.nrows);
     let da = gpu.upload_csr_ref(a.view()).unwrap();
-    let options = CgOptions { rel_tol: 1e-9, max_iterations: 3000, preconditioner: Preconditioner::Jacobi };
+    let options =
+        SolverOptions { rel_tol: 1e-9, max_iterations: 3000, preconditioner: Preconditioner::Jacobi };
     let diagonal = a.view().diagonal();
     let db = gpu.upload_vector(&b).unwrap();
 

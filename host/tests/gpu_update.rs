@@ -10,11 +10,11 @@
 mod common;
 
 use common::{Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
 use gpu_spmv::reference::{
     DenseRef, error_scale_transposed, max_relative_error, spmm_f64, spmv_transpose_f64,
 };
 use gpu_spmv::solve::Cg;
+use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::spmm::{Layout, SpmmKernel};
 use gpu_spmv::transpose::TransposeKernel;
 use gpu_spmv::{DeviceCsr, Error, Gpu, Kernel, Scalar};
@@ -191,8 +191,9 @@ fn gpu_stale_jacobi_diagonal_is_refused() {
     let n = 40;
     let a = five_point::<f64>(n, |r, c| if r == c { 4.5 } else { -1.0 });
     let da = gpu.upload_csr_ref(a.view()).unwrap();
-    let jacobi = CgOptions { rel_tol: 1e-10, max_iterations: 2000, preconditioner: Preconditioner::Jacobi };
-    let plain = CgOptions { preconditioner: Preconditioner::None, ..jacobi };
+    let jacobi =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 2000, preconditioner: Preconditioner::Jacobi };
+    let plain = SolverOptions { preconditioner: Preconditioner::None, ..jacobi };
     let diagonal = vec![4.5; n * n];
     let mut cg = Cg::new(gpu.plan(&da, Kernel::Auto).unwrap(), jacobi, Some(&diagonal)).unwrap();
     let mut cg_plain = Cg::new(gpu.plan(&da, Kernel::Auto).unwrap(), plain, None).unwrap();

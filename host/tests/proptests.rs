@@ -12,8 +12,8 @@ mod properties;
 use common::cap_memory;
 use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
-use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
 use gpu_spmv::rule::Target;
+use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use properties::cg::check_cg_options;
@@ -126,7 +126,7 @@ fn square() -> impl Strategy<Value = Matrix> {
     })
 }
 
-fn cg_options() -> impl Strategy<Value = CgOptions> {
+fn cg_options() -> impl Strategy<Value = SolverOptions> {
     let rel_tol = prop_oneof![
         Just(f64::NAN),
         Just(f64::INFINITY),
@@ -141,7 +141,7 @@ fn cg_options() -> impl Strategy<Value = CgOptions> {
         prop_oneof![4 => 0usize..40, 1 => Just(u32::MAX as usize + 1), 1 => Just(usize::MAX)];
     let preconditioner = prop_oneof![Just(Preconditioner::None), Just(Preconditioner::Jacobi)];
     (rel_tol, max_iterations, preconditioner).prop_map(|(rel_tol, max_iterations, preconditioner)| {
-        CgOptions { rel_tol, max_iterations, preconditioner }
+        SolverOptions { rel_tol, max_iterations, preconditioner }
     })
 }
 

@@ -9,10 +9,11 @@ mod common;
 use common::{cap_memory, rng};
 use gpu_spmv::formats::{CompressedCsr, Lma, MAX_PARTS, RowPartition};
 use gpu_spmv::io::parse_matrix_market;
-use gpu_spmv::reference::cg::{CgOptions, LinearOperator, Preconditioner, SolveError, cg};
 use gpu_spmv::reference::{
     DenseRef, error_scale_transposed, max_relative_error, spmm_f64, spmv_transpose_f64, transpose,
 };
+use gpu_spmv::reference::{LinearOperator, cg::cg};
+use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions};
 use gpu_spmv::{CsrRef, Error};
 use nalgebra_sparse::CsrMatrix;
 use rand::Rng;
@@ -127,7 +128,8 @@ fn lma_diagonal_counts_the_couplings_of_a_repeated_node() {
     // The Jacobi CG used to see a zero diagonal at the chain's ends and refuse.
     let b: Vec<f64> = (0..31).map(|i| (i as f64).cos()).collect();
     let mut x = vec![0.0; 31];
-    let options = CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::Jacobi };
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::Jacobi };
     cg(&a, &b, &mut x, &options).unwrap();
 }
 
@@ -217,7 +219,8 @@ fn index_accessors_panic_as_documented() {
 fn cg_refuses_a_nan_tolerance_instead_of_reporting_a_breakdown() {
     cap_memory();
     let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2.0, 3.0]).unwrap();
-    let options = CgOptions { rel_tol: f64::NAN, max_iterations: 10, preconditioner: Preconditioner::None };
+    let options =
+        SolverOptions { rel_tol: f64::NAN, max_iterations: 10, preconditioner: Preconditioner::None };
     let e = cg(&a, &[1.0, 1.0], &mut [0.0; 2], &options).unwrap_err();
     assert!(matches!(e, Error::Solve(SolveError::InvalidTolerance { .. })), "{e}");
 }

@@ -1,7 +1,8 @@
 use super::*;
 use gpu_spmv::CsrRef;
-use gpu_spmv::reference::cg::{CgOptions, CgStop, Preconditioner, cg};
+use gpu_spmv::reference::cg::cg;
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
+use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -23,9 +24,9 @@ fn solve(problem: &Poisson, preconditioner: Preconditioner) -> (Vec<f64>, usize)
     let a = problem.csr::<f64>();
     let b = problem.load();
     let mut x = vec![0.0; problem.unknowns()];
-    let options = CgOptions { rel_tol: 1e-13, max_iterations: 10_000, preconditioner };
+    let options = SolverOptions { rel_tol: 1e-13, max_iterations: 10_000, preconditioner };
     let out = cg(&CsrRef::from(&a), &b, &mut x, &options).unwrap();
-    assert_eq!(out.stop, CgStop::Converged, "{problem:?}: {out:?}");
+    assert_eq!(out.stop, Stop::Converged, "{problem:?}: {out:?}");
     (x, out.iterations)
 }
 
@@ -115,7 +116,8 @@ fn cg_on_the_lma_operator_matches_cg_on_csr() {
     let p = Poisson::new(3, 6);
     let (lma, csr) = (p.lma::<f64>(), p.csr::<f64>());
     let b = p.load();
-    let options = CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::Jacobi };
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::Jacobi };
     let (mut x_lma, mut x_csr) = (vec![0.0; p.unknowns()], vec![0.0; p.unknowns()]);
     let on_lma = cg(&lma, &b, &mut x_lma, &options).unwrap();
     let on_csr = cg(&CsrRef::from(&csr), &b, &mut x_csr, &options).unwrap();

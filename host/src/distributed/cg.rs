@@ -13,9 +13,9 @@ use super::product::DistributedPlan;
 use crate::device::{DeviceVector, addr};
 use crate::enqueue::cg::{CgFinish, CgPasses, DeviceCgState};
 use crate::formats::convert::narrow;
-use crate::reference::cg::{CgOptions, CgOutcome, Preconditioner, SolveError, inverse_diagonal};
+use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
-use crate::solve::{CHECK_EVERY, outcome_of};
+use crate::solve::{CHECK_EVERY, Outcome, Preconditioner, SolveError, SolverOptions, outcome_of};
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{ReduceOp, group_end, group_start};
@@ -42,7 +42,7 @@ struct MemberCg<T> {
 #[derive(Debug)]
 pub struct DistributedCg<'a, T: Scalar> {
     plan: DistributedPlan<'a, T>,
-    options: CgOptions,
+    options: SolverOptions,
     check_every: u32,
     r: Vec<DeviceVector<T>>,
     p: Vec<DeviceVector<T>>,
@@ -53,7 +53,7 @@ pub struct DistributedCg<'a, T: Scalar> {
 impl<'a, T: Scalar> DistributedCg<'a, T> {
     /// A solver for the plan's matrix. `diagonal`, the diagonal of the whole `A`, is needed for
     /// [`Preconditioner::Jacobi`]. Refused as [`crate::solve::Cg::new`] refuses.
-    pub fn new(plan: DistributedPlan<'a, T>, options: CgOptions, diagonal: Option<&[T]>) -> Result<Self> {
+    pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
         options.check()?;
         let matrix = plan.matrix();
         if matrix.nrows() != matrix.ncols() {
@@ -71,7 +71,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
                         got,
                     });
                 }
-                Some(inverse_diagonal(diagonal)?)
+                Some(inverse_diagonal(diagonal, DiagonalNeed::Positive)?)
             }
         };
         let max_iterations = narrow("the iteration limit", options.max_iterations)?;
@@ -132,7 +132,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     /// Solves `A x = b` from the initial guess in `x` (each the process's parts, as the plan's
     /// product takes them): [`DistributedCg::start`], then [`DistributedCg::iterate`] in batches
     /// until [`DistributedCg::outcome`] says it has stopped.
-    pub fn solve(&mut self, b: &[DeviceVector<T>], x: &mut [DeviceVector<T>]) -> Result<CgOutcome> {
+    pub fn solve(&mut self, b: &[DeviceVector<T>], x: &mut [DeviceVector<T>]) -> Result<Outcome> {
         self.start(b, x)?;
         loop {
             self.iterate(x, self.check_every)?;
@@ -248,7 +248,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     /// Where the solve stands, read from the first GPU of the process (this waits for its stream;
     /// every GPU holds the same state): `None` while it runs, the outcome once it has stopped, and
     /// [`SolveError::Breakdown`] if it broke down.
-    pub fn outcome(&self) -> Result<Option<CgOutcome>> {
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
         let (Some(member), Some(m)) = (self.plan.ranks().members().first(), self.members.first()) else {
             return Err(Error::Unsupported("the solver has no GPU in this process"));
         };
@@ -257,7 +257,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     }
 
     /// The options the solver was made with.
-    pub fn options(&self) -> &CgOptions {
+    pub fn options(&self) -> &SolverOptions {
         &self.options
     }
 }

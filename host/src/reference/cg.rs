@@ -9,122 +9,16 @@
 //! rounded to `T`, on the GPU in `T` by a fixed tree, so the two agree to a rounding of `T` per dot
 //! product, and their iteration counts agree within a few iterations.
 
-pub use crate::error::SolveError;
-use crate::formats::convert::narrow;
-use crate::formats::csr::CsrRef;
-use crate::formats::lma::Lma;
-use crate::reference::{CpuKernel, spmv};
+use super::{DiagonalNeed, LinearOperator, dot, inverse_diagonal, positive};
+use crate::iterative::{
+    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
+};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 
-/// A square operator CG can apply: `y = A x` and the diagonal of `A`.
-pub trait LinearOperator<T> {
-    fn nrows(&self) -> usize;
-    fn ncols(&self) -> usize;
-    /// `y = A x`, overwriting `y`; `x` must have [`Self::ncols`] elements and `y` [`Self::nrows`],
-    /// else [`Error::DimensionMismatch`] with `y` untouched.
-    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()>;
-    /// The [`Self::nrows`] diagonal entries (repeated entries summed).
-    fn diagonal(&self) -> Vec<T>;
-}
-
-impl<T: Scalar> LinearOperator<T> for CsrRef<'_, T> {
-    fn nrows(&self) -> usize {
-        CsrRef::nrows(self)
-    }
-
-    fn ncols(&self) -> usize {
-        CsrRef::ncols(self)
-    }
-
-    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()> {
-        spmv(CpuKernel::Rayon, T::from_f64(1.0), *self, x, T::ZERO, y)
-    }
-
-    fn diagonal(&self) -> Vec<T> {
-        (0..CsrRef::nrows(self))
-            .map(|r| {
-                let (cols, vals) = self.row(r);
-                cols.iter().zip(vals).filter(|&(&c, _)| c == r).fold(T::ZERO, |d, (_, &v)| d + v)
-            })
-            .collect()
-    }
-}
-
-impl<T: Scalar> LinearOperator<T> for Lma<T> {
-    fn nrows(&self) -> usize {
-        self.node_count()
-    }
-
-    fn ncols(&self) -> usize {
-        self.node_count()
-    }
-
-    fn apply(&self, x: &[T], y: &mut [T]) -> Result<()> {
-        self.spmv(T::from_f64(1.0), x, T::ZERO, y)
-    }
-
-    fn diagonal(&self) -> Vec<T> {
-        Lma::diagonal(self)
-    }
-}
-
-/// The preconditioner of a CG solve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preconditioner {
-    /// Plain CG: `z = r`.
-    None,
-    /// Jacobi: `z = D⁻¹ r`, `D` the diagonal of `A`.
-    Jacobi,
-}
-
-/// When a CG solve stops, and with what preconditioner. Every solver (this one, `solve::Cg`,
-/// `distributed::DistributedCg`) checks them before anything else, with the same refusals.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CgOptions {
-    /// Converged once `|r| <= rel_tol * |b|`; in `[0, 1]`, else [`SolveError::InvalidTolerance`]
-    /// (NaN would stop no solve, and `rel_tol²|b|²` must not overflow).
-    pub rel_tol: f64,
-    /// Stop after this many iterations (updates of `x`) without converging; at most `u32::MAX`,
-    /// the GPU solvers' counter, else [`Error::TooLarge`].
-    pub max_iterations: usize,
-    pub preconditioner: Preconditioner,
-}
-
-impl CgOptions {
-    /// Refuses options outside their documented ranges.
-    pub(crate) fn check(&self) -> Result<()> {
-        if !(0.0..=1.0).contains(&self.rel_tol) {
-            return Err(SolveError::InvalidTolerance { value: self.rel_tol }.into());
-        }
-        narrow("the iteration limit", self.max_iterations)?;
-        Ok(())
-    }
-}
-
-/// Why a CG solve that did not fail stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CgStop {
-    /// The relative residual reached the tolerance.
-    Converged,
-    /// [`CgOptions::max_iterations`] iterations without converging.
-    MaxIterations,
-}
-
-/// The outcome of a CG solve.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CgOutcome {
-    /// Iterations done: updates of `x`.
-    pub iterations: usize,
-    /// `|r| / |b|` of the recurrence's last residual (0 when `b` and `r` are 0, infinite when only
-    /// `b` is).
-    pub relative_residual: f64,
-    pub stop: CgStop,
-}
-
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
-/// Refused, with `x` untouched: options out of their ranges ([`CgOptions`]), a matrix that is not
+/// Refused, with `x` untouched: options out of their ranges ([`SolverOptions`]), a matrix that is not
 /// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`]),
 /// and for Jacobi a diagonal entry that is not positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
 /// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
@@ -132,8 +26,8 @@ pub fn cg<T: Scalar>(
     a: &impl LinearOperator<T>,
     b: &[T],
     x: &mut [T],
-    options: &CgOptions,
-) -> Result<CgOutcome> {
+    options: &SolverOptions,
+) -> Result<Outcome> {
     options.check()?;
     let n = a.nrows();
     if a.ncols() != n {
@@ -146,7 +40,7 @@ pub fn cg<T: Scalar>(
     }
     let inv_diag = match options.preconditioner {
         Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(inverse_diagonal(&a.diagonal())?),
+        Preconditioner::Jacobi => Some(inverse_diagonal(&a.diagonal(), DiagonalNeed::Positive)?),
     };
     let precondition = |r: &[T], z: &mut [T]| match &inv_diag {
         Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
@@ -163,16 +57,18 @@ pub fn cg<T: Scalar>(
     let mut rr = dot(&r, &r);
     let bb = dot(b, b);
     let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
-    let outcome = |iterations, rr: T, stop| CgOutcome {
+    let outcome = |iterations, rr: T, stop| Outcome {
         iterations,
         relative_residual: relative_residual(rr.to_f64(), bb.to_f64()),
         stop,
     };
     if rr <= tol_rr {
-        return Ok(outcome(0, rr, CgStop::Converged));
+        return Ok(outcome(0, rr, Stop::Converged));
     }
     if !positive(rz) || !rr.to_f64().is_finite() {
-        return Err(SolveError::Breakdown { iteration: 0, what: "rᵀz", value: rz.to_f64() }.into());
+        return Err(
+            SolveError::Breakdown { iteration: 0, what: "rᵀz", value: rz.to_f64(), why: NOT_SPD }.into()
+        );
     }
 
     let (mut q, mut z) = (vec![T::ZERO; n], vec![T::ZERO; n]);
@@ -181,7 +77,10 @@ pub fn cg<T: Scalar>(
         let pq = dot(&p, &q);
         let alpha = T::from_f64(rz.to_f64() / pq.to_f64());
         if !positive(pq) || !alpha.to_f64().is_finite() {
-            return Err(SolveError::Breakdown { iteration, what: "pᵀAp", value: pq.to_f64() }.into());
+            return Err(SolveError::Breakdown {
+                iteration, what: "pᵀAp", value: pq.to_f64(), why: NOT_SPD
+            }
+            .into());
         }
         let minus_alpha = T::from_f64(-alpha.to_f64());
         r.iter_mut().zip(&q).for_each(|(r, &q)| *r = minus_alpha.mul_add(q, *r));
@@ -193,51 +92,25 @@ pub fn cg<T: Scalar>(
         x.iter_mut().zip(&p).for_each(|(x, &p)| *x = alpha.mul_add(p, *x));
         p.iter_mut().zip(&z).for_each(|(p, &z)| *p = beta.mul_add(*p, z));
         if rr <= tol_rr {
-            return Ok(outcome(iteration + 1, rr, CgStop::Converged));
+            return Ok(outcome(iteration + 1, rr, Stop::Converged));
         }
         if !positive(rz) || !rr.to_f64().is_finite() {
             return Err(SolveError::Breakdown {
-                iteration: iteration + 1, what: "rᵀz", value: rz.to_f64()
+                iteration: iteration + 1,
+                what: "rᵀz",
+                value: rz.to_f64(),
+                why: NOT_SPD,
             }
             .into());
         }
     }
-    Ok(outcome(options.max_iterations, rr, CgStop::MaxIterations))
-}
-
-/// `1 / d` for every diagonal entry, rounded to `T` (the f64 quotient rounded to f32 is the f32
-/// quotient: f64 has more than twice f32's digits), or the first entry that is not positive.
-pub(crate) fn inverse_diagonal<T: Scalar>(diagonal: &[T]) -> Result<Vec<T>> {
-    diagonal
-        .iter()
-        .enumerate()
-        .map(|(row, &d)| {
-            if positive(d) {
-                Ok(T::from_f64(1.0 / d.to_f64()))
-            } else {
-                Err(SolveError::NonPositiveDiagonal { row, value: d.to_f64() }.into())
-            }
-        })
-        .collect()
-}
-
-/// `uᵀv`, summed in f64 and rounded to `T`.
-fn dot<T: Scalar>(u: &[T], v: &[T]) -> T {
-    T::from_f64(u.iter().zip(v).map(|(a, b)| a.to_f64() * b.to_f64()).sum())
-}
-
-/// Whether `v` is a positive finite number (false for NaN).
-fn positive<T: Scalar>(v: T) -> bool {
-    v > T::ZERO && v.to_f64().is_finite()
-}
-
-fn relative_residual(rr: f64, bb: f64) -> f64 {
-    if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() }
+    Ok(outcome(options.max_iterations, rr, Stop::MaxIterations))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::csr::CsrRef;
 
     /// The 1D Laplacian `tridiag(-1, 2, -1)` of order `n`, scaled row and column by `scale(i)`:
     /// symmetric positive definite, with a diagonal that varies as `scale(i)^2`.
@@ -253,8 +126,8 @@ mod tests {
         (offsets, cols, vals)
     }
 
-    fn options(preconditioner: Preconditioner) -> CgOptions {
-        CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner }
+    fn options(preconditioner: Preconditioner) -> SolverOptions {
+        SolverOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner }
     }
 
     #[test]
@@ -270,7 +143,7 @@ mod tests {
         for pre in [Preconditioner::None, Preconditioner::Jacobi] {
             let mut x = vec![0.0; n];
             let out = cg(&a, &b, &mut x, &options(pre)).unwrap();
-            assert_eq!(out.stop, CgStop::Converged);
+            assert_eq!(out.stop, Stop::Converged);
             assert!(out.relative_residual <= 1e-10, "{out:?}");
             let err = x.iter().zip(&exact).map(|(x, e)| (x - e).abs()).fold(0.0, f64::max);
             assert!(err < 1e-6, "{pre:?}: error {err}");
@@ -290,7 +163,7 @@ mod tests {
         let a32 = CsrRef::try_new(n, n, &o, &c, &v32).unwrap();
         let b: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 / n as f64).collect();
         let b32: Vec<f32> = b.iter().map(|&v| f32::from_f64(v)).collect();
-        let opts = CgOptions { rel_tol: 1e-5, ..options(Preconditioner::None) };
+        let opts = SolverOptions { rel_tol: 1e-5, ..options(Preconditioner::None) };
         let (mut x64, mut x32) = (vec![0.0; n], vec![0.0f32; n]);
         let o64 = cg(&a64, &b, &mut x64, &opts).unwrap();
         let o32 = cg(&a32, &b32, &mut x32, &opts).unwrap();
@@ -325,17 +198,17 @@ mod tests {
         let a = CsrRef::try_new(5, 5, &o, &c, &v).unwrap();
         let mut x = vec![7.0; 5];
         for rel_tol in [f64::NAN, -1e-6, 1.5, f64::INFINITY] {
-            let bad = CgOptions { rel_tol, ..options(Preconditioner::None) };
+            let bad = SolverOptions { rel_tol, ..options(Preconditioner::None) };
             // Refused even with a wrong `b`: the options come first.
             let e = cg(&a, &[1.0; 4], &mut x, &bad).unwrap_err();
             assert!(matches!(e, Error::Solve(SolveError::InvalidTolerance { .. })), "{rel_tol}: {e}");
         }
-        let endless = CgOptions { max_iterations: usize::MAX, ..options(Preconditioner::None) };
+        let endless = SolverOptions { max_iterations: usize::MAX, ..options(Preconditioner::None) };
         let e = cg(&a, &[1.0; 5], &mut x, &endless).unwrap_err();
         assert!(matches!(e, Error::TooLarge { what: "the iteration limit", .. }), "{e}");
         assert_eq!(x, [7.0; 5]);
         for rel_tol in [0.0, 1.0] {
-            cg(&a, &[1.0; 5], &mut x, &CgOptions { rel_tol, ..options(Preconditioner::Jacobi) }).unwrap();
+            cg(&a, &[1.0; 5], &mut x, &SolverOptions { rel_tol, ..options(Preconditioner::Jacobi) }).unwrap();
         }
     }
 
@@ -355,7 +228,7 @@ mod tests {
         let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, -1.0]).unwrap();
         let e = cg(&a, &[1.0, 1.0], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
         assert!(
-            matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "pᵀAp", value: 0.0 })),
+            matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "pᵀAp", value: 0.0, .. })),
             "{e}"
         );
         // NaN * 0 = NaN: the first residual already is NaN.
@@ -369,11 +242,11 @@ mod tests {
         let n = 50;
         let (o, c, v) = laplacian(n, |_| 1.0);
         let a = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
-        let limited = CgOptions { max_iterations: 3, ..options(Preconditioner::None) };
+        let limited = SolverOptions { max_iterations: 3, ..options(Preconditioner::None) };
         let out = cg(&a, &vec![1.0; n], &mut vec![0.0; n], &limited).unwrap();
-        assert_eq!((out.iterations, out.stop), (3, CgStop::MaxIterations));
+        assert_eq!((out.iterations, out.stop), (3, Stop::MaxIterations));
         assert!(out.relative_residual > 1e-3);
         let out = cg(&a, &vec![0.0; n], &mut vec![0.0; n], &options(Preconditioner::Jacobi)).unwrap();
-        assert_eq!((out.iterations, out.stop, out.relative_residual), (0, CgStop::Converged, 0.0));
+        assert_eq!((out.iterations, out.stop, out.relative_residual), (0, Stop::Converged, 0.0));
     }
 }

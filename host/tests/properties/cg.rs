@@ -1,11 +1,12 @@
 //! CG's options and operator (`reference::cg`): options outside their documented ranges refused
 //! before anything else, the others giving a solve that stops as they say.
 
-use gpu_spmv::reference::cg::{CgOptions, CgStop, LinearOperator, SolveError, cg};
+use gpu_spmv::reference::{LinearOperator, cg::cg};
+use gpu_spmv::solve::{SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, Error};
 
 /// CG on the SPD tridiagonal `tridiag(-1, 3, -1)` of order `n` with `b = 1`, under `options`.
-pub fn check_cg_options(n: usize, options: CgOptions) {
+pub fn check_cg_options(n: usize, options: SolverOptions) {
     let (mut offsets, mut cols, mut vals) = (vec![0], vec![], vec![]);
     for i in 0..n {
         for j in i.saturating_sub(1)..(i + 2).min(n) {
@@ -26,11 +27,11 @@ pub fn check_cg_options(n: usize, options: CgOptions) {
             match out.stop {
                 // The recurrence stops at `rr <= rel_tol² bb`, rounded: within a few ulps, where
                 // `rel_tol²` is a normal number (below, `rr` is subnormal and keeps few digits).
-                CgStop::Converged => {
+                Stop::Converged => {
                     let normal = options.rel_tol * options.rel_tol >= f64::MIN_POSITIVE;
                     assert!(!normal || out.relative_residual <= options.rel_tol * (1.0 + 1e-12), "{out:?}")
                 }
-                CgStop::MaxIterations => assert_eq!(out.iterations, options.max_iterations),
+                Stop::MaxIterations => assert_eq!(out.iterations, options.max_iterations),
             }
         }
         Err(Error::Solve(SolveError::InvalidTolerance { value })) => {

@@ -8,11 +8,15 @@
 //! [`Cg::check_every`] iterations; since the kernels stop by themselves once the solve has stopped,
 //! the iteration count it reports is exact.
 
+use super::CHECK_EVERY;
 use crate::device::{DeviceVector, VectorMut, VectorRef, addr};
 use crate::enqueue::cg::{CgLaunches, DeviceCgState};
 use crate::enqueue::{DeviceMatrix, Plan};
 use crate::formats::convert::narrow;
-use crate::reference::cg::{CgOptions, CgOutcome, CgStop, Preconditioner, SolveError, inverse_diagonal};
+use crate::iterative::{
+    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
+};
+use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaSlice};
@@ -22,23 +26,17 @@ use kernels_gpu::abi::{
 };
 use std::sync::Arc;
 
-/// Iterations [`Cg::solve`] enqueues between two reads of the state, unless told otherwise: each read
-/// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem
-/// (~15 µs each) hide it to a few percent, while a solve that converges mid-batch runs at most 31
-/// idle products.
-pub const CHECK_EVERY: u32 = 32;
-
 /// A CG solver for one matrix and plan, with the vectors and device state of its solves, allocated
 /// once.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), gpu_spmv::Error> {
-/// use gpu_spmv::reference::cg::{CgOptions, Preconditioner};
-/// use gpu_spmv::{Gpu, Kernel, solve::Cg};
+/// use gpu_spmv::solve::{Cg, Preconditioner, SolverOptions};
+/// use gpu_spmv::{Gpu, Kernel};
 /// # let a = nalgebra_sparse::CsrMatrix::<f64>::identity(3);
 /// let gpu = Gpu::new()?;
 /// let device_a = gpu.upload_csr(&a)?;
-/// let options = CgOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::None };
+/// let options = SolverOptions { rel_tol: 1e-10, max_iterations: 1000, preconditioner: Preconditioner::None };
 /// let mut cg = Cg::new(gpu.plan(&device_a, Kernel::Auto)?, options, None)?;
 /// let b = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
 /// let mut x = gpu.zeros::<f64>(3)?;
@@ -50,7 +48,7 @@ pub const CHECK_EVERY: u32 = 32;
 #[derive(Debug)]
 pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     plan: Plan<'a, T, A>,
-    options: CgOptions,
+    options: SolverOptions,
     check_every: u32,
     n: u32,
     r: DeviceVector<T>,
@@ -68,7 +66,7 @@ pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
 impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// A solver for the plan's matrix. `diagonal`, the diagonal of `A`, is needed for
     /// [`Preconditioner::Jacobi`] (the device matrices keep no host copy of their values; for
-    /// host matrices, `reference::cg::LinearOperator::diagonal` gives it) and ignored otherwise.
+    /// host matrices, `reference::LinearOperator::diagonal` gives it) and ignored otherwise.
     /// Once the matrix's values are replaced ([`DeviceCsr::update_values`](crate::DeviceCsr::update_values)),
     /// a Jacobi solver refuses to start or iterate ([`Error::StaleValues`]) until
     /// [`Cg::set_diagonal`] gives it the new diagonal; a plain one goes on with the new values.
@@ -77,7 +75,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// matrix that is not square ([`SolveError::NotSquare`]), a missing or short
     /// diagonal ([`Error::DimensionMismatch`]), a diagonal entry that is not positive
     /// ([`SolveError::NonPositiveDiagonal`]).
-    pub fn new(plan: Plan<'a, T, A>, options: CgOptions, diagonal: Option<&[T]>) -> Result<Self> {
+    pub fn new(plan: Plan<'a, T, A>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
         options.check()?;
         let a = plan.matrix();
         let gpu = plan.gpu();
@@ -93,7 +91,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
                     let got = diagonal.len();
                     return Err(Error::DimensionMismatch { what: "the diagonal", expected: a.nrows(), got });
                 }
-                Some(gpu.upload(&inverse_diagonal(diagonal)?)?)
+                Some(gpu.upload(&inverse_diagonal(diagonal, DiagonalNeed::Positive)?)?)
             }
         };
         let (r, p, q) = (gpu.zeros(a.nrows())?, gpu.zeros(a.nrows())?, gpu.zeros(a.nrows())?);
@@ -154,7 +152,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             return Err(Error::DimensionMismatch { what: "the diagonal", expected, got });
         }
         gpu.not_capturing("a copy from the host while the stream captures a graph")?;
-        let inverse = inverse_diagonal(diagonal)?;
+        let inverse = inverse_diagonal(diagonal, DiagonalNeed::Positive)?;
         if !inverse.is_empty() {
             gpu.stream().memcpy_htod(&inverse, inv_diag)?;
         }
@@ -172,7 +170,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// stopped. On an error before the first iteration `x` is untouched; a breakdown
     /// ([`SolveError::Breakdown`]: `pᵀAp` or `rᵀz` not a positive finite number, the matrix is not
     /// SPD) leaves the last iterate before it.
-    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<CgOutcome>
+    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<Outcome>
     where
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
@@ -232,13 +230,13 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// Where the solve stands, read from the device (this waits for the stream): `None` while it
     /// runs, the outcome once it has converged or reached the iteration limit, and
     /// [`SolveError::Breakdown`] if it broke down.
-    pub fn outcome(&self) -> Result<Option<CgOutcome>> {
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
         let DeviceCgState(state) = self.plan.gpu().stream().clone_dtoh(&self.state)?[0];
         outcome_of(&state, "the solve was not started: call Cg::start")
     }
 
     /// The options the solver was made with.
-    pub fn options(&self) -> &CgOptions {
+    pub fn options(&self) -> &SolverOptions {
         &self.options
     }
 
@@ -277,23 +275,26 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
 pub(crate) fn outcome_of<T: Scalar>(
     state: &CgState<T>,
     not_started: &'static str,
-) -> Result<Option<CgOutcome>> {
+) -> Result<Option<Outcome>> {
     let iterations = state.iterations as usize;
     let stop = match state.status {
-        CG_CONVERGED => CgStop::Converged,
-        CG_MAX_ITERATIONS => CgStop::MaxIterations,
+        CG_CONVERGED => Stop::Converged,
+        CG_MAX_ITERATIONS => Stop::MaxIterations,
         CG_BREAKDOWN_PAP => {
             let value = state.pq.to_f64();
-            return Err(SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value }.into());
+            return Err(
+                SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value, why: NOT_SPD }.into()
+            );
         }
         CG_BREAKDOWN_RZ => {
             let value = state.rz.to_f64();
-            return Err(SolveError::Breakdown { iteration: iterations, what: "rᵀz", value }.into());
+            return Err(
+                SolveError::Breakdown { iteration: iterations, what: "rᵀz", value, why: NOT_SPD }.into()
+            );
         }
         CG_NOT_STARTED => return Err(Error::Unsupported(not_started)),
         _ => return Ok(None),
     };
     let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());
-    let relative_residual = if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() };
-    Ok(Some(CgOutcome { iterations, relative_residual, stop }))
+    Ok(Some(Outcome { iterations, relative_residual: relative_residual(rr, bb), stop }))
 }
