@@ -69,6 +69,31 @@ pub struct Outcome {
 /// The reason [`SolveError::Breakdown`] gives for CG's breakdowns.
 pub(crate) const NOT_SPD: &str = "the matrix is not symmetric positive definite";
 
+/// The reasons [`SolveError::Breakdown`] gives for the nonsymmetric solvers' breakdowns, the same on
+/// the GPU and in the CPU oracles.
+pub(crate) mod why {
+    /// BiCGSTAB's `r̂ᵀr` (or a GMRES restart's `rᵀr`) is zero or not finite.
+    pub const RHO: &str =
+        "the residual is orthogonal to the shadow residual, or holds NaN or infinities: restart from this x";
+    /// BiCGSTAB's `β` overflowed.
+    pub const BETA: &str = "the step ratio overflowed";
+    /// BiCGSTAB's `r̂ᵀv` is zero or not finite.
+    pub const RV: &str =
+        "the search direction's image is orthogonal to the shadow residual, or holds NaN or infinities";
+    /// BiCGSTAB's `tᵀt` is zero or not finite, or `tᵀs / tᵀt` is not finite.
+    pub const TT: &str = "the stabilising step's image vanished, or holds NaN or infinities";
+    /// BiCGSTAB's `ω` is zero: the stabilising step made no progress.
+    pub const OMEGA: &str =
+        "the stabilising step made no progress (tᵀs = 0): BiCGSTAB stagnates here; try GMRES";
+    /// GMRES's `rᵀr` at a restart is not finite.
+    pub const RESIDUAL: &str = "the residual holds NaN or infinities";
+    /// GMRES's `‖w‖²` is not finite.
+    pub const NORM: &str = "the new basis vector holds NaN or infinities";
+    /// GMRES's Hessenberg column is zero: the least-squares problem is singular.
+    pub const HESSENBERG: &str =
+        "the Hessenberg matrix is singular: the operator or the preconditioner is singular";
+}
+
 /// `sqrt(rr / bb)`, 0 when `rr` is: the relative residual of [`Outcome`] from squared norms.
 pub(crate) fn relative_residual(rr: f64, bb: f64) -> f64 {
     if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() }

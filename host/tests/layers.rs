@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// The tiers, lowest first: each paragraph of `docs/ARCHITECTURE.md`.
 const TIERS: &[&[&str]] = &[
     &["error", "scalar"],
-    &["formats"],
+    &["formats", "iterative"],
     &["io", "reference"],
     &["device"],
     &["enqueue"],

@@ -1255,3 +1255,253 @@ pub const CHECK_NEGATIVE_COLUMN: usize = 1;
 pub const CHECK_DECREASE: usize = 2;
 pub const CHECK_COLUMN: usize = 3;
 pub const CHECK_SLOTS: usize = 4;
+
+// ---- The vector, reduction and scalar kernels of the Krylov solvers (`krylov.rs`) ----
+
+/// The entries of the Krylov solvers' kernels: elementwise vector operations (`krylov_vector_*`,
+/// one of the `KRYLOV_*` vector ops), up to [`KRYLOV_MAX_DOTS`] dot products in one pass
+/// (`krylov_dots_*`), the dot products of a vector with columns of a basis and the combination of
+/// those columns (`krylov_basis_dots_*`, `krylov_basis_combine_*`: GMRES's Gram-Schmidt), and a short
+/// program on the solve's scalars (`krylov_scalars_*`, one thread).
+pub const KRYLOV_VECTOR: Entry = entry!("krylov_vector");
+pub const KRYLOV_DOTS: Entry = entry!("krylov_dots");
+pub const KRYLOV_BASIS_DOTS: Entry = entry!("krylov_basis_dots");
+pub const KRYLOV_BASIS_COMBINE: Entry = entry!("krylov_basis_combine");
+pub const KRYLOV_SCALARS: Entry = entry!("krylov_scalars");
+
+/// Threads per block of every Krylov kernel but `krylov_scalars_*`, which runs one block of
+/// [`WARP_SIZE`]; the grid of the others is `index::cg_blocks(n)`, so that every rounding of their
+/// sums is a function of `n` alone, as CG's.
+pub const KRYLOV_BLOCK_THREADS: u32 = CG_BLOCK_THREADS;
+
+/// Dot products `krylov_dots_*` sums in one pass over its vectors.
+pub const KRYLOV_MAX_DOTS: u32 = 3;
+
+/// Columns `krylov_basis_dots_*` sums together in one pass of a block (the rest in further passes).
+pub const KRYLOV_BASIS_GROUP: u32 = 4;
+
+/// The longest GMRES cycle: the basis has `restart + 1` columns, and the scalars of a cycle
+/// ([`gmres_scalars`]) number about `restart²`.
+pub const KRYLOV_MAX_RESTART: u32 = 256;
+
+/// Elements of the partial-sum scratch of a solve with a basis of `columns` columns (at least
+/// [`KRYLOV_MAX_DOTS`]): one slot per block and sum, sum `k` of block `b` at `k * CG_MAX_BLOCKS + b`.
+/// `krylov_basis_dots_*` stores whole groups of [`KRYLOV_BASIS_GROUP`], so the count is rounded up
+/// to one.
+pub const fn krylov_partials(columns: u32) -> u32 {
+    let sums = if columns > KRYLOV_MAX_DOTS { columns } else { KRYLOV_MAX_DOTS };
+    sums.next_multiple_of(KRYLOV_BASIS_GROUP) * CG_MAX_BLOCKS
+}
+
+/// Bytes of dynamic shared memory of `krylov_dots_*` and `krylov_basis_dots_*`: a slot per warp for
+/// each sum a block reduces at once.
+pub const fn krylov_shared_bytes(elem_bytes: u32) -> u32 {
+    let sums = if KRYLOV_MAX_DOTS > KRYLOV_BASIS_GROUP { KRYLOV_MAX_DOTS } else { KRYLOV_BASIS_GROUP };
+    sums * (CG_BLOCK_THREADS / WARP_SIZE) * elem_bytes
+}
+
+/// The scalars of a GMRES cycle of `restart` steps from slot `base` (see `krylov.rs`, "GMRES"): the
+/// Hessenberg matrix by columns of `restart + 1`, then the rotations' cosines and sines, the
+/// right-hand side `g` of the small least-squares problem (`restart + 1`) and its solution `y`
+/// (`restart`, also the scratch of the second Gram-Schmidt pass). Returns the slots they take.
+pub const fn gmres_scalars(restart: u32) -> u32 {
+    restart * (restart + 1) + 2 * restart + (restart + 1) + restart
+}
+
+/// A [`KrylovState::status`]: before the start ran (the host zeroes the state).
+pub const KRYLOV_NOT_STARTED: u32 = 0;
+/// Iterating.
+pub const KRYLOV_RUNNING: u32 = 1;
+/// The residual reached the tolerance.
+pub const KRYLOV_CONVERGED: u32 = 2;
+/// [`KrylovState::max_iterations`] iterations without converging.
+pub const KRYLOV_MAX_ITERATIONS: u32 = 3;
+/// A scalar broke the recurrence; [`KrylovState::breakdown`] names it.
+pub const KRYLOV_BREAKDOWN: u32 = 4;
+/// GMRES: a cycle ended before its last step; its update of `x` runs, then the status becomes
+/// [`KrylovState::pending`].
+pub const KRYLOV_CYCLE_END: u32 = 5;
+
+/// The slot every solve keeps the residual its status was decided on in (`rᵀr`, or GMRES's
+/// `g[j + 1]²`), for the host's outcome.
+pub const KRYLOV_SLOT_RESIDUAL: u32 = 0;
+
+/// Flags in the `c` of [`KRYLOV_OP_CONVERGED`] and [`KRYLOV_OP_LIMIT`]: the test ends a GMRES cycle
+/// ([`KRYLOV_CYCLE_END`]) rather than the solve; a convergence counts the iteration it ends (BiCGSTAB's
+/// half step).
+pub const KRYLOV_FLAG_CYCLE: u32 = 1;
+pub const KRYLOV_FLAG_COUNT: u32 = 2;
+
+/// The gate of a launch that runs whatever the status and reads no state (a preconditioner's).
+pub const KRYLOV_UNGATED: u32 = u32::MAX;
+
+/// A launch's gate, the statuses in which it runs: `1 << status` for each.
+pub const fn krylov_gate(statuses: &[u32]) -> u32 {
+    let mut gate = 0;
+    let mut i = 0;
+    while i < statuses.len() {
+        gate |= 1 << statuses[i];
+        i += 1;
+    }
+    gate
+}
+
+/// The device state of a Krylov solve. The host zeroes it before the start; the scalar programs
+/// change it (one thread), and every other kernel only reads `status` (and `columns`) when it starts,
+/// or counts on `arrivals`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovState {
+    /// One of the `KRYLOV_*` statuses.
+    pub status: u32,
+    /// Iterations done (for GMRES, Arnoldi steps over all cycles).
+    pub iterations: u32,
+    /// The iteration limit, set by the start program.
+    pub max_iterations: u32,
+    /// GMRES: columns of the current cycle's Hessenberg matrix.
+    pub columns: u32,
+    /// The arrivals counter of the two-stage sums (ends each launch at 0).
+    pub arrivals: u32,
+    /// The tag of the op that broke down (the solver's own numbering), with [`KRYLOV_BREAKDOWN`].
+    pub breakdown: u32,
+    /// The status a [`KRYLOV_CYCLE_END`] becomes once the cycle's update ran.
+    pub pending: u32,
+    /// The slot the breakdown's value was in.
+    pub breakdown_slot: u32,
+}
+
+/// No scalar: a coefficient of 1 (scaled), or an unused operand.
+pub const KRYLOV_NO_SLOT: u32 = u32::MAX;
+
+/// A coefficient of a vector op: `scale * scalars[slot]`, or `scale` alone for [`KRYLOV_NO_SLOT`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Coef<T> {
+    pub scale: T,
+    pub slot: u32,
+}
+
+/// What every Krylov launch carries: the solve's state and scalars, the gate, the vector length.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovCommon<T> {
+    pub state: DevicePtr<KrylovState>,
+    pub scalars: DevicePtr<T>,
+    /// The statuses in which the launch runs ([`krylov_gate`]); it does nothing otherwise.
+    pub gate: u32,
+    pub n: u32,
+}
+
+/// `out = fma(a, x, y)`; `y` may be `out`.
+pub const KRYLOV_AXPY: u32 = 0;
+/// `out = fma(a, fma(b, x, out), y)`: BiCGSTAB's `p = r + beta (p - omega v)`.
+pub const KRYLOV_P_UPDATE: u32 = 1;
+/// `out = a * x`.
+pub const KRYLOV_SCALE: u32 = 2;
+/// `out = y * x` elementwise (Jacobi: `y` the inverse diagonal).
+pub const KRYLOV_DIAG: u32 = 3;
+
+/// `krylov_vector_*`: one of the vector ops on `n` elements; `out` may be `x` or `y`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovVectorParams<T> {
+    pub common: KrylovCommon<T>,
+    pub op: u32,
+    pub a: Coef<T>,
+    pub b: Coef<T>,
+    pub x: DevicePtr<T>,
+    pub y: DevicePtr<T>,
+    pub out: DevicePtr<T>,
+}
+
+/// `krylov_dots_*`: `scalars[out[k]] = x[k]ᵀ y[k]` for `k < count`, summed in two stages in a fixed
+/// order (a function of `n`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovDotsParams<T> {
+    pub common: KrylovCommon<T>,
+    pub count: u32,
+    pub out: [u32; KRYLOV_MAX_DOTS as usize],
+    pub x: [DevicePtr<T>; KRYLOV_MAX_DOTS as usize],
+    pub y: [DevicePtr<T>; KRYLOV_MAX_DOTS as usize],
+    /// [`krylov_partials`] of the solve's basis.
+    pub partials: DevicePtr<T>,
+}
+
+/// Read the basis' column count from [`KrylovState::columns`].
+pub const KRYLOV_STATE_COLUMNS: u32 = u32::MAX;
+
+/// `krylov_basis_dots_*`: `scalars[slot + c] = V[:, c]ᵀ w` for `c < columns`;
+/// `krylov_basis_combine_*`: `w = (accumulate ? w : 0) + scale Σ_c scalars[slot + c] V[:, c]`,
+/// as fmas in the order of `c`. `basis` is a device array of the columns' addresses, each of `n`
+/// elements (separate vectors, so that a product can write one).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovBasisParams<T> {
+    pub common: KrylovCommon<T>,
+    pub basis: DevicePtr<DevicePtr<T>>,
+    /// At most the basis' columns, or [`KRYLOV_STATE_COLUMNS`].
+    pub columns: u32,
+    pub slot: u32,
+    pub scale: T,
+    pub accumulate: u32,
+    pub w: DevicePtr<T>,
+    pub partials: DevicePtr<T>,
+}
+
+/// Ops of `krylov_scalars_*` on the scalars `s` (`tag` names a breakdown for the host, which records
+/// the tag and the slot of the value at fault; "finish" records the residual in
+/// [`KRYLOV_SLOT_RESIDUAL`]):
+/// - `SET`: `s[out] = value`; `COPY`: `s[out] = s[a]`; `MUL`: `s[out] = s[a] * s[b]`;
+///   `SQRT`: `s[out] = sqrt(s[a])`;
+/// - `DIV`: `s[out] = s[a] / s[b]`, a breakdown if `s[b]` is 0 or not finite or the quotient is not
+///   finite; `NONZERO`, `FINITE`: a breakdown unless `s[a]` is non-zero and finite, finite;
+/// - `START`: the status running, no iterations, the limit `a`;
+/// - `CONVERGED`: finish as converged if `s[a] <= s[b]` (flags in `c`: [`KRYLOV_FLAG_CYCLE`],
+///   [`KRYLOV_FLAG_COUNT`]); `COUNT`: one more iteration; `LIMIT`: at the limit, finish with the
+///   residual `s[a]` (in a cycle: end the cycle, to go on running);
+/// - `ADD_RANGE`: `s[out + k] += s[a + k]` for `k < b`;
+/// - `GIVENS`, `BACKSOLVE`, `END_CYCLE`, `COLUMNS`: GMRES (`krylov.rs`); `COLUMNS` sets the state's
+///   column count to `a`.
+pub const KRYLOV_OP_SET: u32 = 0;
+pub const KRYLOV_OP_COPY: u32 = 1;
+pub const KRYLOV_OP_MUL: u32 = 2;
+pub const KRYLOV_OP_DIV: u32 = 3;
+pub const KRYLOV_OP_SQRT: u32 = 4;
+pub const KRYLOV_OP_NONZERO: u32 = 5;
+pub const KRYLOV_OP_FINITE: u32 = 6;
+pub const KRYLOV_OP_START: u32 = 7;
+pub const KRYLOV_OP_CONVERGED: u32 = 8;
+pub const KRYLOV_OP_COUNT: u32 = 9;
+pub const KRYLOV_OP_LIMIT: u32 = 10;
+pub const KRYLOV_OP_ADD_RANGE: u32 = 11;
+pub const KRYLOV_OP_GIVENS: u32 = 12;
+pub const KRYLOV_OP_COLUMNS: u32 = 13;
+pub const KRYLOV_OP_BACKSOLVE: u32 = 14;
+pub const KRYLOV_OP_END_CYCLE: u32 = 15;
+
+/// One op of a scalar program; the meaning of `a`, `b`, `c` and `out` depends on `code`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ScalarOp<T> {
+    pub code: u32,
+    pub a: u32,
+    pub b: u32,
+    pub c: u32,
+    pub out: u32,
+    pub tag: u32,
+    pub value: T,
+}
+
+/// Ops of one scalar program at most.
+pub const KRYLOV_MAX_OPS: usize = 12;
+
+/// `krylov_scalars_*`: `ops[..count]` in order, one thread. The program stops at the first op that
+/// changes the status to another than it started in, other than [`KRYLOV_RUNNING`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovScalarParams<T> {
+    pub common: KrylovCommon<T>,
+    pub count: u32,
+    pub ops: [ScalarOp<T>; KRYLOV_MAX_OPS],
+}

@@ -71,24 +71,23 @@
 //! step.
 
 use crate::abi::{
-    CG_BLOCK_THREADS, CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_BLOCKS, CG_MAX_ITERATIONS,
-    CG_RUNNING, CgParams, CgState, WARP_SIZE,
+    CG_BLOCK_THREADS, CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_ITERATIONS, CG_RUNNING,
+    CgParams, CgState,
 };
 use crate::arch::{
-    atomic_inc_u32, block_idx, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads,
-    sync_threads, sync_threads_or, thread_idx,
+    atomic_inc_u32, block_idx, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads, sync_threads,
+    thread_idx,
 };
 use crate::index::cg_blocks;
 use crate::real::Real;
-use crate::reduce::group_sum;
+use crate::reduce::{grid_sums, grid_totals, store_block_sums};
 use core::ops::{Div, Neg};
-
-/// Warps per block: the slots per sum of the block reduction's shared memory.
-const WARPS: usize = (CG_BLOCK_THREADS / WARP_SIZE) as usize;
 
 /// An element type of the CG kernels: [`Real`] plus what the scalar updates need.
 pub(crate) trait CgReal: Real + Div<Output = Self> + Neg<Output = Self> + PartialOrd {
     fn is_finite(self) -> bool;
+    /// The correctly rounded square root (`sqrt.rn`), for the Krylov solvers' norms.
+    fn sqrt(self) -> Self;
 }
 
 impl CgReal for f32 {
@@ -96,12 +95,22 @@ impl CgReal for f32 {
     fn is_finite(self) -> bool {
         f32::is_finite(self)
     }
+
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        core::f32::math::sqrt(self)
+    }
 }
 
 impl CgReal for f64 {
     #[inline(always)]
     fn is_finite(self) -> bool {
         f64::is_finite(self)
+    }
+
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        core::f64::math::sqrt(self)
     }
 }
 
@@ -124,117 +133,6 @@ macro_rules! store {
     ($s:expr, $field:ident, $v:expr) => {
         (&raw mut (*$s).$field).write_volatile($v)
     };
-}
-
-/// Each of the `N` values summed over the block: a butterfly over each warp's lanes, then the warp
-/// sums added in warp order. Every thread gets the same totals.
-///
-/// # Safety
-/// Every thread of the block calls it (block-uniform control flow); the block has
-/// [`CG_BLOCK_THREADS`] threads and `N * WARPS` elements of dynamic shared memory.
-#[inline(always)]
-unsafe fn block_sums<T: Real, const N: usize>(values: [T; N]) -> [T; N] {
-    let shared = dynamic_shared::<T>();
-    let (warp, lane) = ((thread_idx() / WARP_SIZE) as usize, thread_idx() % WARP_SIZE);
-    let warp_sums = values.map(group_sum::<T, WARP_SIZE>);
-    let mut totals = [T::ZERO; N];
-    // SAFETY: slots `k * WARPS + warp < N * WARPS`; every thread reaches both barriers (caller). The
-    // second keeps a following call from overwriting slots still being read.
-    unsafe {
-        if lane == 0 {
-            for (k, &s) in warp_sums.iter().enumerate() {
-                *shared.add(k * WARPS + warp) = s;
-            }
-        }
-        sync_threads();
-        for (k, total) in totals.iter_mut().enumerate() {
-            for w in 0..WARPS {
-                *total = *total + *shared.add(k * WARPS + w);
-            }
-        }
-        sync_threads();
-    }
-    totals
-}
-
-/// The two stages of the dot products: stores the block's `sums` in its slots of `partials`, and
-/// returns, in every thread of the block that arrives last, the sums over the grid (`None` in the
-/// other blocks). The last block's totals are added in block order whichever block it is.
-///
-/// # Safety
-/// As [`block_sums`]; `partials` holds [`CG_PARTIALS`](crate::abi::CG_PARTIALS) elements, the grid
-/// has at most [`CG_MAX_BLOCKS`] blocks, and `state.arrivals` is 0 at the launch.
-#[inline(always)]
-unsafe fn grid_sums<T: Real, const N: usize>(
-    sums: [T; N],
-    partials: *mut T,
-    state: *mut CgState<T>,
-) -> Option<[T; N]> {
-    let (block, blocks) = (block_idx(), grid_dim());
-    // SAFETY: forwarded from the caller.
-    let block_totals = unsafe { block_sums(sums) };
-    let mut last = false;
-    if thread_idx() == 0 {
-        // SAFETY: slot `k * CG_MAX_BLOCKS + block` is inside `partials` (`block < CG_MAX_BLOCKS`) and
-        // written by this block only; the fences order the stores before the arrival and the
-        // arrival before the last block's reads (release and acquire).
-        unsafe {
-            for (k, &s) in block_totals.iter().enumerate() {
-                partials.add(k * CG_MAX_BLOCKS as usize + block as usize).write_volatile(s);
-            }
-            fence_acq_rel_gpu();
-            last = atomic_inc_u32(&raw mut (*state).arrivals, blocks - 1) == blocks - 1;
-            fence_acq_rel_gpu();
-        }
-    }
-    // SAFETY: every thread of the block reaches it (caller).
-    if !unsafe { sync_threads_or(last) } {
-        return None;
-    }
-    // SAFETY: every block stored its slots before arriving; the branch is uniform across the block
-    // (`sync_threads_or` gave all threads one answer).
-    Some(unsafe { grid_totals(partials, 0, blocks) })
-}
-
-/// Stage 2 of the dot products: the sums over `blocks` blocks of the partials `first .. first + N`
-/// (sum `k` of block `b` at `(first + k) * CG_MAX_BLOCKS + b`), each thread taking blocks `t, t +
-/// 256, ...` and the block then adding the threads' sums with [`block_sums`]: the same order
-/// whichever block runs it.
-///
-/// # Safety
-/// As [`block_sums`]; `first + N <= CG_MAX_SUMS`, `blocks <= CG_MAX_BLOCKS`, and those slots were
-/// stored and made visible (released, then acquired) before the call.
-#[inline(always)]
-unsafe fn grid_totals<T: Real, const N: usize>(partials: *const T, first: usize, blocks: u32) -> [T; N] {
-    let mut mine = [T::ZERO; N];
-    let mut b = thread_idx();
-    while b < blocks {
-        for (k, m) in mine.iter_mut().enumerate() {
-            // SAFETY: slot `(first + k) * CG_MAX_BLOCKS + b` is inside `partials` (caller).
-            *m = *m
-                + unsafe { partials.add((first + k) * CG_MAX_BLOCKS as usize + b as usize).read_volatile() };
-        }
-        b += CG_BLOCK_THREADS;
-    }
-    // SAFETY: forwarded from the caller.
-    unsafe { block_sums(mine) }
-}
-
-/// Stores the block's sums of `sums` as the partials `first .. first + N` of (virtual) block `slot`.
-///
-/// # Safety
-/// As [`block_sums`]; `first + N <= CG_MAX_SUMS`, `slot < CG_MAX_BLOCKS`, and no other block writes
-/// these slots during the launch.
-#[inline(always)]
-unsafe fn store_block_sums<T: Real, const N: usize>(sums: [T; N], partials: *mut T, first: usize, slot: u32) {
-    // SAFETY: forwarded from the caller.
-    let totals = unsafe { block_sums(sums) };
-    if thread_idx() == 0 {
-        for (k, &t) in totals.iter().enumerate() {
-            // SAFETY: inside `partials`, this block's (caller).
-            unsafe { partials.add((first + k) * CG_MAX_BLOCKS as usize + slot as usize).write_volatile(t) };
-        }
-    }
 }
 
 /// Waits until every block of the launch has called it: a grid-wide barrier, which a cooperative
@@ -347,7 +245,7 @@ unsafe fn init<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>)
     }
     let s = p.state.as_mut_ptr();
     // SAFETY: launched as `CgParams` says, with a zeroed state.
-    if let Some(totals) = unsafe { grid_sums([rz, rr, bb], p.partials.as_mut_ptr(), s) }
+    if let Some(totals) = unsafe { grid_sums([rz, rr, bb], p.partials.as_mut_ptr(), &raw mut (*s).arrivals) }
         && thread_idx() == 0
     {
         // SAFETY: `state` is valid; only this thread writes it in this launch.
@@ -406,7 +304,7 @@ unsafe fn pq_local<T: CgReal>(p: CgParams<T>) {
         i += stride;
     }
     // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    if let Some(totals) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), s) }
+    if let Some(totals) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), &raw mut (*s).arrivals) }
         && thread_idx() == 0
     {
         // SAFETY: as in `init`.
@@ -465,12 +363,12 @@ unsafe fn update_local<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     // `init` for the state.
     unsafe {
         if JACOBI {
-            if let Some(totals) = grid_sums([rz, rr], p.partials.as_mut_ptr(), s)
+            if let Some(totals) = grid_sums([rz, rr], p.partials.as_mut_ptr(), &raw mut (*s).arrivals)
                 && thread_idx() == 0
             {
                 leave_sums(&p, totals);
             }
-        } else if let Some(totals) = grid_sums([rr], p.partials.as_mut_ptr(), s)
+        } else if let Some(totals) = grid_sums([rr], p.partials.as_mut_ptr(), &raw mut (*s).arrivals)
             && thread_idx() == 0
         {
             leave_sums(&p, totals);
@@ -532,7 +430,9 @@ unsafe fn step<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     }
     // No sums: the arrival only finds the last block, which clears the flag once all have read it.
     // SAFETY: launched as `CgParams` says; the flag test above is uniform across the grid.
-    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), s) }.is_some() && thread_idx() == 0 {
+    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), &raw mut (*s).arrivals) }.is_some()
+        && thread_idx() == 0
+    {
         // SAFETY: as in `init`.
         unsafe { store!(s, step_pending, 0) };
     }

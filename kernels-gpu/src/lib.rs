@@ -44,6 +44,8 @@ mod formats;
 #[cfg(target_arch = "nvptx64")]
 mod gather;
 #[cfg(target_arch = "nvptx64")]
+mod krylov;
+#[cfg(target_arch = "nvptx64")]
 mod probe;
 #[cfg(target_arch = "nvptx64")]
 mod real;

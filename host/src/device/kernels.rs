@@ -40,6 +40,7 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     /// Indexed like `abi::LMA_NODES_PER_ELEMENT`.
     pub lma_colour: Vec<F>,
     pub cg: CgKernels<F>,
+    pub krylov: KrylovKernels<F>,
     /// Indexed like `abi::CSRT_ATOMIC_COOPS`.
     pub csrt_atomic: Vec<F>,
     pub csrt_build_gather: F,
@@ -125,6 +126,16 @@ pub(crate) struct CgKernels<F = CudaFunction> {
     pub finish_update_jacobi: F,
 }
 
+/// The Krylov solvers' kernels of one element type (`kernels-gpu/src/krylov.rs`).
+#[derive(Debug)]
+pub(crate) struct KrylovKernels<F = CudaFunction> {
+    pub vector: F,
+    pub dots: F,
+    pub basis_dots: F,
+    pub basis_combine: F,
+    pub scalars: F,
+}
+
 impl<F> KernelTable<F> {
     /// Looks up every entry for the element type whose name `pick` takes from an [`Entry`].
     fn load<E>(
@@ -184,6 +195,13 @@ impl<F> KernelTable<F> {
                 finish_pq: lookup(pick(&abi::CG_FINISH_PQ))?,
                 finish_update_plain: lookup(pick(&abi::CG_FINISH_UPDATE_PLAIN))?,
                 finish_update_jacobi: lookup(pick(&abi::CG_FINISH_UPDATE_JACOBI))?,
+            },
+            krylov: KrylovKernels {
+                vector: lookup(pick(&abi::KRYLOV_VECTOR))?,
+                dots: lookup(pick(&abi::KRYLOV_DOTS))?,
+                basis_dots: lookup(pick(&abi::KRYLOV_BASIS_DOTS))?,
+                basis_combine: lookup(pick(&abi::KRYLOV_BASIS_COMBINE))?,
+                scalars: lookup(pick(&abi::KRYLOV_SCALARS))?,
             },
         })
     }

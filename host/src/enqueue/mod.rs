@@ -14,6 +14,7 @@ mod csr;
 mod formats;
 mod from_device;
 mod gather;
+pub(crate) mod krylov;
 mod launch;
 mod plan;
 pub mod probe;

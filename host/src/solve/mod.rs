@@ -1,14 +1,31 @@
 //! The solver tier: Krylov solvers on the GPU over the crate's products.
 //!
-//! [`Cg`] is conjugate gradients, plain or Jacobi-preconditioned, on any [`Plan`](crate::Plan), its
-//! vector passes fused into one cooperative launch per iteration. Options and outcomes are the
-//! types every solver of the crate shares, the CPU oracles of [`crate::reference`] too.
+//! - [`Cg`]: conjugate gradients for symmetric positive definite systems, plain or
+//!   Jacobi-preconditioned, on any [`Plan`](crate::Plan), its vector passes fused into one
+//!   cooperative launch per iteration;
+//! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
+//!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`] or a caller's
+//!   [`Precondition`].
+//!
+//! Every scalar of a recurrence stays on the device: a solver enqueues its iterations in batches
+//! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
+//! its state between batches; iterations enqueued past the end of a solve change nothing, so the
+//! counts are exact. Options and outcomes are the types every solver of the crate shares, the CPU
+//! oracles of [`crate::reference`] too, which each solver follows step for step.
 
+mod bicgstab;
 mod cg;
+mod gmres;
+mod krylov;
+mod operator;
+mod program;
 
 pub use crate::iterative::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
+pub use bicgstab::Bicgstab;
 pub use cg::Cg;
 pub(crate) use cg::outcome_of;
+pub use gmres::Gmres;
+pub use operator::{Jacobi, Operator, Precondition};
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read
 /// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem

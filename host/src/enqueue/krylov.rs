@@ -1,0 +1,485 @@
+//! The launches of the Krylov solvers' kernels (`kernels-gpu/src/krylov.rs`, whose module doc gives
+//! the scheme): [`KrylovDevice`] owns a solve's device state, scalars and partial sums, and enqueues
+//! the vector ops, the dot products and the scalar programs on them, each checked (lengths, slots,
+//! contexts) so that the solver tier above calls them safely. [`DeviceBasis`] is a GMRES basis: its
+//! columns separate vectors (a product writes one), with the device table of their addresses.
+
+use super::launch::{copy, launch};
+use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef, addr};
+use crate::formats::convert::narrow;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use kernels_gpu::abi::{
+    Coef, DevicePtr as AbiPtr, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS,
+    KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
+    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
+    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE,
+    KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon,
+    KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
+    gmres_scalars, krylov_partials, krylov_shared_bytes,
+};
+use kernels_gpu::index::cg_blocks;
+
+/// A [`KrylovState`] as a device buffer's element.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeviceKrylovState(pub KrylovState);
+
+// SAFETY: `KrylovState` is `#[repr(C)]` of `u32` fields, the layout the kernels declare: every bit
+// pattern is a valid value, and it holds no pointer.
+unsafe impl DeviceRepr for DeviceKrylovState {}
+// SAFETY: all zeros is `KRYLOV_NOT_STARTED` with no iterations, which the start programs expect.
+unsafe impl ValidAsZeroBits for DeviceKrylovState {}
+
+/// A coefficient: `scale` times the scalar in `slot`.
+pub(crate) fn coef<T>(scale: T, slot: u32) -> Coef<T> {
+    Coef { scale, slot }
+}
+
+/// A constant coefficient.
+pub(crate) fn constant<T>(scale: T) -> Coef<T> {
+    Coef { scale, slot: KRYLOV_NO_SLOT }
+}
+
+/// The device side of one Krylov solve over vectors of `n` elements.
+#[derive(Debug)]
+pub(crate) struct KrylovDevice<T> {
+    state: CudaSlice<DeviceKrylovState>,
+    scalars: CudaSlice<T>,
+    partials: CudaSlice<T>,
+    n: u32,
+    /// The basis columns the partials have room for.
+    columns: u32,
+}
+
+/// What a solve reads back at a convergence check.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Snapshot<T> {
+    pub state: KrylovState,
+    /// The residual the status was decided on ([`KRYLOV_SLOT_RESIDUAL`]).
+    pub residual: T,
+    /// The value in the slot of a breakdown ([`KrylovState::breakdown_slot`]).
+    pub breakdown_value: T,
+}
+
+impl<T: Scalar> KrylovDevice<T> {
+    /// The state, `scalars` slots and room for the sums of a basis of `columns` columns, for vectors
+    /// of `n` elements.
+    pub fn new(gpu: &Gpu, n: usize, scalars: u32, columns: u32) -> Result<Self> {
+        let n = narrow("the unknowns", n)?;
+        Ok(Self {
+            state: gpu.alloc_zeros(1)?,
+            scalars: gpu.alloc_zeros(scalars as usize)?,
+            partials: gpu.alloc_zeros(krylov_partials(columns) as usize)?,
+            n,
+            columns,
+        })
+    }
+
+    /// Enqueues the reset of the state to not started, before a solve's start program.
+    pub fn reset(&mut self, gpu: &Gpu) -> Result<()> {
+        Ok(gpu.stream().memset_zeros(&mut self.state)?)
+    }
+
+    /// Reads the state and the scalars an outcome needs; waits for the stream.
+    pub fn snapshot(&self, gpu: &Gpu) -> Result<Snapshot<T>> {
+        let DeviceKrylovState(state) = gpu.stream().clone_dtoh(&self.state)?[0];
+        let residual = self.scalar(gpu, KRYLOV_SLOT_RESIDUAL)?;
+        let breakdown_value = match state.breakdown_slot {
+            slot if (slot as usize) < self.scalars.len() => self.scalar(gpu, slot)?,
+            _ => T::ZERO,
+        };
+        Ok(Snapshot { state, residual, breakdown_value })
+    }
+
+    /// Reads scalar `slot` (waits for the stream).
+    pub fn scalar(&self, gpu: &Gpu, slot: u32) -> Result<T> {
+        self.check_slot(slot)?;
+        let view = self.scalars.slice(slot as usize..slot as usize + 1);
+        Ok(gpu.stream().clone_dtoh(&view)?[0])
+    }
+
+    fn common(&self, gpu: &Gpu, gate: u32) -> KrylovCommon<T> {
+        let state = addr(&self.state, gpu);
+        KrylovCommon { state: AbiPtr::new(state.addr()), scalars: addr(&self.scalars, gpu), gate, n: self.n }
+    }
+
+    fn check_slot(&self, slot: u32) -> Result<()> {
+        if slot != KRYLOV_NO_SLOT && slot as usize >= self.scalars.len() {
+            return Err(Error::InvalidKernel(format!("scalar slot {slot} of {}", self.scalars.len())));
+        }
+        Ok(())
+    }
+
+    fn check_vector(&self, gpu: &Gpu, v: &DeviceVector<T>) -> Result<AbiPtr<T>> {
+        if v.len() != self.n as usize {
+            return Err(Error::DimensionMismatch {
+                what: "a solver vector",
+                expected: self.n as usize,
+                got: v.len(),
+            });
+        }
+        if !gpu.owns(v.as_slice().context()) {
+            return Err(Error::ForeignBuffer("a solver vector"));
+        }
+        Ok(addr(v.as_slice(), gpu))
+    }
+
+    /// Enqueues a vector op whose output is `out`; `x` and `y` as the op reads them (the address of
+    /// `out` where the op reads its output, [`KRYLOV_AXPY`]'s `y`, [`KRYLOV_P_UPDATE`]'s `out`).
+    fn vector_op(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        op: u32,
+        (a, b): (Coef<T>, Coef<T>),
+        (x, y, out): (AbiPtr<T>, AbiPtr<T>, AbiPtr<T>),
+    ) -> Result<()> {
+        self.check_slot(a.slot)?;
+        self.check_slot(b.slot)?;
+        let params = KrylovVectorParams { common: self.common(gpu, gate), op, a, b, x, y, out };
+        // SAFETY: every vector was checked to hold `n` elements of `gpu`'s context, each element is
+        // read and written by one thread, and the slots are inside the scalars.
+        unsafe {
+            launch(
+                gpu,
+                &gpu.kernels::<T>().krylov.vector,
+                cg_blocks(self.n),
+                KRYLOV_BLOCK_THREADS,
+                0,
+                &params,
+            )
+        }
+    }
+
+    /// `y = fma(a, x, y)`.
+    pub fn axpy(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        a: Coef<T>,
+        x: &DeviceVector<T>,
+        y: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        let (x, y) = (self.check_vector(gpu, x)?, self.check_vector(gpu, y)?);
+        self.vector_op(gpu, gate, KRYLOV_AXPY, (a, constant(T::ZERO)), (x, y, y))
+    }
+
+    /// `p = fma(a, fma(b, v, p), r)`: BiCGSTAB's new search direction.
+    pub fn p_update(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        (a, b): (Coef<T>, Coef<T>),
+        v: &DeviceVector<T>,
+        r: &DeviceVector<T>,
+        p: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        let (v, r, p) = (self.check_vector(gpu, v)?, self.check_vector(gpu, r)?, self.check_vector(gpu, p)?);
+        self.vector_op(gpu, gate, KRYLOV_P_UPDATE, (a, b), (v, r, p))
+    }
+
+    /// `out = a * x`; `x` may be `out` (`None`).
+    pub fn scale(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        a: Coef<T>,
+        x: Option<&DeviceVector<T>>,
+        out: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        let out = self.check_vector(gpu, out)?;
+        let x = x.map_or(Ok(out), |x| self.check_vector(gpu, x))?;
+        self.vector_op(gpu, gate, KRYLOV_SCALE, (a, constant(T::ZERO)), (x, out, out))
+    }
+
+    /// `scalars[slot] = xᵀy` for each `(x, y, slot)`, in one pass.
+    pub fn dots(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        pairs: &[(&DeviceVector<T>, &DeviceVector<T>, u32)],
+    ) -> Result<()> {
+        if pairs.is_empty() || pairs.len() > KRYLOV_MAX_DOTS as usize {
+            return Err(Error::InvalidKernel(format!("{} dot products in one pass", pairs.len())));
+        }
+        let unset = AbiPtr::new(0);
+        let mut params = KrylovDotsParams {
+            common: self.common(gpu, gate),
+            count: 0,
+            out: [KRYLOV_NO_SLOT; KRYLOV_MAX_DOTS as usize],
+            x: [unset; KRYLOV_MAX_DOTS as usize],
+            y: [unset; KRYLOV_MAX_DOTS as usize],
+            partials: addr(&self.partials, gpu),
+        };
+        for (k, &(x, y, slot)) in pairs.iter().enumerate() {
+            self.check_slot(slot)?;
+            params.x[k] = self.check_vector(gpu, x)?;
+            params.y[k] = self.check_vector(gpu, y)?;
+            params.out[k] = slot;
+            params.count += 1;
+        }
+        self.sums(gpu, &gpu.kernels::<T>().krylov.dots, &params)
+    }
+
+    /// Launches a kernel of two-stage sums on `cg_blocks(n)` blocks.
+    fn sums<P>(&self, gpu: &Gpu, f: &cudarc::driver::CudaFunction, params: &P) -> Result<()> {
+        #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
+        let shared = krylov_shared_bytes(size_of::<T>() as u32);
+        // SAFETY: the vectors hold `n` elements of `gpu`'s context, the slots are inside the scalars,
+        // the partials hold `krylov_partials` of at least the sums; the state's arrivals counter
+        // ends every launch at 0 (it wraps) and starts at 0 (zeroed).
+        unsafe { launch(gpu, f, cg_blocks(self.n), KRYLOV_BLOCK_THREADS, shared, params) }
+    }
+
+    /// `scalars[slot + j] = basis[j]ᵀ w` for `j < columns` (`None`: the state's column count).
+    pub fn basis_dots(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        basis: &DeviceBasis<T>,
+        columns: Option<u32>,
+        slot: u32,
+        w: &DeviceVector<T>,
+    ) -> Result<()> {
+        let params = self.basis_params(gpu, gate, basis, columns, slot, T::ZERO, false, w)?;
+        self.sums(gpu, &gpu.kernels::<T>().krylov.basis_dots, &params)
+    }
+
+    /// `w = (accumulate ? w : 0) + scale Σ_j scalars[slot + j] basis[j]` for `j < columns` (`None`:
+    /// the state's column count).
+    #[allow(clippy::too_many_arguments)]
+    pub fn basis_combine(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        basis: &DeviceBasis<T>,
+        columns: Option<u32>,
+        slot: u32,
+        scale: T,
+        accumulate: bool,
+        w: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        let params = self.basis_params(gpu, gate, basis, columns, slot, scale, accumulate, w)?;
+        // SAFETY: as `sums`, without the partials; each element of `w` is this launch's thread's.
+        unsafe {
+            launch(
+                gpu,
+                &gpu.kernels::<T>().krylov.basis_combine,
+                cg_blocks(self.n),
+                KRYLOV_BLOCK_THREADS,
+                0,
+                &params,
+            )
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn basis_params(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        basis: &DeviceBasis<T>,
+        columns: Option<u32>,
+        slot: u32,
+        scale: T,
+        accumulate: bool,
+        w: &DeviceVector<T>,
+    ) -> Result<KrylovBasisParams<T>> {
+        let most = columns.unwrap_or(basis.len());
+        if basis.n != self.n || most > basis.len() || most > self.columns {
+            return Err(Error::InvalidKernel(format!("{most} columns of a basis of {}", basis.len())));
+        }
+        let last =
+            slot.checked_add(most.saturating_sub(1)).ok_or(Error::InvalidKernel("basis slots".into()))?;
+        self.check_slot(last)?;
+        Ok(KrylovBasisParams {
+            common: self.common(gpu, gate),
+            basis: AbiPtr::new(addr(&basis.addresses, gpu).addr()),
+            columns: columns.unwrap_or(KRYLOV_STATE_COLUMNS),
+            slot,
+            scale,
+            accumulate: u32::from(accumulate),
+            w: self.check_vector(gpu, w)?,
+            partials: addr(&self.partials, gpu),
+        })
+    }
+
+    /// Enqueues a scalar program.
+    pub fn program(&self, gpu: &Gpu, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
+        if ops.len() > KRYLOV_MAX_OPS {
+            return Err(Error::InvalidKernel(format!("a scalar program of {} ops", ops.len())));
+        }
+        for op in ops {
+            for (first, len) in slots_of(op)? {
+                if len > 0 {
+                    let last =
+                        first.checked_add(len - 1).ok_or(Error::InvalidKernel("scalar slots".into()))?;
+                    self.check_slot(first)?;
+                    self.check_slot(last)?;
+                }
+            }
+        }
+        let mut params = KrylovScalarParams {
+            common: self.common(gpu, gate),
+            #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_OPS
+            count: ops.len() as u32,
+            ops: [nop(); KRYLOV_MAX_OPS],
+        };
+        params.ops[..ops.len()].copy_from_slice(ops);
+        // SAFETY: every slot and range of slots the ops read or write is inside the scalars.
+        unsafe { launch(gpu, &gpu.kernels::<T>().krylov.scalars, 1, WARP_SIZE, 0, &params) }
+    }
+}
+
+/// `z = d * r` elementwise, outside any solve's state: a Jacobi preconditioner's apply.
+pub(crate) fn diag_scale<T: Scalar>(
+    gpu: &Gpu,
+    d: &CudaSlice<T>,
+    r: &DeviceVector<T>,
+    z: &mut DeviceVector<T>,
+) -> Result<()> {
+    let n = d.len();
+    for (what, got) in [("r", r.len()), ("z", z.len())] {
+        if got != n {
+            return Err(Error::DimensionMismatch { what, expected: n, got });
+        }
+    }
+    if !gpu.owns(r.as_slice().context()) || !gpu.owns(z.as_slice().context()) {
+        return Err(Error::ForeignBuffer("a preconditioned vector"));
+    }
+    let one = constant(T::from_f64(1.0));
+    let common = KrylovCommon {
+        state: AbiPtr::new(0),
+        scalars: AbiPtr::new(0),
+        gate: KRYLOV_UNGATED,
+        n: narrow("the unknowns", n)?,
+    };
+    let (r, z, d) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu), addr(d, gpu));
+    let params = KrylovVectorParams { common, op: KRYLOV_DIAG, a: one, b: one, x: r, y: d, out: z };
+    // SAFETY: `d`, `r` and `z` hold `n` elements of `gpu`'s context; an ungated launch reads no
+    // state, and the coefficients name no slot.
+    unsafe {
+        launch(gpu, &gpu.kernels::<T>().krylov.vector, cg_blocks(common.n), KRYLOV_BLOCK_THREADS, 0, &params)
+    }
+}
+
+/// Enqueues `dst = src`: a caller's vector into a solver's. Refused for a vector of another length
+/// or context, with nothing enqueued.
+pub(crate) fn copy_in<T: Scalar, V: VectorRef<T> + ?Sized>(
+    gpu: &Gpu,
+    what: &'static str,
+    src: &V,
+    dst: &mut DeviceVector<T>,
+) -> Result<()> {
+    check_operand(gpu, what, src.context(), src.len(), dst.len())?;
+    let (src, _guard) = src.read(gpu.stream());
+    let n = narrow("the unknowns", dst.len())?;
+    // SAFETY: both hold `n` elements of `gpu`'s context (checked above; `dst` is the solver's).
+    unsafe { copy(gpu, addr(dst.as_slice(), gpu), AbiPtr::new(src), n) }
+}
+
+/// Enqueues `dst = src`: a solver's vector out to a caller's, as [`copy_in`].
+pub(crate) fn copy_out<T: Scalar, V: VectorMut<T> + ?Sized>(
+    gpu: &Gpu,
+    what: &'static str,
+    src: &DeviceVector<T>,
+    dst: &mut V,
+) -> Result<()> {
+    check_operand(gpu, what, dst.context(), dst.len(), src.len())?;
+    let n = narrow("the unknowns", src.len())?;
+    let (dst, _guard) = dst.write(gpu.stream());
+    // SAFETY: both hold `n` elements of `gpu`'s context (checked above; `src` is the solver's).
+    unsafe { copy(gpu, AbiPtr::new(dst), addr(src.as_slice(), gpu), n) }
+}
+
+/// A caller's vector `what` lives in `gpu`'s context and has `expected` elements.
+pub(crate) fn check_operand(
+    gpu: &Gpu,
+    what: &'static str,
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+    len: usize,
+    expected: usize,
+) -> Result<()> {
+    if !gpu.owns(ctx) {
+        return Err(Error::ForeignBuffer(what));
+    }
+    if len != expected {
+        return Err(Error::DimensionMismatch { what, expected, got: len });
+    }
+    Ok(())
+}
+
+/// The ranges of slots (first, count) an op reads or writes; refused for an op the kernel does not
+/// know or a GMRES step past its cycle.
+fn slots_of<T>(op: &ScalarOp<T>) -> Result<Vec<(u32, u32)>> {
+    let one = |s: u32| (s, 1);
+    Ok(match op.code {
+        KRYLOV_OP_SET => vec![one(op.out)],
+        KRYLOV_OP_COPY | KRYLOV_OP_SQRT => vec![one(op.a), one(op.out)],
+        KRYLOV_OP_MUL | KRYLOV_OP_DIV => vec![one(op.a), one(op.b), one(op.out)],
+        KRYLOV_OP_NONZERO | KRYLOV_OP_FINITE | KRYLOV_OP_LIMIT => vec![one(op.a)],
+        KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b)],
+        KRYLOV_OP_START | KRYLOV_OP_COUNT | KRYLOV_OP_COLUMNS | KRYLOV_OP_END_CYCLE => vec![],
+        KRYLOV_OP_ADD_RANGE => vec![(op.a, op.b), (op.out, op.b)],
+        KRYLOV_OP_GIVENS | KRYLOV_OP_BACKSOLVE => {
+            let m = op.b;
+            if m == 0 || m > KRYLOV_MAX_RESTART || (op.code == KRYLOV_OP_GIVENS && op.a >= m) {
+                return Err(Error::InvalidKernel(format!("GMRES step {} of {m}", op.a)));
+            }
+            let mut slots = vec![(op.c, gmres_scalars(m))];
+            if op.code == KRYLOV_OP_GIVENS {
+                slots.push(one(op.out));
+            }
+            slots
+        }
+        code => return Err(Error::InvalidKernel(format!("scalar op {code}"))),
+    })
+}
+
+/// The filler of a program's unused tail (never run: the kernel runs `count` ops).
+fn nop<T: Scalar>() -> ScalarOp<T> {
+    ScalarOp {
+        code: KRYLOV_OP_COUNT,
+        a: KRYLOV_NO_SLOT,
+        b: KRYLOV_NO_SLOT,
+        c: 0,
+        out: KRYLOV_NO_SLOT,
+        tag: 0,
+        value: T::ZERO,
+    }
+}
+
+/// The basis of a GMRES cycle: `columns` vectors of `n` elements and the device table of their
+/// addresses, which the basis kernels read.
+#[derive(Debug)]
+pub(crate) struct DeviceBasis<T> {
+    columns: Vec<DeviceVector<T>>,
+    addresses: CudaSlice<u64>,
+    n: u32,
+}
+
+impl<T: Scalar> DeviceBasis<T> {
+    /// `columns` zeroed vectors of `n` elements (the solver bounds `columns`).
+    pub fn new(gpu: &Gpu, n: usize, columns: u32) -> Result<Self> {
+        let vectors = (0..columns).map(|_| gpu.zeros(n)).collect::<Result<Vec<DeviceVector<T>>>>()?;
+        let table: Vec<u64> = vectors.iter().map(|v| addr(v.as_slice(), gpu).addr()).collect();
+        let addresses = gpu.upload(&table)?;
+        Ok(Self { columns: vectors, addresses, n: narrow("the unknowns", n)? })
+    }
+
+    #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_RESTART + 1
+    pub fn len(&self) -> u32 {
+        self.columns.len() as u32
+    }
+
+    pub fn column(&self, j: usize) -> &DeviceVector<T> {
+        &self.columns[j]
+    }
+
+    pub fn column_mut(&mut self, j: usize) -> &mut DeviceVector<T> {
+        &mut self.columns[j]
+    }
+}

@@ -1,0 +1,270 @@
+//! BiCGSTAB (van der Vorst 1992; Saad, "Iterative Methods for Sparse Linear Systems", 2nd ed.,
+//! algorithm 7.7), right-preconditioned, for nonsymmetric systems: the recurrence of
+//! [`crate::reference::bicgstab`], its oracle, step for step, with every scalar on the device.
+//!
+//! An iteration is two products, two preconditioner applications, four passes of dot products
+//! (`r̂ᵀv`; `sᵀs`; `tᵀs` with `tᵀt`; `r̂ᵀr` with `rᵀr`), five vector updates and four short scalar
+//! programs. The residual `s` after the half step lives in `r`'s buffer, and without a
+//! preconditioner `p̂` and `ŝ` are `p` and `s` themselves, so the solve holds `r`, `r̂`, `p`, `v`, `t`
+//! (and `p̂`, `ŝ` with one) besides its `b` and `x`.
+
+use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, precondition};
+use super::operator::{Operator, Precondition};
+use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, limit, mul, nonzero, set, start};
+use super::{Outcome, SolverOptions};
+use crate::Result;
+use crate::device::{DeviceVector, VectorMut, VectorRef};
+use crate::enqueue::krylov::{coef, constant};
+use crate::iterative::why;
+use crate::scalar::Scalar;
+
+const RHO: u32 = FIRST_FREE;
+const RHO_PREV: u32 = FIRST_FREE + 1;
+const ALPHA: u32 = FIRST_FREE + 2;
+const OMEGA: u32 = FIRST_FREE + 3;
+const BETA: u32 = FIRST_FREE + 4;
+const RATIO_RHO: u32 = FIRST_FREE + 5;
+const RATIO_ALPHA: u32 = FIRST_FREE + 6;
+const RV: u32 = FIRST_FREE + 7;
+const SS: u32 = FIRST_FREE + 8;
+const TS: u32 = FIRST_FREE + 9;
+const TT: u32 = FIRST_FREE + 10;
+const RR: u32 = FIRST_FREE + 11;
+const SLOTS: u32 = FIRST_FREE + 12;
+
+/// The breakdown tags of BiCGSTAB, indexes of [`BREAKDOWNS`].
+const RHO_TAG: u32 = 0;
+const BETA_TAG: u32 = 1;
+const RV_TAG: u32 = 2;
+const TT_TAG: u32 = 3;
+const OMEGA_TAG: u32 = 4;
+
+/// What each breakdown stops on, and why (the CPU oracle names them the same).
+pub(crate) const BREAKDOWNS: Breakdowns =
+    &[("r̂ᵀr", why::RHO), ("β", why::BETA), ("r̂ᵀv", why::RV), ("tᵀt", why::TT), ("ω", why::OMEGA)];
+
+/// The scratch vectors of a preconditioned solve.
+#[derive(Debug)]
+struct Preconditioned<T> {
+    p_hat: DeviceVector<T>,
+    s_hat: DeviceVector<T>,
+}
+
+/// A BiCGSTAB solver for one operator, with the vectors and device state of its solves, allocated
+/// once.
+///
+/// ```no_run
+/// # fn main() -> Result<(), gpu_spmv::Error> {
+/// use gpu_spmv::solve::{Bicgstab, Preconditioner, SolverOptions};
+/// use gpu_spmv::{Gpu, Kernel};
+/// # let a = nalgebra_sparse::CsrMatrix::<f64>::identity(3);
+/// # let diagonal = vec![1.0; 3];
+/// let gpu = Gpu::new()?;
+/// let device_a = gpu.upload_csr(&a)?;
+/// let options = SolverOptions { rel_tol: 1e-8, max_iterations: 1000, preconditioner: Preconditioner::Jacobi };
+/// let mut solver = Bicgstab::new(gpu.plan(&device_a, Kernel::Auto)?, options, Some(&diagonal))?;
+/// let b = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
+/// let mut x = gpu.zeros::<f64>(3)?;
+/// let outcome = solver.solve(&b, &mut x)?;
+/// println!("{} iterations, relative residual {:e}", outcome.iterations, outcome.relative_residual);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Bicgstab<'a, T: Scalar, A: Operator<T>> {
+    core: Core<'a, T, A>,
+    r: DeviceVector<T>,
+    r_hat: DeviceVector<T>,
+    p: DeviceVector<T>,
+    v: DeviceVector<T>,
+    t: DeviceVector<T>,
+    preconditioned: Option<Preconditioned<T>>,
+}
+
+impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
+    /// A solver for the operator. `diagonal`, the diagonal of `A`, is needed for
+    /// [`Preconditioner::Jacobi`](super::Preconditioner::Jacobi) and ignored otherwise.
+    ///
+    /// Refused: options out of their ranges, an operator that is not square
+    /// ([`SolveError::NotSquare`](super::SolveError::NotSquare)), a missing or short diagonal
+    /// ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch)), a zero or non-finite diagonal
+    /// entry ([`SolveError::SingularDiagonal`](super::SolveError::SingularDiagonal)).
+    pub fn new(op: A, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        Self::build(op, options, diagonal.map(PrecondSource::Diagonal))
+    }
+
+    /// A solver preconditioned by the caller's `preconditioner`; `options.preconditioner` must be
+    /// `None` ([`Error::Unsupported`](crate::Error::Unsupported) otherwise).
+    pub fn with_preconditioner(
+        op: A,
+        options: SolverOptions,
+        preconditioner: Box<dyn Precondition<T> + 'a>,
+    ) -> Result<Self> {
+        Self::build(op, options, Some(PrecondSource::Custom(preconditioner)))
+    }
+
+    fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
+        let core = Core::new(op, options, source, SLOTS, 0, BREAKDOWNS)?;
+        let (gpu, n) = (core.op.gpu(), core.n());
+        let preconditioned = match core.precond {
+            super::krylov::Precond::None => None,
+            _ => Some(Preconditioned { p_hat: gpu.zeros(n)?, s_hat: gpu.zeros(n)? }),
+        };
+        Ok(Self {
+            r: gpu.zeros(n)?,
+            r_hat: gpu.zeros(n)?,
+            p: gpu.zeros(n)?,
+            v: gpu.zeros(n)?,
+            t: gpu.zeros(n)?,
+            preconditioned,
+            core,
+        })
+    }
+
+    /// Iterations between two reads of the state in [`Bicgstab::solve`] (at least 1).
+    pub fn set_check_every(&mut self, iterations: u32) {
+        self.core.check_every = iterations.max(1);
+    }
+
+    /// Gives a Jacobi solver the diagonal of the operator's current values, after an update of
+    /// them (until then it refuses to start or iterate, with `Error::StaleValues`).
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        self.core.set_diagonal(diagonal)
+    }
+
+    /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: [`start`],
+    /// then [`iterate`] in batches until [`outcome`] says it has stopped. A breakdown
+    /// ([`SolveError::Breakdown`](super::SolveError::Breakdown)) leaves the last iterate before it.
+    ///
+    /// [`start`]: Bicgstab::start
+    /// [`iterate`]: Bicgstab::iterate
+    /// [`outcome`]: Bicgstab::outcome
+    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<Outcome>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorMut<T> + ?Sized,
+    {
+        self.start(b, x)?;
+        loop {
+            self.iterate(x, self.core.check_every)?;
+            if let Some(outcome) = self.outcome()? {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// Enqueues the start of a solve: `r = b - A x`, `r̂ = r`, the sums and the first tests. Checks
+    /// `b` and `x` first: on error nothing is enqueued.
+    pub fn start<B, X>(&mut self, b: &B, x: &X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorRef<T> + ?Sized,
+    {
+        self.core.begin(b, x)?;
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (d, one, minus_one) = (&c.device, T::from_f64(1.0), T::from_f64(-1.0));
+        d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.op.apply(&c.x, &mut self.t)?;
+        d.axpy(gpu, STARTING, constant(minus_one), &self.t, &mut self.r)?;
+        d.scale(gpu, STARTING, constant(one), Some(&self.r), &mut self.r_hat)?;
+        gpu.stream().memset_zeros(self.p.as_mut_slice())?;
+        gpu.stream().memset_zeros(self.v.as_mut_slice())?;
+        d.dots(gpu, STARTING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
+        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
+        let mut program = c.constants().to_vec();
+        program.extend([
+            set(ALPHA, one),
+            set(OMEGA, one),
+            set(RHO_PREV, one),
+            start(max),
+            converged(RR, Ends::Solve),
+            limit(RR, Ends::Solve),
+            nonzero(RHO, RHO_TAG),
+        ]);
+        d.program(gpu, STARTING, &program)
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`Bicgstab::start`] began, then copies the
+    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.core.check_x(x)?;
+        self.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.iteration()?;
+        }
+        self.core.finish_batch(x)
+    }
+
+    /// One iteration's launches (see the module doc).
+    fn iteration(&mut self) -> Result<()> {
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[
+                div(RHO, RHO_PREV, RATIO_RHO, BETA_TAG),
+                div(ALPHA, OMEGA, RATIO_ALPHA, BETA_TAG),
+                mul(RATIO_RHO, RATIO_ALPHA, BETA),
+            ],
+        )?;
+        c.device.p_update(
+            gpu,
+            RUNNING,
+            (coef(one, BETA), coef(minus_one, OMEGA)),
+            &self.v,
+            &self.r,
+            &mut self.p,
+        )?;
+        let p_hat = match &mut self.preconditioned {
+            Some(pre) => {
+                precondition(&mut c.precond, gpu, &self.p, &mut pre.p_hat)?;
+                &pre.p_hat
+            }
+            None => &self.p,
+        };
+        c.op.apply(p_hat, &mut self.v)?;
+        c.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.v, RV)])?;
+        c.device.program(gpu, RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
+        c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
+        c.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
+        c.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
+        c.device.program(gpu, RUNNING, &[converged(SS, Ends::SolveCounting)])?;
+        let s_hat = match &mut self.preconditioned {
+            Some(pre) => {
+                precondition(&mut c.precond, gpu, &self.r, &mut pre.s_hat)?;
+                &pre.s_hat
+            }
+            None => &self.r,
+        };
+        c.op.apply(s_hat, &mut self.t)?;
+        c.device.dots(gpu, RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[div(TS, TT, OMEGA, TT_TAG), nonzero(OMEGA, OMEGA_TAG), copy(RHO, RHO_PREV)],
+        )?;
+        c.device.axpy(gpu, RUNNING, coef(one, OMEGA), s_hat, &mut c.x)?;
+        c.device.axpy(gpu, RUNNING, coef(minus_one, OMEGA), &self.t, &mut self.r)?;
+        c.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR)])?;
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[count(), converged(RR, Ends::Solve), limit(RR, Ends::Solve), nonzero(RHO, RHO_TAG)],
+        )
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.core.outcome()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.core.options
+    }
+}

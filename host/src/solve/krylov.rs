@@ -1,0 +1,204 @@
+//! What BiCGSTAB and GMRES share: the operator and the preconditioner, the device state of a solve
+//! with its right-hand side and iterate, the checks, the loop of batches between convergence
+//! checks, and the reading of the outcome. The solvers differ only in the launches of their start
+//! and their iteration (`bicgstab.rs`, `gmres.rs`).
+
+use super::operator::{Jacobi, Operator, Precondition};
+use super::program::{BB, ONE, TOL, ZERO, mul, set};
+use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
+use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
+use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
+use crate::iterative::relative_residual;
+use crate::reference::DiagonalNeed;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+use kernels_gpu::abi::{
+    KRYLOV_BREAKDOWN, KRYLOV_CONVERGED, KRYLOV_MAX_ITERATIONS, KRYLOV_NOT_STARTED, ScalarOp, krylov_gate,
+};
+
+/// The breakdowns a solver names: the scalar (`what`) and the cause (`why`) of each tag.
+pub(crate) type Breakdowns = &'static [(&'static str, &'static str)];
+
+/// The preconditioner of a solve.
+pub(crate) enum Precond<'a, T: Scalar> {
+    None,
+    /// Built from [`Preconditioner::Jacobi`]: refreshed by the solver's `set_diagonal`.
+    Jacobi(Jacobi<T>),
+    Custom(Box<dyn Precondition<T> + 'a>),
+}
+
+impl<T: Scalar> std::fmt::Debug for Precond<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precond::None => "None",
+            Precond::Jacobi(_) => "Jacobi",
+            Precond::Custom(_) => "Custom",
+        })
+    }
+}
+
+/// The state of a solve on one GPU, shared by the solvers.
+#[derive(Debug)]
+pub(crate) struct Core<'a, T: Scalar, A: Operator<T>> {
+    pub op: A,
+    pub precond: Precond<'a, T>,
+    pub device: KrylovDevice<T>,
+    pub options: SolverOptions,
+    pub check_every: u32,
+    /// The solve's own copies of `b` and of the iterate, which `iterate` copies out.
+    pub b: DeviceVector<T>,
+    pub x: DeviceVector<T>,
+    breakdowns: Breakdowns,
+}
+
+impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
+    /// Checks the options and the operator, builds the preconditioner, and allocates the state with
+    /// `scalars` slots and room for a basis of `columns`.
+    pub fn new(
+        op: A,
+        options: SolverOptions,
+        precond: Option<PrecondSource<'a, '_, T>>,
+        scalars: u32,
+        columns: u32,
+        breakdowns: Breakdowns,
+    ) -> Result<Self> {
+        options.check()?;
+        let n = op.nrows();
+        if op.ncols() != n {
+            return Err(SolveError::NotSquare { rows: n, cols: op.ncols() }.into());
+        }
+        let precond = match (options.preconditioner, precond) {
+            (Preconditioner::None, None) => Precond::None,
+            (Preconditioner::None, Some(PrecondSource::Custom(p))) => Precond::Custom(p),
+            (Preconditioner::Jacobi, Some(PrecondSource::Diagonal(d))) => {
+                if d.len() != n {
+                    return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got: d.len() });
+                }
+                let generation = op.values_generation();
+                Precond::Jacobi(Jacobi::with_need(op.gpu(), d, DiagonalNeed::NonZero, generation)?)
+            }
+            (Preconditioner::Jacobi, None) => {
+                return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got: 0 });
+            }
+            (Preconditioner::None, Some(PrecondSource::Diagonal(_))) => Precond::None,
+            (Preconditioner::Jacobi, Some(PrecondSource::Custom(_))) => {
+                return Err(Error::Unsupported(
+                    "a caller's preconditioner with Preconditioner::Jacobi: pick one",
+                ));
+            }
+        };
+        let gpu = op.gpu();
+        let device = KrylovDevice::new(gpu, n, scalars, columns)?;
+        let (b, x) = (gpu.zeros(n)?, gpu.zeros(n)?);
+        Ok(Self { op, precond, device, options, check_every: super::CHECK_EVERY, b, x, breakdowns })
+    }
+
+    pub fn n(&self) -> usize {
+        self.b.len()
+    }
+
+    /// The start every solver shares, before its own: the caller's checked `b` and `x` copied in,
+    /// and the state reset. Nothing is enqueued when a check fails.
+    pub fn begin<B, X>(&mut self, b: &B, x: &X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorRef<T> + ?Sized,
+    {
+        self.check_fresh()?;
+        let gpu = self.op.gpu();
+        copy_in(gpu, "b", b, &mut self.b)?;
+        copy_in(gpu, "x", x, &mut self.x)?;
+        self.device.reset(gpu)
+    }
+
+    /// The ops that set the constant slots and `TOL`, once `BB` is summed, as the CPU oracles
+    /// compute it: `T(rel_tol) * T(rel_tol) * bb`.
+    pub fn constants(&self) -> [ScalarOp<T>; 5] {
+        let rel_tol = T::from_f64(self.options.rel_tol);
+        [
+            set(ONE, T::from_f64(1.0)),
+            set(ZERO, T::ZERO),
+            set(TOL, rel_tol),
+            mul(TOL, TOL, TOL),
+            mul(TOL, BB, TOL),
+        ]
+    }
+
+    /// The iterate out to the caller's `x`, after a batch.
+    pub fn finish_batch<X: VectorMut<T> + ?Sized>(&self, x: &mut X) -> Result<()> {
+        copy_out(self.op.gpu(), "x", &self.x, x)
+    }
+
+    /// Refuses a batch whose `x` is not the solve's (length and context), before enqueueing it.
+    pub fn check_x<X: VectorRef<T> + ?Sized>(&self, x: &X) -> Result<()> {
+        crate::enqueue::krylov::check_operand(self.op.gpu(), "x", x.context(), x.len(), self.n())
+    }
+
+    /// Refuses to run with a Jacobi diagonal older than the operator's values.
+    pub fn check_fresh(&self) -> Result<()> {
+        match &self.precond {
+            Precond::Jacobi(j) => {
+                j.check_fresh(self.op.values_generation(), "give the new one with set_diagonal")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The diagonal of the operator's current values for the built Jacobi preconditioner.
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        let generation = self.op.values_generation();
+        match &mut self.precond {
+            Precond::Jacobi(j) => j.set(self.op.gpu(), diagonal, DiagonalNeed::NonZero, generation),
+            _ => Err(Error::Unsupported("a diagonal for a solver without the Jacobi preconditioner")),
+        }
+    }
+
+    /// Where the solve stands (waits for the stream): `None` while it runs.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        let gpu = self.op.gpu();
+        let snap = self.device.snapshot(gpu)?;
+        let iterations = snap.state.iterations as usize;
+        let stop = match snap.state.status {
+            KRYLOV_CONVERGED => Stop::Converged,
+            KRYLOV_MAX_ITERATIONS => Stop::MaxIterations,
+            KRYLOV_BREAKDOWN => {
+                let (what, why) =
+                    self.breakdowns.get(snap.state.breakdown as usize).copied().unwrap_or(("?", "?"));
+                let value = snap.breakdown_value.to_f64();
+                return Err(SolveError::Breakdown { iteration: iterations, what, value, why }.into());
+            }
+            KRYLOV_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call start")),
+            _ => return Ok(None),
+        };
+        let bb = self.device.scalar(gpu, BB)?.to_f64();
+        let relative_residual = relative_residual(snap.residual.to_f64(), bb);
+        Ok(Some(Outcome { iterations, relative_residual, stop }))
+    }
+}
+
+/// Enqueues `z = M⁻¹ r`; nothing without a preconditioner (the solver then uses `r` itself).
+pub(crate) fn precondition<T: Scalar>(
+    p: &mut Precond<'_, T>,
+    gpu: &Gpu,
+    r: &DeviceVector<T>,
+    z: &mut DeviceVector<T>,
+) -> Result<()> {
+    match p {
+        Precond::None => Ok(()),
+        Precond::Jacobi(j) => j.apply(gpu, r, z),
+        Precond::Custom(p) => p.apply(gpu, r, z),
+    }
+}
+
+/// Where a solver's preconditioner comes from: the diagonal for [`Preconditioner::Jacobi`], or a
+/// caller's own.
+pub(crate) enum PrecondSource<'a, 'd, T: Scalar> {
+    Diagonal(&'d [T]),
+    Custom(Box<dyn Precondition<T> + 'a>),
+}
+
+/// The gates of the solvers' launches.
+pub(crate) const RUNNING: u32 = krylov_gate(&[kernels_gpu::abi::KRYLOV_RUNNING]);
+pub(crate) const STARTING: u32 = krylov_gate(&[KRYLOV_NOT_STARTED]);
+pub(crate) const UPDATING: u32 =
+    krylov_gate(&[kernels_gpu::abi::KRYLOV_RUNNING, kernels_gpu::abi::KRYLOV_CYCLE_END]);

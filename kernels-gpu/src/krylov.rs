@@ -1,0 +1,509 @@
+//! The kernels of the Krylov solvers (`host/src/solve/`): BiCGSTAB and GMRES(m) are written once,
+//! on the host, as a fixed sequence of these launches and the library's products, with every
+//! scalar of the recurrence on the device. Nothing waits for the host between two convergence
+//! checks, so a batch of iterations can be captured into a CUDA graph and replayed.
+//!
+//! # The state and the scalars
+//! A solve owns a [`KrylovState`] (status, iteration count, GMRES's column count) and an array of
+//! scalars, addressed by slot: the dot products write their sums into slots, the vector ops take
+//! their coefficients from slots ([`Coef`]), and `krylov_scalars_*` runs a short program of ops
+//! ([`ScalarOp`]) over them in one thread: the divisions of the recurrence, its breakdown tests,
+//! the convergence test and the iteration count, GMRES's Givens rotations and back-substitution.
+//! Solver-specific code is on the host, in the order of the ops; the kernels know no solver.
+//!
+//! # Gates and stopping
+//! Every launch carries a gate, the statuses in which it runs, and reads the status when it
+//! starts. The status changes only in `krylov_scalars_*`, which is never concurrent with another
+//! launch of the solve on the stream, so every block of a launch sees one status. Once a program
+//! stops the solve (converged, the limit, a breakdown), every later launch of the iteration does
+//! nothing, and so do those of the batches after it: `x` keeps the iterate the solve stopped at and
+//! the count is exact however many iterations the host enqueued. (The products and a caller's
+//! preconditioner run ungated; they write only the solver's scratch vectors.)
+//!
+//! # Dot products
+//! Deterministic as CG's (`cg.rs`, "Dot products"): a grid of `index::cg_blocks(n)` blocks, each
+//! summing its grid-stride share into a partial by a fixed tree, and the last block to arrive
+//! summing the partials in block order. `krylov_dots_*` sums up to [`KRYLOV_MAX_DOTS`] pairs in one
+//! pass (BiCGSTAB's `tᵀs` and `tᵀt` share the reads of `t`); `krylov_basis_dots_*` sums a vector
+//! against every column of a basis, [`KRYLOV_BASIS_GROUP`] columns per pass of a block, which is
+//! classical Gram-Schmidt's one reduction for all columns instead of modified Gram-Schmidt's one per
+//! column.
+//!
+//! # GMRES
+//! The scalars of a cycle of `m` steps sit from a base slot ([`gmres_scalars`](crate::abi::gmres_scalars)): the Hessenberg
+//! matrix `H` by columns of `m + 1` (`H[i][j]` at `base + j (m + 1) + i`), the cosines and sines of
+//! the Givens rotations (`m` each), the right-hand side `g` of the least-squares problem (`m + 1`)
+//! and its solution `y` (`m`). Step `j` builds column `j` of `H` (the two Gram-Schmidt passes, the
+//! norm), [`KRYLOV_OP_GIVENS`] rotates it and updates `g`, whose last entry is the residual norm of
+//! the least-squares problem, so the convergence test needs no residual. When a step converges or
+//! reaches the limit before the cycle's last, the status becomes [`KRYLOV_CYCLE_END`]: the
+//! remaining steps are gated off, the update of `x` (gated to run then too) uses
+//! [`KrylovState::columns`], and [`KRYLOV_OP_END_CYCLE`] settles the status.
+
+use crate::abi::{
+    Coef, KRYLOV_AXPY, KRYLOV_BASIS_GROUP, KRYLOV_BREAKDOWN, KRYLOV_CONVERGED, KRYLOV_CYCLE_END, KRYLOV_DIAG,
+    KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_MAX_DOTS, KRYLOV_MAX_ITERATIONS, KRYLOV_NO_SLOT,
+    KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
+    KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
+    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
+    KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KrylovBasisParams,
+    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp,
+};
+use crate::arch::{global_thread, grid_dim, grid_threads, thread_idx};
+use crate::cg::CgReal;
+use crate::real::Real;
+use crate::reduce::{grid_sums, grid_totals, store_block_sums};
+
+/// Reads field `field` of the state, volatile: a scalar program of an earlier launch wrote it.
+macro_rules! load {
+    ($s:expr, $field:ident) => {
+        (&raw const (*$s).$field).read_volatile()
+    };
+}
+
+/// Writes field `field` of the state (one thread of `krylov_scalars_*`).
+macro_rules! store {
+    ($s:expr, $field:ident, $v:expr) => {
+        (&raw mut (*$s).$field).write_volatile($v)
+    };
+}
+
+/// Whether the launch's gate lets it run in the solve's current status.
+///
+/// # Safety
+/// The gate is [`KRYLOV_UNGATED`], or `c.state` is a valid state no thread writes during the launch (only `krylov_scalars_*` writes
+/// it, and its own thread reads it through this before writing).
+#[inline(always)]
+unsafe fn open<T>(c: &KrylovCommon<T>) -> bool {
+    if c.gate == KRYLOV_UNGATED {
+        return true;
+    }
+    // SAFETY: the caller's contract.
+    let status = unsafe { load!(c.state.as_ptr(), status) };
+    c.gate & (1 << status) != 0
+}
+
+/// The value of a coefficient.
+///
+/// # Safety
+/// `k.slot` is [`KRYLOV_NO_SLOT`] or a slot of `c.scalars` no thread writes during the launch.
+#[inline(always)]
+unsafe fn coef<T: Real>(c: &KrylovCommon<T>, k: Coef<T>) -> T {
+    if k.slot == KRYLOV_NO_SLOT {
+        k.scale
+    } else {
+        // SAFETY: the caller's contract.
+        k.scale * unsafe { c.scalars.as_ptr().add(k.slot as usize).read_volatile() }
+    }
+}
+
+/// `krylov_vector_*`: one vector op over `n` elements, a grid stride of one element per thread.
+///
+/// # Safety
+/// The vectors the op names hold `n` elements; `out` is one of them or overlaps none; the slots of
+/// the coefficients are in the scalars.
+#[inline(always)]
+unsafe fn vector<T: Real>(p: KrylovVectorParams<T>) {
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if !unsafe { open(c) } {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (a, b) = unsafe { (coef(c, p.a), coef(c, p.b)) };
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < u64::from(c.n) {
+        let i_ = i as usize;
+        // SAFETY: `i < n`; each element is read and written by this thread only, so `out` may be
+        // an input.
+        unsafe {
+            let out = p.out.as_mut_ptr().add(i_);
+            let x = *p.x.as_ptr().add(i_);
+            *out = match p.op {
+                KRYLOV_AXPY => a.fma(x, *p.y.as_ptr().add(i_)),
+                KRYLOV_P_UPDATE => a.fma(b.fma(x, *out), *p.y.as_ptr().add(i_)),
+                KRYLOV_SCALE => a * x,
+                KRYLOV_DIAG => *p.y.as_ptr().add(i_) * x,
+                _ => x,
+            };
+        }
+        i += stride;
+    }
+}
+
+/// `krylov_dots_*`: `count` dot products in one pass, into their slots.
+///
+/// # Safety
+/// `x[k]` and `y[k]` hold `n` elements for `k < count <= KRYLOV_MAX_DOTS`; the out slots are in the
+/// scalars; `partials` as [`KrylovDotsParams`] says; launched on `cg_blocks(n)` blocks of
+/// `KRYLOV_BLOCK_THREADS` with `krylov_shared_bytes`; the state's `arrivals` is 0.
+#[inline(always)]
+unsafe fn dots<T: Real>(p: KrylovDotsParams<T>) {
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if !unsafe { open(c) } {
+        return;
+    }
+    let count = p.count.min(KRYLOV_MAX_DOTS) as usize;
+    let mut sums = [T::ZERO; KRYLOV_MAX_DOTS as usize];
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < u64::from(c.n) {
+        for k in 0..count {
+            // SAFETY: `i < n`; the vectors are read-only here.
+            unsafe {
+                let (x, y) = (
+                    T::load_nc(p.x[k].as_ptr().add(i as usize)),
+                    T::load_nc(p.y[k].as_ptr().add(i as usize)),
+                );
+                sums[k] = x.fma(y, sums[k]);
+            }
+        }
+        i += stride;
+    }
+    let arrivals = c.state.as_mut_ptr().cast::<u32>().wrapping_add(ARRIVALS);
+    // SAFETY: the caller's contract; the gate test above is uniform across the grid.
+    if let Some(totals) = unsafe { grid_sums(sums, p.partials.as_mut_ptr(), arrivals) }
+        && thread_idx() == 0
+    {
+        for k in 0..count {
+            // SAFETY: the out slots are in the scalars; only this thread writes them.
+            unsafe { c.scalars.as_mut_ptr().add(p.out[k] as usize).write_volatile(totals[k]) };
+        }
+    }
+}
+
+/// The index of [`KrylovState::arrivals`] among the state's `u32` fields.
+const ARRIVALS: usize = core::mem::offset_of!(KrylovState, arrivals) / size_of::<u32>();
+
+/// The basis' column count of a launch: its own, or the state's.
+///
+/// # Safety
+/// As [`open`].
+#[inline(always)]
+unsafe fn columns<T>(c: &KrylovCommon<T>, columns: u32) -> u32 {
+    // SAFETY: the caller's contract.
+    if columns == KRYLOV_STATE_COLUMNS { unsafe { load!(c.state.as_ptr(), columns) } } else { columns }
+}
+
+/// Column `j` of the basis.
+///
+/// # Safety
+/// `j` is below the basis' columns.
+#[inline(always)]
+unsafe fn column<T>(p: &KrylovBasisParams<T>, j: usize) -> *const T {
+    // SAFETY: the caller's contract; the address table is read-only during the launch.
+    unsafe { (*p.basis.as_ptr().add(j)).as_ptr() }
+}
+
+/// `krylov_basis_dots_*`: `scalars[slot + j] = V[:, j]ᵀ w` for every column `j`,
+/// [`KRYLOV_BASIS_GROUP`] columns per pass.
+///
+/// # Safety
+/// `basis` holds the addresses of the columns, each of `n` elements, and `w` `n` elements (not a
+/// column written in the launch); the slots and `partials`
+/// ([`krylov_partials`](crate::abi::krylov_partials) of at least the columns) fit them; launched as
+/// [`dots`].
+#[inline(always)]
+unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
+    const G: usize = KRYLOV_BASIS_GROUP as usize;
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if !unsafe { open(c) } {
+        return;
+    }
+    // SAFETY: as `open`.
+    let cols = unsafe { columns(c, p.columns) } as usize;
+    let block = crate::arch::block_idx();
+    let mut first = 0;
+    while first < cols {
+        let mut sums = [T::ZERO; G];
+        let (mut i, stride) = (global_thread(), grid_threads());
+        while i < u64::from(c.n) {
+            // SAFETY: `i < n`; `w` and the basis are read-only here.
+            unsafe {
+                let w = T::load_nc(p.w.as_ptr().add(i as usize));
+                for (k, sum) in sums.iter_mut().enumerate() {
+                    if first + k < cols {
+                        let v = column(&p, first + k).add(i as usize);
+                        *sum = T::load_nc(v).fma(w, *sum);
+                    }
+                }
+            }
+            i += stride;
+        }
+        // SAFETY: every thread of the block runs the same passes (`cols` is uniform); the slots
+        // `first .. first + G` of this block are inside `partials` (the caller's contract).
+        unsafe { store_block_sums(sums, p.partials.as_mut_ptr(), first, block) };
+        first += G;
+    }
+    let arrivals = c.state.as_mut_ptr().cast::<u32>().wrapping_add(ARRIVALS);
+    // SAFETY: every block stored its partials before arriving (`grid_sums` releases and acquires).
+    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), arrivals) }.is_none() {
+        return;
+    }
+    let mut first = 0;
+    while first < cols {
+        // SAFETY: the partials were stored and made visible before the last block's arrival.
+        let totals = unsafe { grid_totals::<T, G>(p.partials.as_ptr(), first, grid_dim()) };
+        if thread_idx() == 0 {
+            for (k, &t) in totals.iter().enumerate() {
+                if first + k < cols {
+                    // SAFETY: the slots fit the columns (the caller's contract).
+                    unsafe { c.scalars.as_mut_ptr().add(p.slot as usize + first + k).write_volatile(t) };
+                }
+            }
+        }
+        first += G;
+    }
+}
+
+/// `krylov_basis_combine_*`: `w = (accumulate ? w : 0) + scale Σ_j scalars[slot + j] V[:, j]`, as
+/// fmas in the order of `j`.
+///
+/// # Safety
+/// As [`basis_dots`], without the partials.
+#[inline(always)]
+unsafe fn basis_combine<T: Real>(p: KrylovBasisParams<T>) {
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if !unsafe { open(c) } {
+        return;
+    }
+    // SAFETY: as `open`.
+    let cols = unsafe { columns(c, p.columns) } as usize;
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < u64::from(c.n) {
+        // SAFETY: `i < n`; the scalars and the basis are read-only here, and `w[i]` is this thread's.
+        unsafe {
+            let w = p.w.as_mut_ptr().add(i as usize);
+            let mut acc = if p.accumulate != 0 { *w } else { T::ZERO };
+            for j in 0..cols {
+                let h = p.scale * c.scalars.as_ptr().add(p.slot as usize + j).read_volatile();
+                acc = h.fma(T::load_nc(column(&p, j).add(i as usize)), acc);
+            }
+            *w = acc;
+        }
+        i += stride;
+    }
+}
+
+/// The machine that runs a scalar program: the scalars and the state, in one thread.
+struct Program<T> {
+    s: *mut T,
+    state: *mut KrylovState,
+}
+
+impl<T: CgReal> Program<T> {
+    /// Slot `k`.
+    ///
+    /// # Safety
+    /// `k` is a slot of the scalars.
+    #[inline(always)]
+    unsafe fn get(&self, k: u32) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { self.s.add(k as usize).read_volatile() }
+    }
+
+    /// # Safety
+    /// As [`Program::get`].
+    #[inline(always)]
+    unsafe fn set(&self, k: u32, v: T) {
+        // SAFETY: the caller's contract.
+        unsafe { self.s.add(k as usize).write_volatile(v) }
+    }
+
+    /// Stops the solve: `status`, or in a GMRES cycle (`cycle`) the end of the cycle, to become
+    /// `status` after its update; the residual slot keeps `residual`'s value.
+    ///
+    /// # Safety
+    /// As [`Program::get`] for `residual`; the state is valid.
+    #[inline(always)]
+    unsafe fn finish(&self, status: u32, cycle: bool, residual: u32) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.set(KRYLOV_SLOT_RESIDUAL, self.get(residual));
+            if cycle {
+                store!(self.state, pending, status);
+                store!(self.state, status, KRYLOV_CYCLE_END);
+            } else {
+                store!(self.state, status, status);
+            }
+        }
+    }
+
+    /// A breakdown at the op tagged `tag`, on the value in `slot`.
+    ///
+    /// # Safety
+    /// The state is valid.
+    #[inline(always)]
+    unsafe fn breakdown(&self, tag: u32, slot: u32) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            store!(self.state, breakdown, tag);
+            store!(self.state, breakdown_slot, slot);
+            store!(self.state, status, KRYLOV_BREAKDOWN);
+        }
+    }
+
+    /// Runs one op (see the `KRYLOV_OP_*` constants and [`run`]).
+    ///
+    /// # Safety
+    /// Every slot the op names is in the scalars; the state is valid.
+    #[inline(always)]
+    unsafe fn op(&self, op: &ScalarOp<T>) {
+        let bad = |v: T| v == T::ZERO || !v.is_finite();
+        let cycle = op.c & KRYLOV_FLAG_CYCLE != 0;
+        // SAFETY: the caller's contract, for every slot and the state.
+        unsafe {
+            match op.code {
+                KRYLOV_OP_SET => self.set(op.out, op.value),
+                KRYLOV_OP_COPY => self.set(op.out, self.get(op.a)),
+                KRYLOV_OP_MUL => self.set(op.out, self.get(op.a) * self.get(op.b)),
+                KRYLOV_OP_DIV => {
+                    let (num, den) = (self.get(op.a), self.get(op.b));
+                    let q = num / den;
+                    if bad(den) || !q.is_finite() {
+                        self.breakdown(op.tag, op.b);
+                    } else {
+                        self.set(op.out, q);
+                    }
+                }
+                KRYLOV_OP_SQRT => self.set(op.out, self.get(op.a).sqrt()),
+                KRYLOV_OP_NONZERO if bad(self.get(op.a)) => self.breakdown(op.tag, op.a),
+                KRYLOV_OP_FINITE if !self.get(op.a).is_finite() => self.breakdown(op.tag, op.a),
+                KRYLOV_OP_START => {
+                    store!(self.state, iterations, 0);
+                    store!(self.state, max_iterations, op.a);
+                    store!(self.state, columns, 0);
+                    store!(self.state, status, KRYLOV_RUNNING);
+                }
+                KRYLOV_OP_CONVERGED if self.get(op.a) <= self.get(op.b) => {
+                    if op.c & KRYLOV_FLAG_COUNT != 0 {
+                        store!(self.state, iterations, load!(self.state, iterations) + 1);
+                    }
+                    self.finish(KRYLOV_CONVERGED, cycle, op.a);
+                }
+                KRYLOV_OP_COUNT => store!(self.state, iterations, load!(self.state, iterations) + 1),
+                KRYLOV_OP_LIMIT if load!(self.state, iterations) >= load!(self.state, max_iterations) => {
+                    let status = if cycle { KRYLOV_RUNNING } else { KRYLOV_MAX_ITERATIONS };
+                    self.finish(status, cycle, op.a);
+                }
+                KRYLOV_OP_ADD_RANGE => {
+                    for k in 0..op.b {
+                        self.set(op.out + k, self.get(op.out + k) + self.get(op.a + k));
+                    }
+                }
+                KRYLOV_OP_GIVENS => self.givens(op),
+                KRYLOV_OP_COLUMNS => store!(self.state, columns, op.a),
+                KRYLOV_OP_BACKSOLVE => self.backsolve(op.b, op.c),
+                KRYLOV_OP_END_CYCLE if load!(self.state, status) == KRYLOV_CYCLE_END => {
+                    store!(self.state, status, load!(self.state, pending));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// [`KRYLOV_OP_GIVENS`]: step `a` of a cycle of `b` steps whose scalars start at slot `c`: applies the earlier rotations to column `a` of `H`, makes the rotation that
+    /// zeroes `H[a + 1][a]`, applies it to `g`, and writes `g[a + 1]²` to slot `out`. A zero column
+    /// (`H[a][a] = H[a + 1][a] = 0`: `H` singular) breaks down with `tag`.
+    ///
+    /// # Safety
+    /// As [`Program::op`].
+    #[inline(always)]
+    unsafe fn givens(&self, op: &ScalarOp<T>) {
+        let (j, m, base) = (op.a, op.b, op.c);
+        let h = base + j * (m + 1);
+        let (cs, sn) = (base + m * (m + 1), base + m * (m + 1) + m);
+        let g = sn + m;
+        // SAFETY: every slot is inside the cycle's scalars (the caller's contract).
+        unsafe {
+            for i in 0..j {
+                let (hi, hn, c, s) =
+                    (self.get(h + i), self.get(h + i + 1), self.get(cs + i), self.get(sn + i));
+                self.set(h + i, c.fma(hi, s * hn));
+                self.set(h + i + 1, c.fma(hn, -(s * hi)));
+            }
+            let (a, b) = (self.get(h + j), self.get(h + j + 1));
+            let d = a.fma(a, b * b).sqrt();
+            if d == T::ZERO || !d.is_finite() {
+                self.breakdown(op.tag, h + j);
+                return;
+            }
+            let (c, s) = (a / d, b / d);
+            self.set(cs + j, c);
+            self.set(sn + j, s);
+            self.set(h + j, d);
+            self.set(h + j + 1, T::ZERO);
+            let gj = self.get(g + j);
+            let next = -(s * gj);
+            self.set(g + j + 1, next);
+            self.set(g + j, c * gj);
+            self.set(op.out, next * next);
+        }
+    }
+
+    /// [`KRYLOV_OP_BACKSOLVE`]: `y = H⁻¹ g` over the cycle's columns so far (upper triangular after
+    /// the rotations; its diagonal is non-zero, else [`Program::givens`] broke down), for a cycle of
+    /// `m` steps whose scalars start at slot `base`.
+    ///
+    /// # Safety
+    /// As [`Program::op`].
+    #[inline(always)]
+    unsafe fn backsolve(&self, m: u32, base: u32) {
+        let g = base + m * (m + 1) + 2 * m;
+        let y = g + m + 1;
+        // SAFETY: every slot is inside the cycle's scalars (the caller's contract); the state is
+        // valid.
+        unsafe {
+            let cols = load!(self.state, columns).min(m);
+            let mut i = cols;
+            while i > 0 {
+                i -= 1;
+                let mut acc = self.get(g + i);
+                for k in i + 1..cols {
+                    acc = (-self.get(base + k * (m + 1) + i)).fma(self.get(y + k), acc);
+                }
+                self.set(y + i, acc / self.get(base + i * (m + 1) + i));
+            }
+        }
+    }
+}
+
+/// `krylov_scalars_*`: the program's ops in order, in thread 0, until one stops the solve or ends a
+/// cycle (changes the status to another than the program started in, other than running: a start
+/// goes on to its first tests).
+///
+/// # Safety
+/// Every slot the ops name is in the scalars; the state is valid; launched as one block.
+#[inline(always)]
+unsafe fn run<T: CgReal>(p: KrylovScalarParams<T>) {
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if thread_idx() != 0 || !unsafe { open(c) } {
+        return;
+    }
+    let program = Program { s: c.scalars.as_mut_ptr(), state: c.state.as_mut_ptr() };
+    // SAFETY: the state is valid (the caller's contract).
+    let status = unsafe { load!(program.state, status) };
+    for op in &p.ops[..(p.count as usize).min(p.ops.len())] {
+        // SAFETY: the caller's contract.
+        unsafe { program.op(op) };
+        // SAFETY: as above.
+        let now = unsafe { load!(program.state, status) };
+        if now != status && now != KRYLOV_RUNNING {
+            return;
+        }
+    }
+}
+
+crate::ptx_entry!(krylov_vector_f32, KrylovVectorParams<f32>, vector::<f32>);
+crate::ptx_entry!(krylov_vector_f64, KrylovVectorParams<f64>, vector::<f64>);
+crate::ptx_entry!(krylov_dots_f32, KrylovDotsParams<f32>, dots::<f32>);
+crate::ptx_entry!(krylov_dots_f64, KrylovDotsParams<f64>, dots::<f64>);
+crate::ptx_entry!(krylov_basis_dots_f32, KrylovBasisParams<f32>, basis_dots::<f32>);
+crate::ptx_entry!(krylov_basis_dots_f64, KrylovBasisParams<f64>, basis_dots::<f64>);
+crate::ptx_entry!(krylov_basis_combine_f32, KrylovBasisParams<f32>, basis_combine::<f32>);
+crate::ptx_entry!(krylov_basis_combine_f64, KrylovBasisParams<f64>, basis_combine::<f64>);
+crate::ptx_entry!(krylov_scalars_f32, KrylovScalarParams<f32>, run::<f32>);
+crate::ptx_entry!(krylov_scalars_f64, KrylovScalarParams<f64>, run::<f64>);
