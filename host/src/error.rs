@@ -155,10 +155,9 @@ pub enum SolveError {
     /// BiCGSTAB's `r̂ᵀr`, `r̂ᵀv` and `tᵀt` must be non-zero and finite.
     #[error("breakdown at iteration {iteration}: {what} = {value}; {why}")]
     Breakdown { iteration: usize, what: &'static str, value: f64, why: &'static str },
-    /// GMRES's restart length is 0 or above `limit`, which bounds its basis and its small dense
-    /// problem.
-    #[error("the GMRES restart length is {value}, but it must be in 1..={limit}")]
-    InvalidRestart { value: usize, limit: usize },
+    /// GMRES's restart length is 0: a cycle must take at least one Arnoldi step to move `x`.
+    #[error("the GMRES restart length is {value}, but it must be at least 1")]
+    InvalidRestart { value: usize },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

@@ -72,26 +72,20 @@ pub(crate) const NOT_SPD: &str = "the matrix is not symmetric positive definite"
 /// The reasons [`SolveError::Breakdown`] gives for the nonsymmetric solvers' breakdowns, the same on
 /// the GPU and in the CPU oracles.
 pub(crate) mod why {
-    /// BiCGSTAB's `r̂ᵀr` (or a GMRES restart's `rᵀr`) is zero or not finite.
-    pub const RHO: &str =
-        "the residual is orthogonal to the shadow residual, or holds NaN or infinities: restart from this x";
-    /// BiCGSTAB's `β` overflowed.
-    pub const BETA: &str = "the step ratio overflowed";
-    /// BiCGSTAB's `r̂ᵀv` is zero or not finite.
-    pub const RV: &str =
-        "the search direction's image is orthogonal to the shadow residual, or holds NaN or infinities";
-    /// BiCGSTAB's `tᵀt` is zero or not finite, or `tᵀs / tᵀt` is not finite.
-    pub const TT: &str = "the stabilising step's image vanished, or holds NaN or infinities";
-    /// BiCGSTAB's `ω` is zero: the stabilising step made no progress.
-    pub const OMEGA: &str =
-        "the stabilising step made no progress (tᵀs = 0): BiCGSTAB stagnates here; try GMRES";
-    /// GMRES's `rᵀr` at a restart is not finite.
-    pub const RESIDUAL: &str = "the residual holds NaN or infinities";
-    /// GMRES's `‖w‖²` is not finite.
-    pub const NORM: &str = "the new basis vector holds NaN or infinities";
-    /// GMRES's Hessenberg column is zero: the least-squares problem is singular.
-    pub const HESSENBERG: &str =
-        "the Hessenberg matrix is singular: the operator or the preconditioner is singular";
+    /// A scalar of the recurrence is NaN or infinite.
+    pub const NOT_FINITE: &str = "the matrix, the preconditioner or b holds NaN or infinities";
+    /// BiCGSTAB's `r̂ᵀr` is zero.
+    pub const SHADOW_ORTHOGONAL: &str =
+        "the shadow residual is orthogonal to the residual: restart from this x";
+    /// BiCGSTAB's `r̂ᵀv` is zero.
+    pub const SHADOW_ORTHOGONAL_TO_V: &str =
+        "the shadow residual is orthogonal to A M⁻¹ p: restart from this x";
+    /// BiCGSTAB's `tᵀt` is zero.
+    pub const SINGULAR: &str = "A M⁻¹ s = 0 for a non-zero s: the matrix is singular";
+    /// BiCGSTAB's `ω` is zero.
+    pub const NO_PROGRESS: &str = "the stabilising step made no progress (tᵀs = 0)";
+    /// GMRES's rotated Hessenberg diagonal is zero to working precision.
+    pub const SINGULAR_HESSENBERG: &str = "A M⁻¹ maps the Krylov space into a smaller one (the Hessenberg matrix is singular): the matrix is singular";
 }
 
 /// `sqrt(rr / bb)`, 0 when `rr` is: the relative residual of [`Outcome`] from squared norms.

@@ -1282,7 +1282,7 @@ pub const KRYLOV_BASIS_GROUP: u32 = 4;
 
 /// The longest GMRES cycle: the basis has `restart + 1` columns, and the scalars of a cycle
 /// ([`gmres_scalars`]) number about `restart²`.
-pub const KRYLOV_MAX_RESTART: u32 = 256;
+pub const KRYLOV_MAX_RESTART: u32 = 1024;
 
 /// Elements of the partial-sum scratch of a solve with a basis of `columns` columns (at least
 /// [`KRYLOV_MAX_DOTS`]): one slot per block and sum, sum `k` of block `b` at `k * CG_MAX_BLOCKS + b`.
@@ -1370,6 +1370,10 @@ pub struct KrylovState {
     pub breakdown_slot: u32,
 }
 
+/// The tag of a [`KRYLOV_OP_DIV`] that tests nothing (a quotient whose denominator the recurrence
+/// already keeps non-zero).
+pub const KRYLOV_NO_TAG: u32 = u32::MAX;
+
 /// No scalar: a coefficient of 1 (scaled), or an unused operand.
 pub const KRYLOV_NO_SLOT: u32 = u32::MAX;
 
@@ -1454,8 +1458,8 @@ pub struct KrylovBasisParams<T> {
 /// [`KRYLOV_SLOT_RESIDUAL`]):
 /// - `SET`: `s[out] = value`; `COPY`: `s[out] = s[a]`; `MUL`: `s[out] = s[a] * s[b]`;
 ///   `SQRT`: `s[out] = sqrt(s[a])`;
-/// - `DIV`: `s[out] = s[a] / s[b]`, a breakdown if `s[b]` is 0 or not finite or the quotient is not
-///   finite; `NONZERO`, `FINITE`: a breakdown unless `s[a]` is non-zero and finite, finite;
+/// - `DIV`: `s[out] = s[a] / s[b]`, a breakdown if `s[b]` is 0 or not finite (unless `tag` is
+///   [`KRYLOV_NO_TAG`]); `NONZERO`, `FINITE`: a breakdown unless `s[a]` is non-zero and finite, finite;
 /// - `START`: the status running, no iterations, the limit `a`;
 /// - `CONVERGED`: finish as converged if `s[a] <= s[b]` (flags in `c`: [`KRYLOV_FLAG_CYCLE`],
 ///   [`KRYLOV_FLAG_COUNT`]); `COUNT`: one more iteration; `LIMIT`: at the limit, finish with the
@@ -1494,7 +1498,7 @@ pub struct ScalarOp<T> {
 }
 
 /// Ops of one scalar program at most.
-pub const KRYLOV_MAX_OPS: usize = 12;
+pub const KRYLOV_MAX_OPS: usize = 16;
 
 /// `krylov_scalars_*`: `ops[..count]` in order, one thread. The program stops at the first op that
 /// changes the status to another than it started in, other than [`KRYLOV_RUNNING`].

@@ -85,12 +85,22 @@ use core::ops::{Div, Neg};
 
 /// An element type of the CG kernels: [`Real`] plus what the scalar updates need.
 pub(crate) trait CgReal: Real + Div<Output = Self> + Neg<Output = Self> + PartialOrd {
+    /// The machine epsilon, for the Krylov solvers' tests of a singular matrix.
+    const EPSILON: Self;
+    fn from_u32(v: u32) -> Self;
     fn is_finite(self) -> bool;
     /// The correctly rounded square root (`sqrt.rn`), for the Krylov solvers' norms.
     fn sqrt(self) -> Self;
 }
 
 impl CgReal for f32 {
+    const EPSILON: Self = f32::EPSILON;
+
+    #[inline(always)]
+    fn from_u32(v: u32) -> Self {
+        v as f32
+    }
+
     #[inline(always)]
     fn is_finite(self) -> bool {
         f32::is_finite(self)
@@ -103,6 +113,13 @@ impl CgReal for f32 {
 }
 
 impl CgReal for f64 {
+    const EPSILON: Self = f64::EPSILON;
+
+    #[inline(always)]
+    fn from_u32(v: u32) -> Self {
+        f64::from(v)
+    }
+
     #[inline(always)]
     fn is_finite(self) -> bool {
         f64::is_finite(self)

@@ -43,11 +43,12 @@
 use crate::abi::{
     Coef, KRYLOV_AXPY, KRYLOV_BASIS_GROUP, KRYLOV_BREAKDOWN, KRYLOV_CONVERGED, KRYLOV_CYCLE_END, KRYLOV_DIAG,
     KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_MAX_DOTS, KRYLOV_MAX_ITERATIONS, KRYLOV_NO_SLOT,
-    KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
-    KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
-    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
-    KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KrylovBasisParams,
-    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp,
+    KRYLOV_NO_TAG, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED,
+    KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS,
+    KRYLOV_OP_LIMIT, KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
+    KRYLOV_P_UPDATE, KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
+    KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KrylovVectorParams, ScalarOp,
 };
 use crate::arch::{global_thread, grid_dim, grid_threads, thread_idx};
 use crate::cg::CgReal;
@@ -360,12 +361,11 @@ impl<T: CgReal> Program<T> {
                 KRYLOV_OP_COPY => self.set(op.out, self.get(op.a)),
                 KRYLOV_OP_MUL => self.set(op.out, self.get(op.a) * self.get(op.b)),
                 KRYLOV_OP_DIV => {
-                    let (num, den) = (self.get(op.a), self.get(op.b));
-                    let q = num / den;
-                    if bad(den) || !q.is_finite() {
+                    let den = self.get(op.b);
+                    if op.tag != KRYLOV_NO_TAG && bad(den) {
                         self.breakdown(op.tag, op.b);
                     } else {
-                        self.set(op.out, q);
+                        self.set(op.out, self.get(op.a) / den);
                     }
                 }
                 KRYLOV_OP_SQRT => self.set(op.out, self.get(op.a).sqrt()),
@@ -404,9 +404,11 @@ impl<T: CgReal> Program<T> {
         }
     }
 
-    /// [`KRYLOV_OP_GIVENS`]: step `a` of a cycle of `b` steps whose scalars start at slot `c`: applies the earlier rotations to column `a` of `H`, makes the rotation that
-    /// zeroes `H[a + 1][a]`, applies it to `g`, and writes `g[a + 1]²` to slot `out`. A zero column
-    /// (`H[a][a] = H[a + 1][a] = 0`: `H` singular) breaks down with `tag`.
+    /// [`KRYLOV_OP_GIVENS`]: step `a` of a cycle of `b` steps whose scalars start at slot `c`:
+    /// applies the earlier rotations to column `a` of `H`, makes the rotation that zeroes
+    /// `H[a + 1][a]`, applies it to `g`, and writes `g[a + 1]²` to slot `out`. A rotated diagonal `d`
+    /// at most `(a + 1) ε` times the column's norm (`H` singular to working precision: the rounding of
+    /// the rotations leaves `d` tiny rather than 0) breaks down with `tag`, `d` in `out`.
     ///
     /// # Safety
     /// As [`Program::op`].
@@ -418,18 +420,27 @@ impl<T: CgReal> Program<T> {
         let g = sn + m;
         // SAFETY: every slot is inside the cycle's scalars (the caller's contract).
         unsafe {
+            let below = self.get(h + j + 1);
+            let mut norm2 = below * below;
+            for i in 0..=j {
+                let hi = self.get(h + i);
+                norm2 = hi.fma(hi, norm2);
+            }
             for i in 0..j {
                 let (hi, hn, c, s) =
                     (self.get(h + i), self.get(h + i + 1), self.get(cs + i), self.get(sn + i));
                 self.set(h + i, c.fma(hi, s * hn));
-                self.set(h + i + 1, c.fma(hn, -(s * hi)));
+                self.set(h + i + 1, (-s).fma(hi, c * hn));
             }
-            let (a, b) = (self.get(h + j), self.get(h + j + 1));
-            let d = a.fma(a, b * b).sqrt();
-            if d == T::ZERO || !d.is_finite() {
-                self.breakdown(op.tag, h + j);
+            let a = self.get(h + j);
+            let d = a.fma(a, below * below).sqrt();
+            // `!(d > ...)`: a NaN breaks down too.
+            if !(d > T::from_u32(j + 1) * T::EPSILON * norm2.sqrt()) {
+                self.set(op.out, d);
+                self.breakdown(op.tag, op.out);
                 return;
             }
+            let b = below;
             let (c, s) = (a / d, b / d);
             self.set(cs + j, c);
             self.set(sn + j, s);

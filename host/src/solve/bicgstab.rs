@@ -10,13 +10,16 @@
 
 use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, precondition};
 use super::operator::{Operator, Precondition};
-use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, limit, mul, nonzero, set, start};
+use super::program::{
+    BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
+};
 use super::{Outcome, SolverOptions};
 use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{coef, constant};
 use crate::iterative::why;
 use crate::scalar::Scalar;
+use kernels_gpu::abi::KRYLOV_NO_TAG;
 
 const RHO: u32 = FIRST_FREE;
 const RHO_PREV: u32 = FIRST_FREE + 1;
@@ -33,15 +36,20 @@ const RR: u32 = FIRST_FREE + 11;
 const SLOTS: u32 = FIRST_FREE + 12;
 
 /// The breakdown tags of BiCGSTAB, indexes of [`BREAKDOWNS`].
-const RHO_TAG: u32 = 0;
-const BETA_TAG: u32 = 1;
+const RR_TAG: u32 = 0;
+const RHO_TAG: u32 = 1;
 const RV_TAG: u32 = 2;
 const TT_TAG: u32 = 3;
 const OMEGA_TAG: u32 = 4;
 
 /// What each breakdown stops on, and why (the CPU oracle names them the same).
-pub(crate) const BREAKDOWNS: Breakdowns =
-    &[("r̂ᵀr", why::RHO), ("β", why::BETA), ("r̂ᵀv", why::RV), ("tᵀt", why::TT), ("ω", why::OMEGA)];
+pub(crate) const BREAKDOWNS: Breakdowns = &[
+    ("rᵀr", why::NOT_FINITE),
+    ("r̂ᵀr", why::SHADOW_ORTHOGONAL),
+    ("r̂ᵀv", why::SHADOW_ORTHOGONAL_TO_V),
+    ("tᵀt", why::SINGULAR),
+    ("ω", why::NO_PROGRESS),
+];
 
 /// The scratch vectors of a preconditioned solve.
 #[derive(Debug)]
@@ -178,9 +186,10 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             set(OMEGA, one),
             set(RHO_PREV, one),
             start(max),
+            finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
-            limit(RR, Ends::Solve),
             nonzero(RHO, RHO_TAG),
+            limit(RR, Ends::Solve),
         ]);
         d.program(gpu, STARTING, &program)
     }
@@ -206,8 +215,8 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             gpu,
             RUNNING,
             &[
-                div(RHO, RHO_PREV, RATIO_RHO, BETA_TAG),
-                div(ALPHA, OMEGA, RATIO_ALPHA, BETA_TAG),
+                div(RHO, RHO_PREV, RATIO_RHO, KRYLOV_NO_TAG),
+                div(ALPHA, OMEGA, RATIO_ALPHA, KRYLOV_NO_TAG),
                 mul(RATIO_RHO, RATIO_ALPHA, BETA),
             ],
         )?;
@@ -253,7 +262,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         c.device.program(
             gpu,
             RUNNING,
-            &[count(), converged(RR, Ends::Solve), limit(RR, Ends::Solve), nonzero(RHO, RHO_TAG)],
+            &[count(), converged(RR, Ends::Solve), nonzero(RHO, RHO_TAG), limit(RR, Ends::Solve)],
         )
     }
 

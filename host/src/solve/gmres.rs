@@ -23,12 +23,12 @@ use super::program::{
     count, div, end_cycle, finite, givens, limit, sqrt, start,
 };
 use super::{Outcome, SolveError, SolverOptions};
-use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{DeviceBasis, coef, constant};
 use crate::iterative::why;
 use crate::scalar::Scalar;
-use kernels_gpu::abi::{KRYLOV_MAX_RESTART, gmres_scalars};
+use crate::{Error, Result};
+use kernels_gpu::abi::{KRYLOV_MAX_RESTART, KRYLOV_NO_TAG, gmres_scalars};
 
 const RR: u32 = FIRST_FREE;
 const BETA: u32 = FIRST_FREE + 1;
@@ -45,7 +45,8 @@ const NORM_TAG: u32 = 1;
 const H_TAG: u32 = 2;
 
 /// What each breakdown stops on, and why (the CPU oracle names them the same).
-const BREAKDOWNS: Breakdowns = &[("rᵀr", why::RESIDUAL), ("‖w‖²", why::NORM), ("H[j][j]", why::HESSENBERG)];
+const BREAKDOWNS: Breakdowns =
+    &[("rᵀr", why::NOT_FINITE), ("‖w‖²", why::NOT_FINITE), ("H[j][j]", why::SINGULAR_HESSENBERG)];
 
 /// Where the scalars of a cycle of `m` steps sit (`kernels-gpu/src/krylov.rs`, "GMRES").
 #[derive(Debug, Clone, Copy)]
@@ -106,8 +107,9 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     /// A solver restarting every `restart` steps. `diagonal`, the diagonal of `A`, is needed for
     /// [`Preconditioner::Jacobi`](super::Preconditioner::Jacobi) and ignored otherwise.
     ///
-    /// Refused as [`Bicgstab::new`](super::Bicgstab::new) refuses, and for a restart of 0 or above
-    /// [`KRYLOV_MAX_RESTART`] ([`SolveError::InvalidRestart`]), before anything is allocated.
+    /// Refused as [`Bicgstab::new`](super::Bicgstab::new) refuses, and for a restart of 0
+    /// ([`SolveError::InvalidRestart`]) or above `kernels_gpu::abi::KRYLOV_MAX_RESTART`
+    /// ([`Error::TooLarge`]), before anything is allocated.
     pub fn new(op: A, options: SolverOptions, restart: usize, diagonal: Option<&[T]>) -> Result<Self> {
         Self::build(op, options, restart, diagonal.map(PrecondSource::Diagonal))
     }
@@ -129,15 +131,13 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         restart: usize,
         source: Option<PrecondSource<'a, '_, T>>,
     ) -> Result<Self> {
+        if restart == 0 {
+            return Err(SolveError::InvalidRestart { value: restart }.into());
+        }
+        let limit = KRYLOV_MAX_RESTART as usize;
         let m = match u32::try_from(restart) {
-            Ok(m) if (1..=KRYLOV_MAX_RESTART).contains(&m) => m,
-            _ => {
-                return Err(SolveError::InvalidRestart {
-                    value: restart,
-                    limit: KRYLOV_MAX_RESTART as usize,
-                }
-                .into());
-            }
+            Ok(m) if restart <= limit => m,
+            _ => return Err(Error::TooLarge { what: "the GMRES restart length", value: restart, limit }),
         };
         options.check()?;
         let core = Core::new(op, options, source, BASE + gmres_scalars(m), m + 1, BREAKDOWNS)?;
@@ -232,11 +232,11 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             gpu,
             RUNNING,
             &[
-                converged(RR, Ends::Solve),
                 finite(RR, RR_TAG),
+                converged(RR, Ends::Solve),
                 limit(RR, Ends::Solve),
                 sqrt(RR, BETA),
-                div(ONE, BETA, INV_BETA, RR_TAG),
+                div(ONE, BETA, INV_BETA, KRYLOV_NO_TAG),
                 copy(BETA, layout.g()),
             ],
         )?;
@@ -296,7 +296,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
                 converged_if_at_most(HH, ZERO, Ends::Cycle),
                 converged(RES, Ends::Cycle),
                 limit(RES, Ends::Cycle),
-                div(ONE, HN, INV_H, NORM_TAG),
+                div(ONE, HN, INV_H, KRYLOV_NO_TAG),
             ],
         )?;
         c.device.scale(gpu, RUNNING, coef(one, INV_H), Some(&self.w), self.basis.column_mut(ju + 1))

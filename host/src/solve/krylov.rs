@@ -8,7 +8,7 @@ use super::program::{BB, ONE, TOL, ZERO, mul, set};
 use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
 use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
-use crate::iterative::relative_residual;
+use crate::iterative::{relative_residual, why};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -16,7 +16,8 @@ use kernels_gpu::abi::{
     KRYLOV_BREAKDOWN, KRYLOV_CONVERGED, KRYLOV_MAX_ITERATIONS, KRYLOV_NOT_STARTED, ScalarOp, krylov_gate,
 };
 
-/// The breakdowns a solver names: the scalar (`what`) and the cause (`why`) of each tag.
+/// The breakdowns a solver names: the scalar (`what`) and the cause (`why`) of each tag, where the
+/// value is zero or too small; a value that is not finite gives `why::NOT_FINITE`.
 pub(crate) type Breakdowns = &'static [(&'static str, &'static str)];
 
 /// The preconditioner of a solve.
@@ -162,9 +163,9 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
             KRYLOV_CONVERGED => Stop::Converged,
             KRYLOV_MAX_ITERATIONS => Stop::MaxIterations,
             KRYLOV_BREAKDOWN => {
-                let (what, why) =
-                    self.breakdowns.get(snap.state.breakdown as usize).copied().unwrap_or(("?", "?"));
+                let (what, zero) = self.breakdowns[snap.state.breakdown as usize];
                 let value = snap.breakdown_value.to_f64();
+                let why = if value.is_finite() { zero } else { why::NOT_FINITE };
                 return Err(SolveError::Breakdown { iteration: iterations, what, value, why }.into());
             }
             KRYLOV_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call start")),
