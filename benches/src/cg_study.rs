@@ -38,7 +38,8 @@ use anyhow::{Context, Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use gpu_spmv::formats::Ell;
-use gpu_spmv::reference::LinearOperator;
+use gpu_spmv::nalgebra_sparse::CsrMatrix;
+use gpu_spmv::reference::{LinearOperator, spmv_f64};
 use gpu_spmv::solve::Cg;
 use gpu_spmv::solve::{Outcome, Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, DeviceMatrix, DeviceVector, Gpu, Kernel, LmaKernel, Scalar};
@@ -209,6 +210,10 @@ pub struct CgRecord {
     pub stop: Option<String>,
     pub solve_ms: Option<f64>,
     pub l2_error: Option<f64>,
+    /// `|b - A x| / |b|` of the solve's solution, in f64 (the recurrence's residual drifts from it
+    /// near the element type's attainable accuracy).
+    #[serde(default)]
+    pub true_residual: Option<f64>,
     /// Setup: assembly (CSR, or LMA's element matrices), conversion from CSR, upload (timed to
     /// completion), and their sum.
     pub assembly_ms: f64,
@@ -307,6 +312,9 @@ struct SetupCost {
 struct Case<'a, T: Scalar> {
     devices: &'a Devices<'a>,
     problem: &'a Poisson,
+    /// The assembled matrix and the load, for the true residual.
+    a: &'a CsrMatrix<T>,
+    b_host: &'a [T],
     b: &'a DeviceVector<T>,
     diagonal: &'a [T],
     log: &'a dyn Fn(&str),
@@ -317,7 +325,17 @@ struct Measured {
     timing: Timing,
     graph: Option<Timing>,
     /// The solve to convergence: outcome, wall time, L2 error.
-    solve: Option<(Outcome, f64, f64)>,
+    solve: Option<Solved>,
+}
+
+/// A solve to convergence: its outcome, wall time, and its solution's L2 error against the exact
+/// solution and true relative residual `|b - A x| / |b|` in f64 (the recurrence's residual, which
+/// the outcome reports, drifts from it by rounding).
+struct Solved {
+    outcome: Outcome,
+    ms: f64,
+    l2_error: f64,
+    true_residual: f64,
 }
 
 fn study<T: BlasScalar>(
@@ -349,20 +367,21 @@ fn study<T: BlasScalar>(
     let b = gpu.upload_vector(&b_host)?;
     // One diagonal for every solver, the assembled matrix's, so that the preconditioners are equal.
     let diagonal = CsrRef::from(&a).diagonal();
-    let case = Case { devices, problem, b: &b, diagonal: &diagonal, log };
+    let case = Case { devices, problem, a: &a, b_host: &b_host, b: &b, diagonal: &diagonal, log };
     let mut records = Vec::new();
     let mut record = |solver, preconditioner, setup: SetupCost, storage: usize, m: Measured| {
         let bytes = iteration_bytes(storage, n, value_bytes, Solver::vector_passes(solver, preconditioner));
         let us = m.timing.median_us;
-        let (iterations, relative_residual, stop, solve_ms, l2_error) = match m.solve {
-            Some((o, ms, l2)) => (
-                Some(o.iterations),
-                Some(o.relative_residual),
-                Some(format!("{:?}", o.stop)),
-                Some(ms),
-                Some(l2),
+        let (iterations, relative_residual, stop, solve_ms, l2_error, true_residual) = match m.solve {
+            Some(s) => (
+                Some(s.outcome.iterations),
+                Some(s.outcome.relative_residual),
+                Some(format!("{:?}", s.outcome.stop)),
+                Some(s.ms),
+                Some(s.l2_error),
+                Some(s.true_residual),
             ),
-            None => (None, None, None, None, None),
+            None => (None, None, None, None, None, None),
         };
         records.push(CgRecord {
             degree,
@@ -380,6 +399,7 @@ fn study<T: BlasScalar>(
             stop,
             solve_ms,
             l2_error,
+            true_residual,
             assembly_ms: setup.assembly_ms,
             conversion_ms: setup.conversion_ms,
             upload_ms: setup.upload_ms,
@@ -471,10 +491,18 @@ pub fn is_disagreement(note: &str) -> bool {
     note.contains("ITERATION COUNTS DISAGREE")
 }
 
-/// The L2 error of a device solution.
-fn l2_error<T: Scalar>(gpu: &Gpu, problem: &Poisson, x: &DeviceVector<T>) -> Result<f64> {
-    let x: Vec<f64> = x.to_host(gpu)?.into_iter().map(T::to_f64).collect();
-    Ok(problem.l2_error(&x))
+/// What a device solution achieved: its L2 error against the exact solution, and its true relative
+/// residual in f64.
+fn solved<T: Scalar>(case: &Case<'_, T>, outcome: Outcome, ms: f64, x: &DeviceVector<T>) -> Result<Solved> {
+    let x = x.to_host(case.devices.gpu)?;
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let a = CsrRef::from(case.a);
+    let ax = spmv_f64(T::from_f64(1.0), a, &x, T::ZERO, &vec![T::ZERO; x.len()])?;
+    let (rr, bb) = ax.iter().zip(case.b_host).fold((0.0, 0.0), |(rr, bb), (&ax, &b)| {
+        let b = b.to_f64();
+        (rr + (b - ax) * (b - ax), bb + b * b)
+    });
+    Ok(Solved { outcome, ms, l2_error: case.problem.l2_error(&x64), true_residual: (rr / bb).sqrt() })
 }
 
 /// Our solver on `matrix` with `kernel`: the iteration timed on the stream, and with Jacobi also in a
@@ -521,7 +549,7 @@ fn ours<T: Scalar, A: DeviceMatrix<T>>(
         let mut cg = Cg::new(gpu.plan(matrix, kernel)?, options, Some(case.diagonal))?;
         let mut x = gpu.zeros::<T>(n)?;
         let (outcome, ms) = timed_gpu(gpu, || cg.solve(b, &mut x))?;
-        solve = Some((outcome, ms, l2_error(gpu, case.problem, &x)?));
+        solve = Some(solved(case, outcome, ms, &x)?);
     }
     log_measured(case, solver, preconditioner, &timing, graph.as_ref(), solve.as_ref());
     Ok(Measured { timing, graph, solve })
@@ -570,7 +598,7 @@ fn baseline<T: BlasScalar>(
         let outcome = cg.solve(b, &zeros)?;
         gpu.synchronize()?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        solve = Some((outcome, ms, l2_error(gpu, case.problem, cg.x())?));
+        solve = Some(solved(case, outcome, ms, cg.x())?);
     }
     log_measured(case, Solver::CusparseCublas, preconditioner, &timing, None, solve.as_ref());
     Ok(Measured { timing, graph: None, solve })
@@ -582,7 +610,7 @@ fn log_measured<T: Scalar>(
     preconditioner: Preconditioner,
     timing: &Timing,
     graph: Option<&Timing>,
-    solve: Option<&(Outcome, f64, f64)>,
+    solve: Option<&Solved>,
 ) {
     let mut line = format!(
         "Q{} {} {} {}: {:.2} µs/iteration",
@@ -595,11 +623,16 @@ fn log_measured<T: Scalar>(
     if let Some(g) = graph {
         let _ = write!(line, " ({:.2} in a graph)", g.median_us);
     }
-    if let Some((o, ms, l2)) = solve {
+    if let Some(s) = solve {
         let _ = write!(
             line,
-            "; {} iterations ({:?}) in {ms:.0} ms, relative residual {:.2e}, L2 error {l2:.3e}",
-            o.iterations, o.stop, o.relative_residual
+            "; {} iterations ({:?}) in {:.0} ms, relative residual {:.2e} (true {:.2e}), L2 error {:.3e}",
+            s.outcome.iterations,
+            s.outcome.stop,
+            s.ms,
+            s.outcome.relative_residual,
+            s.true_residual,
+            s.l2_error
         );
     }
     (case.log)(&line);
@@ -729,14 +762,14 @@ impl CgResults {
             out,
             "## {precision}\n\n\
              | degree | solver | precond. | µs/it | spread | graph µs/it | it/s | GB/s | vs cuSPARSE+cuBLAS | \
-             iterations | rel. residual | L2 error | setup ms | pays off vs CSR (iterations) |\n\
-             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+             iterations | rel. residual | true residual | L2 error | setup ms | pays off vs CSR (iterations) |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
         );
         for degree in DEGREES {
             for r in self.of(degree, precision) {
                 let _ = writeln!(
                     out,
-                    "| Q{} | {} | {} | {:.2} | {:.0}% | {} | {:.0} | {:.0} | {} | {} | {} | {} | {:.0} | {} |",
+                    "| Q{} | {} | {} | {:.2} | {:.0}% | {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {:.0} | {} |",
                     r.degree,
                     r.solver.name(),
                     r.preconditioner,
@@ -748,6 +781,7 @@ impl CgResults {
                     or_na(r.speedup_vs_cusparse_cublas, |v| format!("{v:.2}x")),
                     or_na(r.iterations, |v| v.to_string()),
                     or_na(r.relative_residual, |v| format!("{v:.2e}")),
+                    or_na(r.true_residual, |v| format!("{v:.2e}")),
                     or_na(r.l2_error, |v| format!("{v:.3e}")),
                     r.setup_ms,
                     or_na(r.payoff_vs_csr, |p| p.to_string()),
