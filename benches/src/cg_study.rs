@@ -260,11 +260,12 @@ pub struct Devices<'a> {
     pub blas: &'a CudaBlas,
 }
 
-/// Runs the study on problems of about `unknowns` unknowns in each of `precisions`: only the
-/// CPU setup without `devices`. `log` gets a line per measurement.
+/// Runs the study on problems of about `unknowns` unknowns of each of `degrees` in each of
+/// `precisions`: only the CPU setup without `devices`. `log` gets a line per measurement.
 pub fn run(
     devices: Option<&Devices<'_>>,
     unknowns: usize,
+    degrees: &[usize],
     precisions: &[Precision],
     results: &mut CgResults,
     log: &dyn Fn(&str),
@@ -272,7 +273,8 @@ pub fn run(
     if devices.is_none() {
         results.notes.push("no GPU: the CPU setup (assembly, LMA, load) only".to_owned());
     }
-    for degree in DEGREES {
+    for &degree in degrees {
+        ensure!(DEGREES.contains(&degree), "degree {degree}: the study has Q1 to Q4");
         let problem = Poisson::with_unknowns(degree, unknowns);
         for &precision in precisions {
             match precision {

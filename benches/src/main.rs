@@ -114,6 +114,9 @@ struct CgArgs {
     /// The element types to measure
     #[arg(long, value_enum, default_value_t = Precisions::Both)]
     precision: Precisions,
+    /// Only these element degrees (comma-separated, 1 to 4); all when absent
+    #[arg(long, value_name = "DEGREES", value_delimiter = ',')]
+    degree: Vec<usize>,
     /// Where cg-report.md and cg-results.json go [default: target/bench/<UTC start time>]
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -380,7 +383,8 @@ fn cg_study(args: &CgArgs) -> Result<()> {
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");
-    cg_study::run(devices.as_ref(), unknowns, &args.precision.list(), &mut results, &log)?;
+    let degrees = if args.degree.is_empty() { cg_study::DEGREES.to_vec() } else { args.degree.clone() };
+    cg_study::run(devices.as_ref(), unknowns, &degrees, &args.precision.list(), &mut results, &log)?;
     if let (Some(d), Some(gpu)) = (&mut device, gpu) {
         d.finish(gpu);
     }
