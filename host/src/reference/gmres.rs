@@ -24,6 +24,15 @@
 //!   order from `acc = g_i`, then `y_i = acc / H[i][i]`;
 //! - the update: `u = fma(y_i, v_i, u)` for `i = 0, 1, ...` from `u = 0`, then `x = x + M⁻¹ u`.
 //!
+//! The new diagonal entry of the triangular factor, `H[j][j] = hypot(h_j, h_{j+1,j})` after the
+//! earlier rotations, is the part of `A M⁻¹ v_j` outside the span of the earlier columns. It is
+//! computed with an error of a few roundings of that column's norm (`|A M⁻¹ v_j|`, the norm of
+//! `(h_0, ..., h_j, h_{j+1,j})`), so one of at most `(j + 1) ε` times it (`ε` of `T`) is rounding
+//! noise: the Hessenberg matrix is singular to working precision and the solve breaks down. Were it
+//! taken as it comes, its rotation would be noise too, and the residual of the recurrence could
+//! claim convergence for an `x` of size `1/ε` whose true residual is large (a singular operator
+//! with `b` outside its range does this at the second step).
+//!
 //! An iteration is one Arnoldi step, one product; [`SolverOptions::max_iterations`] counts them over
 //! all cycles.
 
@@ -56,8 +65,8 @@ pub(crate) const SINGULAR_HESSENBERG: &str = "A M⁻¹ maps the Krylov space int
 /// tolerance (or the Krylov space turns out invariant, `h_{j+1,j} = 0`, where that residual is 0),
 /// or at the start of a cycle, with the true residual, when `x` already meets it. A breakdown
 /// ([`SolveError::Breakdown`]) leaves in `x` the iterate the cycle started from: `rᵀr` or `‖w‖²` not
-/// finite (NaN or infinities in the matrix, `b` or `x`), or `H[j][j] = 0`, which only a singular
-/// operator gives. On a singular operator with `b` outside its range GMRES minimises the residual
+/// finite (NaN or infinities in the matrix, `b` or `x`), or `H[j][j]` zero to working precision,
+/// which only an operator singular to working precision gives. On a singular operator with `b` outside its range GMRES minimises the residual
 /// over each Krylov space, stagnates at the least-squares residual, and stops at the iteration
 /// limit or with that breakdown; it never panics or loops past the limit.
 pub fn gmres<T: Scalar>(
@@ -87,12 +96,13 @@ pub fn gmres<T: Scalar>(
     loop {
         residual(a, b, x, &mut r)?;
         let rr = dot(&r, &r);
-        if rr <= tol_rr {
-            return Ok(outcome(k, rr, Stop::Converged));
-        }
+        // Before the test of convergence: an infinite `b` makes the tolerance infinite too.
         if !finite(rr) {
             let value = rr.to_f64();
             return Err(SolveError::Breakdown { iteration: k, what: "rᵀr", value, why: NOT_FINITE }.into());
+        }
+        if rr <= tol_rr {
+            return Ok(outcome(k, rr, Stop::Converged));
         }
         if k == options.max_iterations {
             return Ok(outcome(k, rr, Stop::MaxIterations));
@@ -124,15 +134,16 @@ pub fn gmres<T: Scalar>(
                 .into());
             }
             let below = sqrt(hh);
+            let column_norm = (column.iter().map(|h| h.to_f64().powi(2)).sum::<f64>() + hh.to_f64()).sqrt();
             for (i, &(c, s)) in rotations.iter().enumerate() {
                 let (upper, lower) = (column[i], column[i + 1]);
                 column[i] = c.mul_add(upper, s * lower);
                 column[i + 1] = negative(s).mul_add(upper, c * lower);
             }
             let d = T::from_f64(column[j].to_f64().hypot(below.to_f64()));
-            if d == T::ZERO {
-                let why = SINGULAR_HESSENBERG;
-                return Err(SolveError::Breakdown { iteration: k, what: "H[j][j]", value: 0.0, why }.into());
+            if d.to_f64() <= (j + 1) as f64 * T::EPSILON * column_norm {
+                let (value, why) = (d.to_f64(), SINGULAR_HESSENBERG);
+                return Err(SolveError::Breakdown { iteration: k, what: "H[j][j]", value, why }.into());
             }
             let (c, s) = (quotient(column[j], d), quotient(below, d));
             column[j] = d;
@@ -209,4 +220,177 @@ fn back_substitute<T: Scalar>(columns: &[Vec<T>], g: &[T]) -> Vec<T> {
         y[i] = quotient(acc, columns[i][i]);
     }
     y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::csr::CsrRef;
+    use crate::iterative::Preconditioner;
+    use crate::reference::problems::convection_diffusion;
+    use crate::reference::solver_checks::{
+        check_agrees_with_cg, check_convection_diffusion, check_refusals, seeded, true_residual,
+    };
+    use rand::Rng;
+
+    fn options(max_iterations: usize) -> SolverOptions {
+        SolverOptions { rel_tol: 1e-10, max_iterations, preconditioner: Preconditioner::None }
+    }
+
+    /// The breakdown of solving `a x = b` by GMRES(`restart`) from `x = 0`, as (iteration, what, why).
+    fn breakdown<T: Scalar>(
+        a: CsrRef<'_, T>,
+        b: &[T],
+        restart: usize,
+    ) -> (usize, &'static str, &'static str) {
+        let mut x = vec![T::ZERO; b.len()];
+        match gmres(&a, b, &mut x, &options(10), restart) {
+            Err(Error::Solve(SolveError::Breakdown { iteration, what, why, .. })) => (iteration, what, why),
+            other => panic!("not a breakdown: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn converges_on_convection_diffusion_at_every_restart_length() {
+        let mut rng = seeded("gmres converges_on_convection_diffusion_at_every_restart_length");
+        for restart in [5, 30] {
+            let f64_counts = check_convection_diffusion::<f64>(
+                &mut rng,
+                16,
+                |_| true,
+                1e-10,
+                20_000,
+                |a, b, x, o| gmres(&a, b, x, o, restart),
+            );
+            let f32_counts = check_convection_diffusion::<f32>(
+                &mut rng,
+                16,
+                |_| true,
+                1e-4,
+                20_000,
+                |a, b, x, o| gmres(&a, b, x, o, restart),
+            );
+            eprintln!("GMRES({restart}) iterations: f64 {f64_counts:?}, f32 {f32_counts:?}");
+        }
+        // GMRES(1), the minimal residual iteration, converges where the symmetric part of A is
+        // positive definite (every Pe here), at a rate that falls with the condition number: a
+        // smaller grid.
+        let counts = check_convection_diffusion::<f64>(
+            &mut rng,
+            6,
+            |_| true,
+            1e-8,
+            50_000,
+            |a, b, x, o| gmres(&a, b, x, o, 1),
+        );
+        eprintln!("GMRES(1) iterations: {counts:?}");
+    }
+
+    #[test]
+    fn a_full_cycle_converges_within_the_order() {
+        let mut rng = seeded("gmres a_full_cycle_converges_within_the_order");
+        for pe in [0.0, 100.0] {
+            let m = convection_diffusion::<f64>(5, 4, pe).unwrap();
+            let (o, c, v) = m.csr_data();
+            let a = CsrRef::try_new(20, 20, o, c, v).unwrap();
+            let b: Vec<f64> = (0..20).map(|_| rng.random_range(-1.0..1.0)).collect();
+            for restart in [20, 25] {
+                let mut x = vec![0.0; 20];
+                let out = gmres(&a, &b, &mut x, &options(1000), restart).unwrap();
+                assert_eq!(out.stop, Stop::Converged, "{out:?}");
+                assert!(out.iterations <= 20, "Pe {pe}, GMRES({restart}): {out:?}");
+                assert!(true_residual(a, &b, &x) <= 1e-9, "Pe {pe}: {}", true_residual(a, &b, &x));
+            }
+        }
+    }
+
+    #[test]
+    fn agrees_with_cg_on_an_spd_system() {
+        check_agrees_with_cg(&mut seeded("gmres agrees_with_cg_on_an_spd_system"), |a, b, x, o| {
+            gmres(&a, b, x, o, 30)
+        });
+    }
+
+    #[test]
+    fn refuses_in_order_and_leaves_x() {
+        check_refusals(|a, b, x, o| gmres(&a, b, x, o, 10));
+        let wide = CsrRef::try_new(2, 3, &[0, 1, 2], &[0, 1], &[1.0, 1.0]).unwrap();
+        let square = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0, 1.0]).unwrap();
+        let jacobi = SolverOptions { preconditioner: Preconditioner::Jacobi, ..options(10) };
+        let mut x = [7.0; 2];
+        // After the shape, before Jacobi's diagonal.
+        let e = gmres(&wide, &[1.0; 2], &mut x, &jacobi, 0).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::NotSquare { .. })), "{e}");
+        let e = gmres(&square, &[1.0; 2], &mut x, &jacobi, 0).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { value: 0 })), "{e}");
+        for restart in [MAX_RESTART + 1, usize::MAX] {
+            let e = gmres(&square, &[1.0; 2], &mut x, &jacobi, restart).unwrap_err();
+            assert!(
+                matches!(e, Error::TooLarge { what: "the GMRES restart length", limit: MAX_RESTART, .. }),
+                "{e}"
+            );
+        }
+        assert_eq!(x, [7.0; 2]);
+        assert!(check_restart(MAX_RESTART, usize::MAX / (MAX_RESTART + 1)).is_ok());
+        let e = check_restart(MAX_RESTART, usize::MAX / (MAX_RESTART + 1) + 1).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { limit, .. } if limit < MAX_RESTART), "{e}");
+    }
+
+    #[test]
+    fn an_invariant_krylov_space_ends_the_cycle() {
+        // A = 2 I: w = 2 v_0 exactly, the Krylov space is invariant after one step.
+        let a = CsrRef::try_new(3, 3, &[0, 1, 2, 3], &[0, 1, 2], &[2.0, 2.0, 2.0]).unwrap();
+        let mut x = [0.0; 3];
+        let out = gmres(&a, &[1.0, -2.0, 4.0], &mut x, &options(10), 5).unwrap();
+        assert_eq!((out.iterations, out.stop, out.relative_residual), (1, Stop::Converged, 0.0));
+        assert_eq!(x, [0.5, -1.0, 2.0]);
+    }
+
+    #[test]
+    fn a_singular_operator_breaks_down_or_stagnates() {
+        // diag(0, 1) and b = e1 in its null space: A v_0 = 0, H[0][0] = 0.
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[0.0, 1.0]).unwrap();
+        assert_eq!(breakdown(a, &[1.0, 0.0], 5), (0, "H[j][j]", SINGULAR_HESSENBERG));
+        // b = e1 + e2, half outside the range. GMRES(1) moves to the best x in span(b), (1, 1), in
+        // one step, and a later cycle starts from r = e1 (up to rounding), in the null space. A
+        // longer cycle finds A v_1 in the span of v_0 at its second step: H[1][1] is rounding noise
+        // (about 1e-17), which taken as it came would claim convergence with x near 1e16.
+        for restart in [1, 5] {
+            let mut x = [0.0f64; 2];
+            let e = gmres(&a, &[1.0, 1.0], &mut x, &options(40), restart).unwrap_err();
+            assert!(
+                matches!(e, Error::Solve(SolveError::Breakdown { what: "H[j][j]", iteration: 1..=2, .. })),
+                "GMRES({restart}): {e}"
+            );
+            // GMRES(1) may also move x along the null space e1, by |b| or so: never by 1/ε.
+            assert!(x.iter().all(|x| x.abs() <= 4.0), "GMRES({restart}): {x:?}");
+        }
+    }
+
+    #[test]
+    fn nan_and_overflow_break_down_never_reach_the_outcome() {
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2.0, 3.0]).unwrap();
+        for b in [[f64::NAN, 1.0], [f64::INFINITY, 1.0], [1.0, f64::NEG_INFINITY]] {
+            assert_eq!(breakdown(a, &b, 5), (0, "rᵀr", NOT_FINITE), "{b:?}");
+        }
+        let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2.0, f64::NAN]).unwrap();
+        assert_eq!(breakdown(nan, &[1.0, 1.0], 5), (0, "rᵀr", NOT_FINITE));
+        // In f32, ‖A v_0‖² = 2e60 overflows where b and r do not.
+        let huge = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1e30f32, 0.0, 1e30, 1.0]).unwrap();
+        assert_eq!(breakdown(huge, &[1.0f32, 0.0], 5), (0, "‖w‖²", NOT_FINITE));
+    }
+
+    #[test]
+    fn b_zero_takes_no_iteration_and_the_limit_counts_arnoldi_steps() {
+        let m = convection_diffusion::<f64>(10, 10, 50.0).unwrap();
+        let (o, c, v) = m.csr_data();
+        let a = CsrRef::try_new(100, 100, o, c, v).unwrap();
+        let out = gmres(&a, &[0.0; 100], &mut [0.0; 100], &options(10), 5).unwrap();
+        assert_eq!((out.iterations, out.stop, out.relative_residual), (0, Stop::Converged, 0.0));
+        for (limit, restart) in [(7, 3), (7, 30), (0, 4)] {
+            let out = gmres(&a, &[1.0; 100], &mut [0.0; 100], &options(limit), restart).unwrap();
+            assert_eq!((out.iterations, out.stop), (limit, Stop::MaxIterations));
+            assert!(out.relative_residual > 1e-3, "{out:?}");
+        }
+    }
 }
