@@ -68,8 +68,12 @@ pub enum Error {
     #[error("cannot read {}: {source}", .path.as_ref().map_or("the input".into(), |p| p.display().to_string()))]
     Io { path: Option<std::path::PathBuf>, source: std::io::Error },
     /// A solver refused its input, or broke down on it.
-    #[error("conjugate gradients: {0}")]
+    #[error("iterative solver: {0}")]
     Solve(#[from] SolveError),
+    /// A real-valued parameter, `what`, is outside its range (`expected` says the range): a model
+    /// problem's Péclet number that is negative or not finite.
+    #[error("{what} is {value}, but it must be {expected}")]
+    InvalidNumber { what: &'static str, value: f64, expected: &'static str },
     /// A Matrix Market input is malformed, or of a kind the reader does not take. `path` is the file's
     /// (`None` for a reader or text); `line` counts from 1 (`None` for a fault of summed entries, which
     /// the message places by row and column).
@@ -152,7 +156,8 @@ pub enum SolveError {
     /// A scalar of the recurrence, `what`, took a value that stops it at iteration `iteration`
     /// (counted from 0), for the reason `why`. CG's `pᵀAp` and `rᵀz` must be positive and finite (the
     /// matrix or the preconditioner is not symmetric positive definite, or holds NaN or infinities);
-    /// BiCGSTAB's `r̂ᵀr`, `r̂ᵀv` and `tᵀt` must be non-zero and finite.
+    /// BiCGSTAB's `r̂ᵀr`, `r̂ᵀv`, `tᵀt` and `ω` must be non-zero and finite; GMRES's `rᵀr` and `‖w‖²`
+    /// finite, and the diagonal of its triangular factor, `H[j][j]`, non-zero.
     #[error("breakdown at iteration {iteration}: {what} = {value}; {why}")]
     Breakdown { iteration: usize, what: &'static str, value: f64, why: &'static str },
     /// GMRES's restart length is 0: a cycle must take at least one Arnoldi step to move `x`.
@@ -161,4 +166,7 @@ pub enum SolveError {
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },
+    /// GMRES's restart length is 0: a cycle must take at least one Arnoldi step to move `x`.
+    #[error("the GMRES restart length is {value}, but it must be at least 1")]
+    InvalidRestart { value: usize },
 }

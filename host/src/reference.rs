@@ -3,13 +3,23 @@
 //! (`y = beta * y` then: a NaN in `x` does not reach `y`). The serial loop in f64 is the oracle of
 //! every test; the transposed product and the product with several vectors have theirs
 //! ([`spmv_transpose_f64`], [`spmm_f64`]), and [`transpose`] gives the arrays the device's
-//! construction of `Aᵀ` must match.
+//! construction of `Aᵀ` must match. The iterative solvers' oracles (`cg`, `bicgstab`, `gmres`),
+//! which the GPU solvers follow step for step, and the model problems they are tested on
+//! (`problems`) are its submodules.
 
+pub mod bicgstab;
 pub mod cg;
+pub mod gmres;
 mod operator;
+pub mod problems;
+#[cfg(test)]
+mod solver_checks;
 
 pub use operator::LinearOperator;
-pub(crate) use operator::{DiagonalNeed, dot, inverse_diagonal, positive};
+pub(crate) use operator::{
+    DiagonalNeed, InverseDiagonal, NOT_FINITE, axpy, check_system, dot, finite, inverse_diagonal, negative,
+    positive, quotient, residual, sqrt,
+};
 
 use crate::formats::csr::CsrRef;
 use crate::formats::limits::check_declared;

@@ -1,12 +1,13 @@
-//! What the CPU solvers share: the operator they apply, the Jacobi preconditioner's inverse
-//! diagonal, and dot products summed in f64.
+//! What the CPU solvers share: the operator they apply, the checks of a system, the Jacobi
+//! preconditioner's inverse diagonal, the residual `b - A x`, dot products summed in f64, and the
+//! scalar operations in `T` that `Scalar` leaves out (quotient, negation, square root).
 
-use crate::Result;
 use crate::formats::csr::CsrRef;
 use crate::formats::lma::Lma;
-use crate::iterative::SolveError;
+use crate::iterative::{Preconditioner, SolveError};
 use crate::reference::{CpuKernel, spmv};
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 
 /// An operator the CPU solvers can apply: `y = A x` and the diagonal of `A`.
 pub trait LinearOperator<T> {
@@ -99,3 +100,83 @@ pub(crate) fn dot<T: Scalar>(u: &[T], v: &[T]) -> T {
 pub(crate) fn positive<T: Scalar>(v: T) -> bool {
     v > T::ZERO && v.to_f64().is_finite()
 }
+
+/// The checks every CPU solver makes after its options, in this order: a square operator
+/// ([`SolveError::NotSquare`]), then `b` and `x` of its order ([`Error::DimensionMismatch`]).
+/// Returns the order.
+pub(crate) fn check_system<T>(a: &impl LinearOperator<T>, b: &[T], x: &[T]) -> Result<usize> {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
+    }
+    for (what, got) in [("b", b.len()), ("x", x.len())] {
+        if got != n {
+            return Err(Error::DimensionMismatch { what, expected: n, got });
+        }
+    }
+    Ok(n)
+}
+
+/// The `M⁻¹` a solver applies: Jacobi's inverse diagonal rounded to `T`, or the identity.
+pub(crate) struct InverseDiagonal<T>(Option<Vec<T>>);
+
+impl<T: Scalar> InverseDiagonal<T> {
+    /// Built from `a`'s diagonal for [`Preconditioner::Jacobi`], refused as [`inverse_diagonal`]
+    /// refuses an entry that does not meet `need`.
+    pub(crate) fn new(
+        a: &impl LinearOperator<T>,
+        preconditioner: Preconditioner,
+        need: DiagonalNeed,
+    ) -> Result<Self> {
+        Ok(Self(match preconditioner {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => Some(inverse_diagonal(&a.diagonal(), need)?),
+        }))
+    }
+
+    /// `z = M⁻¹ r`, one rounding per element.
+    pub(crate) fn apply(&self, r: &[T], z: &mut [T]) {
+        match &self.0 {
+            Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
+            None => z.copy_from_slice(r),
+        }
+    }
+}
+
+/// `r = fma(-1, A x, b)`: the residual as the GPU solvers form it, the product and the subtraction
+/// fused.
+pub(crate) fn residual<T: Scalar>(a: &impl LinearOperator<T>, b: &[T], x: &[T], r: &mut [T]) -> Result<()> {
+    a.apply(x, r)?;
+    let minus_one = T::from_f64(-1.0);
+    r.iter_mut().zip(b).for_each(|(r, &b)| *r = minus_one.mul_add(*r, b));
+    Ok(())
+}
+
+/// `y = fma(alpha, x, y)` element by element.
+pub(crate) fn axpy<T: Scalar>(alpha: T, x: &[T], y: &mut [T]) {
+    y.iter_mut().zip(x).for_each(|(y, &x)| *y = alpha.mul_add(x, *y));
+}
+
+/// `a / b` rounded to `T`: the f64 quotient of two `T` rounded once more is the `T` quotient (f64
+/// has more than twice f32's digits), so this is the division a kernel in `T` makes.
+pub(crate) fn quotient<T: Scalar>(a: T, b: T) -> T {
+    T::from_f64(a.to_f64() / b.to_f64())
+}
+
+/// `-a`, exact.
+pub(crate) fn negative<T: Scalar>(a: T) -> T {
+    T::from_f64(-a.to_f64())
+}
+
+/// `√a` rounded to `T` (correctly rounded, for the reason [`quotient`] is).
+pub(crate) fn sqrt<T: Scalar>(a: T) -> T {
+    T::from_f64(a.to_f64().sqrt())
+}
+
+/// Whether `v` is finite (false for NaN).
+pub(crate) fn finite<T: Scalar>(v: T) -> bool {
+    v.to_f64().is_finite()
+}
+
+/// The reason [`SolveError::Breakdown`] gives when a scalar of a recurrence is NaN or infinite.
+pub(crate) const NOT_FINITE: &str = "the matrix, the preconditioner or b holds NaN or infinities";

@@ -1,0 +1,260 @@
+//! BiCGSTAB on the CPU (van der Vorst 1992; right-preconditioned as in Saad, "Iterative Methods for
+//! Sparse Linear Systems", 2nd ed., algorithm 7.7 with `M⁻¹` applied to `p` and `s`): the oracle of
+//! the GPU solver, which follows this recurrence step for step.
+//!
+//! As in [`super::cg`]: every scalar in `T`, dot products summed in f64 and rounded to `T`, the
+//! updates fused (`x = fma(alpha, p̂, x)`, `r = fma(-omega, t, s)`, ...), `M⁻¹` Jacobi's inverse
+//! diagonal rounded to `T` or the identity, and the residual the recurrence carries, not a
+//! recomputed `b - A x`. Preconditioning on the right leaves that residual the true one, so the
+//! tolerance means the same with and without Jacobi. The shadow residual `r̂` is the first
+//! residual, kept for the whole solve.
+//!
+//! An iteration is one pass of the loop, two products. It may stop half-way, at `s`, when the first
+//! half-step already meets the tolerance. Two tests keep NaN out of the outcome: the first `rᵀr`
+//! is tested for NaN and infinities before convergence (an infinite `b` would make the tolerance
+//! infinite too), and the test of `r̂ᵀr` comes before the iteration limit, so that a NaN or infinity
+//! born in the last iteration is a breakdown, never an outcome with a NaN residual.
+
+use super::{
+    DiagonalNeed, InverseDiagonal, LinearOperator, NOT_FINITE, axpy, check_system, dot, finite, negative,
+    quotient, residual,
+};
+use crate::Result;
+use crate::iterative::{Outcome, SolveError, SolverOptions, Stop, relative_residual};
+use crate::scalar::Scalar;
+
+/// Why `r̂ᵀr = 0` stops the solve: the Lanczos biorthogonalisation under BiCGSTAB cannot go on.
+pub(crate) const SHADOW_ORTHOGONAL: &str =
+    "the shadow residual is orthogonal to the residual: restart from this x";
+/// Why `r̂ᵀv = 0` stops it: `alpha` would divide by zero.
+pub(crate) const SHADOW_ORTHOGONAL_TO_V: &str =
+    "the shadow residual is orthogonal to A M⁻¹ p: restart from this x";
+/// Why `tᵀt = 0` stops it: `A M⁻¹ s = 0` for an `s` above the tolerance.
+pub(crate) const SINGULAR: &str = "A M⁻¹ s = 0 for a non-zero s: the matrix is singular";
+/// Why `ω = 0` stops it: the next `r̂ᵀr` would be 0 and the iteration could not go on.
+pub(crate) const NO_PROGRESS: &str = "the stabilising step made no progress (tᵀs = 0)";
+
+/// Solves `A x = b` by BiCGSTAB from the initial guess in `x`, overwriting it with the last iterate.
+///
+/// Refused, with `x` untouched, in this order: options out of their ranges ([`SolverOptions`]), a
+/// matrix that is not square ([`SolveError::NotSquare`]), vectors of the wrong length
+/// ([`crate::Error::DimensionMismatch`]), and for Jacobi a diagonal entry that is zero or not finite
+/// ([`SolveError::SingularDiagonal`]). A breakdown ([`SolveError::Breakdown`]: the first `rᵀr` not
+/// finite, or `r̂ᵀr`, `r̂ᵀv`, `tᵀt` or `ω` zero or not finite; its `why` says which cause) leaves in `x` the last iterate the
+/// recurrence made.
+///
+/// On a singular operator it stops at the iteration limit when `b` lies in the range of `A` but the
+/// tolerance is not met, and otherwise, once the residual stops shrinking, with one of these
+/// breakdowns (`tᵀt` when `A M⁻¹ s` is exactly 0); it never panics or loops past the limit.
+pub fn bicgstab<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+) -> Result<Outcome> {
+    options.check()?;
+    let n = check_system(a, b, x)?;
+    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::NonZero)?;
+
+    let mut r = vec![T::ZERO; n];
+    residual(a, b, x, &mut r)?;
+    let shadow = r.clone();
+    let mut rho = dot(&shadow, &r);
+    let mut rr = dot(&r, &r);
+    let bb = dot(b, b);
+    let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
+    let outcome = |iterations, rr: T, stop| Outcome {
+        iterations,
+        relative_residual: relative_residual(rr.to_f64(), bb.to_f64()),
+        stop,
+    };
+    let breakdown = |iteration, what, value: T, zero_why| {
+        let why = if finite(value) { zero_why } else { NOT_FINITE };
+        Err(SolveError::Breakdown { iteration, what, value: value.to_f64(), why }.into())
+    };
+    // Before the test of convergence: an infinite `b` makes the tolerance infinite too.
+    if !finite(rr) {
+        return breakdown(0, "rᵀr", rr, NOT_FINITE);
+    }
+    if rr <= tol_rr {
+        return Ok(outcome(0, rr, Stop::Converged));
+    }
+
+    let one = T::from_f64(1.0);
+    let (mut alpha, mut omega, mut rho_prev) = (one, one, one);
+    let [mut p, mut v, mut p_hat, mut s, mut s_hat, mut t] = std::array::from_fn(|_| vec![T::ZERO; n]);
+    for iteration in 0..=options.max_iterations {
+        if rho == T::ZERO || !finite(rho) {
+            return breakdown(iteration, "r̂ᵀr", rho, SHADOW_ORTHOGONAL);
+        }
+        if iteration == options.max_iterations {
+            break;
+        }
+        let beta = quotient(rho, rho_prev) * quotient(alpha, omega);
+        let minus_omega = negative(omega);
+        p.iter_mut()
+            .zip(&v)
+            .zip(&r)
+            .for_each(|((p, &v), &r)| *p = beta.mul_add(minus_omega.mul_add(v, *p), r));
+        precondition.apply(&p, &mut p_hat);
+        a.apply(&p_hat, &mut v)?;
+        let rv = dot(&shadow, &v);
+        if rv == T::ZERO || !finite(rv) {
+            return breakdown(iteration, "r̂ᵀv", rv, SHADOW_ORTHOGONAL_TO_V);
+        }
+        alpha = quotient(rho, rv);
+        s.copy_from_slice(&r);
+        axpy(negative(alpha), &v, &mut s);
+        axpy(alpha, &p_hat, x);
+        let ss = dot(&s, &s);
+        if ss <= tol_rr {
+            return Ok(outcome(iteration + 1, ss, Stop::Converged));
+        }
+        precondition.apply(&s, &mut s_hat);
+        a.apply(&s_hat, &mut t)?;
+        let ts = dot(&t, &s);
+        let tt = dot(&t, &t);
+        if tt == T::ZERO || !finite(tt) {
+            return breakdown(iteration, "tᵀt", tt, SINGULAR);
+        }
+        omega = quotient(ts, tt);
+        if omega == T::ZERO || !finite(omega) {
+            return breakdown(iteration, "ω", omega, NO_PROGRESS);
+        }
+        axpy(omega, &s_hat, x);
+        let minus_omega = negative(omega);
+        r.iter_mut().zip(&t).zip(&s).for_each(|((r, &t), &s)| *r = minus_omega.mul_add(t, s));
+        rho_prev = rho;
+        rho = dot(&shadow, &r);
+        rr = dot(&r, &r);
+        if rr <= tol_rr {
+            return Ok(outcome(iteration + 1, rr, Stop::Converged));
+        }
+    }
+    Ok(outcome(options.max_iterations, rr, Stop::MaxIterations))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+    use crate::formats::csr::CsrRef;
+    use crate::iterative::Preconditioner;
+    use crate::reference::solver_checks::{
+        check_agrees_with_cg, check_convection_diffusion, check_refusals, seeded,
+    };
+
+    fn options(max_iterations: usize) -> SolverOptions {
+        SolverOptions { rel_tol: 1e-10, max_iterations, preconditioner: Preconditioner::None }
+    }
+
+    /// The breakdown of solving `a x = b` from `x = 0`, as (iteration, what, value, why).
+    fn breakdown(
+        a: CsrRef<'_, f64>,
+        b: &[f64],
+        max_iterations: usize,
+    ) -> (usize, &'static str, f64, &'static str) {
+        let mut x = vec![0.0; b.len()];
+        match bicgstab(&a, b, &mut x, &options(max_iterations)) {
+            Err(Error::Solve(SolveError::Breakdown { iteration, what, value, why })) => {
+                (iteration, what, value, why)
+            }
+            other => panic!("not a breakdown: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn converges_on_convection_diffusion() {
+        let mut rng = seeded("bicgstab converges_on_convection_diffusion");
+        let f64_counts = check_convection_diffusion::<f64>(
+            &mut rng,
+            16,
+            |_| true,
+            1e-10,
+            2000,
+            |a, b, x, o| bicgstab(&a, b, x, o),
+        );
+        let f32_counts = check_convection_diffusion::<f32>(
+            &mut rng,
+            16,
+            |_| true,
+            1e-4,
+            2000,
+            |a, b, x, o| bicgstab(&a, b, x, o),
+        );
+        eprintln!("iterations: f64 {f64_counts:?}, f32 {f32_counts:?}");
+    }
+
+    #[test]
+    fn agrees_with_cg_on_an_spd_system() {
+        check_agrees_with_cg(&mut seeded("bicgstab agrees_with_cg_on_an_spd_system"), |a, b, x, o| {
+            bicgstab(&a, b, x, o)
+        });
+    }
+
+    #[test]
+    fn refuses_in_order_and_leaves_x() {
+        check_refusals(|a, b, x, o| bicgstab(&a, b, x, o));
+    }
+
+    #[test]
+    fn breaks_down_where_the_recurrence_cannot_go_on() {
+        // Skew-symmetric: r̂ᵀA r̂ = 0 at once.
+        let skew = CsrRef::try_new(2, 2, &[0, 1, 2], &[1, 0], &[1.0, -1.0]).unwrap();
+        assert_eq!(breakdown(skew, &[1.0, 1.0], 10), (0, "r̂ᵀv", 0.0, SHADOW_ORTHOGONAL_TO_V));
+        // r̂ = e1 and a first row orthogonal to the rest of the first column: r1 ⟂ r̂ after one
+        // iteration (r1 = (0, -3/13, 2/13)).
+        let o = [0, 3, 5, 7];
+        let a =
+            CsrRef::try_new(3, 3, &o, &[0, 1, 2, 0, 1, 0, 2], &[1.0, 1.0, -1.0, 1.0, 2.0, 1.0, 3.0]).unwrap();
+        assert_eq!(breakdown(a, &[1.0, 0.0, 0.0], 10), (1, "r̂ᵀr", 0.0, SHADOW_ORTHOGONAL));
+        // The test of r̂ᵀr comes before the limit: a solve of one iteration reports it too.
+        assert_eq!(breakdown(a, &[1.0, 0.0, 0.0], 1), (1, "r̂ᵀr", 0.0, SHADOW_ORTHOGONAL));
+        // A skew-symmetric lower block: s = (0, -1, -1) and t = A s = (0, -1, 1) are orthogonal.
+        let a = CsrRef::try_new(3, 3, &[0, 1, 3, 5], &[0, 0, 2, 0, 1], &[1.0, 1.0, 1.0, 1.0, -1.0]).unwrap();
+        assert_eq!(breakdown(a, &[1.0, 0.0, 0.0], 10), (0, "ω", 0.0, NO_PROGRESS));
+    }
+
+    #[test]
+    fn a_singular_operator_breaks_down_or_stops_at_the_limit() {
+        // Range span(e1), b = (1, 1) outside it: s = (-1, 1) is in the null space.
+        let a = CsrRef::try_new(2, 2, &[0, 2, 2], &[0, 1], &[1.0, 1.0]).unwrap();
+        assert_eq!(breakdown(a, &[1.0, 1.0], 10), (0, "tᵀt", 0.0, SINGULAR));
+        // b = (1, 0) in the range: solved in one half-step.
+        let mut x = [0.0; 2];
+        let out = bicgstab(&a, &[1.0, 0.0], &mut x, &options(10)).unwrap();
+        assert_eq!((out.iterations, out.stop), (1, Stop::Converged));
+        // diag(1, 0) with b = e1 + 1e-3 e2 outside the range: the residual stays at 1e-3 |b|.
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, 0.0]).unwrap();
+        let mut x = [0.0; 2];
+        match bicgstab(&a, &[1.0, 1e-3], &mut x, &options(50)) {
+            Ok(out) => assert_eq!((out.iterations, out.stop), (50, Stop::MaxIterations)),
+            Err(e) => assert!(matches!(e, Error::Solve(SolveError::Breakdown { .. })), "{e}"),
+        }
+    }
+
+    #[test]
+    fn nan_and_infinity_break_down_never_reach_the_outcome() {
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2.0, 3.0]).unwrap();
+        for (b, limit) in [([f64::NAN, 1.0], 10), ([f64::INFINITY, 1.0], 10), ([f64::NAN, 1.0], 0)] {
+            let (iteration, what, value, why) = breakdown(a, &b, limit);
+            assert_eq!((iteration, what, why), (0, "rᵀr", NOT_FINITE), "{b:?}");
+            assert!(!value.is_finite());
+        }
+        let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2.0, f64::NAN]).unwrap();
+        assert_eq!(breakdown(nan, &[1.0, 1.0], 10).1, "rᵀr");
+    }
+
+    #[test]
+    fn b_zero_takes_no_iteration_and_the_limit_stops_the_solve() {
+        let a = CsrRef::try_new(2, 2, &[0, 2, 3], &[0, 1, 1], &[2.0, 1.0, 3.0]).unwrap();
+        let out = bicgstab(&a, &[0.0; 2], &mut [0.0; 2], &options(10)).unwrap();
+        assert_eq!((out.iterations, out.stop, out.relative_residual), (0, Stop::Converged, 0.0));
+        let m = crate::reference::problems::convection_diffusion::<f64>(10, 10, 50.0).unwrap();
+        let (o, c, v) = m.csr_data();
+        let a = CsrRef::try_new(100, 100, o, c, v).unwrap();
+        let out = bicgstab(&a, &[1.0; 100], &mut [0.0; 100], &options(3)).unwrap();
+        assert_eq!((out.iterations, out.stop), (3, Stop::MaxIterations));
+        assert!(out.relative_residual > 1e-3, "{out:?}");
+    }
+}
