@@ -166,7 +166,4 @@ pub enum SolveError {
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },
-    /// GMRES's restart length is 0: a cycle must take at least one Arnoldi step to move `x`.
-    #[error("the GMRES restart length is {value}, but it must be at least 1")]
-    InvalidRestart { value: usize },
 }

@@ -17,8 +17,8 @@ mod solver_checks;
 
 pub use operator::LinearOperator;
 pub(crate) use operator::{
-    DiagonalNeed, InverseDiagonal, NOT_FINITE, axpy, check_system, dot, finite, inverse_diagonal, negative,
-    positive, quotient, residual, sqrt,
+    DiagonalNeed, InverseDiagonal, axpy, check_system, dot, finite, inverse_diagonal, negative, positive,
+    quotient, residual, sqrt,
 };
 
 use crate::formats::csr::CsrRef;

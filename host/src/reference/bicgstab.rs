@@ -16,23 +16,13 @@
 //! born in the last iteration is a breakdown, never an outcome with a NaN residual.
 
 use super::{
-    DiagonalNeed, InverseDiagonal, LinearOperator, NOT_FINITE, axpy, check_system, dot, finite, negative,
-    quotient, residual,
+    DiagonalNeed, InverseDiagonal, LinearOperator, axpy, check_system, dot, finite, negative, quotient,
+    residual,
 };
 use crate::Result;
+use crate::iterative::why::{NO_PROGRESS, NOT_FINITE, SHADOW_ORTHOGONAL, SHADOW_ORTHOGONAL_TO_V, SINGULAR};
 use crate::iterative::{Outcome, SolveError, SolverOptions, Stop, relative_residual};
 use crate::scalar::Scalar;
-
-/// Why `r̂ᵀr = 0` stops the solve: the Lanczos biorthogonalisation under BiCGSTAB cannot go on.
-pub(crate) const SHADOW_ORTHOGONAL: &str =
-    "the shadow residual is orthogonal to the residual: restart from this x";
-/// Why `r̂ᵀv = 0` stops it: `alpha` would divide by zero.
-pub(crate) const SHADOW_ORTHOGONAL_TO_V: &str =
-    "the shadow residual is orthogonal to A M⁻¹ p: restart from this x";
-/// Why `tᵀt = 0` stops it: `A M⁻¹ s = 0` for an `s` above the tolerance.
-pub(crate) const SINGULAR: &str = "A M⁻¹ s = 0 for a non-zero s: the matrix is singular";
-/// Why `ω = 0` stops it: the next `r̂ᵀr` would be 0 and the iteration could not go on.
-pub(crate) const NO_PROGRESS: &str = "the stabilising step made no progress (tᵀs = 0)";
 
 /// Solves `A x = b` by BiCGSTAB from the initial guess in `x`, overwriting it with the last iterate.
 ///

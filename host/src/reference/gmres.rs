@@ -37,20 +37,19 @@
 //! all cycles.
 
 use super::{
-    DiagonalNeed, InverseDiagonal, LinearOperator, NOT_FINITE, axpy, check_system, dot, finite, negative,
-    quotient, residual, sqrt,
+    DiagonalNeed, InverseDiagonal, LinearOperator, axpy, check_system, dot, finite, negative, quotient,
+    residual, sqrt,
 };
+use crate::iterative::why::{self, NOT_FINITE};
 use crate::iterative::{Outcome, SolveError, SolverOptions, Stop, relative_residual};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
+use kernels_gpu::abi::KRYLOV_MAX_RESTART;
 
-/// The longest restart length GMRES takes: 1024 basis vectors, 1025 times the memory of `b`, and a
-/// triangular factor of half a million entries. Longer cycles cost more in orthogonalisation
-/// (quadratic in the length) than restarting loses; usual lengths are 20 to 100.
-pub const MAX_RESTART: usize = 1 << 10;
-
-/// Why `H[j][j] = 0` after the rotations stops the solve.
-pub(crate) const SINGULAR_HESSENBERG: &str = "A M⁻¹ maps the Krylov space into a smaller one (the Hessenberg matrix is singular): the matrix is singular";
+/// The longest restart length GMRES takes, on the GPU as here: 1024 basis vectors, 1025 times the
+/// memory of `b`, and a triangular factor of half a million entries. Longer cycles cost more in
+/// orthogonalisation (quadratic in the length) than restarting loses; usual lengths are 20 to 100.
+pub const MAX_RESTART: usize = KRYLOV_MAX_RESTART as usize;
 
 /// Solves `A x = b` by GMRES(`restart`) from the initial guess in `x`, overwriting it with the last
 /// iterate.
@@ -134,15 +133,18 @@ pub fn gmres<T: Scalar>(
                 .into());
             }
             let below = sqrt(hh);
-            let column_norm = (column.iter().map(|h| h.to_f64().powi(2)).sum::<f64>() + hh.to_f64()).sqrt();
+            // The column's norm before the rotations, summed as the device sums it.
+            let norm2 = column.iter().fold(below * below, |acc, &h| h.mul_add(h, acc));
             for (i, &(c, s)) in rotations.iter().enumerate() {
                 let (upper, lower) = (column[i], column[i + 1]);
                 column[i] = c.mul_add(upper, s * lower);
                 column[i + 1] = negative(s).mul_add(upper, c * lower);
             }
-            let d = T::from_f64(column[j].to_f64().hypot(below.to_f64()));
-            if d.to_f64() <= (j + 1) as f64 * T::EPSILON * column_norm {
-                let (value, why) = (d.to_f64(), SINGULAR_HESSENBERG);
+            let d = sqrt(column[j].mul_add(column[j], below * below));
+            let threshold = T::from_f64((j + 1) as f64) * T::from_f64(T::EPSILON) * sqrt(norm2);
+            // `!(d > ...)`: a NaN breaks down too.
+            if !(d > threshold) {
+                let (value, why) = (d.to_f64(), why::SINGULAR_HESSENBERG);
                 return Err(SolveError::Breakdown { iteration: k, what: "H[j][j]", value, why }.into());
             }
             let (c, s) = (quotient(column[j], d), quotient(below, d));
@@ -350,7 +352,7 @@ mod tests {
     fn a_singular_operator_breaks_down_or_stagnates() {
         // diag(0, 1) and b = e1 in its null space: A v_0 = 0, H[0][0] = 0.
         let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[0.0, 1.0]).unwrap();
-        assert_eq!(breakdown(a, &[1.0, 0.0], 5), (0, "H[j][j]", SINGULAR_HESSENBERG));
+        assert_eq!(breakdown(a, &[1.0, 0.0], 5), (0, "H[j][j]", why::SINGULAR_HESSENBERG));
         // b = e1 + e2, half outside the range. GMRES(1) moves to the best x in span(b), (1, 1), in
         // one step, and a later cycle starts from r = e1 (up to rounding), in the null space. A
         // longer cycle finds A v_1 in the span of v_0 at its second step: H[1][1] is rounding noise

@@ -177,6 +177,3 @@ pub(crate) fn sqrt<T: Scalar>(a: T) -> T {
 pub(crate) fn finite<T: Scalar>(v: T) -> bool {
     v.to_f64().is_finite()
 }
-
-/// The reason [`SolveError::Breakdown`] gives when a scalar of a recurrence is NaN or infinite.
-pub(crate) const NOT_FINITE: &str = "the matrix, the preconditioner or b holds NaN or infinities";

@@ -1,0 +1,372 @@
+//! BiCGSTAB and GMRES(m) on the GPU against their CPU oracles (`reference::bicgstab`,
+//! `reference::gmres`), on convection-diffusion problems from diffusion-dominated to
+//! convection-dominated, plain and Jacobi-preconditioned, in f32 and f64: same stop, iteration counts
+//! within a stated slack, the true residual recomputed in f64, solutions close. Then what a solver
+//! must survive: iterations captured into a CUDA graph and replayed (the same outcome and bits),
+//! determinism, NaN in `b`, `b = 0`, the iteration limit, a singular operator, a caller's operator and
+//! preconditioner, stale values, and the refusals. Without a GPU these tests print why and pass,
+//! unless `SPMV_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::{gpu_or_skip, random_vector, rng};
+use gpu_spmv::reference::problems::convection_diffusion;
+use gpu_spmv::reference::{LinearOperator, bicgstab::bicgstab, gmres::gmres};
+use gpu_spmv::solve::{
+    Bicgstab, Gmres, Jacobi, Operator, Outcome, Preconditioner, SolveError, SolverOptions, Stop,
+};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Error, Gpu, Kernel, Plan, Scalar};
+use nalgebra_sparse::CsrMatrix;
+
+/// Which solver a check runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Bicgstab,
+    Gmres(usize),
+}
+
+/// Solves on the GPU with `method`, from `x0`, returning the outcome and the solution.
+fn gpu_solve<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    method: Method,
+    options: SolverOptions,
+    diagonal: &[T],
+    b: &[T],
+    x0: &[T],
+) -> gpu_spmv::Result<(Outcome, Vec<T>)> {
+    let plan = gpu.plan(a, Kernel::Auto)?;
+    let db = gpu.upload_vector(b)?;
+    let mut dx = gpu.upload_vector(x0)?;
+    let outcome = match method {
+        Method::Bicgstab => {
+            let mut s = Bicgstab::new(plan, options, Some(diagonal))?;
+            s.set_check_every(5);
+            s.solve(&db, &mut dx)?
+        }
+        Method::Gmres(m) => Gmres::new(plan, options, m, Some(diagonal))?.solve(&db, &mut dx)?,
+    };
+    Ok((outcome, dx.to_host(gpu)?))
+}
+
+fn cpu_solve<T: Scalar>(
+    a: CsrRef<'_, T>,
+    method: Method,
+    options: SolverOptions,
+    b: &[T],
+    x0: &[T],
+) -> gpu_spmv::Result<(Outcome, Vec<T>)> {
+    let mut x = x0.to_vec();
+    let outcome = match method {
+        Method::Bicgstab => bicgstab(&a, b, &mut x, &options)?,
+        Method::Gmres(m) => gmres(&a, b, &mut x, &options, m)?,
+    };
+    Ok((outcome, x))
+}
+
+/// `|b - A x| / |b|` in f64.
+fn true_residual<T: Scalar>(a: CsrRef<'_, T>, b: &[T], x: &[T]) -> f64 {
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let (mut r, mut bb) = (0.0, 0.0);
+    for (row, &bi) in b.iter().enumerate() {
+        let (cols, vals) = a.row(row);
+        let ax: f64 = cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x64[c]).sum();
+        r += (bi.to_f64() - ax).powi(2);
+        bb += bi.to_f64().powi(2);
+    }
+    (r / bb).sqrt()
+}
+
+fn against_oracle<T: Scalar>(test: &str, rel_tol: f64) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for peclet in [0.0, 50.0, 1000.0] {
+        let a: CsrMatrix<T> = convection_diffusion(37, 29, peclet).unwrap();
+        let view = CsrRef::from(&a);
+        let da = gpu.upload_csr(&a).unwrap();
+        let diagonal = view.diagonal();
+        let b = random_vector::<T>(&mut rng, a.nrows());
+        let x0 = random_vector::<T>(&mut rng, a.nrows());
+        for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+            for method in [Method::Bicgstab, Method::Gmres(30), Method::Gmres(7)] {
+                let what = format!("Pe {peclet} {preconditioner:?} {method:?}");
+                let options = SolverOptions { rel_tol, max_iterations: 4000, preconditioner };
+                let (cpu, x_cpu) = cpu_solve(view, method, options, &b, &x0).unwrap();
+                let (out, x) = gpu_solve(&gpu, &da, method, options, &diagonal, &b, &x0).unwrap();
+                assert_eq!(cpu.stop, Stop::Converged, "{what}: CPU {cpu:?}");
+                assert_eq!(out.stop, Stop::Converged, "{what}: GPU {out:?}");
+                // The GPU sums its dot products in T by a fixed tree, the CPU in f64: the recurrences
+                // drift apart by a rounding of T per dot product, which a long solve amplifies.
+                let slack = 2 + cpu.iterations / if T::EPSILON > 1e-10 { 10 } else { 40 };
+                assert!(out.iterations.abs_diff(cpu.iterations) <= slack, "{what}: GPU {out:?}, CPU {cpu:?}");
+                assert!(out.relative_residual <= rel_tol, "{what}: {out:?}");
+                // The recurrence's residual drifts from the true one by rounding: within 100 ulps of
+                // the solution's scale, or 10x the tolerance.
+                let truth = true_residual(view, &b, &x);
+                let bound = (10.0 * rel_tol).max(100.0 * T::EPSILON);
+                assert!(truth <= bound, "{what}: true residual {truth:e} over {bound:e} ({out:?})");
+                let norm = x_cpu.iter().map(|v| v.to_f64().powi(2)).sum::<f64>().sqrt();
+                let diff =
+                    x.iter().zip(&x_cpu).map(|(a, b)| (a.to_f64() - b.to_f64()).powi(2)).sum::<f64>().sqrt();
+                assert!(diff <= 1e3 * bound * norm, "{what}: |x - x_cpu| / |x_cpu| = {:e}", diff / norm);
+                println!(
+                    "{what}: GPU {} CPU {} iterations, true residual {truth:.2e}",
+                    out.iterations, cpu.iterations
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_krylov_against_oracle_f32() {
+    against_oracle::<f32>("gpu_krylov_against_oracle_f32", 1e-5);
+}
+
+#[test]
+fn gpu_krylov_against_oracle_f64() {
+    against_oracle::<f64>("gpu_krylov_against_oracle_f64", 1e-10);
+}
+
+/// A batch of iterations captured into a graph and replayed until the solve stops: the same
+/// outcome and the same bits as the plain solve; and a second plain solve is bit-identical too.
+#[test]
+fn gpu_krylov_in_a_graph_and_deterministic() {
+    let test = "gpu_krylov_in_a_graph_and_deterministic";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a: CsrMatrix<f64> = convection_diffusion(31, 33, 200.0).unwrap();
+    let da = gpu.upload_csr(&a).unwrap();
+    let diagonal = CsrRef::from(&a).diagonal();
+    let b = gpu.upload_vector(&random_vector::<f64>(&mut rng, a.nrows())).unwrap();
+    let options =
+        SolverOptions { rel_tol: 1e-9, max_iterations: 3000, preconditioner: Preconditioner::Jacobi };
+    let bits =
+        |v: &DeviceVector<f64>| v.to_host(&gpu).unwrap().into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    for method in [Method::Bicgstab, Method::Gmres(12)] {
+        let plan = || gpu.plan(&da, Kernel::Auto).unwrap();
+        let solve = || {
+            let mut x = gpu.zeros::<f64>(a.nrows()).unwrap();
+            let outcome = match method {
+                Method::Bicgstab => {
+                    Bicgstab::new(plan(), options, Some(&diagonal)).unwrap().solve(&b, &mut x)
+                }
+                Method::Gmres(m) => {
+                    Gmres::new(plan(), options, m, Some(&diagonal)).unwrap().solve(&b, &mut x)
+                }
+            };
+            (outcome.unwrap(), x)
+        };
+        let (expected, x_plain) = solve();
+        let (again, x_again) = solve();
+        assert_eq!(expected, again, "{method:?}: two solves differ");
+        assert_eq!(bits(&x_plain), bits(&x_again), "{method:?}: two solves not bit-identical");
+        let mut x = gpu.zeros::<f64>(a.nrows()).unwrap();
+        let outcome = match method {
+            Method::Bicgstab => {
+                let mut s = Bicgstab::new(plan(), options, Some(&diagonal)).unwrap();
+                s.start(&b, &x).unwrap();
+                let graph = gpu.capture(|| s.iterate(&mut x, 9)).unwrap();
+                loop {
+                    graph.launch().unwrap();
+                    if let Some(outcome) = s.outcome().unwrap() {
+                        break outcome;
+                    }
+                }
+            }
+            Method::Gmres(m) => {
+                let mut s = Gmres::new(plan(), options, m, Some(&diagonal)).unwrap();
+                s.start(&b, &x).unwrap();
+                let graph = gpu.capture(|| s.iterate(&mut x, 2)).unwrap();
+                loop {
+                    graph.launch().unwrap();
+                    if let Some(outcome) = s.outcome().unwrap() {
+                        break outcome;
+                    }
+                }
+            }
+        };
+        assert_eq!(outcome, expected, "{method:?}: the graph's solve differs from the plain one");
+        assert_eq!(bits(&x), bits(&x_plain), "{method:?}: the graph's solution is not bit-identical");
+    }
+}
+
+/// NaN in `b` is a breakdown, never a NaN outcome or a hang; `b = 0` from `x = 0` converges at
+/// once; the limit stops at exactly `max_iterations`; a singular operator stops with a typed outcome.
+#[test]
+fn gpu_krylov_edge_cases() {
+    let test = "gpu_krylov_edge_cases";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a: CsrMatrix<f64> = convection_diffusion(20, 20, 10.0).unwrap();
+    let n = a.nrows();
+    let view = CsrRef::from(&a);
+    let da = gpu.upload_csr(&a).unwrap();
+    let diagonal = view.diagonal();
+    let options =
+        SolverOptions { rel_tol: 1e-12, max_iterations: 1000, preconditioner: Preconditioner::None };
+    for method in [Method::Bicgstab, Method::Gmres(10)] {
+        let mut b = random_vector::<f64>(&mut rng, n);
+        b[n / 3] = f64::NAN;
+        let e = gpu_solve(&gpu, &da, method, options, &diagonal, &b, &vec![0.0; n]).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::Breakdown { .. })), "{method:?} NaN b: {e}");
+        let (out, x) =
+            gpu_solve(&gpu, &da, method, options, &diagonal, &vec![0.0; n], &vec![0.0; n]).unwrap();
+        assert_eq!(
+            (out.iterations, out.stop, out.relative_residual),
+            (0, Stop::Converged, 0.0),
+            "{method:?}"
+        );
+        assert!(x.iter().all(|&v| v == 0.0));
+        let b = random_vector::<f64>(&mut rng, n);
+        let limited = SolverOptions { max_iterations: 13, ..options };
+        let (out, _) = gpu_solve(&gpu, &da, method, limited, &diagonal, &b, &vec![0.0; n]).unwrap();
+        let (cpu, _) = cpu_solve(view, method, limited, &b, &vec![0.0; n]).unwrap();
+        assert_eq!((out.iterations, out.stop), (13, Stop::MaxIterations), "{method:?}: {out:?}");
+        assert_eq!((cpu.iterations, cpu.stop), (13, Stop::MaxIterations), "{method:?}: CPU {cpu:?}");
+    }
+    // A singular operator: a zero row, and b with a component there. Neither solver can reach the
+    // tolerance; each stops with an outcome or a typed breakdown, as its oracle does.
+    let mut singular = a.clone();
+    let row = n / 2;
+    let (start, end) = (singular.row_offsets()[row], singular.row_offsets()[row + 1]);
+    singular.values_mut()[start..end].iter_mut().for_each(|v| *v = 0.0);
+    let ds = gpu.upload_csr(&singular).unwrap();
+    let b = random_vector::<f64>(&mut rng, n);
+    let options = SolverOptions { max_iterations: 300, ..options };
+    for method in [Method::Bicgstab, Method::Gmres(10)] {
+        let gpu_result = gpu_solve(&gpu, &ds, method, options, &diagonal, &b, &vec![0.0; n]);
+        let cpu_result = cpu_solve(CsrRef::from(&singular), method, options, &b, &vec![0.0; n]);
+        match (&gpu_result, &cpu_result) {
+            (Ok((g, _)), Ok((c, _))) => {
+                assert_ne!(g.stop, Stop::Converged, "{method:?}: {g:?}");
+                assert_eq!(g.stop, c.stop, "{method:?}");
+            }
+            (
+                Err(Error::Solve(SolveError::Breakdown { what: g, .. })),
+                Err(Error::Solve(SolveError::Breakdown { what: c, .. })),
+            ) => {
+                assert_eq!(g, c, "{method:?}");
+            }
+            _ => panic!("{method:?}: GPU {gpu_result:?}, CPU {cpu_result:?}"),
+        }
+        println!("{method:?} on a singular operator: {gpu_result:?}");
+    }
+}
+
+/// `y = s A x`: a caller's operator over a plan.
+struct Scaled<'a> {
+    plan: Plan<'a, f64, DeviceCsr<f64>>,
+    s: f64,
+}
+
+impl Operator<f64> for Scaled<'_> {
+    fn gpu(&self) -> &Gpu {
+        self.plan.gpu()
+    }
+    fn nrows(&self) -> usize {
+        self.plan.matrix().nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.plan.matrix().ncols()
+    }
+    fn apply(&self, x: &DeviceVector<f64>, y: &mut DeviceVector<f64>) -> gpu_spmv::Result<()> {
+        self.plan.spmv(self.s, x, 0.0, y)
+    }
+}
+
+/// A caller's operator and preconditioner: `2A x = 2b` has the solution of `A x = b`, and the public
+/// `Jacobi` given as a caller's preconditioner gives the bits of the built-in one.
+#[test]
+fn gpu_krylov_callers_operator_and_preconditioner() {
+    let test = "gpu_krylov_callers_operator_and_preconditioner";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a: CsrMatrix<f64> = convection_diffusion(25, 19, 80.0).unwrap();
+    let n = a.nrows();
+    let da = gpu.upload_csr(&a).unwrap();
+    let diagonal = CsrRef::from(&a).diagonal();
+    let b = random_vector::<f64>(&mut rng, n);
+    let db = gpu.upload_vector(&b).unwrap();
+    let jacobi =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 2000, preconditioner: Preconditioner::Jacobi };
+    let plain = SolverOptions { preconditioner: Preconditioner::None, ..jacobi };
+    let mut x_built = gpu.zeros::<f64>(n).unwrap();
+    let built = Gmres::new(gpu.plan(&da, Kernel::Auto).unwrap(), jacobi, 20, Some(&diagonal))
+        .unwrap()
+        .solve(&db, &mut x_built)
+        .unwrap();
+    let own = Box::new(Jacobi::new(&gpu, &diagonal).unwrap());
+    let mut x_own = gpu.zeros::<f64>(n).unwrap();
+    let mine = Gmres::with_preconditioner(gpu.plan(&da, Kernel::Auto).unwrap(), plain, 20, own)
+        .unwrap()
+        .solve(&db, &mut x_own)
+        .unwrap();
+    assert_eq!(built, mine);
+    assert_eq!(x_built.to_host(&gpu).unwrap(), x_own.to_host(&gpu).unwrap());
+    let own = Box::new(Jacobi::new(&gpu, &diagonal).unwrap());
+    let refused =
+        Gmres::with_preconditioner(gpu.plan(&da, Kernel::Auto).unwrap(), jacobi, 20, own).unwrap_err();
+    assert!(matches!(refused, Error::Unsupported(_)), "{refused}");
+
+    let twice = Scaled { plan: gpu.plan(&da, Kernel::Auto).unwrap(), s: 2.0 };
+    let b2: Vec<f64> = b.iter().map(|v| 2.0 * v).collect();
+    let db2 = gpu.upload_vector(&b2).unwrap();
+    let mut x = gpu.zeros::<f64>(n).unwrap();
+    let out = Bicgstab::new(twice, plain, None).unwrap().solve(&db2, &mut x).unwrap();
+    assert_eq!(out.stop, Stop::Converged);
+    let truth = true_residual(CsrRef::from(&a), &b, &x.to_host(&gpu).unwrap());
+    assert!(truth <= 1e-8, "{truth:e}");
+}
+
+/// Refusals come before anything is enqueued or allocated, and leave `x` as it was; a Jacobi solver
+/// refuses to run on values updated after its diagonal until it is given the new one.
+#[test]
+fn gpu_krylov_refusals_and_stale_values() {
+    let test = "gpu_krylov_refusals_and_stale_values";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a: CsrMatrix<f64> = convection_diffusion(9, 11, 5.0).unwrap();
+    let n = a.nrows();
+    let da = gpu.upload_csr(&a).unwrap();
+    let diagonal = CsrRef::from(&a).diagonal();
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 500, preconditioner: Preconditioner::Jacobi };
+    let plan = || gpu.plan(&da, Kernel::Auto).unwrap();
+    for restart in [0, 100_000] {
+        let e = Gmres::new(plan(), options, restart, Some(&diagonal)).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { .. })), "{restart}: {e}");
+    }
+    let e = Bicgstab::new(plan(), options, None).unwrap_err();
+    assert!(matches!(e, Error::DimensionMismatch { what: "the diagonal", .. }), "{e}");
+    let mut zero = diagonal.clone();
+    zero[3] = 0.0;
+    let e = Bicgstab::new(plan(), options, Some(&zero)).unwrap_err();
+    assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 3, .. })), "{e}");
+    let e =
+        Bicgstab::new(plan(), SolverOptions { rel_tol: f64::NAN, ..options }, Some(&diagonal)).unwrap_err();
+    assert!(matches!(e, Error::Solve(SolveError::InvalidTolerance { .. })), "{e}");
+    let wide = CsrMatrix::try_from_csr_data(2, 3, vec![0, 1, 2], vec![0, 2], vec![1.0, 1.0]).unwrap();
+    let dw = gpu.upload_csr(&wide).unwrap();
+    let e = Gmres::new(gpu.plan(&dw, Kernel::Auto).unwrap(), options, 5, Some(&[1.0, 1.0])).unwrap_err();
+    assert!(matches!(e, Error::Solve(SolveError::NotSquare { rows: 2, cols: 3 })), "{e}");
+
+    let mut solver = Bicgstab::new(plan(), options, Some(&diagonal)).unwrap();
+    let x0 = random_vector::<f64>(&mut rng, n);
+    let mut x = gpu.upload_vector(&x0).unwrap();
+    let short = gpu.zeros::<f64>(n - 1).unwrap();
+    let e = solver.solve(&short, &mut x).unwrap_err();
+    assert!(matches!(e, Error::DimensionMismatch { what: "b", .. }), "{e}");
+    assert_eq!(x.to_host(&gpu).unwrap(), x0, "x changed by a refused solve");
+
+    let b = gpu.upload_vector(&random_vector::<f64>(&mut rng, n)).unwrap();
+    let mut values = a.values().to_vec();
+    values.iter_mut().for_each(|v| *v *= 2.0);
+    da.update_values(&gpu, &values).unwrap();
+    let e = solver.solve(&b, &mut x).unwrap_err();
+    assert!(matches!(e, Error::StaleValues { .. }), "{e}");
+    let doubled: Vec<f64> = diagonal.iter().map(|d| 2.0 * d).collect();
+    solver.set_diagonal(&doubled).unwrap();
+    let out = solver.solve(&b, &mut x).unwrap();
+    assert_eq!(out.stop, Stop::Converged, "{out:?}");
+}
