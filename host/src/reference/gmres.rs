@@ -142,8 +142,8 @@ pub fn gmres<T: Scalar>(
             }
             let d = sqrt(column[j].mul_add(column[j], below * below));
             let threshold = T::from_f64((j + 1) as f64) * T::from_f64(T::EPSILON) * sqrt(norm2);
-            // `!(d > ...)`: a NaN breaks down too.
-            if !(d > threshold) {
+            // A NaN `d` breaks down too.
+            if d.partial_cmp(&threshold) != Some(std::cmp::Ordering::Greater) {
                 let (value, why) = (d.to_f64(), why::SINGULAR_HESSENBERG);
                 return Err(SolveError::Breakdown { iteration: k, what: "H[j][j]", value, why }.into());
             }
