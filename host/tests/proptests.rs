@@ -1,7 +1,8 @@
 //! Property tests (proptest) of what no input may break: `CsrRef::try_new` on raw arrays, every
 //! conversion from CSR with its parameters, the Matrix Market reader on generated and on damaged
 //! files, the LMA operator, the row partition, the sprs and faer conversions, the CPU references and
-//! their dense views, the reordering, CG's options and Auto's rule on any row statistics. The properties themselves live in
+//! their dense views, the reordering, CG's options, BiCGSTAB and GMRES on random systems, the
+//! convection–diffusion generator, and Auto's rule on any row statistics. The properties themselves live in
 //! `properties/`, shared with the fuzz targets; this file generates inputs for them, small and many,
 //! so the suite takes a few seconds. A failure prints the shrunk input. Every test runs under the
 //! 4 GiB cap on the address space (`common::cap_memory`), so an over-allocation fails it.
@@ -12,11 +13,13 @@ mod properties;
 use common::cap_memory;
 use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
+use gpu_spmv::reference::gmres::MAX_RESTART;
 use gpu_spmv::rule::Target;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use properties::cg::check_cg_options;
+use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
 use properties::partition::check_partition;
 use properties::references::{check_dense_view, check_references};
@@ -145,6 +148,31 @@ fn cg_options() -> impl Strategy<Value = SolverOptions> {
     })
 }
 
+/// BiCGSTAB, or GMRES with a restart length that is usual, 0, or past the limit.
+fn krylov() -> impl Strategy<Value = Krylov> {
+    let restart =
+        prop_oneof![8 => 1usize..40, 1 => Just(0usize), 1 => Just(MAX_RESTART + 1), 1 => Just(usize::MAX)];
+    prop_oneof![Just(Krylov::Bicgstab), restart.prop_map(|restart| Krylov::Gmres { restart })]
+}
+
+/// A length of `b` or `x` for a system of order `n`: mostly `n`, sometimes one off.
+fn length_near(n: usize) -> impl Strategy<Value = usize> {
+    prop_oneof![8 => Just(n), 1 => Just(n + 1), 1 => Just(n.saturating_sub(1))]
+}
+
+/// A grid: small, or past the 32-bit limits by its unknowns, its entries or `usize` (never a large
+/// grid within them, which would be allocated).
+fn grid() -> impl Strategy<Value = (usize, usize)> {
+    let small = (0usize..25, 0usize..25);
+    let huge = prop_oneof![
+        Just((1usize << 16, 1usize << 16)),
+        Just((1 << 15, 1 << 15)),
+        Just((usize::MAX, 2)),
+        Just((3, usize::MAX))
+    ];
+    prop_oneof![8 => small, 1 => huge]
+}
+
 /// A dimension or stride: small, or past every limit.
 fn extent() -> impl Strategy<Value = usize> {
     prop_oneof![8 => 0usize..9, 1 => Just(1usize << 33), 1 => Just(usize::MAX)]
@@ -196,6 +224,37 @@ proptest! {
     fn cg_options_are_refused_as_documented_or_stop_the_solve_as_they_say(n in 0usize..20, options in cg_options()) {
         cap_memory();
         check_cg_options(n, options);
+    }
+
+    #[test]
+    fn krylov_solvers_refuse_as_documented_or_stop_within_their_limits(
+        (a, b, x0) in square().prop_flat_map(|a| {
+            let n = a.rows.len();
+            let values = |len| prop::collection::vec(-8i8..8, len);
+            (Just(a), length_near(n).prop_flat_map(values), length_near(n).prop_flat_map(values))
+        }),
+        options in cg_options(),
+        solver in krylov(),
+    ) {
+        cap_memory();
+        let (offsets, cols, values) = a.arrays::<f32>();
+        let view = CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap();
+        let (b32, x32): (Vec<f32>, Vec<f32>) = (b.iter().map(|&v| f32::from(v)).collect(), x0.iter().map(|&v| f32::from(v)).collect());
+        check_krylov(solver, view, &b32, &x32, options);
+        let (offsets, cols, values) = a.arrays::<f64>();
+        let view = CsrRef::try_new(a.rows.len(), a.ncols, &offsets, &cols, &values).unwrap();
+        let (b64, x64): (Vec<f64>, Vec<f64>) = (b.iter().map(|&v| f64::from(v)).collect(), x0.iter().map(|&v| f64::from(v)).collect());
+        check_krylov(solver, view, &b64, &x64, options);
+    }
+
+    #[test]
+    fn convection_diffusion_is_refused_as_documented_or_an_m_matrix(
+        (nx, ny) in grid(),
+        peclet in prop_oneof![4 => 0.0..1000.0f64, 1 => Just(f64::NAN), 1 => Just(-1.0), 1 => Just(f64::INFINITY), 1 => Just(1e40), 1 => Just(f64::MAX)],
+    ) {
+        cap_memory();
+        check_convection_diffusion::<f32>(nx, ny, peclet);
+        check_convection_diffusion::<f64>(nx, ny, peclet);
     }
 
     #[test]

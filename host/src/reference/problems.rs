@@ -20,8 +20,8 @@ use nalgebra_sparse::CsrMatrix;
 /// nonsingular and its diagonal positive: Jacobi applies. The unknown at grid point `(i, j)` is row
 /// `j nx + i`; columns sorted within each row.
 ///
-/// Refused, before anything is allocated: a Péclet number that is negative or not finite
-/// ([`Error::InvalidNumber`]), and a grid whose unknowns or entries do not fit the kernels' 32-bit
+/// Refused, before anything is allocated: a Péclet number that is negative, not finite, or so large
+/// that the diagonal overflows `T` ([`Error::InvalidNumber`]), and a grid whose unknowns or entries do not fit the kernels' 32-bit
 /// indices ([`Error::TooLarge`]). A grid with `nx` or `ny` zero is the empty `0 × 0` matrix.
 pub fn convection_diffusion<T: Scalar>(nx: usize, ny: usize, peclet: f64) -> Result<CsrMatrix<T>> {
     if !(peclet >= 0.0 && peclet.is_finite()) {
@@ -46,6 +46,11 @@ pub fn convection_diffusion<T: Scalar>(nx: usize, ny: usize, peclet: f64) -> Res
     let (east, north) = (-hy / hx, -hx / hy);
     let (west, south) = (east - peclet * w * hy, north - peclet * w * hx);
     let diagonal = -(east + west + north + south);
+    // The largest entry: finite in `T`, so are the others.
+    if !T::from_f64(diagonal).to_f64().is_finite() {
+        let expected = "small enough for the matrix's entries to be finite in the element type";
+        return Err(Error::InvalidNumber { what: "the Péclet number", value: peclet, expected });
+    }
     let mut offsets = Vec::with_capacity(n + 1);
     let (mut cols, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
     offsets.push(0);
@@ -117,6 +122,10 @@ mod tests {
             let e = convection_diffusion::<f64>(3, 3, pe).unwrap_err();
             assert!(matches!(e, Error::InvalidNumber { what: "the Péclet number", .. }), "{pe}: {e}");
         }
+        let e = convection_diffusion::<f32>(3, 3, 1e40).unwrap_err();
+        assert!(matches!(e, Error::InvalidNumber { what: "the Péclet number", .. }), "{e}");
+        // In f64 the diagonal, Pe (hx + hy) / √2 + ..., stays below Pe: finite for every finite Pe.
+        assert!(convection_diffusion::<f64>(1, 1, f64::MAX).is_ok());
         let e = convection_diffusion::<f64>(usize::MAX, 2, 1.0).unwrap_err();
         assert!(matches!(e, Error::TooLarge { what: "the unknowns of the grid (nx × ny)", .. }), "{e}");
         let e = convection_diffusion::<f64>(1 << 16, 1 << 16, 1.0).unwrap_err();

@@ -9,6 +9,7 @@
 pub mod cg;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub mod interop;
+pub mod krylov;
 pub mod lma;
 pub mod partition;
 pub mod references;

@@ -1,0 +1,211 @@
+//! The nonsymmetric solvers' CPU oracles (`reference::bicgstab`, `reference::gmres`) and the
+//! convection–diffusion generator (`reference::problems`) on any input: refused as documented, in
+//! the documented order, with `x` untouched; otherwise a solve that stops within its limit, never
+//! with a NaN residual, converged only below its tolerance and with a finite `x`, or a breakdown
+//! that names a scalar of the recurrence.
+
+use gpu_spmv::reference::LinearOperator;
+use gpu_spmv::reference::bicgstab::bicgstab;
+use gpu_spmv::reference::gmres::{MAX_RESTART, gmres};
+use gpu_spmv::reference::problems::convection_diffusion;
+use gpu_spmv::solve::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
+use gpu_spmv::{CsrRef, Error, Result, Scalar};
+
+/// Which solver a property runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Krylov {
+    Bicgstab,
+    Gmres { restart: usize },
+}
+
+impl Krylov {
+    pub fn solve<T: Scalar>(
+        self,
+        a: CsrRef<'_, T>,
+        b: &[T],
+        x: &mut [T],
+        options: &SolverOptions,
+    ) -> Result<Outcome> {
+        match self {
+            Krylov::Bicgstab => bicgstab(&a, b, x, options),
+            Krylov::Gmres { restart } => gmres(&a, b, x, options, restart),
+        }
+    }
+
+    /// The scalars whose breakdown the solver reports.
+    fn breakdowns(self) -> &'static [&'static str] {
+        match self {
+            Krylov::Bicgstab => &["rᵀr", "r̂ᵀr", "r̂ᵀv", "tᵀt", "ω"],
+            Krylov::Gmres { .. } => &["rᵀr", "‖w‖²", "H[j][j]"],
+        }
+    }
+}
+
+/// The refusal the documentation promises for these inputs, in its order: options, shape, lengths,
+/// GMRES's restart length, Jacobi's diagonal. `None` for inputs a solve must accept.
+fn expected_refusal<T: Scalar>(
+    solver: Krylov,
+    a: CsrRef<'_, T>,
+    b: usize,
+    x: usize,
+    options: &SolverOptions,
+) -> Option<String> {
+    if !(0.0..=1.0).contains(&options.rel_tol) {
+        return Some("InvalidTolerance".into());
+    }
+    if options.max_iterations > u32::MAX as usize {
+        return Some("TooLarge the iteration limit".into());
+    }
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Some("NotSquare".into());
+    }
+    if b != n {
+        return Some("DimensionMismatch b".into());
+    }
+    if x != n {
+        return Some("DimensionMismatch x".into());
+    }
+    if let Krylov::Gmres { restart } = solver {
+        if restart == 0 {
+            return Some("InvalidRestart".into());
+        }
+        if restart > MAX_RESTART {
+            return Some("TooLarge the GMRES restart length".into());
+        }
+    }
+    if options.preconditioner == Preconditioner::Jacobi {
+        let diagonal = LinearOperator::diagonal(&a);
+        if let Some(row) = diagonal.iter().position(|d| d.to_f64() == 0.0 || !d.to_f64().is_finite()) {
+            return Some(format!("SingularDiagonal {row}"));
+        }
+    }
+    None
+}
+
+/// The same words for the error a solve returned.
+fn refusal(e: &Error) -> Option<String> {
+    Some(match e {
+        Error::Solve(SolveError::InvalidTolerance { .. }) => "InvalidTolerance".into(),
+        Error::TooLarge { what, .. } => format!("TooLarge {what}"),
+        Error::Solve(SolveError::NotSquare { .. }) => "NotSquare".into(),
+        Error::DimensionMismatch { what, .. } => format!("DimensionMismatch {what}"),
+        Error::Solve(SolveError::InvalidRestart { .. }) => "InvalidRestart".into(),
+        Error::Solve(SolveError::SingularDiagonal { row, .. }) => format!("SingularDiagonal {row}"),
+        _ => return None,
+    })
+}
+
+/// Solves `a x = b` from `x0` and asserts what every input must give: the documented refusal with
+/// `x` untouched, or an outcome within the iteration limit whose residual is a number, below the
+/// tolerance (where `rel_tol² |b|²` is a normal number of `T`) with a finite `x` when converged, or a
+/// breakdown of a scalar the solver names, with a reason.
+pub fn check_krylov<T: Scalar>(solver: Krylov, a: CsrRef<'_, T>, b: &[T], x0: &[T], options: SolverOptions) {
+    let mut x = x0.to_vec();
+    let expected = expected_refusal(solver, a, b.len(), x.len(), &options);
+    match solver.solve(a, b, &mut x, &options) {
+        Ok(out) => {
+            assert_eq!(expected, None, "{solver:?} accepted a refused input: {out:?}");
+            assert!(out.iterations <= options.max_iterations, "{solver:?}: {out:?} past {options:?}");
+            assert!(!out.relative_residual.is_nan(), "{solver:?}: {out:?}");
+            match out.stop {
+                Stop::Converged => {
+                    let bb: f64 = b.iter().map(|v| v.to_f64().powi(2)).sum();
+                    let tol_rr = options.rel_tol * options.rel_tol * bb;
+                    let normal = tol_rr >= 4.0 * min_normal::<T>();
+                    assert!(
+                        !normal || out.relative_residual <= options.rel_tol * (1.0 + 8.0 * T::EPSILON),
+                        "{solver:?}: {out:?} under {options:?}"
+                    );
+                    assert!(x.iter().all(|v| v.to_f64().is_finite()), "{solver:?} converged to {x:?}");
+                }
+                Stop::MaxIterations => assert_eq!(out.iterations, options.max_iterations, "{solver:?}"),
+            }
+        }
+        Err(Error::Solve(SolveError::Breakdown { iteration, what, why, .. })) => {
+            assert_eq!(expected, None, "{solver:?} broke down on a refused input");
+            assert!(solver.breakdowns().contains(&what), "{solver:?}: breakdown of {what}");
+            assert!(
+                iteration <= options.max_iterations && !why.is_empty(),
+                "{solver:?}: {what} at {iteration}"
+            );
+        }
+        Err(e) => {
+            assert_eq!(refusal(&e), expected, "{solver:?}: {e}");
+            assert!(
+                x.iter().zip(x0).all(|(x, x0)| x.to_f64().to_bits() == x0.to_f64().to_bits()),
+                "x written"
+            );
+        }
+    }
+}
+
+/// The smallest normal number of `T`.
+fn min_normal<T: Scalar>() -> f64 {
+    match T::NAME {
+        "f32" => f64::from(f32::MIN_POSITIVE),
+        _ => f64::MIN_POSITIVE,
+    }
+}
+
+/// The convection–diffusion generator on any grid and Péclet number: refused with
+/// `InvalidNumber` for a Péclet number negative, not finite or too large for `T`, with `TooLarge`
+/// for a grid past 32-bit indices, else an M-matrix with the documented pattern, which both solvers
+/// solve when it is small and `Pe <= 1000`. The caller keeps accepted grids small (a grid is
+/// allocated as asked).
+pub fn check_convection_diffusion<T: Scalar>(nx: usize, ny: usize, peclet: f64) {
+    let unknowns = nx.checked_mul(ny).filter(|&n| n <= u32::MAX as usize);
+    let entries = unknowns.and_then(|n| {
+        let edges =
+            2 * (nx.saturating_sub(1) as u128 * ny as u128 + ny.saturating_sub(1) as u128 * nx as u128);
+        u32::try_from(n as u128 + edges).ok().map(|_| (n as u128 + edges) as usize)
+    });
+    match convection_diffusion::<T>(nx, ny, peclet) {
+        Ok(m) => {
+            assert!(peclet >= 0.0 && peclet.is_finite(), "Pe {peclet} accepted");
+            let n = unknowns.expect("an accepted grid fits 32 bits");
+            assert_eq!((m.nrows(), m.ncols(), m.nnz()), (n, n, entries.expect("its entries too")));
+            for (r, row) in m.row_iter().enumerate() {
+                assert!(row.col_indices().is_sorted(), "row {r}");
+                let (mut diagonal, mut off) = (0.0, 0.0);
+                for (&c, v) in row.col_indices().iter().zip(row.values()) {
+                    let v = v.to_f64();
+                    assert!(v.is_finite(), "({r}, {c}) = {v}");
+                    if c == r {
+                        diagonal = v;
+                    } else {
+                        assert!(v <= 0.0 && (c.abs_diff(r) == 1 || c.abs_diff(r) == nx), "({r}, {c}) = {v}");
+                        off -= v;
+                    }
+                }
+                assert!(
+                    diagonal > 0.0 && diagonal >= off * (1.0 - 4.0 * T::EPSILON),
+                    "row {r}: {diagonal} < {off}"
+                );
+            }
+            if n > 0 && n <= 400 && peclet <= 1000.0 {
+                let (o, c, v) = m.csr_data();
+                let a = CsrRef::try_new(n, n, o, c, v).unwrap();
+                let b: Vec<T> = (0..n).map(|i| T::from_f64(1.0 + (i % 7) as f64)).collect();
+                let options = SolverOptions {
+                    rel_tol: 1e-4,
+                    max_iterations: 4000,
+                    preconditioner: Preconditioner::Jacobi,
+                };
+                for solver in [Krylov::Bicgstab, Krylov::Gmres { restart: 20 }] {
+                    let out = solver.solve(a, &b, &mut vec![T::ZERO; n], &options).unwrap();
+                    assert_eq!(out.stop, Stop::Converged, "{solver:?} on {nx} x {ny}, Pe {peclet}: {out:?}");
+                }
+            }
+        }
+        Err(Error::InvalidNumber { what: "the Péclet number", value, .. }) => {
+            let diagonal_overflows = T::from_f64(peclet * 2.0).to_f64().is_infinite();
+            assert!(!(peclet >= 0.0 && peclet.is_finite()) || diagonal_overflows, "Pe {peclet} refused");
+            assert!(value.to_bits() == peclet.to_bits());
+        }
+        Err(Error::TooLarge { .. }) => {
+            assert!(peclet >= 0.0 && peclet.is_finite() && entries.is_none(), "{nx} x {ny} refused");
+        }
+        Err(e) => panic!("unexpected refusal {e}"),
+    }
+}
