@@ -1446,6 +1446,8 @@ pub struct KrylovBasisParams<T> {
     pub basis: DevicePtr<DevicePtr<T>>,
     /// At most the basis' columns, or [`KRYLOV_STATE_COLUMNS`].
     pub columns: u32,
+    /// The most columns the launch takes: the state's count is clamped to it.
+    pub most: u32,
     pub slot: u32,
     pub scale: T,
     pub accumulate: u32,

@@ -176,14 +176,19 @@ unsafe fn dots<T: Real>(p: KrylovDotsParams<T>) {
 /// The index of [`KrylovState::arrivals`] among the state's `u32` fields.
 const ARRIVALS: usize = core::mem::offset_of!(KrylovState, arrivals) / size_of::<u32>();
 
-/// The basis' column count of a launch: its own, or the state's.
+/// The basis' column count of a launch: its own, or the state's, at most `most`.
 ///
 /// # Safety
 /// As [`open`].
 #[inline(always)]
-unsafe fn columns<T>(c: &KrylovCommon<T>, columns: u32) -> u32 {
+unsafe fn columns<T>(p: &KrylovBasisParams<T>) -> u32 {
     // SAFETY: the caller's contract.
-    if columns == KRYLOV_STATE_COLUMNS { unsafe { load!(c.state.as_ptr(), columns) } } else { columns }
+    let count = if p.columns == KRYLOV_STATE_COLUMNS {
+        unsafe { load!(p.common.state.as_ptr(), columns) }
+    } else {
+        p.columns
+    };
+    count.min(p.most)
 }
 
 /// Column `j` of the basis.
@@ -213,7 +218,7 @@ unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
         return;
     }
     // SAFETY: as `open`.
-    let cols = unsafe { columns(c, p.columns) } as usize;
+    let cols = unsafe { columns(&p) } as usize;
     let block = crate::arch::block_idx();
     let mut first = 0;
     while first < cols {
@@ -271,7 +276,7 @@ unsafe fn basis_combine<T: Real>(p: KrylovBasisParams<T>) {
         return;
     }
     // SAFETY: as `open`.
-    let cols = unsafe { columns(c, p.columns) } as usize;
+    let cols = unsafe { columns(&p) } as usize;
     let (mut i, stride) = (global_thread(), grid_threads());
     while i < u64::from(c.n) {
         // SAFETY: `i < n`; the scalars and the basis are read-only here, and `w[i]` is this thread's.

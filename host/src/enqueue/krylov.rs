@@ -234,13 +234,13 @@ impl<T: Scalar> KrylovDevice<T> {
         unsafe { launch(gpu, f, cg_blocks(self.n), KRYLOV_BLOCK_THREADS, shared, params) }
     }
 
-    /// `scalars[slot + j] = basis[j]ᵀ w` for `j < columns` (`None`: the state's column count).
+    /// `scalars[slot + j] = basis[j]ᵀ w` for the `columns`.
     pub fn basis_dots(
         &self,
         gpu: &Gpu,
         gate: u32,
         basis: &DeviceBasis<T>,
-        columns: Option<u32>,
+        columns: Columns,
         slot: u32,
         w: &DeviceVector<T>,
     ) -> Result<()> {
@@ -248,15 +248,14 @@ impl<T: Scalar> KrylovDevice<T> {
         self.sums(gpu, &gpu.kernels::<T>().krylov.basis_dots, &params)
     }
 
-    /// `w = (accumulate ? w : 0) + scale Σ_j scalars[slot + j] basis[j]` for `j < columns` (`None`:
-    /// the state's column count).
+    /// `w = (accumulate ? w : 0) + scale Σ_j scalars[slot + j] basis[j]` over the `columns`.
     #[allow(clippy::too_many_arguments)]
     pub fn basis_combine(
         &self,
         gpu: &Gpu,
         gate: u32,
         basis: &DeviceBasis<T>,
-        columns: Option<u32>,
+        columns: Columns,
         slot: u32,
         scale: T,
         accumulate: bool,
@@ -282,13 +281,16 @@ impl<T: Scalar> KrylovDevice<T> {
         gpu: &Gpu,
         gate: u32,
         basis: &DeviceBasis<T>,
-        columns: Option<u32>,
+        columns: Columns,
         slot: u32,
         scale: T,
         accumulate: bool,
         w: &DeviceVector<T>,
     ) -> Result<KrylovBasisParams<T>> {
-        let most = columns.unwrap_or(basis.len());
+        let (count, most) = match columns {
+            Columns::First(count) => (count, count),
+            Columns::State { most } => (KRYLOV_STATE_COLUMNS, most),
+        };
         if basis.n != self.n || most > basis.len() || most > self.columns {
             return Err(Error::InvalidKernel(format!("{most} columns of a basis of {}", basis.len())));
         }
@@ -298,7 +300,8 @@ impl<T: Scalar> KrylovDevice<T> {
         Ok(KrylovBasisParams {
             common: self.common(gpu, gate),
             basis: AbiPtr::new(addr(&basis.addresses, gpu).addr()),
-            columns: columns.unwrap_or(KRYLOV_STATE_COLUMNS),
+            columns: count,
+            most,
             slot,
             scale,
             accumulate: u32::from(accumulate),
@@ -450,6 +453,14 @@ fn nop<T: Scalar>() -> ScalarOp<T> {
         tag: 0,
         value: T::ZERO,
     }
+}
+
+/// The columns of a basis a launch takes: the first `n`, or as many as the solve's state says (the
+/// columns of a GMRES cycle that may end early), at most `most`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Columns {
+    First(u32),
+    State { most: u32 },
 }
 
 /// The basis of a GMRES cycle: `columns` vectors of `n` elements and the device table of their

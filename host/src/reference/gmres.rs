@@ -56,8 +56,9 @@ pub const MAX_RESTART: usize = KRYLOV_MAX_RESTART as usize;
 ///
 /// Refused, with `x` untouched, in this order: options out of their ranges ([`SolverOptions`]), a
 /// matrix that is not square ([`SolveError::NotSquare`]), vectors of the wrong length
-/// ([`Error::DimensionMismatch`]), a restart length of 0 ([`SolveError::InvalidRestart`]) or over
-/// [`MAX_RESTART`] ([`Error::TooLarge`], before anything is allocated), and for Jacobi a diagonal
+/// ([`Error::DimensionMismatch`]), a restart length of 0 or over [`MAX_RESTART`]
+/// ([`SolveError::InvalidRestart`]; a basis whose size overflows is [`Error::TooLarge`]), before
+/// anything is allocated, and for Jacobi a diagonal
 /// entry that is zero or not finite ([`SolveError::SingularDiagonal`]).
 ///
 /// Converged with the residual of the recurrence, `|g_columns| / |b|`, when a cycle meets the
@@ -178,16 +179,12 @@ pub fn gmres<T: Scalar>(
 /// Refuses a restart length of 0, one over [`MAX_RESTART`], and one whose basis of `restart + 1`
 /// vectors of `n` elements would not fit `usize`.
 fn check_restart(restart: usize, n: usize) -> Result<()> {
-    if restart == 0 {
-        return Err(SolveError::InvalidRestart { value: restart }.into());
-    }
-    let too_large = |limit| Error::TooLarge { what: "the GMRES restart length", value: restart, limit };
-    if restart > MAX_RESTART {
-        return Err(too_large(MAX_RESTART));
+    if restart == 0 || restart > MAX_RESTART {
+        return Err(SolveError::InvalidRestart { value: restart, limit: MAX_RESTART }.into());
     }
     match restart.checked_add(1).and_then(|vectors| vectors.checked_mul(n)) {
         Some(_) => Ok(()),
-        None => Err(too_large(usize::MAX / n - 1)),
+        None => Err(Error::TooLarge { what: "the GMRES basis", value: restart, limit: usize::MAX / n - 1 }),
     }
 }
 
@@ -324,13 +321,10 @@ mod tests {
         let e = gmres(&wide, &[1.0; 2], &mut x, &jacobi, 0).unwrap_err();
         assert!(matches!(e, Error::Solve(SolveError::NotSquare { .. })), "{e}");
         let e = gmres(&square, &[1.0; 2], &mut x, &jacobi, 0).unwrap_err();
-        assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { value: 0 })), "{e}");
+        assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { value: 0, .. })), "{e}");
         for restart in [MAX_RESTART + 1, usize::MAX] {
             let e = gmres(&square, &[1.0; 2], &mut x, &jacobi, restart).unwrap_err();
-            assert!(
-                matches!(e, Error::TooLarge { what: "the GMRES restart length", limit: MAX_RESTART, .. }),
-                "{e}"
-            );
+            assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { limit: MAX_RESTART, .. })), "{e}");
         }
         assert_eq!(x, [7.0; 2]);
         assert!(check_restart(MAX_RESTART, usize::MAX / (MAX_RESTART + 1)).is_ok());

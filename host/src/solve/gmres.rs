@@ -24,10 +24,10 @@ use super::program::{
 };
 use super::{Outcome, SolveError, SolverOptions};
 use crate::device::{DeviceVector, VectorMut, VectorRef};
-use crate::enqueue::krylov::{DeviceBasis, coef, constant};
+use crate::enqueue::krylov::{Columns, DeviceBasis, coef, constant};
 use crate::iterative::why;
 use crate::scalar::Scalar;
-use crate::{Error, Result};
+use crate::Result;
 use kernels_gpu::abi::{KRYLOV_MAX_RESTART, KRYLOV_NO_TAG, gmres_scalars};
 
 const RR: u32 = FIRST_FREE;
@@ -107,9 +107,9 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     /// A solver restarting every `restart` steps. `diagonal`, the diagonal of `A`, is needed for
     /// [`Preconditioner::Jacobi`](super::Preconditioner::Jacobi) and ignored otherwise.
     ///
-    /// Refused as [`Bicgstab::new`](super::Bicgstab::new) refuses, and for a restart of 0
-    /// ([`SolveError::InvalidRestart`]) or above `kernels_gpu::abi::KRYLOV_MAX_RESTART`
-    /// ([`Error::TooLarge`]), before anything is allocated.
+    /// Refused as [`Bicgstab::new`](super::Bicgstab::new) refuses, and for a restart of 0 or above
+    /// `kernels_gpu::abi::KRYLOV_MAX_RESTART` ([`SolveError::InvalidRestart`]), before anything is
+    /// allocated.
     pub fn new(op: A, options: SolverOptions, restart: usize, diagonal: Option<&[T]>) -> Result<Self> {
         Self::build(op, options, restart, diagonal.map(PrecondSource::Diagonal))
     }
@@ -131,15 +131,14 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         restart: usize,
         source: Option<PrecondSource<'a, '_, T>>,
     ) -> Result<Self> {
-        if restart == 0 {
-            return Err(SolveError::InvalidRestart { value: restart }.into());
-        }
+        // Refused in the oracle's order: the options and the shape, the restart, then (in
+        // `Core::new`) the preconditioner.
+        Core::check(&op, &options)?;
         let limit = KRYLOV_MAX_RESTART as usize;
         let m = match u32::try_from(restart) {
-            Ok(m) if restart <= limit => m,
-            _ => return Err(Error::TooLarge { what: "the GMRES restart length", value: restart, limit }),
+            Ok(m) if (1..=limit).contains(&restart) => m,
+            _ => return Err(SolveError::InvalidRestart { value: restart, limit }.into()),
         };
-        options.check()?;
         let core = Core::new(op, options, source, BASE + gmres_scalars(m), m + 1, BREAKDOWNS)?;
         let (gpu, n) = (core.op.gpu(), core.n());
         let z = match core.precond {
@@ -248,7 +247,16 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         let c = &mut self.core;
         let gpu = c.op.gpu();
         c.device.program(gpu, UPDATING, &[backsolve(layout.m, BASE)])?;
-        c.device.basis_combine(gpu, UPDATING, &self.basis, None, layout.y(), one, false, &mut self.r)?;
+        c.device.basis_combine(
+            gpu,
+            UPDATING,
+            &self.basis,
+            Columns::State { most: layout.m },
+            layout.y(),
+            one,
+            false,
+            &mut self.r,
+        )?;
         let u = match &mut self.z {
             Some(z) => {
                 precondition(&mut c.precond, gpu, &self.r, z)?;
@@ -276,7 +284,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             None => v_j,
         };
         c.op.apply(z, &mut self.w)?;
-        let (cols, h) = (Some(j + 1), layout.h(0, j));
+        let (cols, h) = (Columns::First(j + 1), layout.h(0, j));
         for slot in [h, layout.y()] {
             c.device.basis_dots(gpu, RUNNING, &self.basis, cols, slot, &self.w)?;
             c.device.basis_combine(gpu, RUNNING, &self.basis, cols, slot, minus_one, true, &mut self.w)?;

@@ -63,11 +63,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         columns: u32,
         breakdowns: Breakdowns,
     ) -> Result<Self> {
-        options.check()?;
-        let n = op.nrows();
-        if op.ncols() != n {
-            return Err(SolveError::NotSquare { rows: n, cols: op.ncols() }.into());
-        }
+        let n = Self::check(&op, &options)?;
         let precond = match (options.preconditioner, precond) {
             (Preconditioner::None, None) => Precond::None,
             (Preconditioner::None, Some(PrecondSource::Custom(p))) => Precond::Custom(p),
@@ -92,6 +88,17 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         let device = KrylovDevice::new(gpu, n, scalars, columns)?;
         let (b, x) = (gpu.zeros(n)?, gpu.zeros(n)?);
         Ok(Self { op, precond, device, options, check_every: super::CHECK_EVERY, b, x, breakdowns })
+    }
+
+    /// The refusals every solver makes first, in its oracle's order: options out of their ranges,
+    /// an operator that is not square. Returns the order.
+    pub fn check(op: &A, options: &SolverOptions) -> Result<usize> {
+        options.check()?;
+        let n = op.nrows();
+        if op.ncols() != n {
+            return Err(SolveError::NotSquare { rows: n, cols: op.ncols() }.into());
+        }
+        Ok(n)
     }
 
     pub fn n(&self) -> usize {

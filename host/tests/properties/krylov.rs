@@ -66,13 +66,10 @@ fn expected_refusal<T: Scalar>(
     if x != n {
         return Some("DimensionMismatch x".into());
     }
-    if let Krylov::Gmres { restart } = solver {
-        if restart == 0 {
-            return Some("InvalidRestart".into());
-        }
-        if restart > MAX_RESTART {
-            return Some("TooLarge the GMRES restart length".into());
-        }
+    if let Krylov::Gmres { restart } = solver
+        && (restart == 0 || restart > MAX_RESTART)
+    {
+        return Some("InvalidRestart".into());
     }
     if options.preconditioner == Preconditioner::Jacobi {
         let diagonal = LinearOperator::diagonal(&a);
