@@ -28,7 +28,8 @@
 //! 0.3 to 2 ms an iteration; with the CPU assembly and the L2 errors, about 5 minutes for both
 //! precisions on an H100 (estimated from the problem sizes and the H100's bandwidth).
 
-use crate::cg_baseline::{BaselineCg, BlasScalar, faster_algorithm};
+use crate::cg_baseline::{BaselineCg, faster_algorithm};
+use crate::cublas::BlasScalar;
 use crate::cusparse;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;

@@ -3,6 +3,7 @@
 
 pub mod cg_baseline;
 pub mod cg_study;
+pub mod cublas;
 pub mod cusparse;
 pub mod device_info;
 pub mod fem;

@@ -14,7 +14,7 @@ use spmv_bench::precision::Precision;
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
 use spmv_bench::suite::Size;
-use spmv_bench::{cg_baseline, cusparse, fem, multi_gpu};
+use spmv_bench::{cublas, cusparse, fem, multi_gpu};
 use spmv_bench::{plot, summary, variants};
 use std::path::PathBuf;
 
@@ -365,7 +365,7 @@ fn cg_study(args: &CgArgs) -> Result<()> {
     let (gpu, mut device) = open_gpu("the CG study's CPU setup only")?;
     let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
     let (gpu, sparse) = (gpu.as_ref(), handle.as_ref());
-    let blas = gpu.map(cg_baseline::blas).transpose()?;
+    let blas = gpu.map(cublas::blas).transpose()?;
     let devices = match (gpu, sparse, &blas) {
         (Some(gpu), Some(sparse), Some(blas)) => Some(cg_study::Devices { gpu, sparse, blas }),
         _ => None,
