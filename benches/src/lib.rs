@@ -18,6 +18,7 @@ pub mod plot;
 pub mod precision;
 pub mod regimes;
 pub mod reordering;
+pub mod solve_baseline;
 pub mod report;
 pub mod run;
 pub mod suite;
