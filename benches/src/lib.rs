@@ -19,6 +19,7 @@ pub mod precision;
 pub mod regimes;
 pub mod reordering;
 pub mod solve_baseline;
+pub mod solve_study;
 pub mod report;
 pub mod run;
 pub mod suite;

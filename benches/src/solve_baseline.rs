@@ -166,11 +166,11 @@ impl<'a, T: BlasScalar> Common<'a, T> {
         })
     }
 
-    /// Puts `x0` in `x` and computes `|b|²` and the tolerance, as the oracles do.
-    fn begin(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<()> {
+    /// Copies `x0` to `x` on the device and computes `|b|²` and the tolerance, as the oracles do.
+    fn begin(&mut self, b: &DeviceVector<T>, x0: &DeviceVector<T>) -> Result<()> {
         let n = self.blas.len();
         ensure!(b.len() == n && x0.len() == n, "b and x0 must have {n} entries");
-        self.x.copy_from_host(self.gpu, x0)?;
+        self.blas.copy(x0.as_slice(), self.x.as_slice())?;
         self.bb = self.blas.dot(b.as_slice(), b.as_slice())?;
         let tol = T::from_f64(self.options.rel_tol);
         self.tol_rr = tol * tol * self.bb;
@@ -249,7 +249,7 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
     }
 
     /// Solves `A x = b` from `x0` by the recurrence of `gpu_spmv::reference::bicgstab`.
-    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<End> {
+    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &DeviceVector<T>) -> Result<End> {
         self.common.begin(b, x0)?;
         let stream = self.common.gpu.stream();
         stream.memset_zeros(self.p.as_mut_slice())?;
@@ -406,7 +406,7 @@ impl<'a, T: BlasScalar> BaselineGmres<'a, T> {
     }
 
     /// Solves `A x = b` from `x0` by the recurrence of `gpu_spmv::reference::gmres`.
-    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<End> {
+    pub fn solve(&mut self, b: &DeviceVector<T>, x0: &DeviceVector<T>) -> Result<End> {
         self.common.begin(b, x0)?;
         let (gpu, n, m) = (self.common.gpu, self.common.blas.len(), self.m);
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
