@@ -82,8 +82,7 @@ fn check(status: cublasStatus_t, call: &str) -> Result<()> {
 
 /// A cuBLAS handle on the [`Gpu`]'s stream, in the default host pointer mode.
 pub fn blas(gpu: &Gpu) -> Result<CudaBlas> {
-    CudaBlas::new(gpu.stream().clone())
-        .map_err(|e| anyhow!("cublasCreate (is libcublas installed?): {e}"))
+    CudaBlas::new(gpu.stream().clone()).map_err(|e| anyhow!("cublasCreate (is libcublas installed?): {e}"))
 }
 
 /// The routines on vectors of one length `n`, each checking that its operands hold `n` elements
@@ -171,6 +170,7 @@ impl<'a> Vectors<'a> {
     /// `y = alpha Vᵀ x + beta y` (`transposed`, `x` of `n` elements, `y` of `columns`) or
     /// `y = alpha V x + beta y` (`x` of `columns` elements, `y` of `n`), for the `n x columns`
     /// column-major matrix `V` held in the first `columns n` elements of `v`.
+    #[allow(clippy::too_many_arguments)]
     pub fn gemv<T: BlasScalar>(
         &self,
         transposed: bool,

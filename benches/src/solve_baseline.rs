@@ -61,7 +61,11 @@ impl Method {
 pub enum End {
     Stopped(Outcome),
     /// The scalar `what` (named as the oracles name it) was `value` at `iteration` (from 0).
-    Breakdown { iteration: usize, what: &'static str, value: f64 },
+    Breakdown {
+        iteration: usize,
+        what: &'static str,
+        value: f64,
+    },
 }
 
 impl End {
@@ -142,7 +146,12 @@ impl<'a, T: BlasScalar> Common<'a, T> {
         options: SolverOptions,
         diagonal: &[T],
     ) -> Result<Self> {
-        ensure!(a.nrows() == a.ncols(), "the solvers need a square matrix, not {} x {}", a.nrows(), a.ncols());
+        ensure!(
+            a.nrows() == a.ncols(),
+            "the solvers need a square matrix, not {} x {}",
+            a.nrows(),
+            a.ncols()
+        );
         let n = a.nrows();
         let inv_diag = match options.preconditioner {
             Preconditioner::None => None,
@@ -256,9 +265,15 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
         stream.memset_zeros(self.v.as_mut_slice())?;
         let c = &self.common;
         let (gpu, blas, x) = (c.gpu, &c.blas, c.x.as_slice());
-        let (r, r_hat, p, v, t) =
-            (self.r.as_slice(), self.r_hat.as_slice(), self.p.as_slice(), self.v.as_slice(), self.t.as_slice());
-        let (p_hat, s_hat) = self.hats.as_ref().map_or((p, r), |(p_hat, s_hat)| (p_hat.as_slice(), s_hat.as_slice()));
+        let (r, r_hat, p, v, t) = (
+            self.r.as_slice(),
+            self.r_hat.as_slice(),
+            self.p.as_slice(),
+            self.v.as_slice(),
+            self.t.as_slice(),
+        );
+        let (p_hat, s_hat) =
+            self.hats.as_ref().map_or((p, r), |(p_hat, s_hat)| (p_hat.as_slice(), s_hat.as_slice()));
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
 
         blas.copy(b.as_slice(), r)?;
@@ -368,7 +383,9 @@ impl<'a, T: BlasScalar> BaselineGmres<'a, T> {
         ensure!((1..=limit).contains(&restart), "the restart length {restart} is not in 1..={limit}");
         let common = Common::new(gpu, blas, a, options, diagonal)?;
         let n = a.nrows();
-        let elements = n.checked_mul(restart + 1).ok_or_else(|| anyhow::anyhow!("a basis of {restart} + 1 vectors of {n} overflows"))?;
+        let elements = n
+            .checked_mul(restart + 1)
+            .ok_or_else(|| anyhow::anyhow!("a basis of {restart} + 1 vectors of {n} overflows"))?;
         let (r, w) = (gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?);
         let z = match common.inv_diag {
             Some(_) => Some(gpu.zeros::<T>(n)?),

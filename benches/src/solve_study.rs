@@ -26,8 +26,8 @@
 //! solves of the SPD problems, whose restarts stall (20 000 Arnoldi steps at about 1 ms for ours and
 //! a few ms for the baseline); `--only` runs a part.
 
-use crate::cg_study::{Devices, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cg_baseline::faster_algorithm;
+use crate::cg_study::{Devices, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cublas::BlasScalar;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
@@ -322,7 +322,8 @@ fn study<T: BlasScalar>(
             if preconditioner == Preconditioner::Jacobi && !jacobi {
                 continue;
             }
-            let options = SolverOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
+            let options =
+                SolverOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
             for implementation in [Implementation::Ours, Implementation::Baseline] {
                 let solved = solve(&case, method, options, implementation)?;
                 let record = record(&case, name, method, preconditioner, implementation, solved)?;
@@ -370,7 +371,8 @@ fn solve<T: BlasScalar>(
                 (End::of(result)?, ms, x.to_host(gpu)?)
             }
             (Implementation::Baseline, Method::Bicgstab) => {
-                let mut solver = BaselineBicgstab::new(gpu, sparse, blas, case.alg, case.da, options, diagonal)?;
+                let mut solver =
+                    BaselineBicgstab::new(gpu, sparse, blas, case.alg, case.da, options, diagonal)?;
                 let (end, ms) = timed_gpu(gpu, || Ok(solver.solve(b, &x0)))?;
                 (end?, ms, solver.x().to_host(gpu)?)
             }
@@ -448,7 +450,9 @@ pub fn compare(records: &mut [SolveRecord], notes: &mut Vec<String>) {
 fn disagreement(ours: &SolveRecord, base: &SolveRecord, tolerance: usize) -> String {
     let head = match ours.precision {
         Precision::F64 => format!("{DISAGREE}:"),
-        Precision::F32 => "iteration counts differ (f32: rounding of the dot products, not a failure):".to_owned(),
+        Precision::F32 => {
+            "iteration counts differ (f32: rounding of the dot products, not a failure):".to_owned()
+        }
     };
     format!(
         "{} {} {} {}: {head} ours {} ({}, true residual {:.2e}), cusparse+cublas {} ({}, true residual \
@@ -498,7 +502,10 @@ impl SolveResults {
 
     /// Per (problem, precision, solver) of ours with both preconditioners: the faster converged one.
     pub fn winners(&self) -> Vec<Winner> {
-        let plain = self.records.iter().filter(|r| r.implementation == Implementation::Ours && r.preconditioner == "none");
+        let plain = self
+            .records
+            .iter()
+            .filter(|r| r.implementation == Implementation::Ours && r.preconditioner == "none");
         plain
             .filter_map(|none| {
                 let jacobi = self.find(none, "jacobi")?;
@@ -675,8 +682,11 @@ impl SolveResults {
 /// up to rounding: it can only cost its extra pass; where the diagonal varies it can cut iterations.
 pub fn preconditioner_verdict(winners: &[Winner]) -> String {
     let list = |pick: &dyn Fn(&Winner) -> bool| {
-        let names: Vec<String> =
-            winners.iter().filter(|w| pick(w)).map(|w| format!("{} {} {}", w.problem, w.precision, w.solver)).collect();
+        let names: Vec<String> = winners
+            .iter()
+            .filter(|w| pick(w))
+            .map(|w| format!("{} {} {}", w.problem, w.precision, w.solver))
+            .collect();
         if names.is_empty() { "none".to_owned() } else { names.join(", ") }
     };
     let constant = |w: &Winner| (w.diagonal_ratio - 1.0).abs() <= 1e-6;
@@ -687,7 +697,9 @@ pub fn preconditioner_verdict(winners: &[Winner]) -> String {
     let cut: Vec<String> = winners
         .iter()
         .filter(|w| !constant(w) && w.iterations.1 < w.iterations.0)
-        .map(|w| format!("{} {} {} {} → {}", w.problem, w.precision, w.solver, w.iterations.0, w.iterations.1))
+        .map(|w| {
+            format!("{} {} {} {} → {}", w.problem, w.precision, w.solver, w.iterations.0, w.iterations.1)
+        })
         .collect();
     let mut text = format!(
         "Jacobi is faster on: {}. No preconditioner is faster on: {}. Neither converged on: {}. ",

@@ -1,6 +1,12 @@
 use super::*;
 
-fn record(problem: &str, precision: Precision, solver: &str, precond: &str, imp: Implementation) -> SolveRecord {
+fn record(
+    problem: &str,
+    precision: Precision,
+    solver: &str,
+    precond: &str,
+    imp: Implementation,
+) -> SolveRecord {
     SolveRecord {
         problem: problem.to_owned(),
         precision,
@@ -157,7 +163,8 @@ fn matrix_market_right_hand_sides_make_the_solution_ones() {
     let row_sums: Vec<f64> = a.row_iter().map(|r| r.values().iter().sum()).collect();
     assert_eq!(b, row_sums);
     // A graph Laplacian: rows sum to 0, so b = 1 instead.
-    let laplacian = CsrMatrix::try_from_csr_data(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![1.0, -1.0, -1.0, 1.0])
-        .unwrap();
+    let laplacian =
+        CsrMatrix::try_from_csr_data(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![1.0, -1.0, -1.0, 1.0])
+            .unwrap();
     assert_eq!(ones_solution(&laplacian), (vec![1.0, 1.0], "1"));
 }
