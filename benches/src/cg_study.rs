@@ -647,6 +647,17 @@ fn log_measured<T: Scalar>(
     (case.log)(&line);
 }
 
+/// A report's closing `## Notes` list, when there are notes.
+pub(crate) fn notes_section(notes: &[String], out: &mut String) {
+    if !notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n");
+        for note in notes {
+            let _ = writeln!(out, "- {note}");
+        }
+        out.push('\n');
+    }
+}
+
 /// `value` with `f`, or `n/a`.
 pub(crate) fn or_na<V>(value: Option<V>, f: impl Fn(V) -> String) -> String {
     value.map_or_else(|| "n/a".to_owned(), f)
@@ -731,13 +742,7 @@ impl CgResults {
         if !self.records.is_empty() {
             self.targets(&mut out);
         }
-        if !self.notes.is_empty() {
-            let _ = writeln!(out, "## Notes\n");
-            for note in &self.notes {
-                let _ = writeln!(out, "- {note}");
-            }
-            out.push('\n');
-        }
+        notes_section(&self.notes, &mut out);
         out
     }
 

@@ -21,13 +21,12 @@
 //! note says so and the run goes on (near f32's attainable accuracy the summation order of the dot
 //! products moves the counts, as the CG study found).
 //!
-//! Run time (estimated from the problem sizes and the H100's bandwidth): `--small` (about 100 k
-//! unknowns) well under a minute; the full 4 M unknowns several minutes, most of it the capped GMRES
-//! solves of the SPD problems, whose restarts stall (20 000 Arnoldi steps at about 1 ms for ours and
-//! a few ms for the baseline); `--only` runs a part.
+//! Run time (estimated from the problem sizes and the H100's bandwidth, not yet measured): `--small`
+//! (about 100 k unknowns) a minute or less; the full 4 M unknowns about 10 minutes, most of it the
+//! GMRES(30) solves of the three SPD problems, whose restarts stall at the cap (20 000 Arnoldi steps
+//! of about 0.5-1 ms each, 24 such solves over both precisions); `--only` and `--precision` split it.
 
-use crate::cg_baseline::faster_algorithm;
-use crate::cg_study::{Devices, or_na, preconditioner_name, timed, timed_gpu, true_residual};
+use crate::cg_study::{Devices, notes_section, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cublas::BlasScalar;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
@@ -575,13 +574,7 @@ impl SolveResults {
         if !self.records.is_empty() {
             self.preconditioners(&mut out);
         }
-        if !self.notes.is_empty() {
-            let _ = writeln!(out, "## Notes\n");
-            for note in &self.notes {
-                let _ = writeln!(out, "- {note}");
-            }
-            out.push('\n');
-        }
+        notes_section(&self.notes, &mut out);
         out
     }
 
