@@ -26,6 +26,7 @@
 //! GMRES(30) solves of the three SPD problems, whose restarts stall at the cap (20 000 Arnoldi steps
 //! of about 0.5-1 ms each, 24 such solves over both precisions); `--only` and `--precision` split it.
 
+use crate::cg_baseline::faster_algorithm;
 use crate::cg_study::{Devices, notes_section, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cublas::BlasScalar;
 use crate::device_info::DeviceInfo;
