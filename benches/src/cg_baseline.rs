@@ -13,72 +13,13 @@
 //! axpy 3) or `19ns` (Jacobi: dgmm 3 and `rᵀz` 2 more) beside the product, against the library's
 //! `10ns` and `12ns` (`kernels-gpu/src/cg.rs`), and waits for the host 2 (3) times.
 
+use crate::cublas::{BlasScalar, Vectors};
 use crate::cusparse::{self, Algorithm, Prepared};
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
-use cudarc::cublas::sys::{self, cublasHandle_t, cublasSideMode_t, cublasStatus_t};
 use cudarc::driver::CudaSlice;
 use gpu_spmv::solve::{Outcome, Preconditioner, SolverOptions, Stop};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Scalar};
-use std::ffi::c_int;
-
-/// `cublas<t>dot`: `result = xᵀy`.
-type DotFn<T> = unsafe fn(cublasHandle_t, c_int, *const T, c_int, *const T, c_int, *mut T) -> cublasStatus_t;
-/// `cublas<t>axpy`: `y = alpha x + y`.
-type AxpyFn<T> = unsafe fn(cublasHandle_t, c_int, *const T, *const T, c_int, *mut T, c_int) -> cublasStatus_t;
-/// `cublas<t>scal`: `x = alpha x`.
-type ScalFn<T> = unsafe fn(cublasHandle_t, c_int, *const T, *mut T, c_int) -> cublasStatus_t;
-/// `cublas<t>copy`: `y = x`.
-type CopyFn<T> = unsafe fn(cublasHandle_t, c_int, *const T, c_int, *mut T, c_int) -> cublasStatus_t;
-/// `cublas<t>dgmm`: `C = diag(x) A` (left side) for an `m x n` matrix `A`.
-type DgmmFn<T> = unsafe fn(
-    cublasHandle_t,
-    cublasSideMode_t,
-    c_int,
-    c_int,
-    *const T,
-    c_int,
-    *const T,
-    c_int,
-    *mut T,
-    c_int,
-) -> cublasStatus_t;
-
-/// An element type with the cuBLAS routines CG needs.
-pub trait BlasScalar: Scalar {
-    const DOT: DotFn<Self>;
-    const AXPY: AxpyFn<Self>;
-    const SCAL: ScalFn<Self>;
-    const COPY: CopyFn<Self>;
-    const DGMM: DgmmFn<Self>;
-}
-
-impl BlasScalar for f32 {
-    const DOT: DotFn<f32> = sys::cublasSdot_v2;
-    const AXPY: AxpyFn<f32> = sys::cublasSaxpy_v2;
-    const SCAL: ScalFn<f32> = sys::cublasSscal_v2;
-    const COPY: CopyFn<f32> = sys::cublasScopy_v2;
-    const DGMM: DgmmFn<f32> = sys::cublasSdgmm;
-}
-
-impl BlasScalar for f64 {
-    const DOT: DotFn<f64> = sys::cublasDdot_v2;
-    const AXPY: AxpyFn<f64> = sys::cublasDaxpy_v2;
-    const SCAL: ScalFn<f64> = sys::cublasDscal_v2;
-    const COPY: CopyFn<f64> = sys::cublasDcopy_v2;
-    const DGMM: DgmmFn<f64> = sys::cublasDdgmm;
-}
-
-/// A cuBLAS status as a `Result` naming the call.
-fn check(status: cublasStatus_t, call: &str) -> Result<()> {
-    status.result().map_err(|e| anyhow::anyhow!("{call}: {e}"))
-}
-
-/// A cuBLAS handle on the [`Gpu`]'s stream, in the default host pointer mode.
-pub fn blas(gpu: &Gpu) -> Result<CudaBlas> {
-    CudaBlas::new(gpu.stream().clone())
-        .map_err(|e| anyhow::anyhow!("cublasCreate (is libcublas installed?): {e}"))
-}
 
 /// The faster of cuSPARSE's two CSR algorithms on `a` (one timed product each): the baseline gets
 /// the better of what a user could pick.
@@ -104,9 +45,8 @@ pub fn faster_algorithm<T: Scalar>(
 /// included: cuSPARSE's descriptors hold its address).
 pub struct BaselineCg<'a, T: BlasScalar> {
     gpu: &'a Gpu,
-    blas: &'a CudaBlas,
+    blas: Vectors<'a>,
     options: SolverOptions,
-    n: c_int,
     /// `r = -A x + r`, for the initial residual.
     residual_product: Prepared<'a>,
     /// `q = A p`.
@@ -128,7 +68,7 @@ pub struct BaselineCg<'a, T: BlasScalar> {
 
 impl<T: BlasScalar> std::fmt::Debug for BaselineCg<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BaselineCg").field("n", &self.n).field("options", &self.options).finish()
+        f.debug_struct("BaselineCg").field("n", &self.blas.len()).field("options", &self.options).finish()
     }
 }
 
@@ -161,9 +101,8 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         let product = Prepared::new(gpu, sparse, alg, a, None, &p, &q)?;
         Ok(Self {
             gpu,
-            blas,
+            blas: Vectors::new(gpu, blas, n)?,
             options,
-            n: c_int::try_from(n).context("more unknowns than cuBLAS' int")?,
             residual_product,
             product,
             x,
@@ -185,50 +124,12 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         &self.x
     }
 
-    fn handle(&self) -> cublasHandle_t {
-        *self.blas.handle()
-    }
-
-    fn ptr(&self, v: &CudaSlice<T>) -> *mut T {
-        cusparse::addr(self.gpu, v).cast()
-    }
-
-    /// `uᵀv`, read back to the host (this waits for the stream).
-    fn dot(&self, u: &CudaSlice<T>, v: &CudaSlice<T>) -> Result<T> {
-        let mut result = T::ZERO;
-        // SAFETY: `u` and `v` are device vectors of `n` elements on the handle's stream; in host
-        // pointer mode `result` is written before the call returns.
-        check(unsafe { T::DOT(self.handle(), self.n, self.ptr(u), 1, self.ptr(v), 1, &mut result) }, "dot")?;
-        Ok(result)
-    }
-
-    /// `y = alpha x + y`.
-    fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &CudaSlice<T>) -> Result<()> {
-        // SAFETY: `x` and `y` hold `n` elements; `alpha` is a host value read during the call.
-        check(unsafe { T::AXPY(self.handle(), self.n, &alpha, self.ptr(x), 1, self.ptr(y), 1) }, "axpy")
-    }
-
     /// `z = D⁻¹ r` for Jacobi (plain CG reads `r` as `z`: see [`BaselineCg::z`]).
     fn precondition(&self) -> Result<()> {
-        let Some(d) = &self.inv_diag else { return Ok(()) };
-        let (r, z) = (self.ptr(self.r.as_slice()), self.ptr(self.z.as_slice()));
-        // SAFETY: `r` and `z` are `n x 1` column-major matrices (leading dimension `n`) and `d` holds
-        // `n` elements; `z` does not alias the others.
-        let status = unsafe {
-            T::DGMM(
-                self.handle(),
-                cublasSideMode_t::CUBLAS_SIDE_LEFT,
-                self.n,
-                1,
-                r,
-                self.n,
-                self.ptr(d),
-                1,
-                z,
-                self.n,
-            )
-        };
-        check(status, "dgmm")
+        match &self.inv_diag {
+            Some(d) => self.blas.diag_times(d, self.r.as_slice(), self.z.as_slice()),
+            None => Ok(()),
+        }
     }
 
     /// The preconditioned residual: `z`, or `r` itself for plain CG.
@@ -239,25 +140,16 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
     /// `r = b - A x0` and `p = z`, with `x0` in `x`, and the scalars; `Some` when the solve is over
     /// before it starts (`b = 0`, or the guess solves it).
     pub fn start(&mut self, b: &DeviceVector<T>, x0: &[T]) -> Result<Option<Outcome>> {
-        ensure!(
-            b.len() == self.n as usize && x0.len() == self.n as usize,
-            "b and x0 must have {} entries",
-            self.n
-        );
+        let n = self.blas.len();
+        ensure!(b.len() == n && x0.len() == n, "b and x0 must have {n} entries");
         self.x.copy_from_host(self.gpu, x0)?;
-        // SAFETY: `b` and `r` hold `n` elements on the handle's stream.
-        let status = unsafe {
-            T::COPY(self.handle(), self.n, self.ptr(b.as_slice()), 1, self.ptr(self.r.as_slice()), 1)
-        };
-        check(status, "copy")?;
+        self.blas.copy(b.as_slice(), self.r.as_slice())?;
         self.residual_product.run(self.gpu, T::from_f64(-1.0), T::from_f64(1.0))?;
         self.precondition()?;
-        let (z, p) = (self.ptr(self.z()), self.ptr(self.p.as_slice()));
-        // SAFETY: `z` and `p` hold `n` elements and are distinct.
-        check(unsafe { T::COPY(self.handle(), self.n, z, 1, p, 1) }, "copy")?;
-        self.rz = self.dot(self.r.as_slice(), self.z())?;
-        self.rr = self.dot(self.r.as_slice(), self.r.as_slice())?;
-        self.bb = self.dot(b.as_slice(), b.as_slice())?;
+        self.blas.copy(self.z(), self.p.as_slice())?;
+        self.rz = self.blas.dot(self.r.as_slice(), self.z())?;
+        self.rr = self.blas.dot(self.r.as_slice(), self.r.as_slice())?;
+        self.bb = self.blas.dot(b.as_slice(), b.as_slice())?;
         let tol = T::from_f64(self.options.rel_tol);
         self.tol_rr = tol * tol * self.bb;
         self.iterations = 0;
@@ -274,20 +166,19 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
     pub fn step(&mut self) -> Result<Option<Outcome>> {
         self.product.run(self.gpu, T::from_f64(1.0), T::ZERO)?;
         let (r, p, q) = (self.r.as_slice(), self.p.as_slice(), self.q.as_slice());
-        let pq = self.dot(p, q)?;
+        let pq = self.blas.dot(p, q)?;
         let alpha = T::from_f64(self.rz.to_f64() / pq.to_f64());
         if !positive(pq) || !alpha.to_f64().is_finite() {
             bail!("baseline CG: breakdown at iteration {}, pᵀAp = {pq}", self.iterations);
         }
-        self.axpy(alpha, p, self.x.as_slice())?;
-        self.axpy(T::from_f64(-alpha.to_f64()), q, r)?;
+        self.blas.axpy(alpha, p, self.x.as_slice())?;
+        self.blas.axpy(T::from_f64(-alpha.to_f64()), q, r)?;
         self.precondition()?;
-        let rr = self.dot(r, r)?;
-        let rz = if self.inv_diag.is_some() { self.dot(r, self.z())? } else { rr };
+        let rr = self.blas.dot(r, r)?;
+        let rz = if self.inv_diag.is_some() { self.blas.dot(r, self.z())? } else { rr };
         let beta = T::from_f64(rz.to_f64() / self.rz.to_f64());
-        // SAFETY: `p` holds `n` elements; `beta` is a host value read during the call.
-        check(unsafe { T::SCAL(self.handle(), self.n, &beta, self.ptr(p), 1) }, "scal")?;
-        self.axpy(T::from_f64(1.0), self.z(), p)?;
+        self.blas.scal(beta, p)?;
+        self.blas.axpy(T::from_f64(1.0), self.z(), p)?;
         (self.rr, self.rz) = (rr, rz);
         self.iterations += 1;
         if self.rr <= self.tol_rr {

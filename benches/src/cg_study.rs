@@ -28,7 +28,8 @@
 //! 0.3 to 2 ms an iteration; with the CPU assembly and the L2 errors, about 5 minutes for both
 //! precisions on an H100 (estimated from the problem sizes and the H100's bandwidth).
 
-use crate::cg_baseline::{BaselineCg, BlasScalar, faster_algorithm};
+use crate::cg_baseline::{BaselineCg, faster_algorithm};
+use crate::cublas::BlasScalar;
 use crate::cusparse;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
@@ -287,14 +288,14 @@ pub fn run(
 }
 
 /// `f()` and its wall time in ms.
-fn timed<R>(f: impl FnOnce() -> R) -> (R, f64) {
+pub(crate) fn timed<R>(f: impl FnOnce() -> R) -> (R, f64) {
     let start = Instant::now();
     let r = f();
     (r, start.elapsed().as_secs_f64() * 1e3)
 }
 
 /// `f()` (device work) timed to completion, in ms.
-fn timed_gpu<R>(gpu: &Gpu, f: impl FnOnce() -> gpu_spmv::Result<R>) -> Result<(R, f64)> {
+pub(crate) fn timed_gpu<R>(gpu: &Gpu, f: impl FnOnce() -> gpu_spmv::Result<R>) -> Result<(R, f64)> {
     gpu.synchronize()?;
     let start = Instant::now();
     let r = f()?;
@@ -498,13 +499,19 @@ pub fn is_disagreement(note: &str) -> bool {
 fn solved<T: Scalar>(case: &Case<'_, T>, outcome: Outcome, ms: f64, x: &DeviceVector<T>) -> Result<Solved> {
     let x = x.to_host(case.devices.gpu)?;
     let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let a = CsrRef::from(case.a);
-    let ax = spmv_f64(T::from_f64(1.0), a, &x, T::ZERO, &vec![T::ZERO; x.len()])?;
-    let (rr, bb) = ax.iter().zip(case.b_host).fold((0.0, 0.0), |(rr, bb), (&ax, &b)| {
+    let true_residual = true_residual(CsrRef::from(case.a), case.b_host, &x)?;
+    Ok(Solved { outcome, ms, l2_error: case.problem.l2_error(&x64), true_residual })
+}
+
+/// `|b - A x| / |b|` in f64, `A x` by the f64 reference product: what a solution achieved, whatever
+/// the recurrence's residual says.
+pub(crate) fn true_residual<T: Scalar>(a: CsrRef<'_, T>, b: &[T], x: &[T]) -> Result<f64> {
+    let ax = spmv_f64(T::from_f64(1.0), a, x, T::ZERO, &vec![T::ZERO; a.nrows()])?;
+    let (rr, bb) = ax.iter().zip(b).fold((0.0, 0.0), |(rr, bb), (&ax, &b)| {
         let b = b.to_f64();
         (rr + (b - ax) * (b - ax), bb + b * b)
     });
-    Ok(Solved { outcome, ms, l2_error: case.problem.l2_error(&x64), true_residual: (rr / bb).sqrt() })
+    Ok((rr / bb).sqrt())
 }
 
 /// Our solver on `matrix` with `kernel`: the iteration timed on the stream, and with Jacobi also in a
@@ -640,8 +647,19 @@ fn log_measured<T: Scalar>(
     (case.log)(&line);
 }
 
+/// A report's closing `## Notes` list, when there are notes.
+pub(crate) fn notes_section(notes: &[String], out: &mut String) {
+    if !notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n");
+        for note in notes {
+            let _ = writeln!(out, "- {note}");
+        }
+        out.push('\n');
+    }
+}
+
 /// `value` with `f`, or `n/a`.
-fn or_na<V>(value: Option<V>, f: impl Fn(V) -> String) -> String {
+pub(crate) fn or_na<V>(value: Option<V>, f: impl Fn(V) -> String) -> String {
     value.map_or_else(|| "n/a".to_owned(), f)
 }
 
@@ -724,13 +742,7 @@ impl CgResults {
         if !self.records.is_empty() {
             self.targets(&mut out);
         }
-        if !self.notes.is_empty() {
-            let _ = writeln!(out, "## Notes\n");
-            for note in &self.notes {
-                let _ = writeln!(out, "- {note}");
-            }
-            out.push('\n');
-        }
+        notes_section(&self.notes, &mut out);
         out
     }
 

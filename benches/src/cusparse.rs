@@ -72,6 +72,8 @@ pub struct Prepared<'h> {
     alg: sys::cusparseSpMVAlg_t,
     value_type: sys::cudaDataType,
     op: sys::cusparseOperation_t,
+    /// The elements of `x`, which [`Prepared::set_x`] checks a new `x` against.
+    x_len: usize,
 }
 
 /// The signature `cusparseSpMV` and `cusparseSpMV_preprocess` share.
@@ -202,8 +204,9 @@ impl<'h> Prepared<'h> {
                 "cusparseCreateDnVec",
             )?;
         }
+        let x_len = if transposed { a.nrows() } else { a.ncols() };
         let mut prepared =
-            Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty, op };
+            Self { handle, mat, x: xd, y: yd, buffer: None, alg: alg.sys(), value_type: ty, op, x_len };
         let (one, zero) = (T::from_f64(1.0), T::ZERO);
         let mut size = 0usize;
         // SAFETY: descriptors created above; alpha and beta point at host values of the value type
@@ -228,6 +231,18 @@ impl<'h> Prepared<'h> {
         }
         prepared.call(gpu, sys::cusparseSpMV_preprocess, "cusparseSpMV_preprocess", one, zero)?;
         Ok(prepared)
+    }
+
+    /// Points the product's `x` at `x` (`cusparseDnVecSetValues`), as a solver whose operand moves
+    /// from vector to vector (GMRES's basis) does instead of copying each into a fixed one. `x` must
+    /// hold at least the elements of the `x` described in `new`, and outlive its use.
+    pub fn set_x<T: Scalar>(&self, gpu: &Gpu, x: &impl DevicePtr<T>) -> Result<()> {
+        anyhow::ensure!(value_type::<T>() == self.value_type, "scalar type differs from the prepared one");
+        anyhow::ensure!(x.len() >= self.x_len, "x of {} elements, not {}", x.len(), self.x_len);
+        let (ptr, _record) = x.device_ptr(gpu.stream());
+        // SAFETY: the descriptor was created in `new`; `x` is a live device buffer of the value type
+        // with at least the elements the product reads (checked).
+        check(unsafe { sys::cusparseDnVecSetValues(self.x, ptr as *mut c_void) }, "cusparseDnVecSetValues")
     }
 
     fn buffer_ptr(&self, gpu: &Gpu) -> *mut c_void {

@@ -3,6 +3,7 @@
 
 pub mod cg_baseline;
 pub mod cg_study;
+pub mod cublas;
 pub mod cusparse;
 pub mod device_info;
 pub mod fem;
@@ -19,6 +20,8 @@ pub mod regimes;
 pub mod reordering;
 pub mod report;
 pub mod run;
+pub mod solve_baseline;
+pub mod solve_study;
 pub mod suite;
 pub mod summary;
 pub mod variants;

@@ -13,8 +13,9 @@ use spmv_bench::ops::{OpsRun, bench_spmm, bench_transpose};
 use spmv_bench::precision::Precision;
 use spmv_bench::report::Results;
 use spmv_bench::run::{MatrixInfo, Setup, bench_matrix};
+use spmv_bench::solve_study::{self, SolveResults};
 use spmv_bench::suite::Size;
-use spmv_bench::{cg_baseline, cusparse, fem, multi_gpu};
+use spmv_bench::{cublas, cusparse, fem, multi_gpu};
 use spmv_bench::{plot, summary, variants};
 use std::path::PathBuf;
 
@@ -40,6 +41,10 @@ enum Mode {
     /// The CG study (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL and LMA against
     /// cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
     Cg(CgArgs),
+    /// The solver study (issue 28: BiCGSTAB and GMRES(m), plain and Jacobi, ours against cuSPARSE +
+    /// cuBLAS on convection-diffusion, FEM Poisson and Matrix Market problems); writes solve-report.md
+    /// and solve-results.json
+    Solve(SolveArgs),
     /// The multi-GPU study: the product and a CG iteration on 1 and N GPUs over NCCL, one process for
     /// all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off)
     Gpus(GpusArgs),
@@ -123,6 +128,29 @@ struct CgArgs {
 }
 
 #[derive(Debug, Args)]
+struct SolveArgs {
+    /// About 100 k unknowns per generated problem instead of 4 M
+    #[arg(long)]
+    small: bool,
+    /// The element types to measure
+    #[arg(long, value_enum, default_value_t = Precisions::Both)]
+    precision: Precisions,
+    /// GMRES's restart length
+    #[arg(long, value_name = "M", default_value_t = solve_study::DEFAULT_RESTART)]
+    restart: usize,
+    /// Also the square matrices of this Matrix Market file or folder (b = A·1)
+    #[arg(long, value_name = "DIR")]
+    mtx: Option<PathBuf>,
+    /// Only the problems whose names contain one of these (comma-separated: cd-pe0, cd-pe100,
+    /// cd-pe1000, fem-q1, fem-q2, or a matrix file's stem); all when absent
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Where solve-report.md and solve-results.json go [default: target/bench/<UTC start time>]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 struct GpusArgs {
     /// How many GPUs (at least 2)
     #[arg(value_name = "N")]
@@ -173,6 +201,7 @@ fn main() -> Result<()> {
         }
         Mode::Mtx(args) => products(matrices::from_matrix_market(&args.path)?, &args.run),
         Mode::Cg(args) => cg_study(&args),
+        Mode::Solve(args) => solve_study(&args),
         Mode::Gpus(args) => {
             let started = utc_now();
             let dir = args.out.unwrap_or_else(|| {
@@ -365,7 +394,7 @@ fn cg_study(args: &CgArgs) -> Result<()> {
     let (gpu, mut device) = open_gpu("the CG study's CPU setup only")?;
     let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
     let (gpu, sparse) = (gpu.as_ref(), handle.as_ref());
-    let blas = gpu.map(cg_baseline::blas).transpose()?;
+    let blas = gpu.map(cublas::blas).transpose()?;
     let devices = match (gpu, sparse, &blas) {
         (Some(gpu), Some(sparse), Some(blas)) => Some(cg_study::Devices { gpu, sparse, blas }),
         _ => None,
@@ -399,6 +428,54 @@ fn cg_study(args: &CgArgs) -> Result<()> {
             "the baseline's iteration counts disagree with ours:\n{}",
             disagreements.iter().map(|n| n.as_str()).collect::<Vec<_>>().join("\n")
         );
+    }
+    Ok(())
+}
+
+/// `solve`: the solver study of issue 28 ([`spmv_bench::solve_study`]); fails after writing the report
+/// if an f64 iteration count of the baseline disagrees with ours.
+fn solve_study(args: &SolveArgs) -> Result<()> {
+    let (gpu, mut device) = open_gpu("the solver study's problems only")?;
+    let handle = gpu.as_ref().map(cusparse::Handle::new).transpose()?;
+    let blas = gpu.as_ref().map(cublas::blas).transpose()?;
+    let devices = match (&gpu, &handle, &blas) {
+        (Some(gpu), Some(sparse), Some(blas)) => Some(cg_study::Devices { gpu, sparse, blas }),
+        _ => None,
+    };
+    let unknowns = if args.small { fem::SMALL_UNKNOWNS } else { fem::STUDY_UNKNOWNS };
+    let problems: Vec<_> = solve_study::problems(unknowns, args.mtx.as_deref())?
+        .into_iter()
+        .filter(|p| args.only.is_empty() || args.only.iter().any(|o| p.name.contains(o.as_str())))
+        .collect();
+    if problems.is_empty() {
+        bail!("no problem selected");
+    }
+    let mut results = SolveResults {
+        git_commit: git_commit(),
+        started: utc_now(),
+        device: None,
+        target_unknowns: unknowns,
+        rel_tol: solve_study::STUDY_REL_TOL,
+        max_iterations: solve_study::MAX_ITERATIONS,
+        restart: args.restart,
+        problems: Vec::new(),
+        records: Vec::new(),
+        notes: Vec::new(),
+    };
+    let log = |line: &str| println!("{line}");
+    solve_study::run(devices.as_ref(), &problems, &args.precision.list(), args.restart, &mut results, &log)?;
+    if let (Some(d), Some(gpu)) = (&mut device, &gpu) {
+        d.finish(gpu);
+    }
+    results.device = device;
+    let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
+    results.write(&dir)?;
+    println!("{}", results.summary());
+    println!("report: {} (with solve-results.json)", dir.join("solve-report.md").display());
+    let disagreements: Vec<&str> =
+        results.notes.iter().map(String::as_str).filter(|n| solve_study::is_disagreement(n)).collect();
+    if !disagreements.is_empty() {
+        bail!("f64 iteration counts of the baseline disagree with ours:\n{}", disagreements.join("\n"));
     }
     Ok(())
 }

@@ -1,0 +1,170 @@
+use super::*;
+
+fn record(
+    problem: &str,
+    precision: Precision,
+    solver: &str,
+    precond: &str,
+    imp: Implementation,
+) -> SolveRecord {
+    SolveRecord {
+        problem: problem.to_owned(),
+        precision,
+        solver: solver.to_owned(),
+        preconditioner: precond.to_owned(),
+        implementation: imp,
+        end: "converged".to_owned(),
+        converged: true,
+        iterations: 400,
+        time_ms: 10.0,
+        iterations_per_second: 40_000.0,
+        relative_residual: Some(9e-7),
+        true_residual: 1.1e-6,
+        speedup_vs_baseline: None,
+    }
+}
+
+fn results(problems: Vec<SolveProblem>, records: Vec<SolveRecord>) -> SolveResults {
+    SolveResults {
+        git_commit: "abc".to_owned(),
+        started: "20260101-000000".to_owned(),
+        device: None,
+        target_unknowns: 100_000,
+        rel_tol: STUDY_REL_TOL,
+        max_iterations: MAX_ITERATIONS,
+        restart: DEFAULT_RESTART,
+        problems,
+        records,
+        notes: Vec::new(),
+    }
+}
+
+fn problem(name: &str, precision: Precision, diagonal_ratio: f64) -> SolveProblem {
+    SolveProblem {
+        name: name.to_owned(),
+        description: name.to_owned(),
+        precision,
+        unknowns: 100,
+        nnz: 460,
+        rhs: "1".to_owned(),
+        diagonal_ratio,
+        build_ms: 1.0,
+    }
+}
+
+#[test]
+fn iteration_tolerance_is_the_library_tests_slack() {
+    assert_eq!(iteration_tolerance(Precision::F64, 0), 2);
+    assert_eq!(iteration_tolerance(Precision::F64, 4000), 102);
+    assert_eq!(iteration_tolerance(Precision::F32, 4000), 402);
+}
+
+#[test]
+fn compare_fills_speedups_and_notes_what_differs() {
+    use Implementation::{Baseline, Ours};
+    let mut records = vec![
+        record("cd-pe100", Precision::F64, "bicgstab", "none", Ours),
+        record("cd-pe100", Precision::F64, "bicgstab", "none", Baseline),
+        record("cd-pe100", Precision::F64, "gmres(30)", "none", Ours),
+        record("cd-pe100", Precision::F64, "gmres(30)", "none", Baseline),
+        record("cd-pe100", Precision::F32, "bicgstab", "jacobi", Ours),
+        record("cd-pe100", Precision::F32, "bicgstab", "jacobi", Baseline),
+    ];
+    records[1].time_ms = 25.0;
+    // Within the tolerance (2 + 400/40 = 12).
+    records[1].iterations = 410;
+    // f64 GMRES: the baseline broke down.
+    records[3].converged = false;
+    records[3].end = "breakdown: H[j][j] = 0e0".to_owned();
+    // f32: 500 against 400, beyond 2 + 40.
+    records[5].iterations = 500;
+    let mut notes = Vec::new();
+    compare(&mut records, &mut notes);
+    assert_eq!(records[0].speedup_vs_baseline, Some(2.5));
+    assert_eq!(records[1].speedup_vs_baseline, None);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(is_disagreement(&notes[0]) && notes[0].contains("gmres(30)"), "{}", notes[0]);
+    assert!(notes[0].contains("breakdown: H[j][j]") && notes[0].contains("true residual"), "{}", notes[0]);
+    assert!(!is_disagreement(&notes[1]) && notes[1].contains("f32"), "{}", notes[1]);
+    assert!(notes[1].contains("ours 400") && notes[1].contains("cusparse+cublas 500"), "{}", notes[1]);
+}
+
+#[test]
+fn the_winner_of_each_solve_and_why() {
+    use Implementation::Ours;
+    let mut records = vec![
+        record("cd-pe0", Precision::F64, "bicgstab", "none", Ours),
+        record("cd-pe0", Precision::F64, "bicgstab", "jacobi", Ours),
+        record("fem-q2", Precision::F64, "bicgstab", "none", Ours),
+        record("fem-q2", Precision::F64, "bicgstab", "jacobi", Ours),
+        record("fem-q2", Precision::F64, "gmres(30)", "none", Ours),
+        record("fem-q2", Precision::F64, "gmres(30)", "jacobi", Ours),
+    ];
+    // Constant diagonal: the same iterations, Jacobi a little slower.
+    records[1].time_ms = 10.5;
+    // Varying diagonal: Jacobi cuts the iterations and wins.
+    (records[3].iterations, records[3].time_ms) = (250, 7.0);
+    // GMRES without a preconditioner stalls at the cap.
+    (records[4].converged, records[4].iterations) = (false, MAX_ITERATIONS);
+    records[4].end = "iteration limit".to_owned();
+    let problems = vec![problem("cd-pe0", Precision::F64, 1.0), problem("fem-q2", Precision::F64, 2.7)];
+    let results = results(problems, records);
+    let winners = results.winners();
+    let picks: Vec<(&str, &str, &str)> =
+        winners.iter().map(|w| (w.problem.as_str(), w.solver.as_str(), w.winner)).collect();
+    assert_eq!(
+        picks,
+        [("cd-pe0", "bicgstab", "none"), ("fem-q2", "bicgstab", "jacobi"), ("fem-q2", "gmres(30)", "jacobi")]
+    );
+    let verdict = preconditioner_verdict(&winners);
+    assert!(verdict.contains("scales A by a constant"), "{verdict}");
+    assert!(verdict.contains("fem-q2 f64 bicgstab 400 → 250"), "{verdict}");
+    assert!(verdict.contains("No preconditioner is faster on: cd-pe0 f64 bicgstab."), "{verdict}");
+    let md = results.markdown();
+    assert!(md.contains("## Which preconditioner wins") && md.contains(&verdict), "{md}");
+    assert!(md.contains("| fem-q2 | gmres(30) | none | ours | **iteration limit** | 20000 |"), "{md}");
+}
+
+#[test]
+fn results_round_trip_through_json_and_name_the_implementations() {
+    let records = vec![record("fem-q1", Precision::F32, "gmres(30)", "none", Implementation::Baseline)];
+    let results = results(vec![problem("fem-q1", Precision::F32, 1.5)], records);
+    let json = serde_json::to_string(&results).unwrap();
+    assert!(json.contains("\"implementation\":\"cusparse+cublas\""), "{json}");
+    let back: SolveResults = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.records[0].iterations, 400);
+    assert_eq!(back.problems[0].diagonal_ratio, 1.5);
+}
+
+#[test]
+fn without_a_gpu_the_problems_are_built_and_recorded() {
+    let problems = problems(400, None).unwrap();
+    let names: Vec<&str> = problems.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["cd-pe0", "cd-pe100", "cd-pe1000", "fem-q1", "fem-q2"]);
+    let mut results = results(Vec::new(), Vec::new());
+    run(None, &problems, &Precision::ALL, DEFAULT_RESTART, &mut results, &|_| {}).unwrap();
+    assert_eq!(results.problems.len(), 10);
+    assert!(results.records.is_empty());
+    assert_eq!(results.notes, ["no GPU: the problems' setup only"]);
+    let cd = &results.problems[0];
+    // The 20 x 20 grid; the convection-diffusion diagonal is the same in every row.
+    assert_eq!((cd.unknowns, cd.rhs.as_str()), (400, "1"));
+    assert!((cd.diagonal_ratio - 1.0).abs() < 1e-12, "{}", cd.diagonal_ratio);
+    let markdown = results.markdown();
+    assert!(markdown.contains("No GPU: the problems' setup only."), "{markdown}");
+    assert!(!markdown.contains("Which preconditioner wins"), "{markdown}");
+}
+
+#[test]
+fn matrix_market_right_hand_sides_make_the_solution_ones() {
+    let a = convection_diffusion::<f64>(3, 3, 10.0).unwrap();
+    let (b, rhs) = ones_solution(&a);
+    assert_eq!(rhs, "A·1");
+    let row_sums: Vec<f64> = a.row_iter().map(|r| r.values().iter().sum()).collect();
+    assert_eq!(b, row_sums);
+    // A graph Laplacian: rows sum to 0, so b = 1 instead.
+    let laplacian =
+        CsrMatrix::try_from_csr_data(2, 2, vec![0, 2, 4], vec![0, 1, 0, 1], vec![1.0, -1.0, -1.0, 1.0])
+            .unwrap();
+    assert_eq!(ones_solution(&laplacian), (vec![1.0, 1.0], "1"));
+}
