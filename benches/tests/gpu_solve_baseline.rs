@@ -84,7 +84,7 @@ fn agree<T: BlasScalar>(gpu: &Gpu, rng: &mut impl Rng, rel_tol: f64) {
                     (Stop::Converged, Stop::Converged),
                     "{what}: {cpu:?} {out:?}"
                 );
-                let tolerance = iteration_tolerance(Precision::of::<T>(), cpu.iterations);
+                let tolerance = iteration_tolerance(&method.name(), Precision::of::<T>(), cpu.iterations);
                 assert!(
                     out.iterations.abs_diff(cpu.iterations) <= tolerance,
                     "{what}: {out:?} vs CPU {cpu:?}"

@@ -54,9 +54,10 @@ fn problem(name: &str, precision: Precision, diagonal_ratio: f64) -> SolveProble
 
 #[test]
 fn iteration_tolerance_is_the_library_tests_slack() {
-    assert_eq!(iteration_tolerance(Precision::F64, 0), 2);
-    assert_eq!(iteration_tolerance(Precision::F64, 4000), 102);
-    assert_eq!(iteration_tolerance(Precision::F32, 4000), 402);
+    assert_eq!(iteration_tolerance("gmres(30)", Precision::F64, 0), 2);
+    assert_eq!(iteration_tolerance("gmres(30)", Precision::F64, 4000), 202);
+    assert_eq!(iteration_tolerance("gmres(30)", Precision::F32, 4000), 402);
+    assert_eq!(iteration_tolerance("bicgstab", Precision::F64, 4000), 503);
 }
 
 #[test]
