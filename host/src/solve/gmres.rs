@@ -23,11 +23,11 @@ use super::program::{
     count, div, end_cycle, finite, givens, limit, sqrt, start,
 };
 use super::{Outcome, SolveError, SolverOptions};
+use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{Columns, DeviceBasis, coef, constant};
 use crate::iterative::why;
 use crate::scalar::Scalar;
-use crate::Result;
 use kernels_gpu::abi::{KRYLOV_MAX_RESTART, KRYLOV_NO_TAG, gmres_scalars};
 
 const RR: u32 = FIRST_FREE;
