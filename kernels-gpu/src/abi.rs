@@ -1278,7 +1278,7 @@ pub const KRYLOV_BLOCK_THREADS: u32 = CG_BLOCK_THREADS;
 pub const KRYLOV_MAX_DOTS: u32 = 3;
 
 /// Columns `krylov_basis_dots_*` sums together in one pass of a block (the rest in further passes).
-pub const KRYLOV_BASIS_GROUP: u32 = 4;
+pub const KRYLOV_BASIS_GROUP: u32 = 8;
 
 /// The longest GMRES cycle: the basis has `restart + 1` columns, and the scalars of a cycle
 /// ([`gmres_scalars`]) number about `restart²`.
@@ -1298,6 +1298,12 @@ pub const fn krylov_partials(columns: u32) -> u32 {
 pub const fn krylov_shared_bytes(elem_bytes: u32) -> u32 {
     let sums = if KRYLOV_MAX_DOTS > KRYLOV_BASIS_GROUP { KRYLOV_MAX_DOTS } else { KRYLOV_BASIS_GROUP };
     sums * (CG_BLOCK_THREADS / WARP_SIZE) * elem_bytes
+}
+
+/// Bytes of dynamic shared memory of `krylov_basis_combine_*` for a launch of at most `most` columns:
+/// their addresses, then their coefficients (8.2 KiB for f64 at the longest restart).
+pub const fn krylov_combine_shared_bytes(most: u32, elem_bytes: u32) -> u32 {
+    most * (8 + elem_bytes)
 }
 
 /// The scalars of a GMRES cycle of `restart` steps from slot `base` (see `krylov.rs`, "GMRES"): the

@@ -50,7 +50,9 @@ use crate::abi::{
     KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
     KrylovVectorParams, ScalarOp,
 };
-use crate::arch::{global_thread, grid_dim, grid_threads, thread_idx};
+use crate::arch::{
+    block_dim, dynamic_shared, global_thread, grid_dim, grid_threads, sync_threads, thread_idx,
+};
 use crate::cg::CgReal;
 use crate::real::Real;
 use crate::reduce::{grid_sums, grid_totals, store_block_sums};
@@ -223,6 +225,10 @@ unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
     let mut first = 0;
     while first < cols {
         let mut sums = [T::ZERO; G];
+        // SAFETY: `first + k < cols` for every address read.
+        let group: [*const T; G] = core::array::from_fn(|k| {
+            if first + k < cols { unsafe { column(&p, first + k) } } else { p.w.as_ptr() }
+        });
         let (mut i, stride) = (global_thread(), grid_threads());
         while i < u64::from(c.n) {
             // SAFETY: `i < n`; `w` and the basis are read-only here.
@@ -230,8 +236,7 @@ unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
                 let w = T::load_nc(p.w.as_ptr().add(i as usize));
                 for (k, sum) in sums.iter_mut().enumerate() {
                     if first + k < cols {
-                        let v = column(&p, first + k).add(i as usize);
-                        *sum = T::load_nc(v).fma(w, *sum);
+                        *sum = T::load_nc(group[k].add(i as usize)).fma(w, *sum);
                     }
                 }
             }
@@ -267,7 +272,9 @@ unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
 /// fmas in the order of `j`.
 ///
 /// # Safety
-/// As [`basis_dots`], without the partials.
+/// As [`basis_dots`], without the partials, with
+/// [`krylov_combine_shared_bytes`](crate::abi::krylov_combine_shared_bytes) of dynamic shared
+/// memory for `most` columns.
 #[inline(always)]
 unsafe fn basis_combine<T: Real>(p: KrylovBasisParams<T>) {
     let c = &p.common;
@@ -277,15 +284,32 @@ unsafe fn basis_combine<T: Real>(p: KrylovBasisParams<T>) {
     }
     // SAFETY: as `open`.
     let cols = unsafe { columns(&p) } as usize;
+    // The columns' addresses and scaled coefficients, read once per block into shared memory rather
+    // than once per element: a volatile load of each coefficient for every element cost more than
+    // the columns themselves (GMRES(30) at 4 M unknowns ran at 0.6x the cuBLAS baseline).
+    let addresses = dynamic_shared::<*const T>();
+    // SAFETY: the block has `most` addresses and `most` elements of dynamic shared memory, addresses
+    // first (the caller's contract), `cols <= most`.
+    let coefficients = unsafe { addresses.add(p.most as usize).cast::<T>() };
+    let mut k = thread_idx() as usize;
+    while k < cols {
+        // SAFETY: `k < cols`, inside both arrays; the scalars are read-only during the launch.
+        unsafe {
+            *addresses.add(k) = column(&p, k);
+            *coefficients.add(k) = p.scale * c.scalars.as_ptr().add(p.slot as usize + k).read_volatile();
+        }
+        k += block_dim() as usize;
+    }
+    // SAFETY: every thread of the block reaches it (the gate test is uniform across the launch).
+    unsafe { sync_threads() };
     let (mut i, stride) = (global_thread(), grid_threads());
     while i < u64::from(c.n) {
-        // SAFETY: `i < n`; the scalars and the basis are read-only here, and `w[i]` is this thread's.
+        // SAFETY: `i < n`; shared memory and the basis are read-only here, `w[i]` is this thread's.
         unsafe {
             let w = p.w.as_mut_ptr().add(i as usize);
             let mut acc = if p.accumulate != 0 { *w } else { T::ZERO };
             for j in 0..cols {
-                let h = p.scale * c.scalars.as_ptr().add(p.slot as usize + j).read_volatile();
-                acc = h.fma(T::load_nc(column(&p, j).add(i as usize)), acc);
+                acc = (*coefficients.add(j)).fma(T::load_nc((*addresses.add(j)).add(i as usize)), acc);
             }
             *w = acc;
         }

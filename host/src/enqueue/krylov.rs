@@ -18,7 +18,7 @@ use kernels_gpu::abi::{
     KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE,
     KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon,
     KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
-    gmres_scalars, krylov_partials, krylov_shared_bytes,
+    gmres_scalars, krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
 };
 use kernels_gpu::index::cg_blocks;
 
@@ -262,17 +262,13 @@ impl<T: Scalar> KrylovDevice<T> {
         w: &mut DeviceVector<T>,
     ) -> Result<()> {
         let params = self.basis_params(gpu, gate, basis, columns, slot, scale, accumulate, w)?;
-        // SAFETY: as `sums`, without the partials; each element of `w` is this launch's thread's.
-        unsafe {
-            launch(
-                gpu,
-                &gpu.kernels::<T>().krylov.basis_combine,
-                cg_blocks(self.n),
-                KRYLOV_BLOCK_THREADS,
-                0,
-                &params,
-            )
-        }
+        #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
+        let shared = krylov_combine_shared_bytes(params.most, size_of::<T>() as u32);
+        let f = &gpu.kernels::<T>().krylov.basis_combine;
+        // SAFETY: as `sums`, without the partials, with the shared memory of `most` columns (at most
+        // 8.2 KiB: `most` is checked against the basis, at most KRYLOV_MAX_RESTART + 1 columns); each
+        // element of `w` is one thread's.
+        unsafe { launch(gpu, f, cg_blocks(self.n), KRYLOV_BLOCK_THREADS, shared, &params) }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -14,7 +14,7 @@ pub trait LinearOperator<T> {
     fn nrows(&self) -> usize;
     fn ncols(&self) -> usize;
     /// `y = A x`, overwriting `y`; `x` must have [`Self::ncols`] elements and `y` [`Self::nrows`],
-    /// else [`Error::DimensionMismatch`] with `y` untouched.
+    /// else [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) with `y` untouched.
     fn apply(&self, x: &[T], y: &mut [T]) -> Result<()>;
     /// The [`Self::nrows`] diagonal entries (repeated entries summed).
     fn diagonal(&self) -> Vec<T>;
