@@ -31,9 +31,8 @@ const INPUT_TIMEOUT_SECONDS: u64 = 10;
 
 /// Code generation units per crate. cargo-fuzz builds with one (its release builds rely on ThinLTO,
 /// which the coverage instrumentation defeats across units); sixteen let the largest crates (faer,
-/// the library) compile on every core. Together with `opt-level = 1` in `fuzz/Cargo.toml` this
-/// builds the targets in a fraction of the time, and a target still runs many thousands of inputs
-/// a second.
+/// the library) compile on every core instead of one. The optimisation level is in
+/// `fuzz/Cargo.toml`.
 const CODEGEN_UNITS: &str = "16";
 
 pub fn task(args: &[String]) -> Result<(), String> {
