@@ -455,8 +455,7 @@ fn study<T: BlasScalar>(
 }
 
 /// Fills the speedups over the baseline and the payoffs against CSR of one problem's records, and
-/// notes an iteration count of the baseline that differs from ours on CSR beyond
-/// [`iteration_tolerance`].
+/// compares the baseline's solve with ours on CSR (see [`agreement`]).
 fn compare(records: &mut [CgRecord], notes: &mut Vec<String>) {
     let find = |records: &[CgRecord], solver, preconditioner: &str| {
         records.iter().find(|r| r.solver == solver && r.preconditioner == preconditioner).cloned()
@@ -471,22 +470,68 @@ fn compare(records: &mut [CgRecord], notes: &mut Vec<String>) {
             r.payoff_vs_csr =
                 csr.as_ref().map(|c| payoff(r.setup_ms, r.timing.median_us, c.setup_ms, c.timing.median_us));
         }
-        if let (Solver::CusparseCublas, Some(base_its), Some(ours_its)) =
-            (r.solver, r.iterations, csr.as_ref().and_then(|c| c.iterations))
-            && base_its.abs_diff(ours_its) > iteration_tolerance(r.precision, ours_its)
-        {
-            notes.push(disagreement(r.degree, r.precision, ours_its, base_its));
-        }
+    }
+    let (Some(base), Some(ours)) = (
+        records.iter().find(|r| r.solver == Solver::CusparseCublas && r.iterations.is_some()),
+        records.iter().find(|r| r.solver == Solver::Csr && r.iterations.is_some()),
+    ) else {
+        return;
+    };
+    let spread = records.iter().filter(|r| r.solver != Solver::CusparseCublas).filter_map(|r| r.iterations);
+    let (low, high) = spread.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    if let Some(note) = agreement(ours, base, (low, high)) {
+        notes.push(note);
     }
 }
 
-/// The note of an iteration count of the baseline that differs from ours.
-fn disagreement(degree: usize, precision: Precision, ours: usize, base: usize) -> String {
-    format!(
-        "Q{degree} {precision}: ITERATION COUNTS DISAGREE: ours (csr-auto) {ours}, cusparse+cublas {base} \
-         (tolerance {})",
-        iteration_tolerance(precision, ours)
-    )
+/// The true residual beyond which the recurrence's residual no longer tracks it: 10 times the
+/// tolerance.
+const ATTAINABLE: f64 = 10.0 * STUDY_REL_TOL;
+
+/// Whether the baseline's solve agrees with ours, `None` when it does, else the note that says how.
+///
+/// Where both solutions' true residuals track their recurrences' (f64 here), the iteration counts
+/// must agree within [`iteration_tolerance`]. Where both true residuals stall above the tolerance,
+/// the recurrences' residuals have gone below what the element type attains and the count at which
+/// they cross `rel_tol` depends on the rounding of the dot products: measured on the H100 in f32 at
+/// 4 M unknowns, true residuals of 1.6 (Q3) and 3.0 (Q4), the same for every solver, while our own
+/// formats alone took 6,730 to 7,087 (Q3) and 9,905 to 11,220 (Q4) iterations (`PERF.md`, section
+/// 19). There the solutions themselves must agree: L2 errors within 1% and true residuals within 10%.
+/// The note says so either way; only a real disagreement is marked [`is_disagreement`].
+fn agreement(ours: &CgRecord, base: &CgRecord, (low, high): (usize, usize)) -> Option<String> {
+    let (Some(ours_its), Some(base_its)) = (ours.iterations, base.iterations) else { return None };
+    let what = format!("Q{} {}", ours.degree, ours.precision);
+    let stalled = |r: &CgRecord| r.true_residual.is_some_and(|t| t > ATTAINABLE);
+    if stalled(ours) && stalled(base) {
+        let close = |a: Option<f64>, b: Option<f64>, by: f64| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() <= by * b.abs(),
+            _ => false,
+        };
+        let same =
+            close(ours.l2_error, base.l2_error, 0.01) && close(ours.true_residual, base.true_residual, 0.1);
+        let marker = if same { "iteration counts not comparable" } else { "ITERATION COUNTS DISAGREE" };
+        return Some(format!(
+            "{what}: {marker}: the true residuals (ours {}, cusparse+cublas {}) stall above the tolerance, \
+             so the recurrences' residuals fall below what {} attains and their counts depend on rounding \
+             (ours on CSR {ours_its}, cusparse+cublas {base_its}; our formats {low} to {high}); the solutions \
+             {} (L2 errors {} and {})",
+            or_na(ours.true_residual, |v| format!("{v:.2e}")),
+            or_na(base.true_residual, |v| format!("{v:.2e}")),
+            ours.precision,
+            if same { "agree" } else { "differ" },
+            or_na(ours.l2_error, |v| format!("{v:.4e}")),
+            or_na(base.l2_error, |v| format!("{v:.4e}")),
+        ));
+    }
+    let tolerance = iteration_tolerance(ours.precision, ours_its);
+    (base_its.abs_diff(ours_its) > tolerance).then(|| {
+        format!(
+            "{what}: ITERATION COUNTS DISAGREE: ours (csr-auto) {ours_its}, cusparse+cublas {base_its} \
+             (tolerance {tolerance}; true residuals {} and {})",
+            or_na(ours.true_residual, |v| format!("{v:.2e}")),
+            or_na(base.true_residual, |v| format!("{v:.2e}")),
+        )
+    })
 }
 
 /// Whether a note is an iteration-count disagreement (the run fails on one).

@@ -157,6 +157,32 @@ fn a_disagreeing_iteration_count_is_noted() {
     assert!(r.notes[0].contains("ours (csr-auto) 700, cusparse+cublas 720"), "{}", r.notes[0]);
 }
 
+/// f32 at 4 M unknowns as measured (`PERF.md`, section 19): every true residual stalls far above the
+/// tolerance, so the counts are not compared; the solutions are, and a different one is still a
+/// disagreement.
+#[test]
+fn counts_past_the_attainable_accuracy_compare_the_solutions() {
+    let stalled = |solver, iterations, true_residual, l2_error| {
+        let mut r = record(solver, "jacobi", 100.0, Some(iterations), 50.0);
+        (r.precision, r.true_residual, r.l2_error) = (Precision::F32, Some(true_residual), Some(l2_error));
+        r
+    };
+    let mut records = vec![
+        stalled(Solver::Csr, 6730, 1.59, 1.198e-3),
+        stalled(Solver::LmaColoured, 7087, 1.59, 1.198e-3),
+        stalled(Solver::CusparseCublas, 7641, 1.59, 1.198e-3),
+    ];
+    let mut notes = Vec::new();
+    compare(&mut records, &mut notes);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(!is_disagreement(&notes[0]), "{}", notes[0]);
+    assert!(notes[0].contains("our formats 6730 to 7087"), "{}", notes[0]);
+    records[2].l2_error = Some(2e-3);
+    let mut notes = Vec::new();
+    compare(&mut records, &mut notes);
+    assert!(is_disagreement(&notes[0]), "{}", notes[0]);
+}
+
 #[test]
 fn report_has_every_solver_and_the_targets() {
     let r = results(701);
