@@ -9,12 +9,10 @@
 //! rounded to `T`, on the GPU in `T` by a fixed tree, so the two agree to a rounding of `T` per dot
 //! product, and their iteration counts agree within a few iterations.
 
-use super::{DiagonalNeed, LinearOperator, dot, inverse_diagonal, positive};
-use crate::iterative::{
-    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
-};
+use super::{DiagonalNeed, InverseDiagonal, LinearOperator, check_system, dot, positive, residual};
+use crate::Result;
+use crate::iterative::{NOT_SPD, Outcome, SolveError, SolverOptions, Stop, relative_residual};
 use crate::scalar::Scalar;
-use crate::{Error, Result};
 
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
@@ -29,30 +27,13 @@ pub fn cg<T: Scalar>(
     options: &SolverOptions,
 ) -> Result<Outcome> {
     options.check()?;
-    let n = a.nrows();
-    if a.ncols() != n {
-        return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
-    }
-    for (what, got) in [("b", b.len()), ("x", x.len())] {
-        if got != n {
-            return Err(Error::DimensionMismatch { what, expected: n, got });
-        }
-    }
-    let inv_diag = match options.preconditioner {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(inverse_diagonal(&a.diagonal(), DiagonalNeed::Positive)?),
-    };
-    let precondition = |r: &[T], z: &mut [T]| match &inv_diag {
-        Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
-        None => z.copy_from_slice(r),
-    };
-    let minus_one = T::from_f64(-1.0);
+    let n = check_system(a, b, x)?;
+    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::Positive)?;
 
     let mut r = vec![T::ZERO; n];
-    a.apply(x, &mut r)?;
-    r.iter_mut().zip(b).for_each(|(r, &b)| *r = minus_one.mul_add(*r, b));
+    residual(a, b, x, &mut r)?;
     let mut p = vec![T::ZERO; n];
-    precondition(&r, &mut p);
+    precondition.apply(&r, &mut p);
     let mut rz = dot(&r, &p);
     let mut rr = dot(&r, &r);
     let bb = dot(b, b);
@@ -84,7 +65,7 @@ pub fn cg<T: Scalar>(
         }
         let minus_alpha = T::from_f64(-alpha.to_f64());
         r.iter_mut().zip(&q).for_each(|(r, &q)| *r = minus_alpha.mul_add(q, *r));
-        precondition(&r, &mut z);
+        precondition.apply(&r, &mut z);
         let rz_new = dot(&r, &z);
         rr = dot(&r, &r);
         let beta = T::from_f64(rz_new.to_f64() / rz.to_f64());
@@ -110,7 +91,9 @@ pub fn cg<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use crate::formats::csr::CsrRef;
+    use crate::iterative::Preconditioner;
 
     /// The 1D Laplacian `tridiag(-1, 2, -1)` of order `n`, scaled row and column by `scale(i)`:
     /// symmetric positive definite, with a diagonal that varies as `scale(i)^2`.
