@@ -17,7 +17,7 @@ use crate::scalar::Scalar;
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
 /// Refused, with `x` untouched: options out of their ranges ([`SolverOptions`]), a matrix that is not
-/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`]),
+/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch)),
 /// and for Jacobi a diagonal entry that is not positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
 /// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
 pub fn cg<T: Scalar>(
