@@ -13,7 +13,7 @@
 //! axpy 3) or `19ns` (Jacobi: dgmm 3 and `rᵀz` 2 more) beside the product, against the library's
 //! `10ns` and `12ns` (`kernels-gpu/src/cg.rs`), and waits for the host 2 (3) times.
 
-use crate::cublas::{BlasScalar, Vectors};
+use crate::cublas::{BlasScalar, Vectors, inverse_diagonal};
 use crate::cusparse::{self, Algorithm, Prepared};
 use anyhow::{Result, bail, ensure};
 use cudarc::cublas::CudaBlas;
@@ -88,12 +88,7 @@ impl<'a, T: BlasScalar> BaselineCg<'a, T> {
         let n = a.nrows();
         let inv_diag = match options.preconditioner {
             Preconditioner::None => None,
-            Preconditioner::Jacobi => {
-                ensure!(diagonal.len() == n, "the diagonal has {} entries, not {n}", diagonal.len());
-                ensure!(diagonal.iter().all(|&d| d > T::ZERO), "a diagonal entry is not positive");
-                let inverse: Vec<T> = diagonal.iter().map(|d| T::from_f64(1.0 / d.to_f64())).collect();
-                Some(gpu.stream().clone_htod(&inverse)?)
-            }
+            Preconditioner::Jacobi => Some(inverse_diagonal(gpu, diagonal, n, |d| d > T::ZERO, "positive")?),
         };
         let vector = || gpu.zeros::<T>(n);
         let (x, r, p, q, z) = (vector()?, vector()?, vector()?, vector()?, vector()?);

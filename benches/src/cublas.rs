@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, anyhow, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::{self, cublasHandle_t, cublasOperation_t, cublasSideMode_t, cublasStatus_t};
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{CudaSlice, DevicePtr};
 use gpu_spmv::{Gpu, Scalar};
 use std::ffi::c_int;
 
@@ -81,6 +81,25 @@ fn check(status: cublasStatus_t, call: &str) -> Result<()> {
 }
 
 /// A cuBLAS handle on the [`Gpu`]'s stream, in the default host pointer mode.
+/// The inverse diagonal a baseline's Jacobi preconditioner applies with `dgmm`: `1 / d` in f64 rounded
+/// to `T`, as the library computes it, uploaded. Refused for a diagonal of another length than `n`, or
+/// an entry `accept` refuses (`need` says what it must be: CG's positive, the others' non-zero and
+/// finite).
+pub fn inverse_diagonal<T: Scalar>(
+    gpu: &Gpu,
+    diagonal: &[T],
+    n: usize,
+    accept: impl Fn(T) -> bool,
+    need: &str,
+) -> Result<CudaSlice<T>> {
+    ensure!(diagonal.len() == n, "the diagonal has {} entries, not {n}", diagonal.len());
+    if let Some(row) = diagonal.iter().position(|&d| !accept(d)) {
+        return Err(anyhow!("Jacobi: diagonal entry {row} is {}, not {need}", diagonal[row]));
+    }
+    let inverse: Vec<T> = diagonal.iter().map(|d| T::from_f64(1.0 / d.to_f64())).collect();
+    Ok(gpu.stream().clone_htod(&inverse)?)
+}
+
 pub fn blas(gpu: &Gpu) -> Result<CudaBlas> {
     CudaBlas::new(gpu.stream().clone()).map_err(|e| anyhow!("cublasCreate (is libcublas installed?): {e}"))
 }

@@ -29,7 +29,7 @@
 //! `‖w‖²`); a cycle adds its restart (`r = b - A x`: copy 2, the product, `rᵀr` 1, `v₀` 4) and its
 //! update (`(j + 2)n`, with Jacobi `6n` more).
 
-use crate::cublas::{BlasScalar, Vectors};
+use crate::cublas::{BlasScalar, Vectors, inverse_diagonal};
 use crate::cusparse::{self, Algorithm, Prepared};
 use anyhow::{Result, ensure};
 use cudarc::cublas::CudaBlas;
@@ -155,14 +155,13 @@ impl<'a, T: BlasScalar> Common<'a, T> {
         let n = a.nrows();
         let inv_diag = match options.preconditioner {
             Preconditioner::None => None,
-            Preconditioner::Jacobi => {
-                ensure!(diagonal.len() == n, "the diagonal has {} entries, not {n}", diagonal.len());
-                if let Some(row) = diagonal.iter().position(|d| d.to_f64() == 0.0 || !finite(*d)) {
-                    anyhow::bail!("Jacobi: diagonal entry {row} is {}", diagonal[row]);
-                }
-                let inverse: Vec<T> = diagonal.iter().map(|d| T::from_f64(1.0 / d.to_f64())).collect();
-                Some(gpu.stream().clone_htod(&inverse)?)
-            }
+            Preconditioner::Jacobi => Some(inverse_diagonal(
+                gpu,
+                diagonal,
+                n,
+                |d| d.to_f64() != 0.0 && finite(d),
+                "non-zero and finite",
+            )?),
         };
         Ok(Self {
             gpu,
