@@ -114,16 +114,7 @@ impl<T: Scalar> KrylovDevice<T> {
     }
 
     fn check_vector(&self, gpu: &Gpu, v: &DeviceVector<T>) -> Result<AbiPtr<T>> {
-        if v.len() != self.n as usize {
-            return Err(Error::DimensionMismatch {
-                what: "a solver vector",
-                expected: self.n as usize,
-                got: v.len(),
-            });
-        }
-        if !gpu.owns(v.as_slice().context()) {
-            return Err(Error::ForeignBuffer("a solver vector"));
-        }
+        check_operand(gpu, "a solver vector", v.as_slice().context(), v.len(), self.n as usize)?;
         Ok(addr(v.as_slice(), gpu))
     }
 
@@ -341,14 +332,8 @@ pub(crate) fn diag_scale<T: Scalar>(
     z: &mut DeviceVector<T>,
 ) -> Result<()> {
     let n = d.len();
-    for (what, got) in [("r", r.len()), ("z", z.len())] {
-        if got != n {
-            return Err(Error::DimensionMismatch { what, expected: n, got });
-        }
-    }
-    if !gpu.owns(r.as_slice().context()) || !gpu.owns(z.as_slice().context()) {
-        return Err(Error::ForeignBuffer("a preconditioned vector"));
-    }
+    check_operand(gpu, "r", r.as_slice().context(), r.len(), n)?;
+    check_operand(gpu, "z", z.as_slice().context(), z.len(), n)?;
     let one = constant(T::from_f64(1.0));
     let common = KrylovCommon {
         state: AbiPtr::new(0),
