@@ -36,6 +36,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, DevicePtr};
 use gpu_spmv::solve::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Scalar};
+use std::ops::ControlFlow::{self, Break, Continue};
 
 /// A solver of the study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,12 +257,27 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
         &self.common.x
     }
 
-    /// Solves `A x = b` from `x0` by the recurrence of `gpu_spmv::reference::bicgstab`.
+    /// Solves `A x = b` from `x0` by the recurrence of `gpu_spmv::reference::bicgstab`: a
+    /// convergence of the recurrence restarts it from `x`, and only a true residual that meets the
+    /// tolerance ends the solve.
     pub fn solve(&mut self, b: &DeviceVector<T>, x0: &DeviceVector<T>) -> Result<End> {
         self.common.begin(b, x0)?;
-        let stream = self.common.gpu.stream();
-        stream.memset_zeros(self.p.as_mut_slice())?;
-        stream.memset_zeros(self.v.as_mut_slice())?;
+        // Iterations done before the current (re)start.
+        let mut done = 0;
+        loop {
+            let stream = self.common.gpu.stream();
+            stream.memset_zeros(self.p.as_mut_slice())?;
+            stream.memset_zeros(self.v.as_mut_slice())?;
+            match self.pass(b, done)? {
+                Break(end) => return Ok(end),
+                Continue(restart) => done = restart,
+            }
+        }
+    }
+
+    /// The recurrence from `r = b - A x`, `r̂ = r`, after `done` iterations: the end of the solve,
+    /// or the iterations done when the recurrence said it converged.
+    fn pass(&self, b: &DeviceVector<T>, done: usize) -> Result<ControlFlow<End, usize>> {
         let c = &self.common;
         let (gpu, blas, x) = (c.gpu, &c.blas, c.x.as_slice());
         let (r, r_hat, p, v, t) = (
@@ -274,23 +290,22 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
         let (p_hat, s_hat) =
             self.hats.as_ref().map_or((p, r), |(p_hat, s_hat)| (p_hat.as_slice(), s_hat.as_slice()));
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-
+        let max = c.options.max_iterations;
         blas.copy(b.as_slice(), r)?;
         self.residual_product.run(gpu, minus_one, one)?;
         blas.copy(r, r_hat)?;
         let mut rho = blas.dot(r_hat, r)?;
         let mut rr = blas.dot(r, r)?;
         if !finite(rr) {
-            return breakdown(0, "rᵀr", rr);
+            return breakdown(done, "rᵀr", rr).map(Break);
         }
         if rr <= c.tol_rr {
-            return c.stopped(0, rr, Stop::Converged);
+            return c.stopped(done, rr, Stop::Converged).map(Break);
         }
         let (mut alpha, mut omega, mut rho_prev) = (one, one, one);
-        let max = c.options.max_iterations;
-        for iteration in 0..=max {
+        for iteration in done..=max {
             if rho == T::ZERO || !finite(rho) {
-                return breakdown(iteration, "r̂ᵀr", rho);
+                return breakdown(iteration, "r̂ᵀr", rho).map(Break);
             }
             if iteration == max {
                 break;
@@ -303,26 +318,25 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
             self.p_product.run(gpu, one, T::ZERO)?;
             let rv = blas.dot(r_hat, v)?;
             if rv == T::ZERO || !finite(rv) {
-                return breakdown(iteration, "r̂ᵀv", rv);
+                return breakdown(iteration, "r̂ᵀv", rv).map(Break);
             }
             alpha = quotient(rho, rv);
             // `s`, in `r`'s buffer.
             blas.axpy(negative(alpha), v, r)?;
             blas.axpy(alpha, p_hat, x)?;
-            let ss = blas.dot(r, r)?;
-            if ss <= c.tol_rr {
-                return c.stopped(iteration + 1, ss, Stop::Converged);
+            if blas.dot(r, r)? <= c.tol_rr {
+                return Ok(Continue(iteration + 1));
             }
             c.precondition(r, s_hat)?;
             self.s_product.run(gpu, one, T::ZERO)?;
             let ts = blas.dot(t, r)?;
             let tt = blas.dot(t, t)?;
             if tt == T::ZERO || !finite(tt) {
-                return breakdown(iteration, "tᵀt", tt);
+                return breakdown(iteration, "tᵀt", tt).map(Break);
             }
             omega = quotient(ts, tt);
             if omega == T::ZERO || !finite(omega) {
-                return breakdown(iteration, "ω", omega);
+                return breakdown(iteration, "ω", omega).map(Break);
             }
             blas.axpy(omega, s_hat, x)?;
             blas.axpy(negative(omega), t, r)?;
@@ -330,10 +344,10 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
             rho = blas.dot(r_hat, r)?;
             rr = blas.dot(r, r)?;
             if rr <= c.tol_rr {
-                return c.stopped(iteration + 1, rr, Stop::Converged);
+                return Ok(Continue(iteration + 1));
             }
         }
-        c.stopped(max, rr, Stop::MaxIterations)
+        c.stopped(max, rr, Stop::MaxIterations).map(Break)
     }
 }
 

@@ -196,6 +196,56 @@ fn gpu_krylov_in_a_graph_and_deterministic() {
     }
 }
 
+/// BiCGSTAB believes only a true residual: in f32 its carried residual shrinks below what `b - A x`
+/// can reach (about 1e-7 here), so at 1e-8 it must run to the limit, restarting at every false
+/// convergence, as its oracle does, and the same in a graph; at 1e-6 it converges, truly.
+#[test]
+fn gpu_bicgstab_converges_only_on_the_true_residual() {
+    let test = "gpu_bicgstab_converges_only_on_the_true_residual";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for peclet in [0.0, 1000.0] {
+        let a: CsrMatrix<f32> = convection_diffusion(16, 16, peclet).unwrap();
+        let view = CsrRef::from(&a);
+        let da = gpu.upload_csr(&a).unwrap();
+        let diagonal = view.diagonal();
+        let b = random_vector::<f32>(&mut rng, a.nrows());
+        let x0 = vec![0.0; a.nrows()];
+        for (rel_tol, attainable) in [(1e-6, true), (1e-8, false)] {
+            let what = format!("Pe {peclet} tol {rel_tol:e}");
+            let options =
+                SolverOptions { rel_tol, max_iterations: 300, preconditioner: Preconditioner::Jacobi };
+            let (cpu, _) = cpu_solve(view, Method::Bicgstab, options, &b, &x0).unwrap();
+            let (out, x) = gpu_solve(&gpu, &da, Method::Bicgstab, options, &diagonal, &b, &x0).unwrap();
+            assert_eq!(cpu.stop == Stop::Converged, attainable, "{what}: CPU {cpu:?}");
+            assert_eq!(out.stop, cpu.stop, "{what}: GPU {out:?}, CPU {cpu:?}");
+            let truth = true_residual(view, &b, &x);
+            if attainable {
+                assert!(
+                    out.relative_residual <= rel_tol && truth <= 1.5 * rel_tol,
+                    "{what}: {truth:e} {out:?}"
+                );
+            } else {
+                assert_eq!(out.iterations, 300, "{what}: {out:?}");
+                let db = gpu.upload_vector(&b).unwrap();
+                let mut dx = gpu.zeros::<f32>(a.nrows()).unwrap();
+                let mut s =
+                    Bicgstab::new(gpu.plan(&da, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
+                s.start(&db, &dx).unwrap();
+                let graph = gpu.capture(|| s.iterate(&mut dx, 7)).unwrap();
+                let in_graph = loop {
+                    graph.launch().unwrap();
+                    if let Some(outcome) = s.outcome().unwrap() {
+                        break outcome;
+                    }
+                };
+                assert_eq!(in_graph, out, "{what}: the graph's solve differs from the plain one");
+            }
+            println!("{what}: GPU {out:?}, CPU {cpu:?}, true residual {truth:.2e}");
+        }
+    }
+}
+
 /// NaN in `b` is a breakdown, never a NaN outcome or a hang; `b = 0` from `x = 0` converges at
 /// once; the limit stops at exactly `max_iterations`; a singular operator stops with a typed outcome.
 #[test]

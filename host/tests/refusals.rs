@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{cap_memory, rng};
+use common::cap_memory;
 use gpu_spmv::formats::{CompressedCsr, Lma, MAX_PARTS, RowPartition};
 use gpu_spmv::io::parse_matrix_market;
 use gpu_spmv::reference::{
@@ -16,7 +16,6 @@ use gpu_spmv::reference::{LinearOperator, cg::cg};
 use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions};
 use gpu_spmv::{CsrRef, Error};
 use nalgebra_sparse::CsrMatrix;
-use rand::Rng;
 
 /// Asserts that `f` panics with a message containing `needle`.
 fn assert_panics(what: &str, needle: &str, f: impl FnOnce() + std::panic::UnwindSafe) {
@@ -238,8 +237,10 @@ fn apply_refuses_vectors_outside_its_contract() {
 #[cfg(feature = "faer")]
 #[test]
 fn faer_matrices_its_checked_constructors_accept_are_taken() {
+    use common::rng;
     use faer::sparse::{SparseColMat, SparseRowMat, SymbolicSparseColMat, SymbolicSparseRowMat};
     use gpu_spmv::formats::Csr;
+    use rand::Rng;
     cap_memory();
     let mut rng = rng("faer offsets");
     // [1 . 2]

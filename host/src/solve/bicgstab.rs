@@ -13,7 +13,7 @@ use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
 };
-use super::{Outcome, SolverOptions};
+use super::{Outcome, SolverOptions, Stop};
 use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{coef, constant};
@@ -87,6 +87,8 @@ pub struct Bicgstab<'a, T: Scalar, A: Operator<T>> {
     v: DeviceVector<T>,
     t: DeviceVector<T>,
     preconditioned: Option<Preconditioned<T>>,
+    /// Iterations done before the recurrence's last restart (see [`Bicgstab::outcome`]).
+    done: usize,
 }
 
 impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
@@ -126,6 +128,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             t: gpu.zeros(n)?,
             preconditioned,
             core,
+            done: 0,
         })
     }
 
@@ -169,6 +172,13 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         X: VectorRef<T> + ?Sized,
     {
         self.core.begin(b, x)?;
+        self.done = 0;
+        self.recur()
+    }
+
+    /// Enqueues a start of the recurrence from the solve's iterate, on a state reset to not
+    /// started, with the iterations left after `done`.
+    fn recur(&mut self) -> Result<()> {
         let c = &mut self.core;
         let gpu = c.op.gpu();
         let (d, one, minus_one) = (&c.device, T::from_f64(1.0), T::from_f64(-1.0));
@@ -179,7 +189,8 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         gpu.stream().memset_zeros(self.p.as_mut_slice())?;
         gpu.stream().memset_zeros(self.v.as_mut_slice())?;
         d.dots(gpu, STARTING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
-        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
+        let left = c.options.max_iterations - self.done;
+        let max = u32::try_from(left).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
         program.extend([
             set(ALPHA, one),
@@ -268,8 +279,23 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
 
     /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
     /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
-    pub fn outcome(&self) -> Result<Option<Outcome>> {
-        self.core.outcome()
+    ///
+    /// Only a true residual is believed converged (`crate::reference::bicgstab`, module doc): when
+    /// the recurrence says it converged, this enqueues a restart from the iterate, `r = b - A x`
+    /// and `r̂ = r` with the iterations left, and reads it. If that residual meets the tolerance the
+    /// outcome is converged, with its norm; otherwise the solve runs on (`None`), and the
+    /// iterations of a batch captured before go on from the restart.
+    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
+        loop {
+            match self.core.outcome(self.done)? {
+                Some(out) if out.stop == Stop::Converged && out.iterations > self.done => {
+                    self.done = out.iterations;
+                    self.core.device.reset(self.core.op.gpu())?;
+                    self.recur()?;
+                }
+                other => return Ok(other),
+            }
+        }
     }
 
     /// The options the solver was made with.

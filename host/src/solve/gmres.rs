@@ -312,7 +312,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
 
     /// Where the solve stands, read from the device (waits for the stream).
     pub fn outcome(&self) -> Result<Option<Outcome>> {
-        self.core.outcome()
+        self.core.outcome(0)
     }
 
     /// The options the solver was made with.

@@ -163,11 +163,12 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         }
     }
 
-    /// Where the solve stands (waits for the stream): `None` while it runs.
-    pub fn outcome(&self) -> Result<Option<Outcome>> {
+    /// Where the solve stands (waits for the stream): `None` while it runs. `done` iterations
+    /// before the state's last start count in the outcome too.
+    pub fn outcome(&self, done: usize) -> Result<Option<Outcome>> {
         let gpu = self.op.gpu();
         let snap = self.device.snapshot(gpu)?;
-        let iterations = snap.state.iterations as usize;
+        let iterations = done + snap.state.iterations as usize;
         let stop = match snap.state.status {
             KRYLOV_CONVERGED => Stop::Converged,
             KRYLOV_MAX_ITERATIONS => Stop::MaxIterations,
