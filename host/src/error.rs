@@ -164,6 +164,16 @@ pub enum SolveError {
     /// over `limit`, which bounds the basis and the small dense problem a cycle keeps.
     #[error("the GMRES restart length is {value}, but it must be in 1..={limit}")]
     InvalidRestart { value: usize, limit: usize },
+    /// The block-Jacobi block size is 0 or over `limit` (`reference::block_jacobi::MAX_BLOCK`).
+    #[error("the block-Jacobi block size is {value}, but it must be in 1..={limit}")]
+    InvalidBlockSize { value: usize, limit: usize },
+    /// The diagonal block of `rows` rows from `first_row` cannot be inverted: it is singular to
+    /// working precision, holds NaN or infinities, or its inverse overflows the element type.
+    #[error(
+        "the diagonal block of rows {first_row}..{} is singular or not finite: block-Jacobi needs it invertible",
+        first_row + rows
+    )]
+    SingularBlock { first_row: usize, rows: usize },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

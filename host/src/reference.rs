@@ -8,6 +8,7 @@
 //! (`problems`) are its submodules.
 
 pub mod bicgstab;
+pub mod block_jacobi;
 pub mod cg;
 pub mod gmres;
 mod operator;

@@ -1,7 +1,7 @@
 //! Property tests (proptest) of what no input may break: `CsrRef::try_new` on raw arrays, every
 //! conversion from CSR with its parameters, the Matrix Market reader on generated and on damaged
 //! files, the LMA operator, the row partition, the sprs and faer conversions, the CPU references and
-//! their dense views, the reordering, CG's options, BiCGSTAB and GMRES on random systems, the
+//! their dense views, the reordering, CG's options, BiCGSTAB and GMRES on random systems, block-Jacobi's setup, the
 //! convection–diffusion generator, and Auto's rule on any row statistics. The properties themselves live in
 //! `properties/`, shared with the fuzz targets; this file generates inputs for them, small and many,
 //! so the suite takes a few seconds. A failure prints the shrunk input. Every test runs under the
@@ -13,11 +13,13 @@ mod properties;
 use common::cap_memory;
 use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
+use gpu_spmv::reference::block_jacobi::MAX_BLOCK;
 use gpu_spmv::reference::gmres::MAX_RESTART;
 use gpu_spmv::rule::Target;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
 use gpu_spmv::{Kernel, Regime, RowStats};
+use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
@@ -224,6 +226,36 @@ proptest! {
     fn cg_options_are_refused_as_documented_or_stop_the_solve_as_they_say(n in 0usize..20, options in cg_options()) {
         cap_memory();
         check_cg_options(n, options);
+    }
+
+    /// Block-Jacobi's setup on square and rectangular matrices, block sizes from 0 to past the
+    /// limit, diagonal blocks dominant, singular or empty, entries scaled by powers of two far from 1.
+    #[test]
+    fn block_jacobi_refuses_as_documented_or_inverts_every_block(
+        (a, ncols) in square().prop_flat_map(|a| {
+            let n = a.rows.len();
+            (Just(a), prop_oneof![4 => Just(n), 1 => Just(n + 1)])
+        }),
+        block in prop_oneof![8 => 1usize..12, 1 => Just(0usize), 1 => Just(MAX_BLOCK), 1 => Just(MAX_BLOCK + 1)],
+        dominance in prop_oneof![Just(0.0), Just(1e3), -4.0..4.0f64],
+        scale in -40i32..40,
+        r in prop::collection::vec(-8i8..8, 0..8),
+    ) {
+        cap_memory();
+        let n = a.rows.len();
+        let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
+        for (i, row) in a.rows.iter().enumerate() {
+            for &(c, v) in row.iter().chain([(i.min(ncols.saturating_sub(1)), 0)].iter().filter(|_| ncols > 0)) {
+                cols.push(c);
+                let value = if c == i && v == 0 { dominance } else { f64::from(v) };
+                values.push(value * 2f64.powi(scale));
+            }
+            offsets.push(cols.len());
+        }
+        let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        let (r64, r32): (Vec<f64>, Vec<f32>) = (r.iter().map(|&v| f64::from(v)).collect(), r.iter().map(|&v| f32::from(v)).collect());
+        check_block_jacobi(CsrRef::try_new(n, ncols, &offsets, &cols, &values).unwrap(), block, &r64);
+        check_block_jacobi(CsrRef::try_new(n, ncols, &offsets, &cols, &values32).unwrap(), block, &r32);
     }
 
     #[test]

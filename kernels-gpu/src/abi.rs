@@ -1263,6 +1263,8 @@ pub const CHECK_SLOTS: usize = 4;
 /// (`krylov_dots_*`), the dot products of a vector with columns of a basis and the combination of
 /// those columns (`krylov_basis_dots_*`, `krylov_basis_combine_*`: GMRES's Gram-Schmidt), and a short
 /// program on the solve's scalars (`krylov_scalars_*`, one thread).
+/// `block_jacobi_*` (`kernels-gpu/src/block_jacobi.rs`).
+pub const BLOCK_JACOBI: Entry = entry!("block_jacobi");
 pub const KRYLOV_VECTOR: Entry = entry!("krylov_vector");
 pub const KRYLOV_DOTS: Entry = entry!("krylov_dots");
 pub const KRYLOV_BASIS_DOTS: Entry = entry!("krylov_basis_dots");
@@ -1516,4 +1518,21 @@ pub struct KrylovScalarParams<T> {
     pub common: KrylovCommon<T>,
     pub count: u32,
     pub ops: [ScalarOp<T>; KRYLOV_MAX_OPS],
+}
+
+/// The largest block of the block-Jacobi preconditioner: a thread reads a row of its block's
+/// inverse, `block` elements, and the setup inverts `n / block` dense blocks of `block²` entries;
+/// past a warp's width a block is better served by a sparse factorisation.
+pub const BLOCK_JACOBI_MAX: u32 = 32;
+
+/// `block_jacobi_*`: `z = B⁻¹ r` for the inverted diagonal blocks of `block` rows (the last one
+/// shorter), row `i`'s entries at `inverses[j * n + i]` for its block's local column `j`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BlockJacobiParams<T> {
+    pub inverses: DevicePtr<T>,
+    pub r: DevicePtr<T>,
+    pub z: DevicePtr<T>,
+    pub n: u32,
+    pub block: u32,
 }

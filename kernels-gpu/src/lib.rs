@@ -34,6 +34,8 @@ pub mod index;
 #[cfg(target_arch = "nvptx64")]
 mod arch;
 #[cfg(target_arch = "nvptx64")]
+mod block_jacobi;
+#[cfg(target_arch = "nvptx64")]
 mod cg;
 #[cfg(target_arch = "nvptx64")]
 mod check;

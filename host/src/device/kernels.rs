@@ -134,6 +134,8 @@ pub(crate) struct KrylovKernels<F = CudaFunction> {
     pub basis_dots: F,
     pub basis_combine: F,
     pub scalars: F,
+    /// Block-Jacobi's apply (`kernels-gpu/src/block_jacobi.rs`).
+    pub block_jacobi: F,
 }
 
 impl<F> KernelTable<F> {
@@ -202,6 +204,7 @@ impl<F> KernelTable<F> {
                 basis_dots: lookup(pick(&abi::KRYLOV_BASIS_DOTS))?,
                 basis_combine: lookup(pick(&abi::KRYLOV_BASIS_COMBINE))?,
                 scalars: lookup(pick(&abi::KRYLOV_SCALARS))?,
+                block_jacobi: lookup(pick(&abi::BLOCK_JACOBI))?,
             },
         })
     }

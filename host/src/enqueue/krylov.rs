@@ -7,14 +7,15 @@
 use super::launch::{copy, launch};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef, addr};
 use crate::formats::convert::narrow;
+use crate::iterative::SolveError;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{
-    Coef, DevicePtr as AbiPtr, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS,
-    KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
-    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
-    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS,
+    KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE,
+    KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT,
+    KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
     KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE,
     KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon,
     KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
@@ -347,6 +348,33 @@ pub(crate) fn diag_scale<T: Scalar>(
     // state, and the coefficients name no slot.
     unsafe {
         launch(gpu, &gpu.kernels::<T>().krylov.vector, cg_blocks(common.n), KRYLOV_BLOCK_THREADS, 0, &params)
+    }
+}
+
+/// `z = B⁻¹ r` with block-Jacobi's `inverses` of order `n` in blocks of `block` (the layout of
+/// `reference::block_jacobi::BlockInverse`): a preconditioner's apply, outside any solve's state.
+pub(crate) fn block_jacobi<T: Scalar>(
+    gpu: &Gpu,
+    inverses: &CudaSlice<T>,
+    n: usize,
+    block: u32,
+    r: &DeviceVector<T>,
+    z: &mut DeviceVector<T>,
+) -> Result<()> {
+    if block == 0 {
+        return Err(SolveError::InvalidBlockSize { value: 0, limit: BLOCK_JACOBI_MAX as usize }.into());
+    }
+    check_operand(gpu, "r", r.as_slice().context(), r.len(), n)?;
+    check_operand(gpu, "z", z.as_slice().context(), z.len(), n)?;
+    let entries = n.saturating_mul(block as usize);
+    check_operand(gpu, "the block-Jacobi inverses", inverses.context(), inverses.len(), entries)?;
+    let n = narrow("the unknowns", n)?;
+    let (inverses, r, z) = (addr(inverses, gpu), addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
+    let params = BlockJacobiParams { inverses, r, z, n, block };
+    // SAFETY: `inverses` holds `block * n` elements, `r` and `z` hold `n`, all of `gpu`'s context
+    // (checked above); `r` and `z` are two vectors, so they do not overlap; `block >= 1`.
+    unsafe {
+        launch(gpu, &gpu.kernels::<T>().krylov.block_jacobi, cg_blocks(n), KRYLOV_BLOCK_THREADS, 0, &params)
     }
 }
 

@@ -4,8 +4,8 @@
 //!   Jacobi-preconditioned, on any [`Plan`](crate::Plan), its vector passes fused into one
 //!   cooperative launch per iteration;
 //! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
-//!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`] or a caller's
-//!   [`Precondition`].
+//!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`],
+//!   [`BlockJacobi`] or a caller's [`Precondition`].
 //!
 //! Every scalar of a recurrence stays on the device: a solver enqueues its iterations in batches
 //! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
@@ -14,6 +14,7 @@
 //! oracles of [`crate::reference`] too, which each solver follows step for step.
 
 mod bicgstab;
+mod block_jacobi;
 mod cg;
 mod gmres;
 mod krylov;
@@ -22,6 +23,7 @@ mod program;
 
 pub use crate::iterative::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 pub use bicgstab::Bicgstab;
+pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
 pub(crate) use cg::outcome_of;
 pub use gmres::Gmres;

@@ -3,9 +3,11 @@
 //! same thing: no input panics, an accepted one gives a valid result (a conversion's `to_csr` is the
 //! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
 //! calls for. The surfaces with modules of their own: the LMA operator, the row partition, the sprs
-//! and faer conversions, the CPU references and dense views, the reordering, and CG's options.
+//! and faer conversions, the CPU references and dense views, the reordering, CG's options, the Krylov
+//! solvers and block-Jacobi's setup.
 #![allow(dead_code)] // each user takes a part
 
+pub mod block_jacobi;
 pub mod cg;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub mod interop;
