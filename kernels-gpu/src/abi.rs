@@ -1279,8 +1279,9 @@ pub const KRYLOV_BLOCK_THREADS: u32 = CG_BLOCK_THREADS;
 /// Dot products `krylov_dots_*` sums in one pass over its vectors.
 pub const KRYLOV_MAX_DOTS: u32 = 3;
 
-/// Columns `krylov_basis_dots_*` sums together in one pass of a block (the rest in further passes).
-pub const KRYLOV_BASIS_GROUP: u32 = 8;
+/// Columns `krylov_basis_dots_*` sums together in one pass of a block, a warp per column (the rest
+/// in further passes).
+pub const KRYLOV_BASIS_GROUP: u32 = KRYLOV_BLOCK_THREADS / WARP_SIZE;
 
 /// The longest GMRES cycle: the basis has `restart + 1` columns, and the scalars of a cycle
 /// ([`gmres_scalars`]) number about `restart²`.
@@ -1288,8 +1289,8 @@ pub const KRYLOV_MAX_RESTART: u32 = 1024;
 
 /// Elements of the partial-sum scratch of a solve with a basis of `columns` columns (at least
 /// [`KRYLOV_MAX_DOTS`]): one slot per block and sum, sum `k` of block `b` at `k * CG_MAX_BLOCKS + b`.
-/// `krylov_basis_dots_*` stores whole groups of [`KRYLOV_BASIS_GROUP`], so the count is rounded up
-/// to one.
+/// `krylov_basis_dots_*` reads whole groups of [`KRYLOV_BASIS_GROUP`] in its second stage (the sums
+/// past the last column unused), so the count is rounded up to one.
 pub const fn krylov_partials(columns: u32) -> u32 {
     let sums = if columns > KRYLOV_MAX_DOTS { columns } else { KRYLOV_MAX_DOTS };
     sums.next_multiple_of(KRYLOV_BASIS_GROUP) * CG_MAX_BLOCKS

@@ -10,7 +10,7 @@
 //! every thread of it, come once from the cache.
 
 use crate::abi::BlockJacobiParams;
-use crate::arch::{Load, global_thread, grid_threads};
+use crate::arch::{global_thread, grid_threads};
 use crate::real::Real;
 
 /// `block_jacobi_*`: one row of `z = B⁻¹ r` per thread, its products summed by `fma` in the
