@@ -208,12 +208,12 @@ unsafe fn column<T>(p: &KrylovBasisParams<T>, j: usize) -> *const T {
 /// [`KRYLOV_BASIS_GROUP`] columns (a block's warps) per pass.
 ///
 /// A warp sums its column's products over windows of 32 consecutive elements, one window per block
-/// and sweep of the grid, with one running sum per thread; the block's 8 warps read the same window
-/// of `w`, from L1 after the first. A thread needs 39 registers, so an SM holds 8 blocks. Summing the
-/// group's 8 columns in every thread instead, each with its own sum, took 154 registers a thread:
-/// one block an SM, 12.5% of the warps (Nsight Compute, PERF.md section 19). Both reach about 56% of
-/// the DRAM bandwidth at 4 M unknowns, where the combination reaches 86%; at 100 k unknowns the
-/// warps per column make GMRES(30) 1.5-1.7x the cuBLAS baseline instead of 1.2x.
+/// and sweep of the grid, eight windows' loads in flight, with one running sum per thread; the
+/// block's 8 warps read the same window of `w`, from L1 after the first. A thread needs 32
+/// registers, so the SMs hold the whole grid: 80% of the DRAM bandwidth at 4 M unknowns, 347 µs for
+/// 29 columns (Nsight Compute, PERF.md section 19). Summing the group's 8 columns in every thread,
+/// each with its own sum, took 154 registers a thread (one block an SM, 12.5% of the warps, 59%);
+/// with four windows in flight a warp per column reached only 55%.
 ///
 /// # Safety
 /// `basis` holds the addresses of the columns, each of `n` elements, and `w` `n` elements (not a
@@ -224,6 +224,7 @@ unsafe fn column<T>(p: &KrylovBasisParams<T>, j: usize) -> *const T {
 unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
     const G: usize = KRYLOV_BASIS_GROUP as usize;
     const WARP: u64 = WARP_SIZE as u64;
+    const UNROLL: u64 = 8;
     let c = &p.common;
     // SAFETY: the caller's contract.
     if !unsafe { open(c) } {
@@ -247,12 +248,13 @@ unsafe fn basis_dots<T: Real>(p: KrylovBasisParams<T>) {
                 (T::load_nc(column.add(i as usize)), T::load_nc(p.w.as_ptr().add(i as usize)))
             };
             let (mut sum, mut i) = (T::ZERO, u64::from(block) * WARP + lane);
-            // Four elements' loads issued before their fmas, which keep the order of the elements.
-            while i + 3 * stride < n {
-                let [(v0, w0), (v1, w1), (v2, w2), (v3, w3)] =
+            // `UNROLL` elements' loads issued before their fmas, which keep the order of the
+            // elements: a warp keeps `UNROLL` windows of its column in flight.
+            while i + (UNROLL - 1) * stride < n {
+                let loaded: [(T, T); UNROLL as usize] =
                     core::array::from_fn(|u| product(i + u as u64 * stride));
-                sum = v3.fma(w3, v2.fma(w2, v1.fma(w1, v0.fma(w0, sum))));
-                i += 4 * stride;
+                sum = loaded.iter().fold(sum, |sum, &(v, w)| v.fma(w, sum));
+                i += UNROLL * stride;
             }
             while i < n {
                 let (v, w) = product(i);
