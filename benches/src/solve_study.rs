@@ -10,15 +10,17 @@
 //! Matrix Market folder (`b = A·1`, so that the solution is all ones, or `b = 1` where `A·1 = 0`).
 //!
 //! Per (problem, precision, solver, preconditioner, implementation) one solve to `|r| <= rel_tol |b|`
-//! (the recurrence's residual, [`STUDY_REL_TOL`]) capped at [`MAX_ITERATIONS`], after a warm-up solve
+//! ([`STUDY_REL_TOL`]; both solvers stop converged only on a recomputed `b - A x`: GMRES at its restart,
+//! BiCGSTAB by restarting when its recurrence converges) capped at [`MAX_ITERATIONS`], after a warm-up solve
 //! of [`WARMUP_ITERATIONS`] (the libraries load their kernels on first use): its wall time on the host
 //! clock from a synchronised start to a synchronised end (setup excluded), iterations, iterations per
 //! second, the true relative residual `|b - A x| / |b|` in f64 on the CPU, and how it ended: converged,
 //! at the cap, or a breakdown, which is recorded, not an error of the run. Ours over the baseline is
 //! the ratio of the times to solution. Iteration counts of ours and the baseline that differ by more
-//! than [`iteration_tolerance`] are noted with both true residuals; in f64 the run fails after writing
-//! the report (the recurrences are the same, and f64 rounding moves a count by far less), in f32 the
-//! note says so and the run goes on (near f32's attainable accuracy the summation order of the dot
+//! than [`iteration_tolerance`] are noted with both true residuals, except where either broke down (a
+//! breakdown's iteration is rounding's choice); in f64 the run fails after writing the report (the
+//! recurrences are the same, and f64 rounding moves a count by far less), in f32 the note says so and
+//! the run goes on (near f32's attainable accuracy the summation order of the dot
 //! products moves the counts, as the CG study found).
 //!
 //! Run time (estimated from the problem sizes and the H100's bandwidth, not yet measured): `--small`
@@ -573,8 +575,8 @@ impl SolveResults {
         }
         let _ = writeln!(
             out,
-            "About {} unknowns per generated problem; initial guess 0; stop at `|r| <= {:e} |b|` (the \
-             recurrence's residual) or at {} iterations (BiCGSTAB: loops of two products; GMRES: Arnoldi \
+            "About {} unknowns per generated problem; initial guess 0; stop at `|r| <= {:e} |b|` (for \
+             both, of a recomputed `b - A x`) or at {} iterations (BiCGSTAB: loops of two products; GMRES: Arnoldi \
              steps). *ms* is the wall time of one solve from a synchronised start to a synchronised end, \
              after a warm-up solve of {} iterations; *true residual* is `|b - A x| / |b|` in f64 on the \
              CPU; *vs baseline* is the baseline's time to solution over ours. Ours is `gpu_spmv::solve` on \
