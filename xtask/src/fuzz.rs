@@ -1,7 +1,8 @@
-//! `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target of `fuzz/` (or those named)
-//! for N seconds each, with the kernels' pinned nightly and AddressSanitizer; fails on the first crash,
-//! whose input libFuzzer writes to `fuzz/artifacts/TARGET/`. An input that makes the library ask for
-//! more than [`MEMORY_LIMIT_MB`] in one allocation or in all is a crash too.
+//! `cargo xtask fuzz [--seconds N | --no-run] [TARGET...]`: every cargo-fuzz target of `fuzz/` (or
+//! those named) for N seconds each, with the kernels' pinned nightly and AddressSanitizer; fails on
+//! the first crash, whose input libFuzzer writes to `fuzz/artifacts/TARGET/`. An input that makes the
+//! library ask for more than [`MEMORY_LIMIT_MB`] in one allocation or in all is a crash too. With
+//! `--no-run` the targets are only built (CI builds them beside other steps and runs them alone).
 //!
 //! Each target reads the committed seeds (`fuzz/seeds/TARGET/`) and the corpus of earlier runs
 //! (`fuzz/corpus/TARGET/`, not committed), and adds what it finds to the latter.
@@ -36,18 +37,24 @@ const INPUT_TIMEOUT_SECONDS: u64 = 10;
 const CODEGEN_UNITS: &str = "16";
 
 pub fn task(args: &[String]) -> Result<(), String> {
-    let usage = || "usage: cargo xtask fuzz [--seconds N] [TARGET...]".to_string();
-    let mut seconds = DEFAULT_SECONDS;
+    let usage = || "usage: cargo xtask fuzz [--seconds N | --no-run] [TARGET...]".to_string();
+    let mut seconds = None;
+    let mut no_run = false;
     let mut targets = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         if arg == "--seconds" {
-            seconds = args.next().and_then(|s| s.parse().ok()).filter(|&s| s > 0).ok_or_else(usage)?;
+            seconds = Some(args.next().and_then(|s| s.parse().ok()).filter(|&s| s > 0).ok_or_else(usage)?);
+        } else if arg == "--no-run" {
+            no_run = true;
         } else if arg.starts_with('-') {
             return Err(usage());
         } else {
             targets.push(arg.clone());
         }
+    }
+    if no_run && seconds.is_some() {
+        return Err(usage());
     }
     let toolchain = pinned_toolchain(&root())?;
     ensure_toolchain(&toolchain)?;
@@ -60,6 +67,11 @@ pub fn task(args: &[String]) -> Result<(), String> {
             run(cargo_fuzz(&toolchain, "build").arg(target))?;
         }
     }
+    if no_run {
+        println!("xtask: {} fuzz targets built", targets.len());
+        return Ok(());
+    }
+    let seconds = seconds.unwrap_or(DEFAULT_SECONDS);
     run_all(&toolchain, &targets, seconds)?;
     println!("xtask: {} fuzz targets ran {seconds} s each without a crash", targets.len());
     Ok(())

@@ -6,7 +6,8 @@
 //!   (`sprs`, `faer`) on (the GPU tests and examples skip, saying why, on a machine without a GPU);
 //!   it ends with how many tests passed and how many GPU tests skipped, one line per reason (see
 //!   `tally.rs`), and with `SPMV_REQUIRE_GPU=N` it fails if a test needing at most N GPUs skipped.
-//! - `fuzz [--seconds N] [TARGET...]`: the cargo-fuzz targets of `fuzz/`, N seconds each (see `fuzz.rs`).
+//! - `fuzz [--seconds N | --no-run] [TARGET...]`: the cargo-fuzz targets of `fuzz/`, N seconds each,
+//!   or only built (see `fuzz.rs`).
 //! - `bench [ARGS]`: build the benchmark in release and run it; ARGS go to `spmv-bench`.
 
 mod fuzz;
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::task(&args[1..]),
         Some("bench") => bench(&args[1..]),
         _ => Err(format!(
-            "usage: cargo xtask <ptx [--check] | test [CARGO TEST ARGS] | fuzz [--seconds N] [TARGET...] | \
+            "usage: cargo xtask <ptx [--check] | test [CARGO TEST ARGS] | fuzz [--seconds N | --no-run] [TARGET...] | \
              bench [BENCH ARGS]>\n{}",
             "  bench --help lists the benchmark's options"
         )),
@@ -101,14 +102,22 @@ fn test_steps(extra: &[String], tally: &mut Tally) -> Result<(), String> {
     // Doc tests are not part of --all-targets.
     run_tallied(cargo().args(["test", "--workspace", "--doc"]).args(features), tally)?;
     // The examples run too (they say why they skip without a GPU): what they show must keep working.
+    // They are built for the whole workspace, as the tests were, and so on the tests' build of their
+    // dependencies: `cargo run --package gpu-spmv` would resolve features for that package alone
+    // and compile some thirty crates again (faer, nalgebra and cudarc among them).
+    run(cargo().args(["build", "--quiet", "--workspace", "--examples"]).args(features))?;
+    let built = target_dir().join("debug/examples");
     for example in examples()? {
         println!("example {example}:");
-        run(cargo()
-            .args(["run", "--quiet", "--package", "gpu-spmv"])
-            .args(features)
-            .args(["--example", &example]))?;
+        run(Command::new(built.join(&example)).current_dir(root()))?;
     }
     Ok(())
+}
+
+/// The workspace's target folder: `CARGO_TARGET_DIR` where it is set (relative to the root, where
+/// [`cargo`] runs), else `target/` in the root; the workspace configures no other.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), |dir| root().join(dir))
 }
 
 /// Runs `cmd` like [`run`], passing its stdout and stderr through line by line and reading each
