@@ -44,9 +44,8 @@ impl<T: Scalar> BlockInverse<T> {
         if a.ncols() != n {
             return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
         }
-        let limit = MAX_BLOCK;
-        if !(1..=limit).contains(&block) {
-            return Err(SolveError::InvalidBlockSize { value: block, limit }.into());
+        if !(1..=MAX_BLOCK).contains(&block) {
+            return Err(SolveError::InvalidBlockSize { value: block, limit: MAX_BLOCK }.into());
         }
         narrow("the order of the block-Jacobi preconditioner", n)?;
         // `n < 2^32` and `block <= 32`: the product fits a 64-bit usize; checked all the same.
