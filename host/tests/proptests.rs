@@ -400,6 +400,21 @@ proptest! {
     }
 }
 
+/// The grid shapes whose systems are worst conditioned among those the convection–diffusion property
+/// solves, lines of 100 unknowns (the small grids above reach 24), and longer ones, which it only
+/// builds. Found by the `krylov` fuzz target: f32 on a 1 × 238 line stalls at a true residual of
+/// 1.5e-4, above a fixed 1e-4 tolerance.
+#[test]
+fn convection_diffusion_on_long_lines_converges_to_what_the_precision_attains() {
+    cap_memory();
+    for (nx, ny) in [(1, 100), (100, 1), (4, 100), (1, 238), (238, 1), (1, 400), (2, 200)] {
+        for peclet in [0.0, 1000.0] {
+            check_convection_diffusion::<f32>(nx, ny, peclet);
+            check_convection_diffusion::<f64>(nx, ny, peclet);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
