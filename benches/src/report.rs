@@ -425,25 +425,31 @@ impl Results {
         let link_text = link.map_or_else(|| "not measured".to_owned(), |g| format!("{g:.1} GB/s"));
         let _ = writeln!(
             out,
-            "## Upload\n\nCSR arrays alone (from `usize` indices, GB/s of the device arrays), and with the \
-             long-row split and the balanced kernel's row tasks built and uploaded too; timed to completion. \
-             The host link's own pinned host-to-device rate, measured at the start of this run: {link_text}.\n\n\
-             | matrix | prec | CSR ms | CSR MB | CSR GB/s | of the link | with strategies ms | with strategies MB |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|"
+            "## Upload\n\nCSR arrays alone, from a `CsrMatrix`'s `usize` indices (`upload_csr`: narrowed and \
+             checked) and from `u32` indices (`upload_csr_u32`: checked), GB/s of the device arrays; and from \
+             `usize` with the long-row split and the balanced kernel's row tasks built and uploaded too; timed \
+             to completion. The host link's own pinned host-to-device rate, measured at the start of this run: \
+             {link_text}.\n\n\
+             | matrix | prec | CSR MB | from usize ms | GB/s | of the link | from u32 ms | GB/s | of the link \
+             | with strategies ms | with strategies MB |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {
             let mb = |bytes: usize| bytes as f64 / 1e6;
-            let gbps = u.csr_bytes as f64 / (u.csr_ms * 1e6);
-            let share = link.map_or_else(|| "-".to_owned(), |l| format!("{:.0}%", 100.0 * gbps / l));
+            let rate = |ms: f64| {
+                let gbps = u.csr_bytes as f64 / (ms * 1e6);
+                let share = link.map_or_else(|| "-".to_owned(), |l| format!("{:.0}%", 100.0 * gbps / l));
+                format!("{ms:.2} | {gbps:.1} | {share}")
+            };
+            let from_u32 = u.from_u32_ms.map_or_else(|| "- | - | -".to_owned(), rate);
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.2} | {:.1} | {:.1} | {} | {:.2} | {:.1} |",
+                "| {} | {} | {:.1} | {} | {} | {:.2} | {:.1} |",
                 u.matrix,
                 u.precision,
-                u.csr_ms,
                 mb(u.csr_bytes),
-                gbps,
-                share,
+                rate(u.csr_ms),
+                from_u32,
                 u.with_strategies_ms,
                 mb(u.with_strategies_bytes)
             );

@@ -2,11 +2,13 @@
 //! when `beta == 0`, and neither `A`'s values nor `x` read when `alpha == 0` or `A` has no entries
 //! (`y = beta * y` then: a NaN in `x` does not reach `y`). The serial loop in f64 is the oracle of
 //! every test; the transposed product and the product with several vectors have theirs
-//! ([`spmv_transpose_f64`], [`spmm_f64`]), and [`transpose`] gives the arrays the device's
-//! construction of `Aᵀ` must match. The iterative solvers' oracles (`cg`, `bicgstab`, `gmres`),
+//! ([`spmv_transpose_f64`], [`spmm_f64`]), [`transpose`] gives the arrays the device's
+//! construction of `Aᵀ` must match, and [`assemble::assemble`] those of a matrix assembled from COO
+//! triples on the device. The iterative solvers' oracles (`cg`, `bicgstab`, `gmres`),
 //! which the GPU solvers follow step for step, and the model problems they are tested on
 //! (`problems`) are its submodules.
 
+pub mod assemble;
 pub mod bicgstab;
 pub mod block_jacobi;
 pub mod cg;

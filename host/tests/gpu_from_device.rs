@@ -1,5 +1,6 @@
 //! Matrices from CSR arrays already on the device (`DeviceCsr::try_from_device`, its `i32` form and
-//! the unchecked twins), on the GPU: valid arrays (the common edge cases and random matrices, `u32`
+//! the unchecked twins) and from `u32` arrays on the host (`Gpu::upload_csr_u32`, checked as they are
+//! copied), on the GPU: valid arrays (the common edge cases and random matrices, `u32`
 //! and `i32`) give the matrix an upload gives, products checked against the f64 reference; fuzzed
 //! arrays, valid or not, get from the device check exactly the error the host check gives (widened
 //! to `usize`, a negative index refused first); faults far apart in long arrays, so that many blocks
@@ -54,6 +55,18 @@ fn device_u32(
         .map_err(Error::from)
 }
 
+/// The same arrays through `Gpu::upload_csr_u32`, checked on the host as they are copied.
+fn host_u32(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    offsets: &[i64],
+    cols: &[i64],
+    nnz: usize,
+) -> Result<DeviceCsr<f32>, Error> {
+    let narrow = |a: &[i64]| a.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
+    gpu.upload_csr_u32(dims, &narrow(offsets), &narrow(cols), &vec![1.0f32; nnz])
+}
+
 fn csr_error(result: Result<DeviceCsr<f32>, Error>) -> Result<(), CsrError> {
     match result {
         Ok(_) => Ok(()),
@@ -85,6 +98,8 @@ fn valid_arrays_make_the_uploaded_matrix<T: Scalar>(test: &str) {
         let unchecked_signed =
             unsafe { DeviceCsr::from_device_i32_unchecked(&gpu, dims, o, c, values()) }.unwrap();
 
+        let uploaded = gpu.upload_csr_u32(dims, &u32s(&a.offsets), &u32s(&a.cols), &a.vals).unwrap();
+
         let x = random_vector::<T>(&mut rng, a.ncols);
         let dx = gpu.upload_vector(&x).unwrap();
         let y0 = random_vector::<T>(&mut rng, a.nrows);
@@ -93,6 +108,7 @@ fn valid_arrays_make_the_uploaded_matrix<T: Scalar>(test: &str) {
             ("i32", &signed),
             ("unchecked", &unchecked),
             ("unchecked i32", &unchecked_signed),
+            ("uploaded from u32", &uploaded),
         ] {
             assert_eq!(m.stats(), &a.view().stats(), "{name}, {how}");
             let mut dy = gpu.upload_vector(&y0).unwrap();
@@ -153,6 +169,8 @@ fn gpu_device_check_errors_equal_the_host_check() {
         if offsets.iter().chain(&cols).all(|&i| i >= 0) {
             let unsigned = csr_error(device_u32(&gpu, dims, &offsets, &cols, nnz));
             assert_eq!(unsigned, expected, "case {case}, u32: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
+            let uploaded = csr_error(host_u32(&gpu, dims, &offsets, &cols, nnz));
+            assert_eq!(uploaded, expected, "case {case}, upload: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
         }
     }
 }
@@ -193,6 +211,34 @@ fn gpu_device_check_names_the_first_of_faults_far_apart() {
         assert_eq!(csr_error(device_u32(&gpu, dims, &bad_offsets, &cols, nnz)), expected);
         assert_eq!(csr_error(device_i32(&gpu, dims, &bad_offsets, &cols, nnz)), expected);
     }
+}
+
+/// `upload_csr_u32` on arrays of several staging chunks (16 MiB, 4 Mi indices): a valid matrix gives
+/// the product of an upload from `usize` indices; column faults in the second and third chunks are
+/// named at the first, as the host check names it.
+#[test]
+fn gpu_upload_from_u32_across_staging_chunks() {
+    let test = "gpu_upload_from_u32_across_staging_chunks";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = Csr::<f32>::random(&mut rng, 1_000_000, 300_000, true, |r| 9 + r % 3);
+    let dims = (a.nrows, a.ncols);
+    let u32s = |v: &[usize]| v.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
+    let (offsets, mut cols) = (u32s(&a.offsets), u32s(&a.cols));
+    assert!(cols.len() > 2 * (4 << 20), "{} entries: three chunks", cols.len());
+    let uploaded = gpu.upload_csr_u32(dims, &offsets, &cols, &a.vals).unwrap();
+    let x = random_vector::<f32>(&mut rng, a.ncols);
+    let (dx, mut dy) = (gpu.upload_vector(&x).unwrap(), gpu.zeros::<f32>(a.nrows).unwrap());
+    gpu.spmv(1.0, &uploaded, &dx, 0.0, &mut dy).unwrap();
+    check("across chunks", &a, 1.0, &x, 0.0, &vec![0.0; a.nrows], &dy.to_host(&gpu).unwrap());
+
+    let (second, third) = (rng.random_range(4 << 20..8 << 20), rng.random_range(8 << 20..cols.len()));
+    cols[third] = a.ncols as u32;
+    cols[second] = u32::MAX;
+    let wide = |v: &[u32]| v.iter().map(|&i| i64::from(i)).collect::<Vec<_>>();
+    let expected = host_verdict(dims, &wide(&offsets), &wide(&cols), cols.len());
+    assert!(matches!(expected, Err(CsrError::ColumnOutOfRange { entry, .. }) if entry == second));
+    assert_eq!(csr_error(gpu.upload_csr_u32(dims, &offsets, &cols, &a.vals)), expected);
 }
 
 #[test]

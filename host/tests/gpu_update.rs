@@ -1,7 +1,8 @@
 //! New values for an uploaded CSR matrix (`DeviceCsr::update_values`, `update_values_from`), on the
 //! GPU against the f64 reference: plans made before an update (every CSR kernel family, the
 //! transposed product both ways, SpMM) compute with the new values after it; the explicit transpose
-//! is refreshed; a Jacobi solver refuses until it has the new diagonal, a plain one goes on; the
+//! is refreshed; a Jacobi solver refuses until it has the new diagonal (on a `DeviceCsr` and on the
+//! planner's `AutoMatrix` holding one), a plain one goes on; the
 //! update from a device buffer captured into a graph takes the buffer's contents at every replay;
 //! refused updates leave the values as they were; the formats converted on the host from the same
 //! matrix are copies of their own, untouched. Fresh random values each time (seed printed). Without a
@@ -231,6 +232,34 @@ fn gpu_stale_jacobi_diagonal_is_refused() {
     cg_plain.solve(&db, &mut dx_plain).unwrap();
     check_solution("plain", &dx_plain.to_host(&gpu).unwrap());
     assert!(matches!(cg_plain.set_diagonal(&shift), Err(Error::Unsupported(_))));
+}
+
+/// A matrix the planner keeps in CSR (`AutoMatrix::Csr`) may have its values updated: a Jacobi
+/// solver on a plan of the `AutoMatrix` refuses until it has the new diagonal, as on the `DeviceCsr`.
+#[test]
+fn gpu_stale_jacobi_diagonal_of_an_auto_matrix_is_refused() {
+    use gpu_spmv::select::AutoMatrix;
+    let test = "gpu_stale_jacobi_diagonal_of_an_auto_matrix_is_refused";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let n = 30;
+    let a = five_point::<f64>(n, |r, c| if r == c { 4.5 } else { -1.0 });
+    // One product: no conversion pays off, so the planner keeps CSR.
+    let (auto, _) = gpu.upload_for_products(a.view(), 1).unwrap();
+    let AutoMatrix::Csr(inner) = &auto else {
+        panic!("one product kept another format: {:?}", auto.format())
+    };
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 2000, preconditioner: Preconditioner::Jacobi };
+    let mut cg = Cg::new(gpu.plan(&auto, ()).unwrap(), options, Some(&vec![4.5; n * n])).unwrap();
+    let db = gpu.upload_vector(&random_vector::<f64>(&mut rng, n * n)).unwrap();
+    let mut dx = gpu.zeros::<f64>(n * n).unwrap();
+    cg.solve(&db, &mut dx).unwrap();
+    let doubled: Vec<f64> = a.vals.iter().map(|v| 2.0 * v).collect();
+    inner.update_values(&gpu, &doubled).unwrap();
+    assert!(matches!(cg.solve(&db, &mut dx), Err(Error::StaleValues { .. })));
+    cg.set_diagonal(&vec![9.0; n * n]).unwrap();
+    assert_eq!(cg.solve(&db, &mut dx).unwrap().stop, gpu_spmv::solve::Stop::Converged);
 }
 
 /// ELL, HYB, BRC and compressed columns are converted on the host from the caller's matrix: copies of

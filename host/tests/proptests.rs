@@ -2,7 +2,7 @@
 //! conversion from CSR with its parameters, the Matrix Market reader on generated and on damaged
 //! files, the LMA operator, the row partition, the sprs and faer conversions, the CPU references and
 //! their dense views, the reordering, CG's options, BiCGSTAB and GMRES on random systems, block-Jacobi's setup, the
-//! convection–diffusion generator, and Auto's rule on any row statistics. The properties themselves live in
+//! convection–diffusion generator, the assembly from COO triples, and Auto's rule on any row statistics. The properties themselves live in
 //! `properties/`, shared with the fuzz targets; this file generates inputs for them, small and many,
 //! so the suite takes a few seconds. A failure prints the shrunk input. Every test runs under the
 //! 4 GiB cap on the address space (`common::cap_memory`), so an over-allocation fails it.
@@ -19,6 +19,7 @@ use gpu_spmv::rule::Target;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
 use gpu_spmv::{Kernel, Regime, RowStats};
+use properties::assemble::check_assemble;
 use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
@@ -397,6 +398,27 @@ proptest! {
             }
         }
         check_matrix_market(&bytes);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// The assembly from COO triples: any dimensions (a few past the limits), indices mostly in
+    /// range, values whose sums round (so the order of the sums shows), lengths now and then unequal.
+    #[test]
+    fn assembly_from_triples_sums_repeats_in_input_order_or_refuses(
+        dims in prop_oneof![8 => (0usize..30, 0usize..30), 1 => Just((1usize << 40, 3)), 1 => Just((3, 1usize << 40))],
+        triples in prop::collection::vec((0u32..32, 0u32..32, prop_oneof![-1e8..1e8f64, -1.0..1.0f64]), 0..120),
+        (cut_cols, cut_values) in prop_oneof![8 => Just((0usize, 0usize)), 1 => (0usize..2, 0usize..2)],
+    ) {
+        cap_memory();
+        let rows: Vec<u32> = triples.iter().map(|t| t.0).collect();
+        let cols: Vec<u32> = triples.iter().skip(cut_cols).map(|t| t.1).collect();
+        let values: Vec<f64> = triples.iter().skip(cut_values).map(|t| t.2).collect();
+        check_assemble(dims, &rows, &cols, &values);
+        let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        check_assemble(dims, &rows, &cols, &values32);
     }
 }
 

@@ -1256,6 +1256,86 @@ pub const CHECK_DECREASE: usize = 2;
 pub const CHECK_COLUMN: usize = 3;
 pub const CHECK_SLOTS: usize = 4;
 
+// ---- A CSR matrix from COO triples on the device (`assemble.rs`) ----
+
+/// The PTX entries of the assembly that do not depend on the element type; its radix sort, scan and
+/// row offsets are the transpose's (`CSRT_BUILD_*`).
+pub const COO_ASSEMBLE_IOTA: &str = "coo_assemble_iota";
+pub const COO_ASSEMBLE_KEYS: &str = "coo_assemble_keys";
+pub const COO_ASSEMBLE_HEADS: &str = "coo_assemble_heads";
+pub const COO_ASSEMBLE_COMPACT: &str = "coo_assemble_compact";
+
+/// `coo_assemble_sum_*`.
+pub const COO_ASSEMBLE_SUM: Entry = entry!("coo_assemble_sum");
+
+/// The most triples an assembly takes: the scan of its `n + 1` head flags counts in `u32`.
+pub const COO_ASSEMBLE_MAX_ENTRIES: u32 = u32::MAX - 1;
+
+/// `coo_assemble_iota`: `perm[i] = i` for `i < n`. One thread per element.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooIotaParams {
+    pub perm: DevicePtr<u32>,
+    pub n: u32,
+}
+
+/// `coo_assemble_keys`: `keys[i] = source[perm[i]]` for `i < n`, the row indices in the order of
+/// the column sort. One thread per element.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooKeysParams {
+    pub perm: DevicePtr<u32>,
+    pub source: DevicePtr<u32>,
+    pub keys: DevicePtr<u32>,
+    pub n: u32,
+}
+
+/// `coo_assemble_heads`: `heads[i]` = 1 where the sorted triple `i` (row `rows[i]`, column
+/// `cols[perm[i]]`) differs from triple `i - 1` or `i == 0`, else 0; `heads[n]` = 0. One thread per
+/// element.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooHeadsParams {
+    /// `n` row indices, sorted.
+    pub rows: DevicePtr<u32>,
+    /// The caller's `n` column indices, in input order.
+    pub cols: DevicePtr<u32>,
+    pub perm: DevicePtr<u32>,
+    /// `n + 1` flags.
+    pub heads: DevicePtr<u32>,
+    pub n: u32,
+}
+
+/// `coo_assemble_compact`: for each head `i` (where `positions[i] < positions[i + 1]`), at
+/// `u = positions[i]`: `run_starts[u] = i` and the pair's row and column in `out_rows[u]` and
+/// `out_cols[u]`; `run_starts[distinct] = n`. One thread per element of `positions`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooCompactParams {
+    pub rows: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub perm: DevicePtr<u32>,
+    /// The exclusive scan of the heads: `n + 1` elements, the last the count of distinct pairs.
+    pub positions: DevicePtr<u32>,
+    pub n: u32,
+    /// `distinct + 1` elements.
+    pub run_starts: DevicePtr<u32>,
+    pub out_rows: DevicePtr<u32>,
+    pub out_cols: DevicePtr<u32>,
+}
+
+/// `coo_assemble_sum_*`: `out_values[u]` = the sum, in order, of `values[perm[j]]` for `j` in
+/// `run_starts[u] .. run_starts[u + 1]`, for `u < distinct`. One thread per distinct pair.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CooSumParams<T> {
+    pub perm: DevicePtr<u32>,
+    pub run_starts: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub out_values: DevicePtr<T>,
+    pub distinct: u32,
+}
+
 // ---- The vector, reduction and scalar kernels of the Krylov solvers (`krylov.rs`) ----
 
 /// The entries of the Krylov solvers' kernels: elementwise vector operations (`krylov_vector_*`,

@@ -13,7 +13,8 @@
 //! transpose's construction `csrt_build_<step>[_<type>]`, and the products with several vectors
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
 //! long rows, and `spmm_scale_<type>`), the distributed product's pack `dist_gather_<type>`, and the
-//! check of CSR index arrays on the device `csr_check_<index type>`.
+//! check of CSR index arrays on the device `csr_check_<index type>`, and the assembly of a CSR matrix
+//! from COO triples on the device `coo_assemble_<step>[_<type>]`.
 #![cfg_attr(not(test), no_std)]
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
 // kernels but the streaming engine; and one for sm_90 with the streaming engine alone (`stream`), whose
@@ -33,6 +34,8 @@ pub mod index;
 
 #[cfg(target_arch = "nvptx64")]
 mod arch;
+#[cfg(target_arch = "nvptx64")]
+mod assemble;
 #[cfg(target_arch = "nvptx64")]
 mod block_jacobi;
 #[cfg(target_arch = "nvptx64")]

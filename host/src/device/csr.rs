@@ -11,7 +11,8 @@ use super::row_tasks::DeviceRowTasks;
 use super::stream_windows::DeviceStreamWindows;
 use super::transpose::BuiltTranspose;
 use crate::Result;
-use crate::formats::convert::{check_u32_dims, index32};
+use crate::formats::IndexFaults;
+use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
 use crate::scalar::Scalar;
@@ -21,7 +22,7 @@ use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
@@ -282,16 +283,80 @@ impl Gpu {
             chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
             Ok(())
         })?;
-        let values = a.values();
-        let values = self.upload_staged(values.len(), |first, chunk: &mut [T]| {
+        let values = self.upload_values(a.values())?;
+        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
+    }
+
+    /// Checks raw CSR arrays with the kernels' own `u32` indices and uploads them at the link's rate:
+    /// nothing to narrow, so the column indices and the values are copied through the pinned staging
+    /// buffers a chunk at a time, each chunk of columns checked by all cores as it is copied in, while
+    /// the previous chunk is on the link; the row offsets are checked before anything is copied.
+    ///
+    /// Refused with the [`CsrError`](crate::CsrError) that [`CsrRef::try_new`] gives the same arrays
+    /// widened to `usize`, naming the same row or entry ([`Error::InvalidCsr`](crate::Error)), or with
+    /// [`Error::TooLarge`](crate::Error::TooLarge) for a dimension past `u32`; a refused upload keeps
+    /// nothing on the device.
+    pub fn upload_csr_u32<T: Scalar>(
+        &self,
+        (nrows, ncols): (usize, usize),
+        row_offsets: &[u32],
+        col_indices: &[u32],
+        values: &[T],
+    ) -> Result<DeviceCsr<T>> {
+        let rows = narrow("the row count", nrows)?;
+        narrow("the column count", ncols)?;
+        let decrease = row_offsets.par_windows(2).with_min_len(PAR_MIN).position_first(|w| w[0] > w[1]);
+        let faults = IndexFaults { negative_offset: None, negative_column: None, decrease, column: None };
+        let verdict = |faults: &IndexFaults| {
+            faults.verdict((nrows, ncols), row_offsets, (col_indices.len(), values.len()), |e| col_indices[e])
+        };
+        // The offsets are valid CSR offsets of `values.len()` entries past this: the columns remain.
+        verdict(&faults)?;
+        let (device_offsets, stats) = rayon::join(
+            || self.upload(row_offsets),
+            || {
+                RowStats::from_offsets(
+                    &row_offsets.par_iter().map(|&o| o as usize).collect::<Vec<_>>(),
+                    ncols,
+                )
+            },
+        );
+        let device_offsets = device_offsets?;
+        // The first column index out of range, of all chunks (a refused upload is copied whole).
+        let first_bad = AtomicUsize::new(usize::MAX);
+        let device_cols = self.upload_staged(col_indices.len(), |first, chunk: &mut [u32]| {
+            let source = &col_indices[first..first + chunk.len()];
+            let bad = chunk
+                .par_chunks_mut(PAR_MIN)
+                .zip(source.par_chunks(PAR_MIN))
+                .enumerate()
+                .filter_map(|(i, (c, s))| {
+                    c.copy_from_slice(s);
+                    s.iter().position(|&col| col as usize >= ncols).map(|k| first + i * PAR_MIN + k)
+                })
+                .min();
+            if let Some(entry) = bad {
+                first_bad.fetch_min(entry, Ordering::Relaxed);
+            }
+            Ok(())
+        })?;
+        let column = Some(first_bad.into_inner()).filter(|&e| e != usize::MAX);
+        verdict(&IndexFaults { column, ..faults })?;
+        let device_values = self.upload_values(values)?;
+        let host_offsets = row_offsets.to_vec();
+        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [device_offsets, device_cols], device_values))
+    }
+
+    /// `values` on the device, copied through the pinned staging buffers by all cores.
+    fn upload_values<T: Scalar>(&self, values: &[T]) -> Result<CudaSlice<T>> {
+        self.upload_staged(values.len(), |first, chunk: &mut [T]| {
             let source = &values[first..first + chunk.len()];
             chunk
                 .par_chunks_mut(PAR_MIN)
                 .zip(source.par_chunks(PAR_MIN))
                 .for_each(|(c, s)| c.copy_from_slice(s));
             Ok(())
-        })?;
-        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
+        })
     }
 }
 

@@ -176,6 +176,11 @@ impl Gpu {
         self.kernels.transpose_build()
     }
 
+    /// The kernels of a matrix's assembly from COO triples (element-type independent).
+    pub(crate) fn coo_assemble_kernels(&self) -> &super::kernels::CooAssemble {
+        self.kernels.coo_assemble()
+    }
+
     /// The check of CSR index arrays on the device (index-type specific, element-type independent).
     pub(crate) fn check_kernels(&self) -> &super::kernels::CheckKernels {
         self.kernels.check()

@@ -44,6 +44,7 @@ pub(crate) struct KernelTable<F = CudaFunction> {
     /// Indexed like `abi::CSRT_ATOMIC_COOPS`.
     pub csrt_atomic: Vec<F>,
     pub csrt_build_gather: F,
+    pub coo_assemble_sum: F,
     /// Indexed like `abi::SPMM_ROW_MAJOR_WIDTHS`.
     pub spmm_row_major: Vec<F>,
     /// Indexed like `abi::SPMM_COL_MAJOR_COOPS`.
@@ -86,6 +87,29 @@ impl<F> TransposeBuild<F> {
             scatter: lookup(abi::CSRT_BUILD_SCATTER)?,
             scan: lookup(abi::CSRT_BUILD_SCAN)?,
             offsets: lookup(abi::CSRT_BUILD_OFFSETS)?,
+        })
+    }
+}
+
+/// The kernels of a CSR matrix's assembly from COO triples that do not depend on the element type
+/// (`kernels-gpu/src/assemble.rs`); its sort, scan and row offsets are [`TransposeBuild`]'s.
+#[derive(Debug)]
+pub(crate) struct CooAssemble<F = CudaFunction> {
+    pub iota: F,
+    pub keys: F,
+    pub heads: F,
+    pub compact: F,
+}
+
+impl<F> CooAssemble<F> {
+    fn load<E>(
+        mut lookup: impl FnMut(&'static str) -> std::result::Result<F, E>,
+    ) -> std::result::Result<Self, E> {
+        Ok(Self {
+            iota: lookup(abi::COO_ASSEMBLE_IOTA)?,
+            keys: lookup(abi::COO_ASSEMBLE_KEYS)?,
+            heads: lookup(abi::COO_ASSEMBLE_HEADS)?,
+            compact: lookup(abi::COO_ASSEMBLE_COMPACT)?,
         })
     }
 }
@@ -164,6 +188,7 @@ impl<F> KernelTable<F> {
                 bf16: all(&abi::COMPRESSED_BF16)?,
             },
             csrt_build_gather: lookup(pick(&abi::CSRT_BUILD_GATHER))?,
+            coo_assemble_sum: lookup(pick(&abi::COO_ASSEMBLE_SUM))?,
             spmm_long_rows: lookup(pick(&abi::SPMM_LONG_ROWS))?,
             spmm_scale: lookup(pick(&abi::SPMM_SCALE))?,
             csr_scalar: lookup(pick(&abi::CSR_SCALAR))?,
@@ -262,6 +287,7 @@ pub(crate) struct Kernels {
     f32: KernelTable,
     f64: KernelTable,
     transpose_build: TransposeBuild,
+    coo_assemble: CooAssemble,
     check: CheckKernels,
 }
 
@@ -271,12 +297,17 @@ impl Kernels {
             f32: KernelTable::load(|e| e.f32, |name| module.load_function(name))?,
             f64: KernelTable::load(|e| e.f64, |name| module.load_function(name))?,
             transpose_build: TransposeBuild::load(|name| module.load_function(name))?,
+            coo_assemble: CooAssemble::load(|name| module.load_function(name))?,
             check: CheckKernels::load(|name| module.load_function(name))?,
         })
     }
 
     pub fn transpose_build(&self) -> &TransposeBuild {
         &self.transpose_build
+    }
+
+    pub fn coo_assemble(&self) -> &CooAssemble {
+        &self.coo_assemble
     }
 
     pub fn check(&self) -> &CheckKernels {
@@ -308,6 +339,11 @@ mod tests {
             .unwrap();
         }
         TransposeBuild::load(|name| {
+            names.insert(name);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        CooAssemble::load(|name| {
             names.insert(name);
             Ok::<_, ()>(())
         })

@@ -8,6 +8,7 @@
 //! Reguly & Giles' fixed rule, `csr/rule.rs`) live with the kernels they choose from; choices that
 //! measure (the tuner, the format planner) are the layer above. Imports only the layers below.
 
+mod assemble;
 pub(crate) mod cg;
 mod compressed;
 mod csr;
@@ -23,6 +24,7 @@ mod spmm;
 mod transpose;
 mod update;
 
+pub use assemble::CooAssembly;
 pub use compressed::CompressedKernel;
 pub(crate) use csr::auto_per_row;
 pub use csr::{

@@ -71,7 +71,7 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// Carries the new values into the transpose, if a plan has built it, and counts the update.
-    fn refresh_derived(&self, gpu: &Gpu) -> Result<()> {
+    pub(super) fn refresh_derived(&self, gpu: &Gpu) -> Result<()> {
         if let Some((t, sources)) = self.built_transpose_sources() {
             let nnz = narrow("the entry count", self.nnz())?;
             // SAFETY: `sources` holds `nnz` indices, each an entry of this matrix (the transpose's

@@ -1,10 +1,11 @@
 //! COO (Bell & Garland, NVIDIA TR 2008, section 4.4): one (row, column, value) triple per entry,
 //! sorted by row (kernels: `kernels-gpu/src/formats/coo.rs`).
 
-use super::convert::{canonical_csr, check_u32_dims, index32, par_fill_segments};
-use crate::Result;
+use super::convert::{canonical_csr, check_u32_dims, index32, narrow, par_fill_segments};
+use super::limits::check_declared;
 use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 use nalgebra_sparse::CsrMatrix;
 use std::borrow::Cow;
 
@@ -107,6 +108,45 @@ impl<T: Scalar> Coo<T> {
     pub(crate) fn entries(&self) -> Vec<(usize, usize, T)> {
         let triples = self.rows.iter().zip(&self.cols).zip(&self.values);
         triples.map(|((&r, &c), &v)| (r as usize, c as usize, v)).collect()
+    }
+}
+
+/// The sizes of a matrix of `dims` (rows, columns) assembled from COO triples given as three arrays
+/// of the lengths `lens` (row indices, column indices, values), as the kernels' `u32`s: the
+/// dimensions and the triple count. Refused: column indices or values of another length than the
+/// row indices ([`Error::DimensionMismatch`] naming them); a dimension past `u32`, more than
+/// `COO_ASSEMBLE_MAX_ENTRIES` triples, or a row count (which sizes the row offsets) past the
+/// declared-count limit of the triples given ([`Error::TooLarge`]). The CPU reference and the device
+/// assembly refuse alike, before allocating.
+pub(crate) fn check_triple_sizes(dims: (usize, usize), [rows, cols, values]: [usize; 3]) -> Result<[u32; 3]> {
+    for (what, got) in [("the column indices", cols), ("the values", values)] {
+        if got != rows {
+            return Err(Error::DimensionMismatch { what, expected: rows, got });
+        }
+    }
+    let limit = kernels_gpu::abi::COO_ASSEMBLE_MAX_ENTRIES;
+    let n = narrow("the triple count", rows)?;
+    if n > limit {
+        return Err(Error::TooLarge { what: "the triple count", value: rows, limit: limit as usize });
+    }
+    check_declared("the row count (it sizes the row offsets)", dims.0, rows)?;
+    Ok([narrow("the row count", dims.0)?, narrow("the column count", dims.1)?, n])
+}
+
+/// The refusal of triples whose first row index out of range is `row` and first column index out
+/// of range `col`, each as (triple, index), of a matrix of `dims`: [`Error::IndexOutOfRange`] naming
+/// the earlier triple, its row when both of its indices are out of range; `Ok` when neither is.
+pub(crate) fn triple_index_verdict(
+    dims: (usize, usize),
+    row: Option<(usize, usize)>,
+    col: Option<(usize, usize)>,
+) -> Result<()> {
+    let fault = |what, (entry, index), len| Err(Error::IndexOutOfRange { what, entry, index, len });
+    match (row, col) {
+        (Some(r), Some(c)) if c.0 < r.0 => fault("the column indices", c, dims.1),
+        (Some(r), _) => fault("the row indices", r, dims.0),
+        (None, Some(c)) => fault("the column indices", c, dims.1),
+        (None, None) => Ok(()),
     }
 }
 

@@ -66,6 +66,12 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
         with_inner!(self, a => a.belongs_to(gpu))
     }
 
+    /// The held matrix's: a CSR one's values may be updated in place, and a solver's diagonal taken
+    /// from them must then be refused as stale.
+    fn values_generation(&self) -> u64 {
+        with_inner!(self, a => a.values_generation())
+    }
+
     fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), AutoLaunch<T>)> {
         let launch = match self {
             AutoMatrix::Csr(a) => AutoLaunch::Csr(a.prepare(gpu, Kernel::Auto)?.1),

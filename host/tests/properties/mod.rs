@@ -4,9 +4,10 @@
 //! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
 //! calls for. The surfaces with modules of their own: the LMA operator, the row partition, the sprs
 //! and faer conversions, the CPU references and dense views, the reordering, CG's options, the Krylov
-//! solvers and block-Jacobi's setup.
+//! solvers, block-Jacobi's setup and the assembly from COO triples.
 #![allow(dead_code)] // each user takes a part
 
+pub mod assemble;
 pub mod block_jacobi;
 pub mod cg;
 #[cfg(any(feature = "sprs", feature = "faer"))]
