@@ -1,5 +1,6 @@
 //! A CSR matrix assembled on the device from COO triples (`CooAssembly`), on the GPU: its arrays
-//! equal the CPU reference's (`reference::assemble::assemble`) bit for bit, repeated pairs summed in
+//! equal the CPU reference's (`reference::assemble::assemble`) bit for bit (a NaN's payload aside),
+//! repeated pairs summed in
 //! input order, on random triples with many repeats (counts off the radix tile, indices wide enough
 //! for several radix passes) and the edge cases (no triples, empty rows, one huge row, one pair
 //! repeated throughout, rectangular, NaN and infinities); its products match the f64 reference;
@@ -57,20 +58,27 @@ impl<T: Scalar> Triples<T> {
     }
 }
 
-/// The assembled matrix's arrays, its values as bits (a NaN equals itself).
+/// A value's bits, every NaN as one: the GPU's arithmetic gives the canonical NaN where the host's
+/// propagates an operand's payload.
+fn bits<T: Scalar>(v: &T) -> u64 {
+    let v = v.to_f64();
+    if v.is_nan() { f64::NAN.to_bits() } else { v.to_bits() }
+}
+
+/// The assembled matrix's arrays, its values as [`bits`].
 fn arrays<T: Scalar>(gpu: &Gpu, a: &CooAssembly<T>) -> (Vec<u32>, Vec<u32>, Vec<u64>) {
     let m = a.matrix();
     let s = gpu.stream();
     let values: Vec<T> = if m.nnz() == 0 { Vec::new() } else { s.clone_dtoh(m.values()).unwrap() };
     let cols = if m.nnz() == 0 { Vec::new() } else { s.clone_dtoh(m.col_indices()).unwrap() };
-    (s.clone_dtoh(m.row_offsets()).unwrap(), cols, values.iter().map(|v| v.to_f64().to_bits()).collect())
+    (s.clone_dtoh(m.row_offsets()).unwrap(), cols, values.iter().map(bits).collect())
 }
 
 /// The CPU reference's arrays in the form of [`arrays`].
 fn expected<T: Scalar>(t: &Triples<T>, values: &[T]) -> (Vec<u32>, Vec<u32>, Vec<u64>) {
     let (offsets, cols, values) = assemble(t.dims, &t.rows, &t.cols, values).unwrap();
     let narrow = |v: Vec<usize>| v.into_iter().map(|i| u32::try_from(i).unwrap()).collect();
-    (narrow(offsets), narrow(cols), values.iter().map(|v| v.to_f64().to_bits()).collect())
+    (narrow(offsets), narrow(cols), values.iter().map(bits).collect())
 }
 
 fn cases<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Triples<T>)> {

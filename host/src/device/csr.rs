@@ -195,8 +195,7 @@ impl<T: Scalar> DeviceCsr<T> {
         indices: [CudaSlice<u32>; 2],
         values: CudaSlice<T>,
     ) -> Self {
-        let wide: Vec<usize> = host_offsets.iter().map(|&o| o as usize).collect();
-        let stats = RowStats::from_offsets(&wide, ncols);
+        let stats = RowStats::from_u32_offsets(&host_offsets, ncols);
         Self::assemble(gpu, rows, stats, host_offsets, indices, values)
     }
 
@@ -312,15 +311,8 @@ impl Gpu {
         };
         // The offsets are valid CSR offsets of `values.len()` entries past this: the columns remain.
         verdict(&faults)?;
-        let (device_offsets, stats) = rayon::join(
-            || self.upload(row_offsets),
-            || {
-                RowStats::from_offsets(
-                    &row_offsets.par_iter().map(|&o| o as usize).collect::<Vec<_>>(),
-                    ncols,
-                )
-            },
-        );
+        let (device_offsets, stats) =
+            rayon::join(|| self.upload(row_offsets), || RowStats::from_u32_offsets(row_offsets, ncols));
         let device_offsets = device_offsets?;
         // The first column index out of range, of all chunks (a refused upload is copied whole).
         let first_bad = AtomicUsize::new(usize::MAX);

@@ -1,6 +1,7 @@
 //! [`Gpu`]: the CUDA context and stream products run on, and the kernels' module.
 
 use super::kernels::{Kernels, StreamKernels};
+use super::memory::Staging;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys};
@@ -36,6 +37,8 @@ pub struct Gpu {
     stream_kernels: Option<StreamKernels>,
     /// The bandwidth probe, loaded on its first use: only the benchmark measures the device.
     probe: OnceLock<CudaFunction>,
+    /// The pinned buffers of large uploads, made by the first.
+    pub(super) staging: Staging,
     sm_count: u32,
     /// The L2 cache, bytes: whether a matrix fits in it decides Auto's choice for hot products.
     l2_bytes: u64,
@@ -109,6 +112,7 @@ impl Gpu {
             kernels: Kernels::load(&module)?,
             stream_kernels,
             probe: OnceLock::new(),
+            staging: Staging::default(),
             sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
             l2_bytes: u64::try_from(l2_bytes).unwrap_or(0),
             name: ctx.name()?,

@@ -4,9 +4,10 @@
 use super::Gpu;
 use crate::{Error, Result};
 use cudarc::driver::{
-    CudaEvent, CudaSlice, DevicePtr, DeviceRepr, DriverError, ValidAsZeroBits, result, sys,
+    CudaEvent, CudaSlice, DevicePtr, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits, result, sys,
 };
 use kernels_gpu::abi::DevicePtr as AbiPtr;
+use std::sync::{Mutex, PoisonError};
 
 impl Gpu {
     /// Refuses work that must not be captured into a graph while [`Gpu::stream`] captures one: an
@@ -31,9 +32,10 @@ impl Gpu {
 
     /// A new device buffer of `len` elements written by `fill(first, chunk)` (element `first + i`
     /// is `chunk[i]`) a chunk at a time, for arrays made on the fly (narrowed, checked): each chunk
-    /// is filled in one of two pinned staging buffers while the other's copy runs, so the host's
-    /// work hides behind the link's and the copies run at the pinned rate. Arrays of one chunk or
-    /// less are filled once and copied as [`Gpu::upload`] copies. Returns once the copies are done.
+    /// is filled in one of two pinned staging buffers ([`Staging`], kept with the `Gpu`) while the
+    /// other's copy runs, so the host's work hides behind the link's and the copies run at the
+    /// pinned rate. Arrays of one chunk or less are filled once and copied as [`Gpu::upload`] copies
+    /// (no pinned memory for small matrices). Returns once the copies are done.
     pub(crate) fn upload_staged<E: DeviceRepr + ValidAsZeroBits + Default + Clone>(
         &self,
         len: usize,
@@ -49,11 +51,12 @@ impl Gpu {
         let bytes = len.saturating_mul(size_of::<E>());
         // SAFETY: every element is written by the chunks' copies below before the buffer is used.
         let device = unsafe { self.stream().alloc::<E>(len) }.map_err(|e| out_of_memory(e, bytes))?;
-        // SAFETY: uninitialised pinned memory of `DeviceRepr` elements, each written by `fill` before
-        // a copy reads it.
-        let mut stages = [unsafe { self.context().alloc_pinned::<E>(chunk) }?, unsafe {
-            self.context().alloc_pinned::<E>(chunk)
-        }?];
+        // Held until every copy from the stages has completed (below): one staged upload at a time.
+        let mut held = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        let stages = match &mut *held {
+            Some(stages) => stages,
+            empty => empty.insert([pin_stage(self)?, pin_stage(self)?]),
+        };
         let mut copied: [Option<CudaEvent>; 2] = [None, None];
         let (base, guard) = device.device_ptr(self.stream());
         let staged = (|| -> Result<()> {
@@ -62,7 +65,11 @@ impl Gpu {
                 if let Some(event) = copied[i % 2].take() {
                     event.synchronize()?;
                 }
-                let host = &mut stages[i % 2].as_mut_slice()?[..n];
+                // SAFETY: a stage holds `STAGE_BYTES`, page-aligned, so `n <= chunk` elements of `E`
+                // (a plain number type, valid for any bits written); no copy reads it (the event of
+                // its last one was waited on above), and the guard `held` keeps other uploads out.
+                let host =
+                    unsafe { std::slice::from_raw_parts_mut(stages[i % 2].as_mut_ptr()?.cast::<E>(), n) };
                 fill(first, host)?;
                 let target = base + (first * size_of::<E>()) as u64;
                 // SAFETY: `device` holds `len` elements, so `first .. first + n` of it; `host` is
@@ -105,8 +112,19 @@ pub(crate) fn nonnegative_as_u32(indices: CudaSlice<i32>) -> CudaSlice<u32> {
 }
 
 /// Bytes of each of [`Gpu::upload_staged`]'s two pinned staging buffers: large enough that a
-/// chunk's copy (~0.3 ms at 50 GB/s) dwarfs its launch, small enough that pinning them is cheap.
+/// chunk's copy (~0.3 ms at 50 GB/s) dwarfs its launch, small enough to keep with the [`Gpu`].
 const STAGE_BYTES: usize = 16 << 20;
+
+/// [`Gpu::upload_staged`]'s two pinned staging buffers, made by the first upload of more than one
+/// chunk and kept with the [`Gpu`]: pinning host memory costs about as much as copying it through,
+/// and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s link (docs/PERF.md, section 20).
+pub(crate) type Staging = Mutex<Option<[PinnedHostSlice<u8>; 2]>>;
+
+/// One staging buffer of [`STAGE_BYTES`].
+fn pin_stage(gpu: &Gpu) -> Result<PinnedHostSlice<u8>> {
+    // SAFETY: uninitialised bytes, each written by a chunk's `fill` before a copy reads it.
+    Ok(unsafe { gpu.context().alloc_pinned::<u8>(STAGE_BYTES) }?)
+}
 
 /// The driver's error for an allocation of `bytes`, as [`Error::DeviceMemory`] when the device is
 /// out of memory (the one failure a caller can act on), else as it came.

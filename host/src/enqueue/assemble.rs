@@ -54,10 +54,10 @@ impl<T: Scalar> CooAssembly<T> {
     /// The matrix of `dims` (rows, columns) whose entries are the triples
     /// `(rows[k], cols[k], values[k])`, each array one of `gpu`'s buffers (a
     /// [`DeviceVector`](crate::DeviceVector) or a `CudaSlice`, `CudaView` or `CudaViewMut`), read in
-    /// stream order and left as they are. Its rows come sorted by column; the values of a repeated
+    /// stream order and left as they are. Each row's entries come sorted by column; the values of a repeated
     /// (row, column) pair are summed in the order of the triples, the same way on every run and as
     /// the CPU reference [`reference::assemble::assemble`](crate::reference::assemble::assemble)
-    /// sums them, bit for bit. A pair repeated `m` times is summed by one thread in `m` steps.
+    /// sums them, bit for bit (but for a NaN's payload: the GPU's is canonical). A pair repeated `m` times is summed by one thread in `m` steps.
     ///
     /// Refused before anything is allocated or enqueued, as the CPU reference refuses: arrays of
     /// other lengths ([`Error::DimensionMismatch`]), sizes past the kernels' ([`Error::TooLarge`]);
@@ -73,8 +73,12 @@ impl<T: Scalar> CooAssembly<T> {
         V: VectorRef<T> + ?Sized,
     {
         let [nrows, ncols, n] = check_triple_sizes(dims, [rows.len(), cols.len(), values.len()])?;
-        let contexts = [("the row indices", rows.context()), ("the column indices", cols.context())];
-        for (what, ctx) in contexts.into_iter().chain([("the values", values.context())]) {
+        let contexts = [
+            ("the row indices", rows.context()),
+            ("the column indices", cols.context()),
+            ("the values", values.context()),
+        ];
+        for (what, ctx) in contexts {
             if !gpu.owns(ctx) {
                 return Err(Error::ForeignBuffer(what));
             }
@@ -122,8 +126,9 @@ impl<T: Scalar> CooAssembly<T> {
     /// nothing but stream work, so it may be captured into a graph.
     ///
     /// Refused before anything is enqueued: values of another length than the triples
-    /// ([`Error::DimensionMismatch`]), of another [`Gpu`] ([`Error::ForeignBuffer`]), or the
-    /// matrix's own values, which the sum writes ([`Error::Unsupported`]).
+    /// ([`Error::DimensionMismatch`]), an assembly or values of another [`Gpu`]
+    /// ([`Error::ForeignBuffer`]), or the matrix's own values, which the sum writes
+    /// ([`Error::Unsupported`]).
     pub fn set_values<V: VectorRef<T> + ?Sized>(&self, gpu: &Gpu, values: &V) -> Result<()> {
         if values.len() != self.triples {
             return Err(Error::DimensionMismatch {
@@ -132,7 +137,10 @@ impl<T: Scalar> CooAssembly<T> {
                 got: values.len(),
             });
         }
-        if !gpu.owns(values.context()) || !self.matrix.belongs_to(gpu) {
+        if !self.matrix.belongs_to(gpu) {
+            return Err(Error::ForeignBuffer("the assembled matrix"));
+        }
+        if !gpu.owns(values.context()) {
             return Err(Error::ForeignBuffer("the new values"));
         }
         let (source, _guard) = values.read(gpu.stream());

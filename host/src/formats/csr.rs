@@ -156,23 +156,59 @@ impl RowStats {
     /// of no use but no panic: a decrease counts as an empty row, and `nnz` is the sum of the lengths
     /// (saturating), which for CSR offsets is their last.
     pub fn from_offsets(row_offsets: &[usize], cols: usize) -> Self {
+        Self::of_lengths(row_offsets, cols, |w| w[1].saturating_sub(w[0]))
+    }
+
+    /// As [`RowStats::from_offsets`], for the kernels' `u32` offsets.
+    pub(crate) fn from_u32_offsets(row_offsets: &[u32], cols: usize) -> Self {
+        Self::of_lengths(row_offsets, cols, |w| w[1].saturating_sub(w[0]) as usize)
+    }
+
+    /// The statistics of the row lengths `length(w)` of each window `w` of two offsets, in one
+    /// pass by all cores (an upload computes them beside its copies). Integer sums, so the result
+    /// does not depend on how the pass is split; the variance is the mean square less the squared
+    /// mean, from exact sums.
+    fn of_lengths<O: Sync>(row_offsets: &[O], cols: usize, length: impl Fn(&[O]) -> usize + Sync) -> Self {
+        #[derive(Clone, Copy, Default)]
+        struct Sums {
+            nnz: usize,
+            squares: u128,
+            max: usize,
+            empty: usize,
+        }
+        let sums = row_offsets
+            .par_windows(2)
+            .with_min_len(PARALLEL_CHECK)
+            .fold(Sums::default, |s, w| {
+                let l = length(w);
+                Sums {
+                    nnz: s.nnz.saturating_add(l),
+                    squares: s.squares.saturating_add((l as u128) * (l as u128)),
+                    max: s.max.max(l),
+                    empty: s.empty + usize::from(l == 0),
+                }
+            })
+            .reduce(Sums::default, |a, b| Sums {
+                nnz: a.nnz.saturating_add(b.nnz),
+                squares: a.squares.saturating_add(b.squares),
+                max: a.max.max(b.max),
+                empty: a.empty + b.empty,
+            });
         let rows = row_offsets.len().saturating_sub(1);
-        let lengths = || row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0]));
-        let nnz = lengths().fold(0, usize::saturating_add);
-        let mean = if rows == 0 { 0.0 } else { nnz as f64 / rows as f64 };
-        let variance = if rows == 0 {
-            0.0
+        let (mean, variance) = if rows == 0 {
+            (0.0, 0.0)
         } else {
-            lengths().map(|l| (l as f64 - mean).powi(2)).sum::<f64>() / rows as f64
+            let mean = sums.nnz as f64 / rows as f64;
+            (mean, (sums.squares as f64 / rows as f64 - mean * mean).max(0.0))
         };
         RowStats {
             rows,
             cols,
-            nnz,
+            nnz: sums.nnz,
             mean,
             std_dev: variance.sqrt(),
-            max: lengths().max().unwrap_or(0),
-            empty_rows: lengths().filter(|&l| l == 0).count(),
+            max: sums.max,
+            empty_rows: sums.empty,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The CPU reference of a CSR matrix's assembly from COO triples, which the device's
-//! ([`CooAssembly`](crate::CooAssembly), `kernels-gpu/src/assemble.rs`) must match bit for bit.
+//! ([`CooAssembly`](crate::CooAssembly), `kernels-gpu/src/assemble.rs`) must match bit for bit, a
+//! NaN's payload aside (the GPU's arithmetic gives the canonical NaN).
 
 use crate::Result;
 use crate::formats::coo::{check_triple_sizes, triple_index_verdict};
