@@ -174,6 +174,14 @@ pub enum SolveError {
         first_row + rows
     )]
     SingularBlock { first_row: usize, rows: usize },
+    /// The Chebyshev preconditioner's degree (its products per apply) is over `limit`
+    /// (`solve::MAX_CHEBYSHEV_DEGREE`).
+    #[error("the Chebyshev degree is {value}, but it must be at most {limit}")]
+    InvalidDegree { value: usize, limit: usize },
+    /// The power iteration was asked for no steps, or for more than `limit`
+    /// (`solve::MAX_POWER_STEPS`).
+    #[error("the power iteration's step count is {value}, but it must be in 1..={limit}")]
+    InvalidPowerSteps { value: usize, limit: usize },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

@@ -12,6 +12,7 @@ pub mod assemble;
 pub mod bicgstab;
 pub mod block_jacobi;
 pub mod cg;
+pub mod chebyshev;
 pub mod gmres;
 mod operator;
 pub mod problems;

@@ -11,8 +11,10 @@
 
 mod common;
 
-use common::{Csr, check, gpu_or_skip, random_vector, rng};
+use common::{Csr, check, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::reference::assemble::assemble;
+use gpu_spmv::reference::{error_scale_transposed, max_relative_error, spmv_transpose_f64};
+use gpu_spmv::transpose::TransposeKernel;
 use gpu_spmv::{CooAssembly, Error, Gpu, Kernel, Scalar};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -102,6 +104,14 @@ fn cases<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Triples<T>)> {
         ("rectangular 300 x 90,000, tile + 1", Triples::random(rng, (300, 90_000), 4097, 1500)),
         ("square 70,000, 3 tiles - 1", Triples::random(rng, (70_000, 70_000), 3 * 4096 - 1, 9000)),
         ("tall 200,000 x 7, repeats", Triples::random(rng, (200_000, 7), 100_000, 20_000)),
+        (
+            "one column of 200,000 rows (no column pass), repeats",
+            Triples::random(rng, (200_000, 1), 50_000, 10_000),
+        ),
+        (
+            "one row of 70,001 columns (no row pass), repeats",
+            Triples::random(rng, (1, 70_001), 20_000, 3_000),
+        ),
         ("FEM-like 2^16 + 3, 250,000", Triples::random(rng, (65_539, 65_539), 250_000, 60_000)),
     ]
 }
@@ -128,7 +138,9 @@ fn assembled_arrays_equal_the_reference<T: Scalar>(test: &str) {
             check(name, &csr, alpha, &x, beta, &y0, &dy.to_host(&gpu).unwrap());
         }
 
-        // New values of the same triples reach every entry, plainly and from a graph.
+        // New values of the same triples reach every entry, plainly and from a graph, and the
+        // transpose a plan built before them.
+        let transposed = gpu.plan(a.matrix().transposed(), TransposeKernel::Explicit).unwrap();
         let poison = vec![T::from_f64(f64::NAN); a.matrix().nnz()];
         let generation = a.matrix().values_generation();
         for how in ["plain", "graph"] {
@@ -141,8 +153,22 @@ fn assembled_arrays_equal_the_reference<T: Scalar>(test: &str) {
                 gpu.capture(|| a.set_values(&gpu, &staged)).unwrap().launch().unwrap();
             }
             assert_eq!(arrays(&gpu, &a), expected(&t, &new_values), "{name}, set_values {how}");
+            let (offsets, cols, values) = assemble(t.dims, &t.rows, &t.cols, &new_values).unwrap();
+            let view = gpu_spmv::CsrRef::try_new(t.dims.0, t.dims.1, &offsets, &cols, &values).unwrap();
+            let x = random_vector::<T>(&mut rng, t.dims.0);
+            let mut dy = gpu.upload_vector(&vec![T::from_f64(f64::NAN); t.dims.1]).unwrap();
+            transposed.spmv(T::from_f64(1.0), &gpu.upload_vector(&x).unwrap(), T::ZERO, &mut dy).unwrap();
+            let zeros = vec![T::ZERO; t.dims.1];
+            let want = spmv_transpose_f64(T::from_f64(1.0), view, &x, T::ZERO, &zeros).unwrap();
+            let scale = error_scale_transposed(T::from_f64(1.0), view, &x, T::ZERO, &zeros).unwrap();
+            let error = max_relative_error(&dy.to_host(&gpu).unwrap(), &want, &scale);
+            assert!(
+                error <= tolerance::<T>(t.rows.len().max(1)),
+                "{name}, Aᵀx after set_values {how}: {error:e}"
+            );
         }
-        assert!(a.matrix().values_generation() >= generation + 4, "{name}: updates counted");
+        // An update of the poison and a sum per way: counted once each, the captured one at capture.
+        assert_eq!(a.matrix().values_generation(), generation + 4, "{name}: updates counted");
     }
 }
 

@@ -16,12 +16,13 @@ use gpu_spmv::io::{parse_matrix_market, pattern_value};
 use gpu_spmv::reference::block_jacobi::MAX_BLOCK;
 use gpu_spmv::reference::gmres::MAX_RESTART;
 use gpu_spmv::rule::Target;
-use gpu_spmv::solve::{Preconditioner, SolverOptions};
+use gpu_spmv::solve::{EigenBounds, Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use properties::assemble::check_assemble;
 use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
+use properties::chebyshev::{check_chebyshev, check_spectral_radius, dense_to_csr, symmetric_gershgorin};
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
 use properties::partition::check_partition;
@@ -419,6 +420,58 @@ proptest! {
         check_assemble(dims, &rows, &cols, &values);
         let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
         check_assemble(dims, &rows, &cols, &values32);
+    }
+}
+
+/// A symmetric matrix of order `n`: `B + Bᵀ` for the entries of `B`, plus `shift` on the diagonal
+/// (diagonally dominant, so positive definite, where `shift` exceeds every row's sum of moduli).
+fn symmetric(n: usize, entries: &[(usize, usize, i8)], shift: f64) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let mut dense = vec![0.0; n * n];
+    for &(r, c, v) in entries {
+        let (r, c) = (r % n, c % n);
+        dense[r * n + c] += f64::from(v);
+        dense[c * n + r] += f64::from(v);
+    }
+    (0..n).for_each(|r| dense[r * n + r] += shift);
+    dense_to_csr(n, n, &dense)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// The Chebyshev oracle on symmetric matrices (some dominant, so the Chebyshev bound applies on
+    /// their Gershgorin interval, widened or not) and on any matrix with any interval, degree and
+    /// `r`; the power iteration's radius on the same matrices.
+    #[test]
+    fn chebyshev_is_refused_as_documented_or_bounded(
+        n in 1usize..12,
+        entries in prop::collection::vec((0usize..12, 0usize..12, any::<i8>()), 0..40),
+        shift in prop_oneof![0.0..10.0f64, 500.0..4000.0f64],
+        widen in prop_oneof![Just(None), (0.0..0.5f64, 1.0..3.0f64).prop_map(Some)],
+        raw_bounds in (prop_oneof![Just(-1.0), Just(0.0), 1e-3..10.0f64, Just(f64::NAN)], prop_oneof![1e-3..1e4f64, Just(f64::INFINITY)]),
+        degree in prop_oneof![0usize..20, Just(64), Just(65)],
+        r in prop::collection::vec(-100i8..100, 0..13),
+        steps in prop_oneof![Just(0usize), 1usize..40, Just(1001)],
+        cut in prop_oneof![4 => Just(0usize), 1 => Just(1)],
+    ) {
+        cap_memory();
+        let (offsets, cols, values) = symmetric(n, &entries, shift);
+        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+        let bounds = match (widen, symmetric_gershgorin(a)) {
+            (Some((low, high)), Some((lo, hi))) if lo > 0.0 => EigenBounds { min: lo * (1.0 - low), max: hi * high },
+            _ => EigenBounds { min: raw_bounds.0, max: raw_bounds.1 },
+        };
+        let r: Vec<f64> = r.iter().take(n + 1).skip(cut).map(|&v| f64::from(v)).collect();
+        check_chebyshev(a, bounds, degree, &r);
+        let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        let a32 = CsrRef::try_new(n, n, &offsets, &cols, &values32).unwrap();
+        let r32: Vec<f32> = r.iter().map(|&v| v as f32).collect();
+        check_chebyshev(a32, bounds, degree, &r32);
+        check_spectral_radius(a, steps);
+        check_spectral_radius(a32, steps);
+        let wide = CsrRef::try_new(n, n + 1, &offsets, &cols, &values).unwrap();
+        check_chebyshev(wide, bounds, degree, &r);
+        check_spectral_radius(wide, steps);
     }
 }
 

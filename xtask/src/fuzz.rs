@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::thread::available_parallelism;
 
 /// Seconds per target when not given: long enough to get past the seeds' neighbourhood, short
-/// enough that all seventeen targets run in about two minutes on two cores.
+/// enough that all the targets run in about two and a half minutes on two cores.
 const DEFAULT_SECONDS: u64 = 15;
 
 /// libFuzzer's limit on the memory of the process and of any one allocation (`-rss_limit_mb`,

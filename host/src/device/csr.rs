@@ -286,10 +286,12 @@ impl Gpu {
         Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
     }
 
-    /// Checks raw CSR arrays with the kernels' own `u32` indices and uploads them at the link's rate:
-    /// nothing to narrow, so the column indices and the values are copied through the pinned staging
-    /// buffers a chunk at a time, each chunk of columns checked by all cores as it is copied in, while
-    /// the previous chunk is on the link; the row offsets are checked before anything is copied.
+    /// Checks raw CSR arrays with the kernels' own `u32` indices and uploads them: nothing to narrow,
+    /// so the column indices and the values are copied through the pinned staging buffers a chunk at
+    /// a time, each chunk of columns checked by all cores as it is copied in, while the previous
+    /// chunk is on the link; the row offsets are checked before anything is copied. 14-25 GB/s on
+    /// the H200 machine, 27-46% of its link: the copy into the stages sets the pace
+    /// (docs/PERF.md, section 20).
     ///
     /// Refused with the [`CsrError`](crate::CsrError) that [`CsrRef::try_new`] gives the same arrays
     /// widened to `usize`, naming the same row or entry ([`Error::InvalidCsr`](crate::Error)), or with

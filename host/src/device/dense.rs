@@ -110,9 +110,7 @@ impl<T: Scalar> DeviceDense<T> {
     /// Copies the whole buffer to the host (padding between rows or columns included), after all
     /// work enqueued before on `gpu`'s stream.
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>> {
-        if !gpu.owns(self.data.context()) {
-            return Err(Error::ForeignBuffer("a dense matrix"));
-        }
+        gpu.check_context("a dense matrix", &self.data)?;
         if self.data.is_empty() {
             return Ok(Vec::new());
         }

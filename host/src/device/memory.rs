@@ -2,6 +2,7 @@
 //! hold. Every buffer of this crate is allocated here, on the [`Gpu`]'s stream.
 
 use super::Gpu;
+use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{
     CudaEvent, CudaSlice, DevicePtr, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits, result, sys,
@@ -33,10 +34,11 @@ impl Gpu {
     /// A new device buffer of `len` elements written by `fill(first, chunk)` (element `first + i`
     /// is `chunk[i]`) a chunk at a time, for arrays made on the fly (narrowed, checked): each chunk
     /// is filled in one of two pinned staging buffers ([`Staging`], kept with the `Gpu`) while the
-    /// other's copy runs, so the host's work hides behind the link's and the copies run at the
-    /// pinned rate. Arrays of one chunk or less are filled once and copied as [`Gpu::upload`] copies
-    /// (no pinned memory for small matrices). Returns once the copies are done.
-    pub(crate) fn upload_staged<E: DeviceRepr + ValidAsZeroBits + Default + Clone>(
+    /// other's copy runs, so that the host's work and the link's overlap; the pace is the slower of
+    /// the two (docs/PERF.md, section 20). `fill` writes every element of its chunk. Arrays of one
+    /// chunk or less are filled once and copied as [`Gpu::upload`] copies (no pinned memory for
+    /// small matrices). Returns once the copies are done.
+    pub(crate) fn upload_staged<E: Plain>(
         &self,
         len: usize,
         fill: impl Fn(usize, &mut [E]) -> Result<()>,
@@ -65,9 +67,11 @@ impl Gpu {
                 if let Some(event) = copied[i % 2].take() {
                     event.synchronize()?;
                 }
-                // SAFETY: a stage holds `STAGE_BYTES`, page-aligned, so `n <= chunk` elements of `E`
-                // (a plain number type, valid for any bits written); no copy reads it (the event of
-                // its last one was waited on above), and the guard `held` keeps other uploads out.
+                // SAFETY: a stage holds `STAGE_BYTES` of initialised bytes (zeroed when pinned, then
+                // written by earlier chunks), page-aligned, so `n <= chunk` elements of `E`, a
+                // number type every bit pattern of which is a value (`Plain`); no copy reads it (the
+                // event of its last one was waited on above), and the guard `held` keeps other
+                // uploads out.
                 let host =
                     unsafe { std::slice::from_raw_parts_mut(stages[i % 2].as_mut_ptr()?.cast::<E>(), n) };
                 fill(first, host)?;
@@ -80,10 +84,11 @@ impl Gpu {
             }
             Ok(())
         })();
-        for event in copied.iter().flatten() {
-            event.synchronize()?;
-        }
+        // Every copy waited for before the lock is released, whatever failed: a later upload may
+        // fill the stages at once.
+        let waited: Vec<_> = copied.iter().flatten().map(CudaEvent::synchronize).collect();
         staged?;
+        waited.into_iter().collect::<std::result::Result<(), _>>()?;
         drop(guard);
         Ok(device)
     }
@@ -120,11 +125,21 @@ const STAGE_BYTES: usize = 16 << 20;
 /// and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s link (docs/PERF.md, section 20).
 pub(crate) type Staging = Mutex<Option<[PinnedHostSlice<u8>; 2]>>;
 
-/// One staging buffer of [`STAGE_BYTES`].
+/// One staging buffer of [`STAGE_BYTES`], zeroed, so that its bytes are initialised before any
+/// chunk is viewed in them.
 fn pin_stage(gpu: &Gpu) -> Result<PinnedHostSlice<u8>> {
-    // SAFETY: uninitialised bytes, each written by a chunk's `fill` before a copy reads it.
-    Ok(unsafe { gpu.context().alloc_pinned::<u8>(STAGE_BYTES) }?)
+    // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is read.
+    let mut stage = unsafe { gpu.context().alloc_pinned::<u8>(STAGE_BYTES) }?;
+    // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
+    unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, STAGE_BYTES) };
+    Ok(stage)
 }
+
+/// The element types [`Gpu::upload_staged`] views in a stage's bytes: numbers, every bit pattern
+/// of which is a value. Sealed by its visibility.
+pub(crate) trait Plain: DeviceRepr + ValidAsZeroBits + Default + Clone {}
+impl Plain for u32 {}
+impl<T: Scalar> Plain for T {}
 
 /// The driver's error for an allocation of `bytes`, as [`Error::DeviceMemory`] when the device is
 /// out of memory (the one failure a caller can act on), else as it came.

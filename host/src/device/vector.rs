@@ -129,7 +129,7 @@ impl<T: Scalar> DeviceVector<T> {
 
     /// Copies the vector to the host, after all work enqueued before on `gpu`'s stream.
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>> {
-        self.check_gpu(gpu)?;
+        gpu.check_context("a vector", &self.data)?;
         gpu.not_capturing("reading a vector back while the stream captures a graph")?;
         if self.is_empty() {
             return Ok(Vec::new());
@@ -139,7 +139,7 @@ impl<T: Scalar> DeviceVector<T> {
 
     /// Overwrites the vector with `values` (of the same length), in stream order.
     pub fn copy_from_host(&mut self, gpu: &Gpu, values: &[T]) -> Result<()> {
-        self.check_gpu(gpu)?;
+        gpu.check_context("a vector", &self.data)?;
         gpu.not_capturing("a copy from the host while the stream captures a graph")?;
         if values.len() != self.len() {
             return Err(Error::DimensionMismatch {
@@ -153,13 +153,35 @@ impl<T: Scalar> DeviceVector<T> {
         }
         Ok(())
     }
-
-    fn check_gpu(&self, gpu: &Gpu) -> Result<()> {
-        if gpu.owns(self.data.context()) { Ok(()) } else { Err(Error::ForeignBuffer("a vector")) }
-    }
 }
 
 impl Gpu {
+    /// The one check of a caller's buffer that a launch reads or writes, named `what` in the
+    /// error: of this `Gpu`'s context ([`Error::ForeignBuffer`]). Every enqueue that takes a buffer
+    /// calls it or [`Gpu::check_operand`], before anything is launched.
+    pub(crate) fn check_context<E>(
+        &self,
+        what: &'static str,
+        buffer: &(impl sealed::Operand<E> + ?Sized),
+    ) -> Result<()> {
+        if self.owns(buffer.context()) { Ok(()) } else { Err(Error::ForeignBuffer(what)) }
+    }
+
+    /// [`Gpu::check_context`], then `expected` elements ([`Error::DimensionMismatch`]).
+    pub(crate) fn check_operand<E>(
+        &self,
+        what: &'static str,
+        buffer: &(impl sealed::Operand<E> + ?Sized),
+        expected: usize,
+    ) -> Result<()> {
+        self.check_context(what, buffer)?;
+        let got = buffer.len();
+        if got != expected {
+            return Err(Error::DimensionMismatch { what, expected, got });
+        }
+        Ok(())
+    }
+
     /// Uploads a dense vector.
     pub fn upload_vector<T: Scalar>(&self, values: &[T]) -> Result<DeviceVector<T>> {
         narrow("the vector length", values.len())?;

@@ -206,12 +206,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
             return Err(Error::DimensionMismatch { what, expected: members.len(), got: v.len() });
         }
         for (i, (member, v)) in members.iter().zip(v).enumerate() {
-            if !member.gpu().owns(v.as_slice().context()) {
-                return Err(Error::ForeignBuffer(what));
-            }
-            if v.len() != len(i) {
-                return Err(Error::DimensionMismatch { what, expected: len(i), got: v.len() });
-            }
+            member.gpu().check_operand(what, v, len(i))?;
         }
         Ok(())
     }

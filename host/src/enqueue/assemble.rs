@@ -73,16 +73,9 @@ impl<T: Scalar> CooAssembly<T> {
         V: VectorRef<T> + ?Sized,
     {
         let [nrows, ncols, n] = check_triple_sizes(dims, [rows.len(), cols.len(), values.len()])?;
-        let contexts = [
-            ("the row indices", rows.context()),
-            ("the column indices", cols.context()),
-            ("the values", values.context()),
-        ];
-        for (what, ctx) in contexts {
-            if !gpu.owns(ctx) {
-                return Err(Error::ForeignBuffer(what));
-            }
-        }
+        gpu.check_context("the row indices", rows)?;
+        gpu.check_context("the column indices", cols)?;
+        gpu.check_context("the values", values)?;
         gpu.not_capturing("an assembly while the stream captures a graph")?;
         let (rows_ptr, _rows_guard) = rows.read(gpu.stream());
         let (cols_ptr, _cols_guard) = cols.read(gpu.stream());
@@ -125,24 +118,15 @@ impl<T: Scalar> CooAssembly<T> {
     /// refreshed, and a solver's Jacobi diagonal is stale until it is given anew. No allocation and
     /// nothing but stream work, so it may be captured into a graph.
     ///
-    /// Refused before anything is enqueued: values of another length than the triples
-    /// ([`Error::DimensionMismatch`]), an assembly or values of another [`Gpu`]
-    /// ([`Error::ForeignBuffer`]), or the matrix's own values, which the sum writes
+    /// Refused before anything is enqueued: an assembly or values of another [`Gpu`]
+    /// ([`Error::ForeignBuffer`]), values of another length than the triples
+    /// ([`Error::DimensionMismatch`]), or the matrix's own values, which the sum writes
     /// ([`Error::Unsupported`]).
     pub fn set_values<V: VectorRef<T> + ?Sized>(&self, gpu: &Gpu, values: &V) -> Result<()> {
-        if values.len() != self.triples {
-            return Err(Error::DimensionMismatch {
-                what: "the new values",
-                expected: self.triples,
-                got: values.len(),
-            });
-        }
         if !self.matrix.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the assembled matrix"));
         }
-        if !gpu.owns(values.context()) {
-            return Err(Error::ForeignBuffer("the new values"));
-        }
+        gpu.check_operand("the new values", values, self.triples)?;
         let (source, _guard) = values.read(gpu.stream());
         if source == self.sum.out_values.addr() && self.triples > 0 {
             return Err(Error::Unsupported("the assembled matrix's own values as its new values"));
@@ -208,13 +192,18 @@ impl Triples {
             if position == CHECK_NONE {
                 return Ok(None);
             }
+            // The kernel lowers a slot only to a position it read, below `n`: anything else is a
+            // broken kernel, not a bad input, and no address is formed from it.
+            let entry = u32::try_from(position).ok().filter(|&p| p < self.n).ok_or_else(|| {
+                Error::InvalidKernel(format!("the index check named position {position} of {}", self.n))
+            })?;
             // The one index the verdict names, read back.
             let index = gpu.alloc_zeros::<u32>(1)?;
-            let source = AbiPtr::new(indices.addr() + position * 4);
-            // SAFETY: `position < n`, inside the caller's array; `index` holds one element.
+            let source = AbiPtr::new(indices.addr() + u64::from(entry) * size_of::<u32>() as u64);
+            // SAFETY: `entry < n`, inside the caller's array; `index` holds one element.
             unsafe { copy(gpu, addr(&index, gpu), source, 1)? };
             let index = gpu.stream().clone_dtoh(&index)?[0];
-            Ok(Some((usize::try_from(position).unwrap_or(usize::MAX), index as usize)))
+            Ok(Some((entry as usize, index as usize)))
         };
         triple_index_verdict(dims, first(0, self.rows)?, first(1, self.cols)?)
     }

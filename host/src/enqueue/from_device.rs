@@ -204,14 +204,9 @@ impl<I: Checked, T> Arrays<'_, I, T> {
     /// Refuses arrays of another context, sizes past `u32`, and a stream that captures (the row
     /// offsets come back to the host).
     fn check_sizes(&self, gpu: &Gpu) -> Result<()> {
-        let contexts = [
-            ("the row offsets", self.row_offsets.context()),
-            ("the column indices", self.col_indices.context()),
-            ("the values", self.values.context()),
-        ];
-        if let Some((what, _)) = contexts.iter().find(|(_, ctx)| !gpu.owns(ctx)) {
-            return Err(Error::ForeignBuffer(what));
-        }
+        gpu.check_context("the row offsets", self.row_offsets)?;
+        gpu.check_context("the column indices", self.col_indices)?;
+        gpu.check_context("the values", self.values)?;
         narrow("the row count", self.dims.0)?;
         narrow("the row offset count", self.row_offsets.len())?;
         narrow("the column count", self.dims.1)?;

@@ -3,9 +3,9 @@
 //! were uploaded ([`DeviceGather`], [`DeviceScatter`]), and the operands checked here.
 
 use super::launch::{gather, scatter_add};
+use crate::Result;
 use crate::device::{DeviceGather, DeviceScatter, Gpu, VectorMut, VectorRef};
 use crate::scalar::Scalar;
-use crate::{Error, Result};
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 
 impl Gpu {
@@ -17,29 +17,9 @@ impl Gpu {
         X: VectorRef<T> + ?Sized,
         Y: VectorMut<T> + ?Sized,
     {
-        if !self.owns(map.indices.context()) {
-            return Err(Error::ForeignBuffer("the gather's index list"));
-        }
-        if !self.owns(x.context()) {
-            return Err(Error::ForeignBuffer("the gathered vector"));
-        }
-        if !self.owns(out.context()) {
-            return Err(Error::ForeignBuffer("the gather's output"));
-        }
-        if x.len() != map.source_len {
-            return Err(Error::DimensionMismatch {
-                what: "the gathered vector",
-                expected: map.source_len,
-                got: x.len(),
-            });
-        }
-        if out.len() != map.len as usize {
-            return Err(Error::DimensionMismatch {
-                what: "the gather's output",
-                expected: map.len as usize,
-                got: out.len(),
-            });
-        }
+        self.check_context("the gather's index list", &map.indices)?;
+        self.check_operand("the gathered vector", x, map.source_len)?;
+        self.check_operand("the gather's output", out, map.len as usize)?;
         if map.len == 0 {
             return Ok(());
         }
@@ -61,29 +41,9 @@ impl Gpu {
         Y: VectorMut<T> + ?Sized,
     {
         let map = &map.0;
-        if !self.owns(map.indices.context()) {
-            return Err(Error::ForeignBuffer("the scatter's index list"));
-        }
-        if !self.owns(v.context()) {
-            return Err(Error::ForeignBuffer("the scattered vector"));
-        }
-        if !self.owns(y.context()) {
-            return Err(Error::ForeignBuffer("the scatter's output"));
-        }
-        if y.len() != map.source_len {
-            return Err(Error::DimensionMismatch {
-                what: "the scatter's output",
-                expected: map.source_len,
-                got: y.len(),
-            });
-        }
-        if v.len() != map.len as usize {
-            return Err(Error::DimensionMismatch {
-                what: "the scattered vector",
-                expected: map.len as usize,
-                got: v.len(),
-            });
-        }
+        self.check_context("the scatter's index list", &map.indices)?;
+        self.check_operand("the scatter's output", y, map.source_len)?;
+        self.check_operand("the scattered vector", v, map.len as usize)?;
         if map.len == 0 {
             return Ok(());
         }

@@ -115,7 +115,7 @@ impl<T: Scalar> KrylovDevice<T> {
     }
 
     fn check_vector(&self, gpu: &Gpu, v: &DeviceVector<T>) -> Result<AbiPtr<T>> {
-        check_operand(gpu, "a solver vector", v.as_slice().context(), v.len(), self.n as usize)?;
+        gpu.check_operand("a solver vector", v, self.n as usize)?;
         Ok(addr(v.as_slice(), gpu))
     }
 
@@ -333,19 +333,73 @@ pub(crate) fn diag_scale<T: Scalar>(
     z: &mut DeviceVector<T>,
 ) -> Result<()> {
     let n = d.len();
-    check_operand(gpu, "r", r.as_slice().context(), r.len(), n)?;
-    check_operand(gpu, "z", z.as_slice().context(), z.len(), n)?;
-    let one = constant(T::from_f64(1.0));
+    gpu.check_operand("r", r, n)?;
+    gpu.check_operand("z", z, n)?;
+    let one = T::from_f64(1.0);
+    let (r, d, z) = (addr(r.as_slice(), gpu), addr(d, gpu), addr(z.as_slice(), gpu));
+    // SAFETY: `d`, `r` and `z` hold `n` elements of `gpu`'s context (checked above).
+    unsafe { ungated(gpu, KRYLOV_DIAG, (one, one), (r, d, z), n) }
+}
+
+/// `out = fma(a, x, y)` elementwise, outside any solve's state (a preconditioner's), `y` being
+/// `out` itself where `None`; `what` names the vectors in a refusal.
+pub(crate) fn ungated_axpy<T: Scalar>(
+    gpu: &Gpu,
+    what: &'static str,
+    a: T,
+    x: &DeviceVector<T>,
+    y: Option<&DeviceVector<T>>,
+    out: &mut DeviceVector<T>,
+) -> Result<()> {
+    let n = out.len();
+    gpu.check_context(what, out)?;
+    gpu.check_operand(what, x, n)?;
+    let y = y.unwrap_or(out);
+    gpu.check_operand(what, y, n)?;
+    let (x, y, out) = (addr(x.as_slice(), gpu), addr(y.as_slice(), gpu), addr(out.as_slice(), gpu));
+    // SAFETY: the three hold `n` elements of `gpu`'s context (checked above).
+    unsafe { ungated(gpu, KRYLOV_AXPY, (a, T::ZERO), (x, y, out), n) }
+}
+
+/// `out = a * x` elementwise, outside any solve's state (a preconditioner's), `x` being `out`
+/// itself where `None`; `what` names the vectors in a refusal.
+pub(crate) fn ungated_scale<T: Scalar>(
+    gpu: &Gpu,
+    what: &'static str,
+    a: T,
+    x: Option<&DeviceVector<T>>,
+    out: &mut DeviceVector<T>,
+) -> Result<()> {
+    let n = out.len();
+    gpu.check_context(what, out)?;
+    let x = x.unwrap_or(out);
+    gpu.check_operand(what, x, n)?;
+    let (x, out) = (addr(x.as_slice(), gpu), addr(out.as_slice(), gpu));
+    // SAFETY: both hold `n` elements of `gpu`'s context (checked above).
+    unsafe { ungated(gpu, KRYLOV_SCALE, (a, T::ZERO), (x, out, out), n) }
+}
+
+/// Launches the vector op `op` with the constant coefficients `(a, b)` on `(x, y, out)`, ungated:
+/// it reads no solve's state or scalars.
+///
+/// # Safety
+/// `x`, `y` and `out` are addresses of `gpu`'s context holding `n` elements each.
+unsafe fn ungated<T: Scalar>(
+    gpu: &Gpu,
+    op: u32,
+    (a, b): (T, T),
+    (x, y, out): (AbiPtr<T>, AbiPtr<T>, AbiPtr<T>),
+    n: usize,
+) -> Result<()> {
     let common = KrylovCommon {
         state: AbiPtr::new(0),
         scalars: AbiPtr::new(0),
         gate: KRYLOV_UNGATED,
         n: narrow("the unknowns", n)?,
     };
-    let (r, z, d) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu), addr(d, gpu));
-    let params = KrylovVectorParams { common, op: KRYLOV_DIAG, a: one, b: one, x: r, y: d, out: z };
-    // SAFETY: `d`, `r` and `z` hold `n` elements of `gpu`'s context; an ungated launch reads no
-    // state, and the coefficients name no slot.
+    let params = KrylovVectorParams { common, op, a: constant(a), b: constant(b), x, y, out };
+    // SAFETY: the caller's contract; each element is read and written by one thread, an ungated
+    // launch reads no state, and the coefficients name no slot.
     unsafe {
         launch(gpu, &gpu.kernels::<T>().krylov.vector, cg_blocks(common.n), KRYLOV_BLOCK_THREADS, 0, &params)
     }
@@ -364,10 +418,10 @@ pub(crate) fn block_jacobi<T: Scalar>(
     if block == 0 {
         return Err(SolveError::InvalidBlockSize { value: 0, limit: BLOCK_JACOBI_MAX as usize }.into());
     }
-    check_operand(gpu, "r", r.as_slice().context(), r.len(), n)?;
-    check_operand(gpu, "z", z.as_slice().context(), z.len(), n)?;
+    gpu.check_operand("r", r, n)?;
+    gpu.check_operand("z", z, n)?;
     let entries = n.saturating_mul(block as usize);
-    check_operand(gpu, "the block-Jacobi inverses", inverses.context(), inverses.len(), entries)?;
+    gpu.check_operand("the block-Jacobi inverses", inverses, entries)?;
     let n = narrow("the unknowns", n)?;
     let (inverses, r, z) = (addr(inverses, gpu), addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
     let params = BlockJacobiParams { inverses, r, z, n, block };
@@ -386,7 +440,7 @@ pub(crate) fn copy_in<T: Scalar, V: VectorRef<T> + ?Sized>(
     src: &V,
     dst: &mut DeviceVector<T>,
 ) -> Result<()> {
-    check_operand(gpu, what, src.context(), src.len(), dst.len())?;
+    gpu.check_operand(what, src, dst.len())?;
     let (src, _guard) = src.read(gpu.stream());
     let n = narrow("the unknowns", dst.len())?;
     // SAFETY: both hold `n` elements of `gpu`'s context (checked above; `dst` is the solver's).
@@ -400,28 +454,11 @@ pub(crate) fn copy_out<T: Scalar, V: VectorMut<T> + ?Sized>(
     src: &DeviceVector<T>,
     dst: &mut V,
 ) -> Result<()> {
-    check_operand(gpu, what, dst.context(), dst.len(), src.len())?;
+    gpu.check_operand(what, dst, src.len())?;
     let n = narrow("the unknowns", src.len())?;
     let (dst, _guard) = dst.write(gpu.stream());
     // SAFETY: both hold `n` elements of `gpu`'s context (checked above; `src` is the solver's).
     unsafe { copy(gpu, AbiPtr::new(dst), addr(src.as_slice(), gpu), n) }
-}
-
-/// A caller's vector `what` lives in `gpu`'s context and has `expected` elements.
-pub(crate) fn check_operand(
-    gpu: &Gpu,
-    what: &'static str,
-    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
-    len: usize,
-    expected: usize,
-) -> Result<()> {
-    if !gpu.owns(ctx) {
-        return Err(Error::ForeignBuffer(what));
-    }
-    if len != expected {
-        return Err(Error::DimensionMismatch { what, expected, got: len });
-    }
-    Ok(())
 }
 
 /// The ranges of slots (first, count) an op reads or writes; refused for an op the kernel does not

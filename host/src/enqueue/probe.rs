@@ -11,11 +11,8 @@ use kernels_gpu::abi::{PROBE_BLOCK_SIZE, PROBE_BLOCKS_PER_SM, StreamReadParams};
 /// `sink` (at least one element) is never written in practice; it keeps the loads alive. Time it with
 /// events on [`Gpu::stream`]; the bytes moved are `4 * (data.len() / 4) * 4`.
 pub fn stream_read(gpu: &Gpu, data: &DeviceVector<f32>, sink: &mut DeviceVector<f32>) -> Result<()> {
-    for v in [data, &*sink] {
-        if !gpu.owns(v.context()) {
-            return Err(Error::ForeignBuffer("a vector"));
-        }
-    }
+    gpu.check_context("the probe's data", data)?;
+    gpu.check_context("the probe's sink", &*sink)?;
     if sink.is_empty() {
         return Err(Error::DimensionMismatch { what: "the probe's sink", expected: 1, got: 0 });
     }

@@ -3,10 +3,10 @@
 
 use super::DeviceMatrix;
 use super::launch::scale;
+use crate::Result;
 use crate::device::{Gpu, VectorMut, VectorRef};
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
-use crate::{Error, Result};
 use kernels_gpu::abi::{Accumulate, Axpby, DevicePtr as AbiPtr};
 
 /// The operands of one product, checked against its matrix and the [`Gpu`]: `x` has the matrix's
@@ -39,8 +39,9 @@ impl<T: Scalar> Product<T> {
     }
 }
 
-/// `y = alpha * A * x + beta * y` with `a`'s prepared `launch`: every check first, so that an error
-/// leaves `y` as it was and launches nothing; then nothing at all for a matrix without rows, and
+/// `y = alpha * A * x + beta * y` with `a`'s prepared `launch`, `a` of `gpu` (its plan checked that
+/// when it was made, and holds both): the operands' checks first, so that an error leaves `y` as it
+/// was and launches nothing; then nothing at all for a matrix without rows, and
 /// `y = beta * y` alone when `A * x` contributes nothing (`alpha == 0`, where BLAS reads neither `A`
 /// nor `x`, or a matrix without entries); otherwise the format's launches.
 pub(crate) fn run<T, A, X, Y>(
@@ -58,21 +59,8 @@ where
     X: VectorRef<T> + ?Sized,
     Y: VectorMut<T> + ?Sized,
 {
-    if !a.belongs_to(gpu) {
-        return Err(Error::ForeignBuffer("the matrix"));
-    }
-    if !gpu.owns(x.context()) {
-        return Err(Error::ForeignBuffer("x"));
-    }
-    if !gpu.owns(y.context()) {
-        return Err(Error::ForeignBuffer("y"));
-    }
-    if x.len() != a.ncols() {
-        return Err(Error::DimensionMismatch { what: "x", expected: a.ncols(), got: x.len() });
-    }
-    if y.len() != a.nrows() {
-        return Err(Error::DimensionMismatch { what: "y", expected: a.nrows(), got: y.len() });
-    }
+    gpu.check_operand("x", x, a.ncols())?;
+    gpu.check_operand("y", y, a.nrows())?;
     let rows = narrow("the row count", a.nrows())?;
     if rows == 0 {
         return Ok(());

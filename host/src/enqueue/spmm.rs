@@ -257,16 +257,10 @@ fn run<T: Scalar>(
     beta: T,
     y: &mut DeviceDense<T>,
 ) -> Result<()> {
+    // The plan checked its matrix's context when it was made.
     let (gpu, a) = (plan.gpu, plan.matrix);
-    if !a.belongs_to(gpu) {
-        return Err(Error::ForeignBuffer("the matrix"));
-    }
-    if !gpu.owns(x.as_slice().context()) {
-        return Err(Error::ForeignBuffer("X"));
-    }
-    if !gpu.owns(y.as_slice().context()) {
-        return Err(Error::ForeignBuffer("Y"));
-    }
+    gpu.check_context("X", x.as_slice())?;
+    gpu.check_context("Y", y.as_slice())?;
     if x.layout() != plan.layout || y.layout() != plan.layout {
         return Err(Error::LayoutMismatch(match plan.layout {
             Layout::RowMajor => "row-major",

@@ -26,7 +26,14 @@ impl<T: Scalar> DeviceCsr<T> {
     /// a graph would read the host memory again at every replay; capture
     /// [`DeviceCsr::update_values_from`] instead).
     pub fn update_values(&self, gpu: &Gpu, values: &[T]) -> Result<()> {
-        self.check_update(gpu, values.len())?;
+        self.check_matrix(gpu)?;
+        if values.len() != self.nnz() {
+            return Err(Error::DimensionMismatch {
+                what: "the new values",
+                expected: self.nnz(),
+                got: values.len(),
+            });
+        }
         gpu.not_capturing("a copy from the host while the stream captures a graph")?;
         // SAFETY: the matrix's values hold `nnz` elements of `gpu`'s context (checked above), the
         // length of `values`.
@@ -43,10 +50,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// ([`Error::ForeignBuffer`]), a buffer of another length than the entry count
     /// ([`Error::DimensionMismatch`]).
     pub fn update_values_from<V: VectorRef<T> + ?Sized>(&self, gpu: &Gpu, values: &V) -> Result<()> {
-        self.check_update(gpu, values.len())?;
-        if !gpu.owns(values.context()) {
-            return Err(Error::ForeignBuffer("the new values"));
-        }
+        self.check_matrix(gpu)?;
+        gpu.check_operand("the new values", values, self.nnz())?;
         let (source, _guard) = values.read(gpu.stream());
         let target = self.args().values;
         // The matrix's own values (`self.values()`, or a view of all of them) are already in place.
@@ -60,14 +65,8 @@ impl<T: Scalar> DeviceCsr<T> {
         self.refresh_derived(gpu)
     }
 
-    fn check_update(&self, gpu: &Gpu, len: usize) -> Result<()> {
-        if !self.belongs_to(gpu) {
-            return Err(Error::ForeignBuffer("the matrix"));
-        }
-        if len != self.nnz() {
-            return Err(Error::DimensionMismatch { what: "the new values", expected: self.nnz(), got: len });
-        }
-        Ok(())
+    fn check_matrix(&self, gpu: &Gpu) -> Result<()> {
+        if self.belongs_to(gpu) { Ok(()) } else { Err(Error::ForeignBuffer("the matrix")) }
     }
 
     /// Carries the new values into the transpose, if a plan has built it, and counts the update.

@@ -124,11 +124,11 @@ pub(crate) fn check_triple_sizes(dims: (usize, usize), [rows, cols, values]: [us
             return Err(Error::DimensionMismatch { what, expected: rows, got });
         }
     }
-    let limit = kernels_gpu::abi::COO_ASSEMBLE_MAX_ENTRIES;
-    let n = narrow("the triple count", rows)?;
-    if n > limit {
-        return Err(Error::TooLarge { what: "the triple count", value: rows, limit: limit as usize });
+    let limit = kernels_gpu::abi::COO_ASSEMBLE_MAX_ENTRIES as usize;
+    if rows > limit {
+        return Err(Error::TooLarge { what: "the triple count", value: rows, limit });
     }
+    let n = narrow("the triple count", rows)?;
     check_declared("the row count (it sizes the row offsets)", dims.0, rows)?;
     Ok([narrow("the row count", dims.0)?, narrow("the column count", dims.1)?, n])
 }

@@ -166,8 +166,8 @@ impl RowStats {
 
     /// The statistics of the row lengths `length(w)` of each window `w` of two offsets, in one
     /// pass by all cores (an upload computes them beside its copies). Integer sums, so the result
-    /// does not depend on how the pass is split; the variance is the mean square less the squared
-    /// mean, from exact sums.
+    /// does not depend on how the pass is split; the variance from them, `(n Σl² - (Σl)²) / n²`,
+    /// with one rounding.
     fn of_lengths<O: Sync>(row_offsets: &[O], cols: usize, length: impl Fn(&[O]) -> usize + Sync) -> Self {
         #[derive(Clone, Copy, Default)]
         struct Sums {
@@ -199,7 +199,17 @@ impl RowStats {
             (0.0, 0.0)
         } else {
             let mean = sums.nnz as f64 / rows as f64;
-            (mean, (sums.squares as f64 / rows as f64 - mean * mean).max(0.0))
+            // `rows Σl² - (Σl)²`, exact in u128 wherever it fits (every matrix of 32-bit sizes),
+            // rounded once; the f64 difference of the mean square and the squared mean otherwise.
+            let spread = (rows as u128)
+                .checked_mul(sums.squares)
+                .zip((sums.nnz as u128).checked_pow(2))
+                .and_then(|(scaled, square)| scaled.checked_sub(square));
+            let variance = match spread {
+                Some(spread) => spread as f64 / (rows as f64 * rows as f64),
+                None => (sums.squares as f64 / rows as f64 - mean * mean).max(0.0),
+            };
+            (mean, variance)
         };
         RowStats {
             rows,

@@ -19,12 +19,11 @@ use crate::iterative::{
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaContext, CudaSlice};
+use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::{
     CG_BREAKDOWN_PAP, CG_BREAKDOWN_RZ, CG_CONVERGED, CG_MAX_ITERATIONS, CG_NOT_STARTED, CG_PARTIALS,
     CgParams, CgState, DevicePtr as AbiPtr,
 };
-use std::sync::Arc;
 
 /// A CG solver for one matrix and plan, with the vectors and device state of its solves, allocated
 /// once.
@@ -191,9 +190,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
     {
-        let gpu = self.plan.gpu();
-        self.check("b", b.context(), b.len())?;
-        self.check("x", x.context(), x.len())?;
+        let (gpu, n) = (self.plan.gpu(), self.n as usize);
+        gpu.check_operand("b", b, n)?;
+        gpu.check_operand("x", x, n)?;
         self.check_diagonal()?;
         gpu.stream().memset_zeros(&mut self.state)?;
         let (b_addr, _b_guard) = b.read(gpu.stream());
@@ -215,7 +214,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// diagonal with them, or capture anew.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
         let gpu = self.plan.gpu();
-        self.check("x", x.context(), x.len())?;
+        self.plan.gpu().check_operand("x", x, self.n as usize)?;
         self.check_diagonal()?;
         let (x_addr, _x_guard) = x.write(gpu.stream());
         for _ in 0..iterations {
@@ -254,17 +253,6 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             }),
             _ => Ok(()),
         }
-    }
-
-    /// `what` lives in the solver's context and has `n` elements.
-    fn check(&self, what: &'static str, ctx: &Arc<CudaContext>, len: usize) -> Result<()> {
-        if !self.plan.gpu().owns(ctx) {
-            return Err(Error::ForeignBuffer(what));
-        }
-        if len != self.n as usize {
-            return Err(Error::DimensionMismatch { what, expected: self.n as usize, got: len });
-        }
-        Ok(())
     }
 }
 

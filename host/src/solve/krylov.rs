@@ -7,7 +7,7 @@ use super::operator::{Jacobi, Operator, Precondition};
 use super::program::{BB, ONE, TOL, ZERO, mul, set};
 use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
-use crate::enqueue::krylov::{KrylovDevice, check_operand, copy_in, copy_out};
+use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
 use crate::iterative::{relative_residual, why};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
@@ -114,7 +114,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     {
         self.check_fresh()?;
         let gpu = self.op.gpu();
-        check_operand(gpu, "b", b.context(), b.len(), self.n())?;
+        gpu.check_operand("b", b, self.n())?;
         self.check_x(x)?;
         copy_in(gpu, "b", b, &mut self.b)?;
         copy_in(gpu, "x", x, &mut self.x)?;
@@ -141,7 +141,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
 
     /// Refuses a batch whose `x` is not the solve's (length and context), before enqueueing it.
     pub fn check_x<X: VectorRef<T> + ?Sized>(&self, x: &X) -> Result<()> {
-        check_operand(self.op.gpu(), "x", x.context(), x.len(), self.n())
+        self.op.gpu().check_operand("x", x, self.n())
     }
 
     /// Refuses to run with a Jacobi diagonal older than the operator's values.

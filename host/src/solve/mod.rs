@@ -5,7 +5,7 @@
 //!   cooperative launch per iteration;
 //! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
 //!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`],
-//!   [`BlockJacobi`] or a caller's [`Precondition`].
+//!   [`BlockJacobi`], a [`Chebyshev`] polynomial or a caller's [`Precondition`].
 //!
 //! Every scalar of a recurrence stays on the device: a solver enqueues its iterations in batches
 //! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
@@ -16,16 +16,21 @@
 mod bicgstab;
 mod block_jacobi;
 mod cg;
+mod chebyshev;
 mod gmres;
 mod krylov;
 mod operator;
 mod program;
 
-pub use crate::iterative::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
+pub use crate::iterative::{
+    EigenBounds, MAX_CHEBYSHEV_DEGREE, MAX_POWER_STEPS, Outcome, Preconditioner, SolveError, SolverOptions,
+    Stop,
+};
 pub use bicgstab::Bicgstab;
 pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
 pub(crate) use cg::outcome_of;
+pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
 pub use operator::{Jacobi, Operator, Precondition};
 

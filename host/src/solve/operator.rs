@@ -85,7 +85,7 @@ impl<T: Scalar, A: DeviceMatrix<T> + ?Sized> Operator<T> for Plan<'_, T, A> {
 /// (they solve `A M⁻¹ u = b`, `x = M⁻¹ u`), so the residual they test is the true one's recurrence.
 ///
 /// As [`Operator::apply`], `apply` enqueues on the solver's stream, allocates nothing, waits for
-/// nothing, and may run after the solve stopped: it must write only `z`.
+/// nothing, and may run after the solve stopped: it must write only `z` and buffers of its own.
 pub trait Precondition<T: Scalar> {
     /// Enqueues `z = M⁻¹ r` on `gpu`'s stream (the solver's operator's).
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()>;

@@ -175,8 +175,10 @@ unsafe fn scatter(p: RadixParams) {
 /// The exclusive prefix sum of `p.data` in place, by one block: tiles of `SCAN_ITEMS` consecutive
 /// elements per thread, a shuffle scan of the threads' sums within each warp, the warps' sums
 /// through shared memory, and a carry from tile to tile; ours. One block suffices for a one-time
-/// build: the counts are 1/16 of the entries (a decoupled look-back scan, Merrill & Garland 2016,
-/// would spread it over the GPU at the price of a far longer kernel).
+/// build: the transpose's counts are 1/16 of the entries (a decoupled look-back scan, Merrill &
+/// Garland 2016, would spread it over the GPU at the price of a far longer kernel). The assembly
+/// from COO triples (`assemble.rs`) scans one flag per triple with it too, its slowest step at
+/// large sizes (docs/PERF.md, section 20).
 ///
 /// # Safety
 /// `p.data` holds `p.len` elements; one block of `SCAN_BLOCK_THREADS` threads with
