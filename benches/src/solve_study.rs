@@ -1,7 +1,9 @@
 //! The solver study of issue 28, item 5 (`spmv-bench solve`): the library's BiCGSTAB and GMRES(m)
 //! (`gpu_spmv::solve`, on a plan of `Kernel::Auto`) against the host-driven cuSPARSE + cuBLAS
 //! versions of the same recurrences ([`crate::solve_baseline`]), plain and Jacobi-preconditioned, in
-//! f32 and f64, on the same device CSR matrix, right-hand side, initial guess (zero) and stopping test.
+//! f32 and f64, on the same device CSR matrix, right-hand side, initial guess (zero) and stopping test;
+//! and ours alone preconditioned by a Chebyshev polynomial and by block-Jacobi ([`ours_only`]), to
+//! say which preconditioner wins where.
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -40,7 +42,9 @@ use anyhow::{Context, Result};
 use gpu_spmv::nalgebra_sparse::CsrMatrix;
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::problems::convection_diffusion;
-use gpu_spmv::solve::{Bicgstab, Gmres, Preconditioner, SolverOptions, Stop};
+use gpu_spmv::solve::{
+    Bicgstab, BlockJacobi, Chebyshev, Gmres, Precondition, Preconditioner, SolverOptions, Stop,
+};
 use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Kernel, Scalar};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -55,6 +59,19 @@ pub const MAX_ITERATIONS: usize = 20_000;
 
 /// GMRES's restart length unless `--restart` says otherwise.
 pub const DEFAULT_RESTART: usize = 30;
+
+/// The Chebyshev preconditioner of the study: its degree, and the power iteration's steps and
+/// interval ratio for its bounds (`Chebyshev::estimate_bounds`).
+pub const CHEBYSHEV: (usize, usize, f64) = (4, 20, 30.0);
+
+/// The block size of the study's block-Jacobi preconditioner.
+pub const BLOCK_JACOBI: usize = 8;
+
+/// The preconditioners of ours alone (no baseline of the same preconditioner yet), each solve's
+/// record named as here: they answer which preconditioner wins, not how ours compares.
+pub fn ours_only() -> [String; 2] {
+    [format!("chebyshev({})", CHEBYSHEV.0), format!("block-jacobi({BLOCK_JACOBI})")]
+}
 
 /// The iterations of the untimed warm-up solve before each timed one.
 pub const WARMUP_ITERATIONS: usize = 2;
@@ -287,6 +304,7 @@ fn study<T: BlasScalar>(
     log: &dyn Fn(&str),
 ) -> Result<()> {
     let (name, precision) = (&problem.spec.name, Precision::of::<T>());
+    let name_of_problem = name.as_str();
     let built = problem.built;
     let (offsets, cols, values) = built.a.csr_data();
     let values: Vec<T> = values.iter().map(|&v| T::from_f64(v)).collect();
@@ -326,6 +344,7 @@ fn study<T: BlasScalar>(
                 SolverOptions { rel_tol: STUDY_REL_TOL, max_iterations: MAX_ITERATIONS, preconditioner };
             for implementation in [Implementation::Ours, Implementation::Baseline] {
                 let solved = solve(&case, method, options, implementation)?;
+                let preconditioner = preconditioner_name(preconditioner);
                 let record = record(&case, name, method, preconditioner, implementation, solved)?;
                 log(&format!(
                     "{name} {precision} {} {} {}: {} after {} iterations in {:.1} ms, true residual {:.2e}",
@@ -338,6 +357,29 @@ fn study<T: BlasScalar>(
                     record.true_residual
                 ));
                 records.push(record);
+            }
+        }
+        let plain = SolverOptions {
+            rel_tol: STUDY_REL_TOL,
+            max_iterations: MAX_ITERATIONS,
+            preconditioner: Preconditioner::None,
+        };
+        for name in ours_only() {
+            match solve_custom(&case, method, plain, &name) {
+                Ok(solved) => {
+                    let record = record(&case, name_of_problem, method, &name, Implementation::Ours, solved)?;
+                    log(&format!(
+                        "{name_of_problem} {precision} {} {name} ours: {} after {} iterations in {:.1} ms, true residual {:.2e}",
+                        record.solver, record.end, record.iterations, record.time_ms, record.true_residual
+                    ));
+                    records.push(record);
+                }
+                // A preconditioner that cannot be built for this matrix (a singular block, an
+                // interval the power iteration does not find) is a finding of the run.
+                Err(e) => results.notes.push(format!(
+                    "{name_of_problem} {precision} {} {name}: not built: {e:#}",
+                    method.name()
+                )),
             }
         }
     }
@@ -389,12 +431,50 @@ fn solve<T: BlasScalar>(
     run(options)
 }
 
+/// One solve of ours from `x = 0` preconditioned by the ours-only preconditioner `name` (of
+/// [`ours_only`]), built before the clock starts, after a warm-up solve of [`WARMUP_ITERATIONS`].
+fn solve_custom<T: BlasScalar>(
+    case: &Case<'_, T>,
+    method: Method,
+    options: SolverOptions,
+    name: &str,
+) -> Result<Solved<T>> {
+    let gpu = case.devices.gpu;
+    let (b, n) = (case.b, case.a.nrows());
+    let run = |options: SolverOptions| -> Result<Solved<T>> {
+        let preconditioner: Box<dyn Precondition<T> + '_> = if name.starts_with("chebyshev") {
+            let (degree, steps, ratio) = CHEBYSHEV;
+            let inner = gpu.plan(case.da, Kernel::Auto)?;
+            let bounds = Chebyshev::estimate_bounds(&inner, steps, ratio)?;
+            Box::new(Chebyshev::new(inner, bounds, degree)?)
+        } else {
+            Box::new(BlockJacobi::new(gpu, CsrRef::from(case.a), BLOCK_JACOBI)?)
+        };
+        let plan = gpu.plan(case.da, Kernel::Auto)?;
+        let mut x = gpu.zeros::<T>(n)?;
+        let result = match method {
+            Method::Bicgstab => {
+                let mut solver = Bicgstab::with_preconditioner(plan, options, preconditioner)?;
+                timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
+            }
+            Method::Gmres(m) => {
+                let mut solver = Gmres::with_preconditioner(plan, options, m, preconditioner)?;
+                timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
+            }
+        };
+        let (result, ms) = result;
+        Ok(Solved { end: End::of(result)?, ms, x: x.to_host(gpu)? })
+    };
+    run(SolverOptions { max_iterations: WARMUP_ITERATIONS, ..options })?;
+    run(options)
+}
+
 /// The record of one solve, its true residual computed from its last iterate.
 fn record<T: Scalar>(
     case: &Case<'_, T>,
     problem: &str,
     method: Method,
-    preconditioner: Preconditioner,
+    preconditioner: &str,
     implementation: Implementation,
     solved: Solved<T>,
 ) -> Result<SolveRecord> {
@@ -407,7 +487,7 @@ fn record<T: Scalar>(
         problem: problem.to_owned(),
         precision: Precision::of::<T>(),
         solver: method.name(),
-        preconditioner: preconditioner_name(preconditioner).to_owned(),
+        preconditioner: preconditioner.to_owned(),
         implementation,
         end: solved.end.describe(),
         converged: matches!(solved.end, End::Stopped(o) if o.stop == Stop::Converged),
@@ -489,17 +569,27 @@ fn disagreement(ours: &SolveRecord, base: &SolveRecord, tolerance: usize, head: 
     )
 }
 
-/// Which preconditioner solved one (problem, precision, solver) faster, ours.
+/// Which preconditioner solved one (problem, precision, solver) fastest, ours.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Winner {
     pub problem: String,
     pub precision: Precision,
     pub solver: String,
-    /// `none`, `jacobi`, or `neither` (no converged solve).
-    pub winner: &'static str,
-    /// Iterations of the plain and Jacobi solves.
-    pub iterations: (usize, usize),
+    /// The preconditioner of the fastest converged solve, or [`NOTHING_CONVERGED`].
+    pub winner: String,
+    /// Each preconditioner's iterations, in the order the study ran them.
+    pub iterations: Vec<(String, usize)>,
     pub diagonal_ratio: f64,
+}
+
+/// The [`Winner::winner`] of a (problem, precision, solver) that no preconditioner solved.
+pub const NOTHING_CONVERGED: &str = "nothing converged";
+
+impl Winner {
+    /// The iterations of the solve preconditioned by `name`, if it ran.
+    fn iterations_of(&self, name: &str) -> Option<usize> {
+        self.iterations.iter().find(|(p, _)| p == name).map(|&(_, i)| i)
+    }
 }
 
 impl SolveResults {
@@ -519,36 +609,39 @@ impl SolveResults {
         })
     }
 
-    /// Per (problem, precision, solver) of ours with both preconditioners: the faster converged one.
+    /// Per (problem, precision, solver) of ours, in the order run: the fastest converged solve's
+    /// preconditioner.
     pub fn winners(&self) -> Vec<Winner> {
-        let plain = self
-            .records
-            .iter()
-            .filter(|r| r.implementation == Implementation::Ours && r.preconditioner == "none");
-        plain
-            .filter_map(|none| {
-                let jacobi = self.find(none, "jacobi")?;
-                let winner = match (none.converged, jacobi.converged) {
-                    (true, true) if jacobi.time_ms < none.time_ms => "jacobi",
-                    (true, _) => "none",
-                    (false, true) => "jacobi",
-                    (false, false) => "neither",
-                };
+        let mut winners: Vec<Winner> = Vec::new();
+        let mut fastest: Vec<Option<f64>> = Vec::new();
+        for r in self.records.iter().filter(|r| r.implementation == Implementation::Ours) {
+            let at = winners
+                .iter()
+                .position(|w| (&w.problem, w.precision, &w.solver) == (&r.problem, r.precision, &r.solver));
+            let at = at.unwrap_or_else(|| {
                 let diagonal_ratio = self
                     .problems
                     .iter()
-                    .find(|p| p.name == none.problem && p.precision == none.precision)
+                    .find(|p| p.name == r.problem && p.precision == r.precision)
                     .map_or(f64::NAN, |p| p.diagonal_ratio);
-                Some(Winner {
-                    problem: none.problem.clone(),
-                    precision: none.precision,
-                    solver: none.solver.clone(),
-                    winner,
-                    iterations: (none.iterations, jacobi.iterations),
+                winners.push(Winner {
+                    problem: r.problem.clone(),
+                    precision: r.precision,
+                    solver: r.solver.clone(),
+                    winner: NOTHING_CONVERGED.to_owned(),
+                    iterations: Vec::new(),
                     diagonal_ratio,
-                })
-            })
-            .collect()
+                });
+                fastest.push(None);
+                winners.len() - 1
+            });
+            winners[at].iterations.push((r.preconditioner.clone(), r.iterations));
+            if r.converged && fastest[at].is_none_or(|t| r.time_ms < t) {
+                fastest[at] = Some(r.time_ms);
+                winners[at].winner = r.preconditioner.clone();
+            }
+        }
+        winners
     }
 
     pub fn markdown(&self) -> String {
@@ -647,14 +740,24 @@ impl SolveResults {
         let _ = writeln!(
             out,
             "## Which preconditioner wins\n\nOurs, time to a converged solve (a solve that did not converge \
-             loses).\n\n| problem | prec | solver | faster | iterations none / jacobi | diagonal max/min |\n\
-             |---|---|---|---|---:|---:|"
+             loses; the preconditioners' setup, the power iteration and the blocks' inversion, not timed). \
+             {} and {} run in ours alone: no baseline of the same preconditioner yet.\n\n\
+             | problem | prec | solver | fastest | iterations per preconditioner | diagonal max/min |\n\
+             |---|---|---|---|---|---:|",
+            ours_only()[0],
+            ours_only()[1]
         );
         for w in &winners {
+            let iterations: Vec<String> = w.iterations.iter().map(|(p, i)| format!("{p} {i}")).collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} / {} | {:.3} |",
-                w.problem, w.precision, w.solver, w.winner, w.iterations.0, w.iterations.1, w.diagonal_ratio
+                "| {} | {} | {} | {} | {} | {:.3} |",
+                w.problem,
+                w.precision,
+                w.solver,
+                w.winner,
+                iterations.join(", "),
+                w.diagonal_ratio
             );
         }
         let _ = writeln!(out, "\n{}\n", preconditioner_verdict(&winners));
@@ -690,9 +793,10 @@ impl SolveResults {
     }
 }
 
-/// The sentence that ends the report: where each preconditioner wins, and the reason the data gives.
-/// Jacobi on a constant diagonal scales `A` by a constant, which leaves the Krylov iterates the same
-/// up to rounding: it can only cost its extra pass; where the diagonal varies it can cut iterations.
+/// The sentences that end the report: where each preconditioner wins, and the reason the data gives
+/// for Jacobi. Jacobi on a constant diagonal scales `A` by a constant, which leaves the Krylov
+/// iterates the same up to rounding: it can only cost its extra pass; where the diagonal varies it
+/// can cut iterations.
 pub fn preconditioner_verdict(winners: &[Winner]) -> String {
     let list = |pick: &dyn Fn(&Winner) -> bool| {
         let names: Vec<String> = winners
@@ -702,24 +806,31 @@ pub fn preconditioner_verdict(winners: &[Winner]) -> String {
             .collect();
         if names.is_empty() { "none".to_owned() } else { names.join(", ") }
     };
+    let mut preconditioners: Vec<&str> = Vec::new();
+    for (p, _) in winners.iter().flat_map(|w| &w.iterations) {
+        if !preconditioners.contains(&p.as_str()) {
+            preconditioners.push(p);
+        }
+    }
+    let mut text = String::new();
+    for p in preconditioners {
+        let label = if p == "none" { "No preconditioner".to_owned() } else { p.to_owned() };
+        let _ = write!(text, "{label} is fastest on: {}. ", list(&|w| w.winner == p));
+    }
+    let _ = write!(text, "Nothing converged on: {}. ", list(&|w| w.winner == NOTHING_CONVERGED));
+    let both = |w: &Winner| Some((w.iterations_of("none")?, w.iterations_of("jacobi")?));
     let constant = |w: &Winner| (w.diagonal_ratio - 1.0).abs() <= 1e-6;
     let same_iterations = winners
         .iter()
         .filter(|w| constant(w))
-        .all(|w| w.iterations.0.abs_diff(w.iterations.1) <= 2 + w.iterations.0 / 10);
+        .filter_map(both)
+        .all(|(none, jacobi)| none.abs_diff(jacobi) <= 2 + none / 10);
     let cut: Vec<String> = winners
         .iter()
-        .filter(|w| !constant(w) && w.iterations.1 < w.iterations.0)
-        .map(|w| {
-            format!("{} {} {} {} → {}", w.problem, w.precision, w.solver, w.iterations.0, w.iterations.1)
-        })
+        .filter(|w| !constant(w))
+        .filter_map(|w| both(w).filter(|(none, jacobi)| jacobi < none).map(|pair| (w, pair)))
+        .map(|(w, (none, jacobi))| format!("{} {} {} {none} → {jacobi}", w.problem, w.precision, w.solver))
         .collect();
-    let mut text = format!(
-        "Jacobi is faster on: {}. No preconditioner is faster on: {}. Neither converged on: {}. ",
-        list(&|w| w.winner == "jacobi"),
-        list(&|w| w.winner == "none"),
-        list(&|w| w.winner == "neither"),
-    );
     if winners.iter().any(constant) {
         text += if same_iterations {
             "Where the diagonal is constant (max/min 1, the convection–diffusion rows) Jacobi only scales A by a \
@@ -735,7 +846,7 @@ pub fn preconditioner_verdict(winners: &[Winner]) -> String {
     } else if winners.iter().any(|w| !constant(w)) {
         text += "Where the diagonal varies, Jacobi cut no iteration count.";
     }
-    text
+    text.trim_end().to_owned()
 }
 
 #[cfg(test)]

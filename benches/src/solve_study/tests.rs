@@ -107,7 +107,12 @@ fn the_winner_of_each_solve_and_why() {
         record("fem-q2", Precision::F64, "bicgstab", "jacobi", Ours),
         record("fem-q2", Precision::F64, "gmres(30)", "none", Ours),
         record("fem-q2", Precision::F64, "gmres(30)", "jacobi", Ours),
+        record("cd-pe0", Precision::F64, "bicgstab", "chebyshev(4)", Ours),
+        record("fem-q2", Precision::F64, "gmres(30)", "chebyshev(4)", Ours),
     ];
+    // A polynomial that costs more than it saves, and one that wins.
+    records[6].time_ms = 12.0;
+    (records[7].iterations, records[7].time_ms) = (90, 6.0);
     // Constant diagonal: the same iterations, Jacobi a little slower.
     records[1].time_ms = 10.5;
     // Varying diagonal: Jacobi cuts the iterations and wins.
@@ -119,15 +124,22 @@ fn the_winner_of_each_solve_and_why() {
     let results = results(problems, records);
     let winners = results.winners();
     let picks: Vec<(&str, &str, &str)> =
-        winners.iter().map(|w| (w.problem.as_str(), w.solver.as_str(), w.winner)).collect();
+        winners.iter().map(|w| (w.problem.as_str(), w.solver.as_str(), w.winner.as_str())).collect();
     assert_eq!(
         picks,
-        [("cd-pe0", "bicgstab", "none"), ("fem-q2", "bicgstab", "jacobi"), ("fem-q2", "gmres(30)", "jacobi")]
+        [
+            ("cd-pe0", "bicgstab", "none"),
+            ("fem-q2", "bicgstab", "jacobi"),
+            ("fem-q2", "gmres(30)", "chebyshev(4)")
+        ]
     );
     let verdict = preconditioner_verdict(&winners);
     assert!(verdict.contains("scales A by a constant"), "{verdict}");
     assert!(verdict.contains("fem-q2 f64 bicgstab 400 → 250"), "{verdict}");
-    assert!(verdict.contains("No preconditioner is faster on: cd-pe0 f64 bicgstab."), "{verdict}");
+    assert!(verdict.contains("No preconditioner is fastest on: cd-pe0 f64 bicgstab."), "{verdict}");
+    assert!(verdict.contains("jacobi is fastest on: fem-q2 f64 bicgstab."), "{verdict}");
+    assert!(verdict.contains("chebyshev(4) is fastest on: fem-q2 f64 gmres(30)."), "{verdict}");
+    assert!(winners[2].iterations.contains(&("chebyshev(4)".to_owned(), 90)), "{winners:?}");
     let md = results.markdown();
     assert!(md.contains("## Which preconditioner wins") && md.contains(&verdict), "{md}");
     assert!(md.contains("| fem-q2 | gmres(30) | none | ours | **iteration limit** | 20000 |"), "{md}");

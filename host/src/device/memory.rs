@@ -129,7 +129,8 @@ pub(crate) type Staging = Mutex<Option<[PinnedHostSlice<u8>; 2]>>;
 /// chunk is viewed in them.
 fn pin_stage(gpu: &Gpu) -> Result<PinnedHostSlice<u8>> {
     // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is read.
-    let mut stage = unsafe { gpu.context().alloc_pinned::<u8>(STAGE_BYTES) }?;
+    // Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned` makes.
+    let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }?;
     // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
     unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, STAGE_BYTES) };
     Ok(stage)
