@@ -122,14 +122,17 @@ const STAGE_BYTES: usize = 16 << 20;
 
 /// [`Gpu::upload_staged`]'s two pinned staging buffers, made by the first upload of more than one
 /// chunk and kept with the [`Gpu`]: pinning host memory costs about as much as copying it through,
-/// and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s link (docs/PERF.md, section 20).
+/// and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s link; ordinary (cached)
+/// page-locked memory, measured as fast as the write-combined kind or 5-20% faster (docs/PERF.md,
+/// section 20).
 pub(crate) type Staging = Mutex<Option<[PinnedHostSlice<u8>; 2]>>;
 
 /// One staging buffer of [`STAGE_BYTES`], zeroed, so that its bytes are initialised before any
 /// chunk is viewed in them.
 fn pin_stage(gpu: &Gpu) -> Result<PinnedHostSlice<u8>> {
     // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is read.
-    // Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned` makes.
+    // Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned` makes: see
+    // `Staging`.
     let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }?;
     // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
     unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, STAGE_BYTES) };
