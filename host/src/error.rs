@@ -182,6 +182,10 @@ pub enum SolveError {
     /// (`solve::MAX_POWER_STEPS`).
     #[error("the power iteration's step count is {value}, but it must be in 1..={limit}")]
     InvalidPowerSteps { value: usize, limit: usize },
+    /// The incomplete factorisation met a pivot that is zero (or a row without a diagonal entry,
+    /// `value` 0) or whose inverse is not finite in the element type, at row `row`.
+    #[error("ILU(0) pivot of row {row} is {value}: the incomplete factorisation does not exist")]
+    ZeroPivot { row: usize, value: f64 },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

@@ -5,8 +5,8 @@
 //! ([`spmv_transpose_f64`], [`spmm_f64`]), [`transpose`] gives the arrays the device's
 //! construction of `Aᵀ` must match, and [`assemble::assemble`] those of a matrix assembled from COO
 //! triples on the device. The iterative solvers' oracles (`cg`, `bicgstab`, `gmres`),
-//! which the GPU solvers follow step for step, and the model problems they are tested on
-//! (`problems`) are its submodules.
+//! which the GPU solvers follow step for step, the preconditioners' (`block_jacobi`, `chebyshev`,
+//! `ilu`), and the model problems they are tested on (`problems`) are its submodules.
 
 pub mod assemble;
 pub mod bicgstab;
@@ -14,6 +14,7 @@ pub mod block_jacobi;
 pub mod cg;
 pub mod chebyshev;
 pub mod gmres;
+pub mod ilu;
 mod operator;
 pub mod problems;
 #[cfg(test)]

@@ -23,6 +23,7 @@ use properties::assemble::check_assemble;
 use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
 use properties::chebyshev::{check_chebyshev, check_spectral_radius, dense_to_csr, symmetric_gershgorin};
+use properties::ilu::check_ilu0;
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
 use properties::partition::check_partition;
@@ -420,6 +421,41 @@ proptest! {
         check_assemble(dims, &rows, &cols, &values);
         let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
         check_assemble(dims, &rows, &cols, &values32);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// ILU(0) on any small matrix (most rows with a diagonal entry, some diagonally dominant so that
+    /// the factorisation exists, repeated and unsorted entries, now and then a row more than columns).
+    #[test]
+    fn ilu0_is_refused_as_documented_or_reproduces_a_on_its_pattern(
+        rows in prop::collection::vec(prop::collection::vec((any::<u8>(), any::<i8>()), 0..8), 0..40),
+        shift in prop_oneof![Just(0.0), 1.0..50.0f64, 500.0..2000.0f64],
+        diagonal_rows in 0usize..45,
+        wide in prop_oneof![4 => Just(false), 1 => Just(true)],
+    ) {
+        cap_memory();
+        let n = rows.len();
+        let ncols = n + usize::from(wide);
+        // Columns modulo the order; the first `diagonal_rows` rows get `shift` on their diagonal.
+        let (mut o, mut c, mut v) = (vec![0], vec![], vec![]);
+        for (r, row) in rows.iter().enumerate() {
+            for &(col, value) in row {
+                c.push(usize::from(col) % ncols.max(1));
+                v.push(f64::from(value));
+            }
+            if r < diagonal_rows {
+                c.push(r);
+                v.push(shift);
+            }
+            o.push(c.len());
+        }
+        let view = CsrRef::try_new(n, ncols, &o, &c, &v).unwrap();
+        check_ilu0(view);
+        let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        check_ilu0(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
     }
 }
 

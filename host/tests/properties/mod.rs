@@ -4,13 +4,14 @@
 //! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
 //! calls for. The surfaces with modules of their own: the LMA operator, the row partition, the sprs
 //! and faer conversions, the CPU references and dense views, the reordering, CG's options, the Krylov
-//! solvers, block-Jacobi's setup, the Chebyshev preconditioner and the assembly from COO triples.
+//! solvers, block-Jacobi's setup, the Chebyshev preconditioner, ILU(0) and the assembly from COO triples.
 #![allow(dead_code)] // each user takes a part
 
 pub mod assemble;
 pub mod block_jacobi;
 pub mod cg;
 pub mod chebyshev;
+pub mod ilu;
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub mod interop;
 pub mod krylov;

@@ -1,0 +1,289 @@
+//! ILU(0), the incomplete LU factorisation that keeps `A`'s own sparsity pattern (Saad, "Iterative
+//! Methods for Sparse Linear Systems", 2nd ed., section 10.3.2, Algorithm 10.4): `A ≈ L U` with `L`
+//! unit lower triangular and `U` upper triangular, both on `A`'s pattern, and `(L U)_ij = a_ij` on
+//! it. Applied as a preconditioner by two triangular solves, `L y = r` then `U z = y`.
+//!
+//! A triangular solve is sequential row by row, but a row waits only for the rows it reads: the
+//! [`Levels`] of a factor group the rows that can be solved together, each level after the one before
+//! (Anderson & Saad, "Solving sparse triangular linear systems on parallel computers", 1989; the
+//! scheme of cuSPARSE's `csrsv`, Naumov 2011). This module is the CPU oracle of the factorisation,
+//! the solves and the schedules that a GPU preconditioner solves a level at a time.
+
+use super::operator::{negative, quotient};
+use crate::error::SolveError;
+use crate::formats::convert::{index32, narrow};
+use crate::formats::csr::CsrRef;
+use crate::iterative::square_order;
+use crate::scalar::Scalar;
+use crate::{Error, Result};
+
+/// `L` and `U` of ILU(0) in one CSR matrix on `A`'s pattern (columns sorted, repeated entries of `A`
+/// summed): `L`'s entries left of the diagonal (its unit diagonal implied), `U`'s from the diagonal
+/// on. Factorised in f64, rounded once to `T`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ilu0<T> {
+    offsets: Vec<usize>,
+    cols: Vec<usize>,
+    values: Vec<T>,
+    /// The position of each row's diagonal entry in `cols`.
+    diagonal: Vec<usize>,
+}
+
+impl<T: Scalar> Ilu0<T> {
+    /// Factorises `a`. Refused, before anything is allocated past a copy of the pattern: `a` not
+    /// square ([`SolveError::NotSquare`]), an order past the kernels' `u32`
+    /// ([`Error::TooLarge`](crate::Error::TooLarge)); then an entry (repeats summed) that is not
+    /// finite ([`Error::InvalidNumber`]); a row without a diagonal entry, or a pivot `u_ii` that is
+    /// zero or whose inverse is not finite in `T` ([`SolveError::ZeroPivot`], naming its row): ILU(0)
+    /// exists for M-matrices and diagonally dominant ones, not for every nonsingular matrix; and a
+    /// factor entry not finite in `T` ([`Error::InvalidNumber`]), which would make the solves so.
+    pub fn new(a: CsrRef<'_, T>) -> Result<Self> {
+        let n = square_order(a.nrows(), a.ncols())?;
+        narrow("the order of the ILU(0) factors", n)?;
+        let (offsets, cols, mut work) = canonical(a);
+        let finite = |what, values: &[f64]| match values.iter().find(|v| !v.is_finite()) {
+            Some(&value) => Err(Error::InvalidNumber { what, value, expected: "finite in the element type" }),
+            None => Ok(()),
+        };
+        finite("an entry of the matrix", &work)?;
+        let mut diagonal = Vec::with_capacity(n);
+        for (r, range) in offsets.windows(2).enumerate() {
+            match cols[range[0]..range[1]].binary_search(&r) {
+                Ok(k) => diagonal.push(range[0] + k),
+                Err(_) => return Err(SolveError::ZeroPivot { row: r, value: 0.0 }.into()),
+            }
+        }
+        // Algorithm 10.4 (IKJ): row i's entries left of the diagonal, in column order, each
+        // divided by its column's pivot and used to eliminate along row k's upper part, on the
+        // pattern of row i only. `position[c]` finds column c in row i.
+        let mut position = vec![usize::MAX; n];
+        for i in 0..n {
+            let row = offsets[i]..offsets[i + 1];
+            for k in row.clone() {
+                position[cols[k]] = k;
+            }
+            for k in offsets[i]..diagonal[i] {
+                let col = cols[k];
+                let pivot = work[diagonal[col]];
+                work[k] /= pivot;
+                let factor = work[k];
+                for j in diagonal[col] + 1..offsets[col + 1] {
+                    let at = position[cols[j]];
+                    if at != usize::MAX {
+                        work[at] -= factor * work[j];
+                    }
+                }
+            }
+            for k in row {
+                position[cols[k]] = usize::MAX;
+            }
+            let pivot = work[diagonal[i]];
+            let representable = |v: f64| T::from_f64(v).to_f64().is_finite();
+            if pivot == 0.0 || !representable(pivot) || !representable(1.0 / pivot) {
+                return Err(SolveError::ZeroPivot { row: i, value: pivot }.into());
+            }
+        }
+        let values: Vec<T> = work.into_iter().map(T::from_f64).collect();
+        finite("an ILU(0) factor entry", &values.iter().map(|v| v.to_f64()).collect::<Vec<_>>())?;
+        Ok(Self { offsets, cols, values, diagonal })
+    }
+
+    /// The order.
+    pub fn n(&self) -> usize {
+        self.diagonal.len()
+    }
+
+    /// The factors' CSR arrays: row offsets, column indices, values (`L` left of each row's
+    /// diagonal, `U` from it on).
+    pub fn csr(&self) -> (&[usize], &[usize], &[T]) {
+        (&self.offsets, &self.cols, &self.values)
+    }
+
+    /// `z = U⁻¹ L⁻¹ r`: `L y = r` row by row from the first, `U z = y` from the last, each row
+    /// `fma(-l_ij, y_j, s)` over its entries in column order, then (for `U`) divided by its pivot,
+    /// each rounded in `T` as a kernel rounds it. Refused: `r` or `z` of another length than the
+    /// order ([`Error::DimensionMismatch`]), with `z` untouched.
+    pub fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        let n = self.n();
+        for (what, got) in [("r", r.len()), ("z", z.len())] {
+            if got != n {
+                return Err(Error::DimensionMismatch { what, expected: n, got });
+            }
+        }
+        for i in 0..n {
+            let mut sum = r[i];
+            for k in self.offsets[i]..self.diagonal[i] {
+                sum = negative(self.values[k]).mul_add(z[self.cols[k]], sum);
+            }
+            z[i] = sum;
+        }
+        for i in (0..n).rev() {
+            let mut sum = z[i];
+            for k in self.diagonal[i] + 1..self.offsets[i + 1] {
+                sum = negative(self.values[k]).mul_add(z[self.cols[k]], sum);
+            }
+            z[i] = quotient(sum, self.values[self.diagonal[i]]);
+        }
+        Ok(())
+    }
+
+    /// The level schedule of the solve with `L`: a row's level is one past the highest level of the
+    /// rows left of its diagonal (0 for a row that reads none).
+    pub fn lower_levels(&self) -> Levels {
+        let n = self.n();
+        let mut level = vec![0usize; n];
+        for i in 0..n {
+            let reads = self.cols[self.offsets[i]..self.diagonal[i]].iter();
+            level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
+        }
+        Levels::of(&level)
+    }
+
+    /// The level schedule of the solve with `U`, from the last row: a row's level is one past the
+    /// highest level of the rows right of its diagonal.
+    pub fn upper_levels(&self) -> Levels {
+        let n = self.n();
+        let mut level = vec![0usize; n];
+        for i in (0..n).rev() {
+            let reads = self.cols[self.diagonal[i] + 1..self.offsets[i + 1]].iter();
+            level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
+        }
+        Levels::of(&level)
+    }
+}
+
+/// The rows of a triangular solve grouped by level: the rows of level `l` are
+/// `rows[starts[l]..starts[l + 1]]`, in increasing order, and read only rows of lower levels, so a
+/// level's rows can be solved at once (a launch each, on the GPU) once the levels before are done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Levels {
+    pub rows: Vec<u32>,
+    pub starts: Vec<usize>,
+}
+
+impl Levels {
+    /// The schedule of rows whose levels are `level` (each below the row count).
+    fn of(level: &[usize]) -> Self {
+        let count = level.iter().max().map_or(0, |&l| l + 1);
+        let mut starts = vec![0usize; count + 1];
+        for &l in level {
+            starts[l + 1] += 1;
+        }
+        for l in 0..count {
+            starts[l + 1] += starts[l];
+        }
+        let mut next = starts.clone();
+        // Orders below `u32::MAX` (checked when the factors were made).
+        let mut rows = vec![0u32; level.len()];
+        for (row, &l) in level.iter().enumerate() {
+            rows[next[l]] = index32(row);
+            next[l] += 1;
+        }
+        Self { rows, starts }
+    }
+
+    /// The number of levels, the solve's sequential steps.
+    pub fn count(&self) -> usize {
+        self.starts.len() - 1
+    }
+}
+
+/// `a`'s pattern with each row's columns sorted and repeated entries summed, its values in f64.
+fn canonical<T: Scalar>(a: CsrRef<'_, T>) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let mut offsets = Vec::with_capacity(a.nrows() + 1);
+    let (mut cols, mut values) = (Vec::with_capacity(a.nnz()), Vec::with_capacity(a.nnz()));
+    offsets.push(0);
+    let mut row: Vec<(usize, f64)> = Vec::new();
+    for r in 0..a.nrows() {
+        let (c, v) = a.row(r);
+        row.clear();
+        row.extend(c.iter().zip(v).map(|(&c, v)| (c, v.to_f64())));
+        row.sort_by_key(|&(c, _)| c);
+        for &(c, v) in &row {
+            match cols.last() {
+                Some(&last) if last == c && cols.len() > offsets[r] => {
+                    if let Some(sum) = values.last_mut() {
+                        *sum += v;
+                    }
+                }
+                _ => {
+                    cols.push(c);
+                    values.push(v);
+                }
+            }
+        }
+        offsets.push(cols.len());
+    }
+    (offsets, cols, values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::LinearOperator;
+    use crate::reference::problems::convection_diffusion;
+
+    #[test]
+    fn a_tridiagonal_matrix_is_factorised_exactly() {
+        // No fill-in outside the pattern: ILU(0) is the LU factorisation, its apply the solve.
+        let n: usize = 50;
+        let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
+        for i in 0..n {
+            for (c, v) in [(i.wrapping_sub(1), -1.0), (i, 2.5 + (i % 3) as f64), (i + 1, -1.2)] {
+                if c < n {
+                    cols.push(c);
+                    values.push(v);
+                }
+            }
+            offsets.push(cols.len());
+        }
+        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+        let ilu = Ilu0::new(a).unwrap();
+        let r: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+        let mut z = vec![0.0; n];
+        ilu.apply(&r, &mut z).unwrap();
+        let mut az = vec![0.0; n];
+        a.apply(&z, &mut az).unwrap();
+        assert!(az.iter().zip(&r).all(|(l, r)| (l - r).abs() < 1e-12), "{az:?}");
+        assert_eq!((ilu.lower_levels().count(), ilu.upper_levels().count()), (n, n));
+    }
+
+    #[test]
+    fn the_product_of_the_factors_is_a_on_its_pattern() {
+        let a = convection_diffusion::<f64>(9, 7, 30.0).unwrap();
+        let a = CsrRef::from(&a);
+        let ilu = Ilu0::new(a).unwrap();
+        let (offsets, cols, values) = ilu.csr();
+        let n = ilu.n();
+        let entry = |i: usize, j: usize| {
+            let row = &cols[offsets[i]..offsets[i + 1]];
+            row.binary_search(&j).map_or(0.0, |k| values[offsets[i] + k])
+        };
+        for i in 0..n {
+            for (&j, &aij) in a.row(i).0.iter().zip(a.row(i).1) {
+                // (L U)_ij = Σ_k l_ik u_kj, with l_ii = 1.
+                let lu: f64 = (0..=i.min(j))
+                    .map(|k| if k == i { 1.0 } else { entry(i, k) } * if k <= j { entry(k, j) } else { 0.0 })
+                    .sum();
+                assert!((lu - aij).abs() < 1e-12, "({i}, {j}): {lu} against {aij}");
+            }
+        }
+        // The 5-point grid's wavefronts: row (x, y) at level x + y below and above.
+        assert_eq!((ilu.lower_levels().count(), ilu.upper_levels().count()), (9 + 7 - 1, 9 + 7 - 1));
+    }
+
+    #[test]
+    fn refusals_name_the_row() {
+        let no_diagonal = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0f64, 1.0]).unwrap();
+        assert!(matches!(Ilu0::new(no_diagonal), Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))));
+        // u_11 = 1 - 1·1 = 0.
+        let singular = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 1.0, 1.0, 1.0]).unwrap();
+        assert!(matches!(Ilu0::new(singular), Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))));
+        let wide = CsrRef::try_new(1, 2, &[0, 1], &[0], &[1.0f32]).unwrap();
+        assert!(matches!(Ilu0::new(wide), Err(Error::Solve(SolveError::NotSquare { .. }))));
+        let ilu = Ilu0::new(CsrRef::try_new(1, 1, &[0, 1], &[0], &[2.0f32]).unwrap()).unwrap();
+        let mut z = [5.0f32];
+        assert!(matches!(ilu.apply(&[1.0, 2.0], &mut z), Err(Error::DimensionMismatch { what: "r", .. })));
+        assert_eq!(z, [5.0]);
+    }
+}

@@ -1,0 +1,96 @@
+//! ILU(0)'s CPU reference (`reference::ilu::Ilu0`) on any matrix: refused as documented (not square;
+//! the first row without a diagonal entry; a zero pivot), else factors whose product is `A` on `A`'s
+//! pattern to within the rounding of the factors to `T`, and level schedules that hold every row once,
+//! each after all the rows it reads and no later than it must.
+
+use gpu_spmv::reference::ilu::{Ilu0, Levels};
+use gpu_spmv::solve::SolveError;
+use gpu_spmv::{CsrRef, Error, Scalar};
+use std::collections::BTreeMap;
+
+/// `Ilu0::new` on any matrix, and the properties of what it accepts.
+pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
+    let n = a.nrows();
+    // A in f64, repeated entries summed: what the factors must reproduce on its pattern.
+    let mut entries: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    for r in 0..n {
+        let (cols, values) = a.row(r);
+        for (&c, v) in cols.iter().zip(values) {
+            *entries.entry((r, c)).or_insert(0.0) += v.to_f64();
+        }
+    }
+    let first_without_diagonal = (0..n).find(|&r| !entries.contains_key(&(r, r)));
+    let finite = entries.values().all(|v| v.is_finite());
+    match Ilu0::new(a) {
+        Err(Error::Solve(SolveError::NotSquare { .. })) => assert_ne!(a.nrows(), a.ncols()),
+        Err(Error::InvalidNumber { what, value, .. }) => {
+            assert_eq!(a.nrows(), a.ncols());
+            assert!(!value.is_finite(), "{what}: {value}");
+            assert!(!finite || what == "an ILU(0) factor entry", "{what}: {value}");
+        }
+        Err(Error::Solve(SolveError::ZeroPivot { row, value })) => {
+            assert!(a.nrows() == a.ncols() && finite);
+            match first_without_diagonal {
+                Some(missing) => assert_eq!((row, value), (missing, 0.0)),
+                None => assert!(
+                    row < n
+                        && (value == 0.0 || !value.is_finite() || value.abs() < 1e-30 || value.abs() > 1e30),
+                    "row {row}: pivot {value}"
+                ),
+            }
+        }
+        Err(e) => panic!("unexpected refusal: {e}"),
+        Ok(ilu) => {
+            assert_eq!((a.nrows(), a.ncols(), ilu.n()), (n, n, n));
+            assert!(finite);
+            assert_eq!(first_without_diagonal, None);
+            let (offsets, cols, values) = ilu.csr();
+            let pattern: Vec<(usize, usize)> = entries.keys().copied().collect();
+            let got: Vec<(usize, usize)> =
+                (0..n).flat_map(|r| cols[offsets[r]..offsets[r + 1]].iter().map(move |&c| (r, c))).collect();
+            assert_eq!(got, pattern, "the factors keep A's pattern");
+            let entry = |i: usize, j: usize| {
+                let row = &cols[offsets[i]..offsets[i + 1]];
+                row.binary_search(&j).map_or(0.0, |k| values[offsets[i] + k].to_f64())
+            };
+            for (&(i, j), &aij) in &entries {
+                let (mut lu, mut size) = (0.0, aij.abs());
+                for k in 0..=i.min(j) {
+                    let l = if k == i { 1.0 } else { entry(i, k) };
+                    lu += l * entry(k, j);
+                    size += (l * entry(k, j)).abs();
+                }
+                let allowed = 16.0 * (i.min(j) + 2) as f64 * T::EPSILON * size;
+                assert!(
+                    (lu - aij).abs() <= allowed,
+                    "({i}, {j}): (LU) {lu} against {aij}, allowed {allowed}"
+                );
+            }
+            let lower = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c < r);
+            let upper = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c > r);
+            check_levels(&ilu.lower_levels(), n, &lower);
+            check_levels(&ilu.upper_levels(), n, &upper);
+        }
+    }
+}
+
+/// Every row once; within a level in increasing order; each row's level one past the highest of the
+/// rows it reads (0 for none), so after all of them and no later than it must be.
+fn check_levels<I: Iterator<Item = usize>>(levels: &Levels, n: usize, reads: &dyn Fn(usize) -> I) {
+    assert_eq!(levels.rows.len(), n);
+    assert_eq!(levels.starts.first().copied(), Some(0));
+    assert_eq!(levels.starts.last().copied(), Some(n));
+    let mut level = vec![usize::MAX; n];
+    for l in 0..levels.count() {
+        let rows = &levels.rows[levels.starts[l]..levels.starts[l + 1]];
+        assert!(!rows.is_empty() && rows.is_sorted(), "level {l}: {rows:?}");
+        for &r in rows {
+            assert_eq!(level[r as usize], usize::MAX, "row {r} twice");
+            level[r as usize] = l;
+        }
+    }
+    for r in 0..n {
+        let needed = reads(r).map(|j| level[j] + 1).max().unwrap_or(0);
+        assert_eq!(level[r], needed, "row {r}");
+    }
+}
