@@ -1,4 +1,4 @@
-//! ILU(0)'s CPU reference (`reference::ilu::Ilu0`) on any small matrix, square or one column wider,
+//! ILU(0)'s CPU reference (`reference::ilu::IluFactors`) on any small matrix, square or one column wider,
 //! with any entries (repeated, unsorted, scaled far from 1) and any rows given a diagonal shift:
 //! refused as documented, or factors whose product is `A` on its pattern and valid level schedules.
 #![no_main]

@@ -1345,6 +1345,9 @@ pub struct CooSumParams<T> {
 /// program on the solve's scalars (`krylov_scalars_*`, one thread).
 /// `block_jacobi_*` (`kernels-gpu/src/block_jacobi.rs`).
 pub const BLOCK_JACOBI: Entry = entry!("block_jacobi");
+/// `ilu_lower_*` and `ilu_upper_*` (`kernels-gpu/src/ilu.rs`).
+pub const ILU_LOWER: Entry = entry!("ilu_lower");
+pub const ILU_UPPER: Entry = entry!("ilu_upper");
 pub const KRYLOV_VECTOR: Entry = entry!("krylov_vector");
 pub const KRYLOV_DOTS: Entry = entry!("krylov_dots");
 pub const KRYLOV_BASIS_DOTS: Entry = entry!("krylov_basis_dots");
@@ -1605,6 +1608,24 @@ pub struct KrylovScalarParams<T> {
 /// inverse, `block` elements, and the setup inverts `n / block` dense blocks of `block²` entries;
 /// past a warp's width a block is better served by a sparse factorisation.
 pub const BLOCK_JACOBI_MAX: u32 = 32;
+
+/// `ilu_lower_*` and `ilu_upper_*`: one level of ILU(0)'s triangular solves, the level's `count`
+/// rows at `rows[first..]`, over the factors in CSR (`offsets`, `cols`, `values`, and `diagonal`,
+/// each row's diagonal position). The lower solve reads `r` and writes `z`; the upper one works in
+/// place on `z`. One thread per row of the level.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct IluSolveParams<T> {
+    pub offsets: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub diagonal: DevicePtr<u32>,
+    pub rows: DevicePtr<u32>,
+    pub first: u32,
+    pub count: u32,
+    pub r: DevicePtr<T>,
+    pub z: DevicePtr<T>,
+}
 
 /// `block_jacobi_*`: `z = B⁻¹ r` for the inverted diagonal blocks of `block` rows (the last one
 /// shorter), row `i`'s entries at `inverses[j * n + i]` for its block's local column `j`.

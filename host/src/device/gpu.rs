@@ -27,6 +27,24 @@ const SM90_MAJOR: i32 = 9;
 /// products are ordered with the caller's own work on that stream. Cheap to share by reference;
 /// `Send` and `Sync` (cudarc's context and stream are), though products enqueued from several threads
 /// at once on one stream land in an unspecified order.
+///
+/// Its methods, by what they are for (each is written beside the code it calls, in the tier that
+/// owns it: `docs/ARCHITECTURE.md`):
+/// - the GPU: [`Gpu::new`], [`Gpu::with_ordinal`], [`Gpu::from_stream`], [`Gpu::name`],
+///   [`Gpu::sm_count`], [`Gpu::l2_bytes`], [`Gpu::has_stream_engine`], [`Gpu::context`],
+///   [`Gpu::stream`], [`Gpu::synchronize`];
+/// - matrices on the device: [`Gpu::upload_csr`], [`Gpu::upload_csr_ref`],
+///   [`Gpu::upload_csr_parts`], [`Gpu::upload_csr_u32`], [`Gpu::upload_csr_rcm`], and a format's
+///   own, [`Gpu::upload_ell`], [`Gpu::upload_coo`], [`Gpu::upload_hyb`], [`Gpu::upload_brc`],
+///   [`Gpu::upload_dense_blocks`], [`Gpu::upload_compressed`], [`Gpu::upload_lma`]; chosen by
+///   measuring, [`Gpu::upload_for_products`] and [`Gpu::upload_brc_tuned`]; made on the device,
+///   [`DeviceCsr::try_from_device`](crate::DeviceCsr::try_from_device) and
+///   [`CooAssembly`](crate::CooAssembly);
+/// - vectors and dense matrices: [`Gpu::upload_vector`], [`Gpu::zeros`], [`Gpu::upload_dense`],
+///   [`Gpu::dense_zeros`];
+/// - products: [`Gpu::spmv`], [`Gpu::spmv_with`], [`Gpu::plan`], [`Gpu::plan_for`],
+///   [`Gpu::auto_kernel`], [`Gpu::target`], [`Gpu::spmm`], [`Gpu::plan_spmm`];
+/// - CUDA graphs: [`Gpu::capture`].
 #[derive(Debug)]
 pub struct Gpu {
     ctx: Arc<CudaContext>,

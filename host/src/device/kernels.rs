@@ -160,6 +160,9 @@ pub(crate) struct KrylovKernels<F = CudaFunction> {
     pub scalars: F,
     /// Block-Jacobi's apply (`kernels-gpu/src/block_jacobi.rs`).
     pub block_jacobi: F,
+    /// ILU(0)'s triangular solves, a level a launch (`kernels-gpu/src/ilu.rs`).
+    pub ilu_lower: F,
+    pub ilu_upper: F,
 }
 
 impl<F> KernelTable<F> {
@@ -230,6 +233,8 @@ impl<F> KernelTable<F> {
                 basis_combine: lookup(pick(&abi::KRYLOV_BASIS_COMBINE))?,
                 scalars: lookup(pick(&abi::KRYLOV_SCALARS))?,
                 block_jacobi: lookup(pick(&abi::BLOCK_JACOBI))?,
+                ilu_lower: lookup(pick(&abi::ILU_LOWER))?,
+                ilu_upper: lookup(pick(&abi::ILU_UPPER))?,
             },
         })
     }

@@ -6,22 +6,23 @@
 
 use super::launch::{copy, launch};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef, addr};
-use crate::formats::convert::narrow;
+use crate::formats::convert::{index32, narrow};
 use crate::iterative::SolveError;
+use crate::reference::ilu::{IluFactors, Levels};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{
-    BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS,
-    KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE,
-    KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT,
-    KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
-    KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE,
-    KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon,
-    KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
+    BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, IluSolveParams, KRYLOV_AXPY,
+    KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT,
+    KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
+    KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
+    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
+    KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
+    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
     gmres_scalars, krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
 };
-use kernels_gpu::index::cg_blocks;
+use kernels_gpu::index::{cg_blocks, grid_blocks};
 
 /// A [`KrylovState`] as a device buffer's element.
 #[repr(transparent)]
@@ -429,6 +430,82 @@ pub(crate) fn block_jacobi<T: Scalar>(
     // (checked above); `r` and `z` are two vectors, so they do not overlap; `block >= 1`.
     unsafe {
         launch(gpu, &gpu.kernels::<T>().krylov.block_jacobi, cg_blocks(n), KRYLOV_BLOCK_THREADS, 0, &params)
+    }
+}
+
+/// ILU(0)'s factors and level schedules on the device (`reference::ilu::IluFactors`, uploaded as
+/// they are): what `kernels-gpu/src/ilu.rs` solves with, valid by construction.
+#[derive(Debug)]
+pub(crate) struct DeviceIlu<T> {
+    offsets: CudaSlice<u32>,
+    cols: CudaSlice<u32>,
+    values: CudaSlice<T>,
+    diagonal: CudaSlice<u32>,
+    /// Each solve's rows by level, and where each level starts in them.
+    lower: (CudaSlice<u32>, Vec<u32>),
+    upper: (CudaSlice<u32>, Vec<u32>),
+    n: usize,
+}
+
+impl<T: Scalar> DeviceIlu<T> {
+    /// The factors and their schedules, uploaded. Refused: an entry count past `u32`
+    /// ([`Error::TooLarge`]), and while the stream captures a graph (it uploads).
+    pub fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
+        let (offsets, cols, values) = factors.csr();
+        narrow("the entries of the ILU(0) factors", cols.len())?;
+        // The order and the entry count fit `u32` (the factors' own check, and the line above).
+        let indices = |v: &[usize]| v.iter().map(|&i| index32(i)).collect::<Vec<_>>();
+        let schedule = |levels: Levels| -> Result<(CudaSlice<u32>, Vec<u32>)> {
+            Ok((gpu.upload(&levels.rows)?, indices(&levels.starts)))
+        };
+        Ok(Self {
+            offsets: gpu.upload(&indices(offsets))?,
+            cols: gpu.upload(&indices(cols))?,
+            values: gpu.upload(values)?,
+            diagonal: gpu.upload(&indices(factors.diagonal_positions()))?,
+            lower: schedule(factors.lower_levels())?,
+            upper: schedule(factors.upper_levels())?,
+            n: factors.n(),
+        })
+    }
+
+    /// The order.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Enqueues `z = U⁻¹ L⁻¹ r`: a launch per level of each solve. Refused before anything is
+    /// enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
+    pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
+        gpu.check_context("the ILU(0) factors", &self.values)?;
+        gpu.check_operand("r", r, self.n)?;
+        gpu.check_operand("z", z, self.n)?;
+        let table = &gpu.kernels::<T>().krylov;
+        let base = IluSolveParams {
+            offsets: addr(&self.offsets, gpu),
+            cols: addr(&self.cols, gpu),
+            values: addr(&self.values, gpu),
+            diagonal: addr(&self.diagonal, gpu),
+            rows: AbiPtr::new(0),
+            first: 0,
+            count: 0,
+            r: addr(r.as_slice(), gpu),
+            z: addr(z.as_slice(), gpu),
+        };
+        for (kernel, (rows, starts)) in [(&table.ilu_lower, &self.lower), (&table.ilu_upper, &self.upper)] {
+            let rows = addr(rows, gpu);
+            for level in starts.windows(2) {
+                let params = IluSolveParams { rows, first: level[0], count: level[1] - level[0], ..base };
+                let grid = grid_blocks(u64::from(params.count), KRYLOV_BLOCK_THREADS);
+                // SAFETY: the factors and schedules of one `IluFactors` (this type's only maker):
+                // valid CSR of order `n` with its diagonal positions, each level's rows distinct,
+                // below `n`, reading only rows of the levels before (launched before it on the
+                // stream); `r` and `z` hold `n` elements of `gpu`'s context (checked above) and
+                // are two vectors, so they do not overlap.
+                unsafe { launch(gpu, kernel, grid, KRYLOV_BLOCK_THREADS, 0, &params)? };
+            }
+        }
+        Ok(())
     }
 }
 

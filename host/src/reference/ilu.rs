@@ -21,7 +21,7 @@ use crate::{Error, Result};
 /// summed): `L`'s entries left of the diagonal (its unit diagonal implied), `U`'s from the diagonal
 /// on. Factorised in f64, rounded once to `T`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ilu0<T> {
+pub struct IluFactors<T> {
     offsets: Vec<usize>,
     cols: Vec<usize>,
     values: Vec<T>,
@@ -29,10 +29,10 @@ pub struct Ilu0<T> {
     diagonal: Vec<usize>,
 }
 
-impl<T: Scalar> Ilu0<T> {
+impl<T: Scalar> IluFactors<T> {
     /// Factorises `a`. Refused, before anything is allocated past a copy of the pattern: `a` not
     /// square ([`SolveError::NotSquare`]), an order past the kernels' `u32`
-    /// ([`Error::TooLarge`](crate::Error::TooLarge)); then an entry (repeats summed) that is not
+    /// ([`Error::TooLarge`]); then an entry (repeats summed) that is not
     /// finite ([`Error::InvalidNumber`]); a row without a diagonal entry, or a pivot `u_ii` that is
     /// zero or whose inverse is not finite in `T` ([`SolveError::ZeroPivot`], naming its row): ILU(0)
     /// exists for M-matrices and diagonally dominant ones, not for every nonsingular matrix; and a
@@ -97,6 +97,11 @@ impl<T: Scalar> Ilu0<T> {
     /// diagonal, `U` from it on).
     pub fn csr(&self) -> (&[usize], &[usize], &[T]) {
         (&self.offsets, &self.cols, &self.values)
+    }
+
+    /// The position of each row's diagonal entry in the column indices.
+    pub fn diagonal_positions(&self) -> &[usize] {
+        &self.diagonal
     }
 
     /// `z = U⁻¹ L⁻¹ r`: `L y = r` row by row from the first, `U z = y` from the last, each row
@@ -238,7 +243,7 @@ mod tests {
             offsets.push(cols.len());
         }
         let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
-        let ilu = Ilu0::new(a).unwrap();
+        let ilu = IluFactors::new(a).unwrap();
         let r: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
         let mut z = vec![0.0; n];
         ilu.apply(&r, &mut z).unwrap();
@@ -252,7 +257,7 @@ mod tests {
     fn the_product_of_the_factors_is_a_on_its_pattern() {
         let a = convection_diffusion::<f64>(9, 7, 30.0).unwrap();
         let a = CsrRef::from(&a);
-        let ilu = Ilu0::new(a).unwrap();
+        let ilu = IluFactors::new(a).unwrap();
         let (offsets, cols, values) = ilu.csr();
         let n = ilu.n();
         let entry = |i: usize, j: usize| {
@@ -275,13 +280,16 @@ mod tests {
     #[test]
     fn refusals_name_the_row() {
         let no_diagonal = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0f64, 1.0]).unwrap();
-        assert!(matches!(Ilu0::new(no_diagonal), Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))));
+        assert!(matches!(
+            IluFactors::new(no_diagonal),
+            Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))
+        ));
         // u_11 = 1 - 1·1 = 0.
         let singular = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 1.0, 1.0, 1.0]).unwrap();
-        assert!(matches!(Ilu0::new(singular), Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))));
+        assert!(matches!(IluFactors::new(singular), Err(Error::Solve(SolveError::ZeroPivot { row: 1, .. }))));
         let wide = CsrRef::try_new(1, 2, &[0, 1], &[0], &[1.0f32]).unwrap();
-        assert!(matches!(Ilu0::new(wide), Err(Error::Solve(SolveError::NotSquare { .. }))));
-        let ilu = Ilu0::new(CsrRef::try_new(1, 1, &[0, 1], &[0], &[2.0f32]).unwrap()).unwrap();
+        assert!(matches!(IluFactors::new(wide), Err(Error::Solve(SolveError::NotSquare { .. }))));
+        let ilu = IluFactors::new(CsrRef::try_new(1, 1, &[0, 1], &[0], &[2.0f32]).unwrap()).unwrap();
         let mut z = [5.0f32];
         assert!(matches!(ilu.apply(&[1.0, 2.0], &mut z), Err(Error::DimensionMismatch { what: "r", .. })));
         assert_eq!(z, [5.0]);

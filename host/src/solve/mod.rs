@@ -5,7 +5,7 @@
 //!   cooperative launch per iteration;
 //! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
 //!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`],
-//!   [`BlockJacobi`], a [`Chebyshev`] polynomial or a caller's [`Precondition`].
+//!   [`BlockJacobi`], a [`Chebyshev`] polynomial, [`Ilu0`] or a caller's [`Precondition`].
 //!
 //! Every scalar of a recurrence stays on the device: a solver enqueues its iterations in batches
 //! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
@@ -18,6 +18,7 @@ mod block_jacobi;
 mod cg;
 mod chebyshev;
 mod gmres;
+mod ilu;
 mod krylov;
 mod operator;
 mod program;
@@ -32,6 +33,7 @@ pub use cg::Cg;
 pub(crate) use cg::outcome_of;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
+pub use ilu::Ilu0;
 pub use operator::{Jacobi, Operator, Precondition};
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read

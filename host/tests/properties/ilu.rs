@@ -1,14 +1,14 @@
-//! ILU(0)'s CPU reference (`reference::ilu::Ilu0`) on any matrix: refused as documented (not square;
+//! ILU(0)'s CPU reference (`reference::ilu::IluFactors`) on any matrix: refused as documented (not square;
 //! the first row without a diagonal entry; a zero pivot), else factors whose product is `A` on `A`'s
 //! pattern to within the rounding of the factors to `T`, and level schedules that hold every row once,
 //! each after all the rows it reads and no later than it must.
 
-use gpu_spmv::reference::ilu::{Ilu0, Levels};
+use gpu_spmv::reference::ilu::{IluFactors, Levels};
 use gpu_spmv::solve::SolveError;
 use gpu_spmv::{CsrRef, Error, Scalar};
 use std::collections::BTreeMap;
 
-/// `Ilu0::new` on any matrix, and the properties of what it accepts.
+/// `IluFactors::new` on any matrix, and the properties of what it accepts.
 pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
     let n = a.nrows();
     // A in f64, repeated entries summed: what the factors must reproduce on its pattern.
@@ -21,7 +21,7 @@ pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
     }
     let first_without_diagonal = (0..n).find(|&r| !entries.contains_key(&(r, r)));
     let finite = entries.values().all(|v| v.is_finite());
-    match Ilu0::new(a) {
+    match IluFactors::new(a) {
         Err(Error::Solve(SolveError::NotSquare { .. })) => assert_ne!(a.nrows(), a.ncols()),
         Err(Error::InvalidNumber { what, value, .. }) => {
             assert_eq!(a.nrows(), a.ncols());
