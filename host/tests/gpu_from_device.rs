@@ -27,6 +27,14 @@ fn host_verdict(dims: (usize, usize), offsets: &[i64], cols: &[i64], nnz: usize)
     CsrRef::try_new(dims.0, dims.1, &offsets, &cols, &vec![0.0f32; nnz]).map(|_| ())
 }
 
+/// The indices as `I`, every one of which fits it in the cases that call this.
+fn narrow<I: TryFrom<i64>>(a: &[i64]) -> Vec<I>
+where
+    I::Error: std::fmt::Debug,
+{
+    a.iter().map(|&i| I::try_from(i).unwrap()).collect()
+}
+
 fn device_i32(
     gpu: &Gpu,
     dims: (usize, usize),
@@ -34,9 +42,9 @@ fn device_i32(
     cols: &[i64],
     nnz: usize,
 ) -> Result<DeviceCsr<f32>, Error> {
-    let narrow = |a: &[i64]| a.iter().map(|&i| i32::try_from(i).unwrap()).collect::<Vec<_>>();
     let s = gpu.stream();
-    let (o, c) = (s.clone_htod(&narrow(offsets)).unwrap(), s.clone_htod(&narrow(cols)).unwrap());
+    let (o, c) =
+        (s.clone_htod(&narrow::<i32>(offsets)).unwrap(), s.clone_htod(&narrow::<i32>(cols)).unwrap());
     DeviceCsr::try_from_device_i32(gpu, dims, o, c, s.clone_htod(&vec![1.0f32; nnz]).unwrap())
         .map_err(Error::from)
 }
@@ -48,9 +56,9 @@ fn device_u32(
     cols: &[i64],
     nnz: usize,
 ) -> Result<DeviceCsr<f32>, Error> {
-    let narrow = |a: &[i64]| a.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
     let s = gpu.stream();
-    let (o, c) = (s.clone_htod(&narrow(offsets)).unwrap(), s.clone_htod(&narrow(cols)).unwrap());
+    let (o, c) =
+        (s.clone_htod(&narrow::<u32>(offsets)).unwrap(), s.clone_htod(&narrow::<u32>(cols)).unwrap());
     DeviceCsr::try_from_device(gpu, dims, o, c, s.clone_htod(&vec![1.0f32; nnz]).unwrap())
         .map_err(Error::from)
 }
@@ -63,8 +71,7 @@ fn host_u32(
     cols: &[i64],
     nnz: usize,
 ) -> Result<DeviceCsr<f32>, Error> {
-    let narrow = |a: &[i64]| a.iter().map(|&i| u32::try_from(i).unwrap()).collect::<Vec<_>>();
-    gpu.upload_csr_u32(dims, &narrow(offsets), &narrow(cols), &vec![1.0f32; nnz])
+    gpu.upload_csr_u32(dims, &narrow::<u32>(offsets), &narrow::<u32>(cols), &vec![1.0f32; nnz])
 }
 
 fn csr_error(result: Result<DeviceCsr<f32>, Error>) -> Result<(), CsrError> {

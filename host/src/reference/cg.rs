@@ -29,23 +29,12 @@ pub fn cg<T: Scalar>(
     x: &mut [T],
     options: &SolverOptions,
 ) -> Result<Outcome> {
-    options.check()?;
-    let n = check_system(a, b, x)?;
-    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::Positive)?;
-
-    let mut r = vec![T::ZERO; n];
-    residual(a, b, x, &mut r)?;
+    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options)?;
     let mut p = vec![T::ZERO; n];
     precondition.apply(&r, &mut p);
     let mut rz = dot(&r, &p);
     let mut rr = dot(&r, &r);
-    let bb = dot(b, b);
-    let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
-    let outcome = |iterations, rr: T, stop| Outcome {
-        iterations,
-        relative_residual: relative_residual(rr.to_f64(), bb.to_f64()),
-        stop,
-    };
+    let outcome = |iterations, rr: T, stop| Start::<T>::outcome(bb, iterations, rr, stop);
     if rr <= tol_rr {
         return Ok(outcome(0, rr, Stop::Converged));
     }
@@ -110,25 +99,14 @@ pub fn pipelined_cg<T: Scalar>(
     x: &mut [T],
     options: &SolverOptions,
 ) -> Result<Outcome> {
-    options.check()?;
-    let n = check_system(a, b, x)?;
-    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::Positive)?;
-
-    let mut r = vec![T::ZERO; n];
-    residual(a, b, x, &mut r)?;
+    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options)?;
     let (mut u, mut w) = (vec![T::ZERO; n], vec![T::ZERO; n]);
     precondition.apply(&r, &mut u);
     a.apply(&u, &mut w)?;
     let (mut m, mut nn) = (vec![T::ZERO; n], vec![T::ZERO; n]);
     let (mut z, mut q, mut s, mut p) =
         (vec![T::ZERO; n], vec![T::ZERO; n], vec![T::ZERO; n], vec![T::ZERO; n]);
-    let bb = dot(b, b);
-    let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
-    let outcome = |iterations, rr: T, stop| Outcome {
-        iterations,
-        relative_residual: relative_residual(rr.to_f64(), bb.to_f64()),
-        stop,
-    };
+    let outcome = |iterations, rr: T, stop| Start::<T>::outcome(bb, iterations, rr, stop);
     let breakdown = |iteration, what, value: T| -> crate::Error {
         SolveError::Breakdown { iteration, what, value: value.to_f64(), why: NOT_SPD }.into()
     };
@@ -174,6 +152,35 @@ pub fn pipelined_cg<T: Scalar>(
         (gamma_prev, alpha_prev) = (gamma, alpha);
     }
     Ok(outcome(options.max_iterations, rr, Stop::MaxIterations))
+}
+
+/// What both CGs set up before their first iteration, in this order: the options, the system's
+/// shape, the preconditioner (each refusal before `x` is read or written), `r = b - A x`, `bᵀb`, and
+/// the squared tolerance on `rᵀr`.
+struct Start<T> {
+    n: usize,
+    precondition: InverseDiagonal<T>,
+    r: Vec<T>,
+    bb: T,
+    tol_rr: T,
+}
+
+impl<T: Scalar> Start<T> {
+    fn new(a: &impl LinearOperator<T>, b: &[T], x: &[T], options: &SolverOptions) -> Result<Self> {
+        options.check()?;
+        let n = check_system(a, b, x)?;
+        let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::Positive)?;
+        let mut r = vec![T::ZERO; n];
+        residual(a, b, x, &mut r)?;
+        let bb = dot(b, b);
+        let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
+        Ok(Self { n, precondition, r, bb, tol_rr })
+    }
+
+    /// The outcome of a solve that stopped with `rᵀr = rr` after `iterations`.
+    fn outcome(bb: T, iterations: usize, rr: T, stop: Stop) -> Outcome {
+        Outcome { iterations, relative_residual: relative_residual(rr.to_f64(), bb.to_f64()), stop }
+    }
 }
 
 #[cfg(test)]
