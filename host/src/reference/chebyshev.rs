@@ -104,6 +104,47 @@ mod tests {
         }
     }
 
+    /// For any `A`, `r - A p(A) r = T_m(B) r / T_m(σ)` with `B = (θ I - A) / δ` and `m = degree + 1`:
+    /// the residual polynomial of the Chebyshev iteration, checked on a nonsymmetric matrix by the
+    /// three-term recurrence `T_{k+1}(B) r = 2 B T_k(B) r - T_{k-1}(B) r` in f64.
+    #[test]
+    fn the_residual_is_the_chebyshev_polynomial_of_a_for_a_nonsymmetric_matrix() {
+        let a = convection_diffusion::<f64>(12, 9, 50.0).unwrap();
+        let a = CsrRef::from(&a);
+        let n = a.nrows();
+        // Gershgorin's discs of this matrix reach about 14 on the real line.
+        let bounds = EigenBounds { min: 0.5, max: 16.0 };
+        let (theta, delta) = ((bounds.max + bounds.min) / 2.0, (bounds.max - bounds.min) / 2.0);
+        let sigma = theta / delta;
+        let r: Vec<f64> = (0..n).map(|i| ((i * 13) % 17) as f64 - 8.0).collect();
+        let b_of = |v: &[f64]| {
+            let mut av = vec![0.0; n];
+            a.apply(v, &mut av).unwrap();
+            v.iter().zip(&av).map(|(v, av)| (theta * v - av) / delta).collect::<Vec<_>>()
+        };
+        for degree in [0, 1, 3, 8] {
+            let m = degree + 1;
+            let (mut previous, mut current) = (r.clone(), b_of(&r));
+            for _ in 1..m {
+                let next: Vec<f64> =
+                    b_of(&current).iter().zip(&previous).map(|(bc, p)| 2.0 * bc - p).collect();
+                (previous, current) = (current, next);
+            }
+            let t_m = (m as f64 * sigma.acosh()).cosh();
+            let z = apply(&a, bounds, degree, &r).unwrap();
+            let mut az = vec![0.0; n];
+            a.apply(&z, &mut az).unwrap();
+            let scale = norm(&r);
+            for i in 0..n {
+                let (got, want) = (r[i] - az[i], current[i] / t_m);
+                assert!(
+                    (got - want).abs() <= 1e-11 * scale,
+                    "degree {degree}, row {i}: {got} against {want}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn degree_zero_is_the_scaled_identity_and_a_multiple_of_the_identity_is_inverted() {
         let a = CsrRef::try_new(3, 3, &[0, 1, 2, 3], &[0, 1, 2], &[4.0f64, 4.0, 4.0]).unwrap();
