@@ -2,14 +2,21 @@
 
 use super::DeviceMatrix;
 use super::csr::auto_coop;
-use super::launch::{Prepared, unset_axpby};
+use super::launch::{Prepared, WithOperands, unset_axpby};
 use super::sealed::{Enqueue, Product};
 use crate::device::{DeviceCompressed, Gpu};
 use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use kernels_gpu::abi::{BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
+use kernels_gpu::abi::{Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
 use kernels_gpu::index::{coop_threads, grid_blocks};
+
+impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
+    type Operands = Axpby<T>;
+    fn with(self, op: Axpby<T>) -> Self {
+        Self { op, ..self }
+    }
+}
 
 /// How a [`DeviceCompressed`] product runs: `coop` threads per row, one of
 /// [`CompressedKernel::COOPS`], 128 threads per block. With values in the matrix's type, its `y` is

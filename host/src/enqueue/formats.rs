@@ -11,10 +11,18 @@ use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHy
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
-    BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS, DenseBlockParams, EllParams,
-    LMA_NODES_PER_ELEMENT, LmaParams, RESIDENT_WARPS_PER_SM, WARP_SIZE,
+    Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
+    DenseBlockParams, EllParams, LMA_NODES_PER_ELEMENT, LmaParams, RESIDENT_WARPS_PER_SM, WARP_SIZE,
 };
 use kernels_gpu::index::grid_blocks;
+
+super::launch::with_operands!(
+    EllParams: Axpby,
+    BrcParams: Axpby,
+    DenseBlockParams: Axpby,
+    CooParams: Accumulate,
+    LmaParams: Accumulate
+);
 
 /// How the COO kernel adds the entries' products to `y` (`kernels-gpu/src/formats/coo.rs`): the
 /// strategy of [`DeviceCoo`], and of the COO parts of [`DeviceHyb`] and [`DeviceDenseBlocks`].

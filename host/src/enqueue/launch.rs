@@ -8,10 +8,8 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BrcParams, CompressedParams, CooParams, CsrBalancedParams, CsrMergeParams,
-    CsrParamParams, CsrParams, CsrStreamParams, CsrTransposeParams, DenseBlockParams, DenseScaleParams,
-    DevicePtr as AbiPtr, EllParams, GATHER_BLOCK_SIZE, GatherParams, LmaParams, SCALE_BLOCK_SIZE,
-    ScaleParams, ScatterAddParams, SpmmLongRowsParams, SpmmOperands, SpmmParams,
+    Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
+    SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -24,9 +22,11 @@ pub trait WithOperands: Copy {
     fn with(self, op: Self::Operands) -> Self;
 }
 
+/// Implements [`WithOperands`] for kernel parameter structs `$params<T>` whose operands are their
+/// `op` field of type `$operands<T>`: each format declares its own, beside its launches.
 macro_rules! with_operands {
     ($($params:ident: $operands:ident),+) => {$(
-        impl<T: Copy> WithOperands for $params<T> {
+        impl<T: Copy> $crate::enqueue::launch::WithOperands for $params<T> {
             type Operands = $operands<T>;
             fn with(self, op: $operands<T>) -> Self {
                 Self { op, ..self }
@@ -34,29 +34,7 @@ macro_rules! with_operands {
         }
     )+};
 }
-
-with_operands!(
-    CsrParams: Axpby,
-    CsrParamParams: Axpby,
-    CsrBalancedParams: Axpby,
-    CsrMergeParams: Axpby,
-    CsrStreamParams: Axpby,
-    EllParams: Axpby,
-    BrcParams: Axpby,
-    DenseBlockParams: Axpby,
-    CooParams: Accumulate,
-    LmaParams: Accumulate,
-    CsrTransposeParams: Accumulate,
-    SpmmParams: SpmmOperands,
-    SpmmLongRowsParams: SpmmOperands
-);
-
-impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
-    type Operands = Axpby<T>;
-    fn with(self, op: Axpby<T>) -> Self {
-        Self { op, ..self }
-    }
-}
+pub(crate) use with_operands;
 
 /// The operands of a [`Prepared`] launch before a product sets them.
 pub(crate) fn unset_axpby<T: Scalar>() -> Axpby<T> {

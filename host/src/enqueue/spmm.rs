@@ -15,6 +15,8 @@ use kernels_gpu::abi::{
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
+super::launch::with_operands!(SpmmParams: SpmmOperands, SpmmLongRowsParams: SpmmOperands);
+
 /// Which SpMM kernel runs, for the layout of `X` and `Y` it is planned for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SpmmKernel {

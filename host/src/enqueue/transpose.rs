@@ -12,11 +12,13 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    BLOCK_SIZE, CSRT_ATOMIC_COOPS, CsrTransposeParams, RADIX_BITS, RADIX_BLOCK_THREADS, RADIX_DIGITS,
-    RADIX_SHARED_BYTES, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams,
+    Accumulate, BLOCK_SIZE, CSRT_ATOMIC_COOPS, CsrTransposeParams, RADIX_BITS, RADIX_BLOCK_THREADS,
+    RADIX_DIGITS, RADIX_SHARED_BYTES, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams,
     TransposeGatherParams, TransposeInitParams, TransposeOffsetsParams, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks, radix_passes, radix_tiles};
+
+super::launch::with_operands!(CsrTransposeParams: Accumulate);
 
 /// How a transposed product runs: the strategy of [`Transposed`].
 ///

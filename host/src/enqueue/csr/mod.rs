@@ -17,11 +17,19 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams,
+    Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams,
     CsrMergeParams, CsrParamParams, CsrParams, CsrStreamParams, LongRowArgs, MAX_GRID_X, MERGE_TILE,
     STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
+
+super::launch::with_operands!(
+    CsrParams: Axpby,
+    CsrParamParams: Axpby,
+    CsrBalancedParams: Axpby,
+    CsrMergeParams: Axpby,
+    CsrStreamParams: Axpby
+);
 
 /// The prepared launch of a CSR product, by the kernel's parameter struct.
 #[derive(Debug)]
