@@ -69,7 +69,9 @@ unsafe fn upper<T: Real + Neg<Output = T> + Div<Output = T>>(p: IluSolveParams<T
         // SAFETY: as in `lower`; `z[row]` is read and written by this thread alone.
         unsafe {
             let (row, _, diagonal, end) = row_of(&p, t);
-            let mut sum = T::load_global(p.z.as_ptr().add(row));
+            // An ordinary read: this thread writes the element below (`load_global` is for
+            // elements no thread writes during the kernel).
+            let mut sum = p.z.as_ptr().add(row).read();
             for k in diagonal + 1..end {
                 let col = u32::load_nc(p.cols.as_ptr().add(k)) as usize;
                 sum = (-T::load_nc(p.values.as_ptr().add(k))).fma(T::load_global(p.z.as_ptr().add(col)), sum);

@@ -474,6 +474,11 @@ impl<T: Scalar> DeviceIlu<T> {
         self.n
     }
 
+    /// The levels of the lower and the upper solve.
+    pub fn levels(&self) -> (usize, usize) {
+        (self.lower.1.len().saturating_sub(1), self.upper.1.len().saturating_sub(1))
+    }
+
     /// Enqueues `z = U⁻¹ L⁻¹ r`: a launch per level of each solve. Refused before anything is
     /// enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {

@@ -34,7 +34,8 @@ impl<T: Scalar> IluFactors<T> {
     /// square ([`SolveError::NotSquare`]), an order past the kernels' `u32`
     /// ([`Error::TooLarge`]); then an entry (repeats summed) that is not
     /// finite ([`Error::InvalidNumber`]); a row without a diagonal entry, or a pivot `u_ii` that is
-    /// zero or whose inverse is not finite in `T` ([`SolveError::ZeroPivot`], naming its row): ILU(0)
+    /// zero, not finite, or whose inverse is not finite in `T` ([`SolveError::ZeroPivot`], naming
+    /// its row): ILU(0)
     /// exists for M-matrices and diagonally dominant ones, not for every nonsingular matrix; and a
     /// factor entry not finite in `T` ([`Error::InvalidNumber`]), which would make the solves so.
     pub fn new(a: CsrRef<'_, T>) -> Result<Self> {

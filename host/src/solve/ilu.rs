@@ -44,13 +44,13 @@ pub struct Ilu0<T> {
 
 impl<T: Scalar> Ilu0<T> {
     /// Factorises `a` on the host and uploads the factors. Refused as
-    /// [`IluFactors::new`](crate::reference::ilu::IluFactors::new) refuses (not square, an entry
-    /// not finite, a row without a diagonal entry or a zero pivot, naming its row), for more
-    /// entries than `u32` counts, and while the stream captures a graph (it uploads).
+    /// [`IluFactors::new`](crate::reference::ilu::IluFactors::new) refuses (not square, an order
+    /// past `u32`, an entry not finite, a row without a diagonal entry or a zero or non-finite
+    /// pivot naming its row, a factor entry not finite in `T`), for more entries than `u32`
+    /// counts, and while the stream captures a graph (it uploads).
     pub fn new(gpu: &Gpu, a: CsrRef<'_, T>) -> Result<Self> {
-        let factors = IluFactors::new(a)?;
-        let levels = (factors.lower_levels().count(), factors.upper_levels().count());
-        Ok(Self { device: DeviceIlu::upload(gpu, &factors)?, levels })
+        let device = DeviceIlu::upload(gpu, &IluFactors::new(a)?)?;
+        Ok(Self { levels: device.levels(), device })
     }
 
     /// The order of the matrix.
