@@ -407,11 +407,15 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(CASES))]
 
     /// The assembly from COO triples: any dimensions (a few past the limits), indices mostly in
-    /// range, values whose sums round (so the order of the sums shows), lengths now and then unequal.
+    /// range, values whose sums round (so the order of the sums shows) and now and then NaN or an
+    /// infinity, lengths now and then unequal.
     #[test]
     fn assembly_from_triples_sums_repeats_in_input_order_or_refuses(
         dims in prop_oneof![8 => (0usize..30, 0usize..30), 1 => Just((1usize << 40, 3)), 1 => Just((3, 1usize << 40))],
-        triples in prop::collection::vec((0u32..32, 0u32..32, prop_oneof![-1e8..1e8f64, -1.0..1.0f64]), 0..120),
+        triples in prop::collection::vec(
+            (0u32..32, 0u32..32, prop_oneof![8 => -1e8..1e8f64, 8 => -1.0..1.0f64, 1 => Just(f64::NAN), 1 => Just(f64::INFINITY), 1 => Just(f64::NEG_INFINITY)]),
+            0..120,
+        ),
         (cut_cols, cut_values) in prop_oneof![8 => Just((0usize, 0usize)), 1 => (0usize..2, 0usize..2)],
     ) {
         cap_memory();
