@@ -313,8 +313,12 @@ impl Gpu {
         };
         // The offsets are valid CSR offsets of `values.len()` entries past this: the columns remain.
         verdict(&faults)?;
-        let (device_offsets, stats) =
-            rayon::join(|| self.upload(row_offsets), || RowStats::from_u32_offsets(row_offsets, ncols));
+        // The offsets' copy to the device, their statistics and the matrix's host copy of them,
+        // side by side (the host copy is 4 bytes a row: 17.6 MB for stencil2d-5).
+        let (device_offsets, (stats, host_offsets)) = rayon::join(
+            || self.upload(row_offsets),
+            || rayon::join(|| RowStats::from_u32_offsets(row_offsets, ncols), || row_offsets.to_vec()),
+        );
         let device_offsets = device_offsets?;
         // The first column index out of range, of all chunks (a refused upload is copied whole).
         let first_bad = AtomicUsize::new(usize::MAX);
@@ -337,7 +341,6 @@ impl Gpu {
         let column = Some(first_bad.into_inner()).filter(|&e| e != usize::MAX);
         verdict(&IndexFaults { column, ..faults })?;
         let device_values = self.upload_values(values)?;
-        let host_offsets = row_offsets.to_vec();
         Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [device_offsets, device_cols], device_values))
     }
 
