@@ -5,6 +5,7 @@
 //! Newton step (PETSc's `MatSetPreallocationCOO` and `MatSetValuesCOO` are the same pair).
 
 use super::launch::{copy, launch};
+use super::transpose::radix_pass;
 use crate::device::{DeviceCsr, Gpu, VectorRef, addr};
 use crate::formats::coo::{check_triple_sizes, triple_index_verdict};
 use crate::scalar::Scalar;
@@ -13,8 +14,7 @@ use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::{
     BLOCK_SIZE, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_NONE, CHECK_SLOTS, CooCompactParams, CooHeadsParams,
     CooIotaParams, CooKeysParams, CooSumParams, CsrCheckParams, DevicePtr as AbiPtr, RADIX_BITS,
-    RADIX_BLOCK_THREADS, RADIX_DIGITS, RADIX_SHARED_BYTES, RadixParams, SCAN_BLOCK_THREADS,
-    SCAN_SHARED_BYTES, ScanParams, TransposeOffsetsParams, WARP_SIZE,
+    RADIX_DIGITS, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams, TransposeOffsetsParams,
 };
 use kernels_gpu::index::{grid_blocks, radix_passes, radix_tiles};
 
@@ -223,7 +223,6 @@ impl Triples {
         let build = gpu.transpose_build_kernels();
         let kernels = gpu.coo_assemble_kernels();
         let grid = grid_blocks(u64::from(self.n), BLOCK_SIZE);
-        let radix_grid = grid_blocks(u64::from(tiles), RADIX_BLOCK_THREADS / WARP_SIZE);
         // `passes` stable radix passes of the keys at `keys_in`, carrying the permutation
         // `perm[*perm_at]`; each pass writes the key buffer `keys_in` is not, and the other
         // permutation. Returns the key buffer holding the sorted keys, `None` if no pass ran.
@@ -241,29 +240,9 @@ impl Triples {
                     tiles,
                     shift: pass * RADIX_BITS,
                 };
-                let scan = ScanParams { data: params.counts, len: counts };
                 // SAFETY: keys and permutations of `n` elements each, in and out distinct buffers,
-                // the counts `RADIX_DIGITS * tiles`; blocks of whole warps with their shared memory,
-                // the scan its one block.
-                unsafe {
-                    launch(
-                        gpu,
-                        &build.histogram,
-                        radix_grid,
-                        RADIX_BLOCK_THREADS,
-                        RADIX_SHARED_BYTES,
-                        &params,
-                    )?;
-                    launch(gpu, &build.scan, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, &scan)?;
-                    launch(
-                        gpu,
-                        &build.scatter,
-                        radix_grid,
-                        RADIX_BLOCK_THREADS,
-                        RADIX_SHARED_BYTES,
-                        &params,
-                    )?;
-                }
+                // the counts `RADIX_DIGITS * tiles`, all alive until the assembly ends.
+                unsafe { radix_pass(gpu, &params)? };
                 (keys_in, keys_at) = (key[to], Some(to));
                 *perm_at = 1 - *perm_at;
             }

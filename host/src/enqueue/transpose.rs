@@ -192,7 +192,6 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
     // kernels get blocks of whole warps with their shared memory, the scan its one block.
     unsafe {
         launch(gpu, &build.init, grid_blocks(u64::from(args.rows), BLOCK_SIZE), BLOCK_SIZE, 0, &init)?;
-        let radix_grid = grid_blocks(u64::from(tiles), RADIX_BLOCK_THREADS / WARP_SIZE);
         let mut keys = args.col_indices;
         for pass in 0..radix_passes(ncols) {
             let i = pass as usize % 2;
@@ -206,10 +205,7 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
                 tiles,
                 shift: pass * RADIX_BITS,
             };
-            launch(gpu, &build.histogram, radix_grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, &params)?;
-            let scan = ScanParams { data: b.counts, len: counts };
-            launch(gpu, &build.scan, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, &scan)?;
-            launch(gpu, &build.scatter, radix_grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, &params)?;
+            radix_pass(gpu, &params)?;
             keys = b.keys[i];
         }
         let perm = b.perm[last_perm];
@@ -228,4 +224,26 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
         launch(gpu, &gpu.kernels::<T>().csrt_build_gather, gather_grid, BLOCK_SIZE, 0, &gather)?;
     }
     buffers.finish(gpu, a.nrows(), last_perm)
+}
+
+/// One stable radix pass of `kernels-gpu/src/transpose/build.rs`, in stream order: each tile's digit
+/// counts, their exclusive scan, and the scatter of the keys and the permutation. The transpose's
+/// construction and the assembly from COO triples sort with it.
+///
+/// # Safety
+/// `params` names keys and permutations of `n` elements each, the outputs distinct buffers from the
+/// inputs, and `counts` of `RADIX_DIGITS * tiles` elements, `tiles` covering `n`, all of `gpu`'s
+/// context and alive until the launches have run.
+pub(super) unsafe fn radix_pass(gpu: &Gpu, params: &RadixParams) -> Result<()> {
+    let build = gpu.transpose_build_kernels();
+    let grid = grid_blocks(u64::from(params.tiles), RADIX_BLOCK_THREADS / WARP_SIZE);
+    // `tiles <= 2^32 / RADIX_TILE`, so the counts fit a `u32`.
+    let scan = ScanParams { data: params.counts, len: RADIX_DIGITS * params.tiles };
+    // SAFETY: the caller's contract; the radix kernels get blocks of whole warps with their shared
+    // memory, the scan its one block.
+    unsafe {
+        launch(gpu, &build.histogram, grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, params)?;
+        launch(gpu, &build.scan, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, &scan)?;
+        launch(gpu, &build.scatter, grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, params)
+    }
 }
