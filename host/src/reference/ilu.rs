@@ -11,7 +11,7 @@
 
 use super::operator::{negative, quotient};
 use crate::error::SolveError;
-use crate::formats::convert::{index32, narrow};
+use crate::formats::convert::{canonical_csr, index32, narrow};
 use crate::formats::csr::CsrRef;
 use crate::iterative::square_order;
 use crate::scalar::Scalar;
@@ -41,7 +41,14 @@ impl<T: Scalar> IluFactors<T> {
     pub fn new(a: CsrRef<'_, T>) -> Result<Self> {
         let n = square_order(a.nrows(), a.ncols())?;
         narrow("the order of the ILU(0) factors", n)?;
-        let (offsets, cols, mut work) = canonical(a);
+        // A's pattern with each row's columns sorted and repeated entries summed, in f64.
+        let entries = (0..n)
+            .flat_map(|r| {
+                let (cols, values) = a.row(r);
+                cols.iter().zip(values).map(move |(&c, v)| (r, c, v.to_f64()))
+            })
+            .collect();
+        let (offsets, cols, mut work) = canonical_csr(n, n, entries).disassemble();
         let finite = |what, values: &[f64]| match values.iter().find(|v| !v.is_finite()) {
             Some(&value) => Err(Error::InvalidNumber { what, value, expected: "finite in the element type" }),
             None => Ok(()),
@@ -192,35 +199,6 @@ impl Levels {
     pub fn count(&self) -> usize {
         self.starts.len() - 1
     }
-}
-
-/// `a`'s pattern with each row's columns sorted and repeated entries summed, its values in f64.
-fn canonical<T: Scalar>(a: CsrRef<'_, T>) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
-    let mut offsets = Vec::with_capacity(a.nrows() + 1);
-    let (mut cols, mut values) = (Vec::with_capacity(a.nnz()), Vec::with_capacity(a.nnz()));
-    offsets.push(0);
-    let mut row: Vec<(usize, f64)> = Vec::new();
-    for r in 0..a.nrows() {
-        let (c, v) = a.row(r);
-        row.clear();
-        row.extend(c.iter().zip(v).map(|(&c, v)| (c, v.to_f64())));
-        row.sort_by_key(|&(c, _)| c);
-        for &(c, v) in &row {
-            match cols.last() {
-                Some(&last) if last == c && cols.len() > offsets[r] => {
-                    if let Some(sum) = values.last_mut() {
-                        *sum += v;
-                    }
-                }
-                _ => {
-                    cols.push(c);
-                    values.push(v);
-                }
-            }
-        }
-        offsets.push(cols.len());
-    }
-    (offsets, cols, values)
 }
 
 #[cfg(test)]
