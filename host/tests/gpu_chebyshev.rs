@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng};
+use common::{gpu_or_skip, random_vector, rng, true_residual};
 use gpu_spmv::reference::chebyshev::{apply, spectral_radius};
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
@@ -112,11 +112,7 @@ fn gpu_chebyshev_preconditions_the_nonsymmetric_solvers() {
                     }
                 }
                 .unwrap();
-                let x = dx.to_host(&gpu).unwrap();
-                let mut ax = vec![0.0; a.nrows()];
-                gpu_spmv::reference::LinearOperator::apply(&view, &x, &mut ax).unwrap();
-                let r: f64 = ax.iter().zip(&b).map(|(l, r)| (l - r).powi(2)).sum::<f64>().sqrt();
-                (out, r / b.iter().map(|v| v * v).sum::<f64>().sqrt())
+                (out, true_residual(view, &b, &dx.to_host(&gpu).unwrap()))
             };
             let (plain, _) = solve(None);
             let inner = gpu.plan(&da, Kernel::Auto).unwrap();

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng};
+use common::{gpu_or_skip, random_vector, rng, true_residual};
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
@@ -124,11 +124,7 @@ fn gpu_ilu0_preconditions_the_nonsymmetric_solvers() {
                 Bicgstab::with_preconditioner(plan, plain, pre).unwrap().solve(&db, &mut dx)
             }
             .unwrap();
-            let x = dx.to_host(&gpu).unwrap();
-            let mut ax = vec![0.0; a.nrows()];
-            view.apply(&x, &mut ax).unwrap();
-            let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
-            let truth = norm(&mut ax.iter().zip(&b).map(|(l, r)| l - r)) / norm(&mut b.iter().copied());
+            let truth = true_residual(view, &b, &dx.to_host(&gpu).unwrap());
             println!(
                 "Pe {peclet}, GMRES {gmres}: ILU(0) {out:?}, true residual {truth:.2e}; Jacobi {point:?}"
             );

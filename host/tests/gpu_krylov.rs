@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng};
+use common::{gpu_or_skip, random_vector, rng, true_residual};
 use gpu_spmv::reference::block_jacobi::BlockInverse;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::reference::{LinearOperator, bicgstab::bicgstab, gmres::gmres};
@@ -64,19 +64,6 @@ fn cpu_solve<T: Scalar>(
         Method::Gmres(m) => gmres(&a, b, &mut x, &options, m)?,
     };
     Ok((outcome, x))
-}
-
-/// `|b - A x| / |b|` in f64.
-fn true_residual<T: Scalar>(a: CsrRef<'_, T>, b: &[T], x: &[T]) -> f64 {
-    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-    let (mut r, mut bb) = (0.0, 0.0);
-    for (row, &bi) in b.iter().enumerate() {
-        let (cols, vals) = a.row(row);
-        let ax: f64 = cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x64[c]).sum();
-        r += (bi.to_f64() - ax).powi(2);
-        bb += bi.to_f64().powi(2);
-    }
-    (r / bb).sqrt()
 }
 
 fn against_oracle<T: Scalar>(test: &str, rel_tol: f64) {

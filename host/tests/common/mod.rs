@@ -272,3 +272,16 @@ pub fn check_deterministic_and_nan(
         assert_eq!(v.is_nan(), reads, "{name}, {kernel}, row {r}");
     }
 }
+
+/// `|b - A x| / |b|` in f64: a solve's true residual, whatever its recurrence says.
+pub fn true_residual<T: Scalar>(a: CsrRef<'_, T>, b: &[T], x: &[T]) -> f64 {
+    let x64: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+    let (mut r, mut bb) = (0.0, 0.0);
+    for (row, &bi) in b.iter().enumerate() {
+        let (cols, vals) = a.row(row);
+        let ax: f64 = cols.iter().zip(vals).map(|(&c, v)| v.to_f64() * x64[c]).sum();
+        r += (bi.to_f64() - ax).powi(2);
+        bb += bi.to_f64().powi(2);
+    }
+    (r / bb).sqrt()
+}
