@@ -3,7 +3,7 @@
 //! versions of the same recurrences ([`crate::solve_baseline`]), plain and Jacobi-preconditioned, in
 //! f32 and f64, on the same device CSR matrix, right-hand side, initial guess (zero) and stopping test;
 //! and ours alone preconditioned by a Chebyshev polynomial, block-Jacobi and ILU(0)
-//! ([`ours_only`]), to say which preconditioner wins where.
+//! ([`OursOnly`]), to say which preconditioner wins where.
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -73,10 +73,41 @@ pub const OURS_ONLY_MAX_ITERATIONS: usize = 2_000;
 /// The block size of the study's block-Jacobi preconditioner.
 pub const BLOCK_JACOBI: usize = 8;
 
-/// The preconditioners of ours alone (no baseline of the same preconditioner yet), each solve's
-/// record named as here: they answer which preconditioner wins, not how ours compares.
-pub fn ours_only() -> [String; 3] {
-    [format!("chebyshev({})", CHEBYSHEV.0), format!("block-jacobi({BLOCK_JACOBI})"), "ilu(0)".to_owned()]
+/// The preconditioners of ours alone (no baseline of the same preconditioner yet): they answer which
+/// preconditioner wins, not how ours compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OursOnly {
+    Chebyshev,
+    BlockJacobi,
+    Ilu0,
+}
+
+impl OursOnly {
+    pub const ALL: [OursOnly; 3] = [OursOnly::Chebyshev, OursOnly::BlockJacobi, OursOnly::Ilu0];
+
+    /// The name its records carry.
+    pub fn name(self) -> String {
+        match self {
+            OursOnly::Chebyshev => format!("chebyshev({})", CHEBYSHEV.0),
+            OursOnly::BlockJacobi => format!("block-jacobi({BLOCK_JACOBI})"),
+            OursOnly::Ilu0 => "ilu(0)".to_owned(),
+        }
+    }
+
+    /// The preconditioner for `case`'s matrix (Chebyshev with a plan of its own).
+    fn build<'a, T: BlasScalar>(self, case: &Case<'a, T>) -> Result<Box<dyn Precondition<T> + 'a>> {
+        let gpu = case.devices.gpu;
+        Ok(match self {
+            OursOnly::Chebyshev => {
+                let (degree, steps, ratio) = CHEBYSHEV;
+                let inner = gpu.plan(case.da, Kernel::Auto)?;
+                let bounds = Chebyshev::estimate_bounds(&inner, steps, ratio)?;
+                Box::new(Chebyshev::new(inner, bounds, degree)?)
+            }
+            OursOnly::BlockJacobi => Box::new(BlockJacobi::new(gpu, CsrRef::from(case.a), BLOCK_JACOBI)?),
+            OursOnly::Ilu0 => Box::new(Ilu0::new(gpu, CsrRef::from(case.a))?),
+        })
+    }
 }
 
 /// The iterations of the untimed warm-up solve before each timed one.
@@ -370,8 +401,9 @@ fn study<T: BlasScalar>(
             max_iterations: OURS_ONLY_MAX_ITERATIONS,
             preconditioner: Preconditioner::None,
         };
-        for name in ours_only() {
-            match solve_custom(&case, method, plain, &name) {
+        for preconditioner in OursOnly::ALL {
+            let name = preconditioner.name();
+            match solve_custom(&case, method, plain, preconditioner) {
                 Ok(solved) => {
                     let record = record(&case, name_of_problem, method, &name, Implementation::Ours, solved)?;
                     log(&format!(
@@ -437,27 +469,18 @@ fn solve<T: BlasScalar>(
     run(options)
 }
 
-/// One solve of ours from `x = 0` preconditioned by the ours-only preconditioner `name` (of
-/// [`ours_only`]), built before the clock starts, after a warm-up solve of [`WARMUP_ITERATIONS`].
+/// One solve of ours from `x = 0` preconditioned by `preconditioner`, built before the clock starts,
+/// after a warm-up solve of [`WARMUP_ITERATIONS`].
 fn solve_custom<T: BlasScalar>(
     case: &Case<'_, T>,
     method: Method,
     options: SolverOptions,
-    name: &str,
+    preconditioner: OursOnly,
 ) -> Result<Solved<T>> {
     let gpu = case.devices.gpu;
     let (b, n) = (case.b, case.a.nrows());
     let run = |options: SolverOptions| -> Result<Solved<T>> {
-        let preconditioner: Box<dyn Precondition<T> + '_> = if name.starts_with("chebyshev") {
-            let (degree, steps, ratio) = CHEBYSHEV;
-            let inner = gpu.plan(case.da, Kernel::Auto)?;
-            let bounds = Chebyshev::estimate_bounds(&inner, steps, ratio)?;
-            Box::new(Chebyshev::new(inner, bounds, degree)?)
-        } else if name.starts_with("block-jacobi") {
-            Box::new(BlockJacobi::new(gpu, CsrRef::from(case.a), BLOCK_JACOBI)?)
-        } else {
-            Box::new(Ilu0::new(gpu, CsrRef::from(case.a))?)
-        };
+        let preconditioner = preconditioner.build(case)?;
         let plan = gpu.plan(case.da, Kernel::Auto)?;
         let mut x = gpu.zeros::<T>(n)?;
         let result = match method {
@@ -753,7 +776,7 @@ impl SolveResults {
              same preconditioner yet.\n\n\
              | problem | prec | solver | fastest | iterations per preconditioner | diagonal max/min |\n\
              |---|---|---|---|---|---:|",
-            ours_only().join(", "),
+            OursOnly::ALL.map(OursOnly::name).join(", "),
             OURS_ONLY_MAX_ITERATIONS
         );
         for w in &winners {
