@@ -13,9 +13,10 @@ use super::product::DistributedPlan;
 use crate::device::{DeviceVector, addr};
 use crate::enqueue::cg::{CgFinish, CgPasses, DeviceCgState};
 use crate::formats::convert::narrow;
+use crate::iterative::square_order;
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
-use crate::solve::{CHECK_EVERY, Outcome, Preconditioner, SolveError, SolverOptions, outcome_of};
+use crate::solve::{CHECK_EVERY, Outcome, Preconditioner, SolverOptions, outcome_of};
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{ReduceOp, group_end, group_start};
@@ -56,9 +57,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
     pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
         options.check()?;
         let matrix = plan.matrix();
-        if matrix.nrows() != matrix.ncols() {
-            return Err(SolveError::NotSquare { rows: matrix.nrows(), cols: matrix.ncols() }.into());
-        }
+        square_order(matrix.nrows(), matrix.ncols())?;
         let inverse = match options.preconditioner {
             Preconditioner::None => None,
             Preconditioner::Jacobi => {

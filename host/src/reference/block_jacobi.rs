@@ -12,6 +12,7 @@
 use crate::error::SolveError;
 use crate::formats::convert::narrow;
 use crate::formats::csr::CsrRef;
+use crate::iterative::square_order;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 
@@ -40,10 +41,7 @@ impl<T: Scalar> BlockInverse<T> {
     /// precision, holds NaN or infinities, or whose inverse does not fit `T`
     /// ([`SolveError::SingularBlock`], naming its first row).
     pub fn new(a: CsrRef<'_, T>, block: usize) -> Result<Self> {
-        let n = a.nrows();
-        if a.ncols() != n {
-            return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
-        }
+        let n = square_order(a.nrows(), a.ncols())?;
         if !(1..=MAX_BLOCK).contains(&block) {
             return Err(SolveError::InvalidBlockSize { value: block, limit: MAX_BLOCK }.into());
         }

@@ -4,6 +4,7 @@
 
 use crate::formats::csr::CsrRef;
 use crate::formats::lma::Lma;
+use crate::iterative::square_order;
 use crate::iterative::{Preconditioner, SolveError};
 use crate::reference::{CpuKernel, spmv};
 use crate::scalar::Scalar;
@@ -105,10 +106,7 @@ pub(crate) fn positive<T: Scalar>(v: T) -> bool {
 /// ([`SolveError::NotSquare`]), then `b` and `x` of its order ([`Error::DimensionMismatch`]).
 /// Returns the order.
 pub(crate) fn check_system<T>(a: &impl LinearOperator<T>, b: &[T], x: &[T]) -> Result<usize> {
-    let n = a.nrows();
-    if a.ncols() != n {
-        return Err(SolveError::NotSquare { rows: n, cols: a.ncols() }.into());
-    }
+    let n = square_order(a.nrows(), a.ncols())?;
     for (what, got) in [("b", b.len()), ("x", x.len())] {
         if got != n {
             return Err(Error::DimensionMismatch { what, expected: n, got });

@@ -13,6 +13,7 @@ use crate::device::{DeviceVector, VectorMut, VectorRef, addr};
 use crate::enqueue::cg::{CgLaunches, DeviceCgState};
 use crate::enqueue::{DeviceMatrix, Plan};
 use crate::formats::convert::narrow;
+use crate::iterative::square_order;
 use crate::iterative::{
     NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
 };
@@ -78,9 +79,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         options.check()?;
         let a = plan.matrix();
         let gpu = plan.gpu();
-        if a.nrows() != a.ncols() {
-            return Err(SolveError::NotSquare { rows: a.nrows(), cols: a.ncols() }.into());
-        }
+        square_order(a.nrows(), a.ncols())?;
         let n = narrow("the unknowns", a.nrows())?;
         let inv_diag = match options.preconditioner {
             Preconditioner::None => None,

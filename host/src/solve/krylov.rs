@@ -8,6 +8,7 @@ use super::program::{BB, ONE, TOL, ZERO, mul, set};
 use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
 use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
+use crate::iterative::square_order;
 use crate::iterative::{relative_residual, why};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
@@ -94,11 +95,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     /// an operator that is not square. Returns the order.
     pub fn check(op: &A, options: &SolverOptions) -> Result<usize> {
         options.check()?;
-        let n = op.nrows();
-        if op.ncols() != n {
-            return Err(SolveError::NotSquare { rows: n, cols: op.ncols() }.into());
-        }
-        Ok(n)
+        square_order(op.nrows(), op.ncols())
     }
 
     pub fn n(&self) -> usize {
