@@ -3,7 +3,6 @@
 //! NaN's payload aside (the GPU's arithmetic gives the canonical NaN).
 
 use crate::Result;
-use crate::formats::convert::canonical_csr;
 use crate::formats::coo::{check_triple_sizes, triple_index_verdict};
 use crate::scalar::Scalar;
 
@@ -32,11 +31,28 @@ pub fn assemble<T: Scalar>(
         indices.iter().position(|&i| i as usize >= len).map(|k| (k, indices[k] as usize))
     };
     triple_index_verdict(dims, first_past(rows, dims.0), first_past(cols, dims.1))?;
-    // The formats' canonical form: a stable sort by (row, column), so a repeated pair's triples are
-    // summed in input order, in `T`.
-    let entries =
-        rows.iter().zip(cols).zip(values).map(|((&r, &c), &v)| (r as usize, c as usize, v)).collect();
-    Ok(canonical_csr(dims.0, dims.1, entries).disassemble())
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    // Stable: a repeated pair's triples stay in input order.
+    order.sort_by_key(|&k| (rows[k], cols[k]));
+    let mut offsets = vec![0usize; dims.0 + 1];
+    let (mut out_cols, mut out_values) = (Vec::new(), Vec::<T>::new());
+    let mut last = None;
+    for k in order {
+        let pair = (rows[k], cols[k]);
+        match out_values.last_mut() {
+            Some(sum) if last == Some(pair) => *sum = *sum + values[k],
+            _ => {
+                offsets[pair.0 as usize + 1] += 1;
+                out_cols.push(pair.1 as usize);
+                out_values.push(values[k]);
+                last = Some(pair);
+            }
+        }
+    }
+    for r in 0..dims.0 {
+        offsets[r + 1] += offsets[r];
+    }
+    Ok((offsets, out_cols, out_values))
 }
 
 #[cfg(test)]
