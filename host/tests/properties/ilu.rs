@@ -3,6 +3,7 @@
 //! pattern to within the rounding of the factors to `T`, and level schedules that hold every row once,
 //! each after all the rows it reads and no later than it must.
 
+use super::{min_normal, summed};
 use gpu_spmv::reference::ilu::{IluFactors, Levels};
 use gpu_spmv::solve::SolveError;
 use gpu_spmv::{CsrRef, Error, Scalar};
@@ -12,13 +13,7 @@ use std::collections::BTreeMap;
 pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
     let n = a.nrows();
     // A in f64, repeated entries summed: what the factors must reproduce on its pattern.
-    let mut entries: BTreeMap<(usize, usize), f64> = BTreeMap::new();
-    for r in 0..n {
-        let (cols, values) = a.row(r);
-        for (&c, v) in cols.iter().zip(values) {
-            *entries.entry((r, c)).or_insert(0.0) += v.to_f64();
-        }
-    }
+    let entries: BTreeMap<(usize, usize), f64> = summed(a).into_iter().map(|(r, c, v)| ((r, c), v)).collect();
     let first_without_diagonal = (0..n).find(|&r| !entries.contains_key(&(r, r)));
     let finite = entries.values().all(|v| v.is_finite());
     match IluFactors::new(a) {
@@ -53,14 +48,19 @@ pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
                 let row = &cols[offsets[i]..offsets[i + 1]];
                 row.binary_search(&j).map_or(0.0, |k| values[offsets[i] + k].to_f64())
             };
+            // Rounding a factor entry to `T` errs by at most ε of it, or, below `T`'s normal range,
+            // by up to half the smallest subnormal whatever its size: that unit, times the factor it
+            // multiplies, is the absolute term (a product of normal factors can round to zero).
+            let subnormal = min_normal::<T>() * T::EPSILON;
             for (&(i, j), &aij) in &entries {
-                let (mut lu, mut size) = (0.0, aij.abs());
+                let (mut lu, mut size, mut spread) = (0.0, aij.abs(), 0.0);
                 for k in 0..=i.min(j) {
                     let l = if k == i { 1.0 } else { entry(i, k) };
                     lu += l * entry(k, j);
                     size += (l * entry(k, j)).abs();
+                    spread += l.abs() + entry(k, j).abs();
                 }
-                let allowed = 16.0 * (i.min(j) + 2) as f64 * T::EPSILON * size;
+                let allowed = 16.0 * (i.min(j) + 2) as f64 * (T::EPSILON * size + subnormal * spread);
                 assert!(
                     (lu - aij).abs() <= allowed,
                     "({i}, {j}): (LU) {lu} against {aij}, allowed {allowed}"

@@ -4,6 +4,7 @@
 //! with a NaN residual, converged only below its tolerance and with a finite `x`, or a breakdown
 //! that names a scalar of the recurrence.
 
+use super::min_normal;
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::bicgstab::bicgstab;
 use gpu_spmv::reference::gmres::{MAX_RESTART, gmres};
@@ -134,14 +135,6 @@ pub fn check_krylov<T: Scalar>(solver: Krylov, a: CsrRef<'_, T>, b: &[T], x0: &[
                 "x written"
             );
         }
-    }
-}
-
-/// The smallest normal number of `T`.
-fn min_normal<T: Scalar>() -> f64 {
-    match T::NAME {
-        "f32" => f64::from(f32::MIN_POSITIVE),
-        _ => f64::MIN_POSITIVE,
     }
 }
 

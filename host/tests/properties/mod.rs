@@ -113,6 +113,14 @@ pub fn summed<T: Scalar>(a: CsrRef<'_, T>) -> Vec<(usize, usize, f64)> {
     map.into_iter().map(|((r, c), v)| (r, c, v)).collect()
 }
 
+/// The smallest normal number of `T`.
+pub fn min_normal<T: Scalar>() -> f64 {
+    match T::NAME {
+        "f32" => f64::from(f32::MIN_POSITIVE),
+        _ => f64::MIN_POSITIVE,
+    }
+}
+
 /// The parameters the conversions take, fuzzed with the matrix.
 #[derive(Debug, Clone, Copy)]
 pub struct FormatParams {
