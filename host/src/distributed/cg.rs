@@ -246,7 +246,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
 
     /// Where the solve stands, read from the first GPU of the process (this waits for its stream;
     /// every GPU holds the same state): `None` while it runs, the outcome once it has stopped, and
-    /// [`SolveError::Breakdown`] if it broke down.
+    /// [`SolveError::Breakdown`](crate::solve::SolveError::Breakdown) if it broke down.
     pub fn outcome(&self) -> Result<Option<Outcome>> {
         let (Some(member), Some(m)) = (self.plan.ranks().members().first(), self.members.first()) else {
             return Err(Error::Unsupported("the solver has no GPU in this process"));
