@@ -46,8 +46,9 @@ pub const PROBE_BLOCK_SIZE: u32 = 512;
 pub const PROBE_BLOCKS_PER_SM: u32 = 4;
 
 /// The two PTX entries of one kernel, one per element type: `<kernel>_f32` and `<kernel>_f64`. The
-/// tables below are the one list of the entries the host looks up; the kernels export exactly these
-/// names, which a host test checks against the committed PTX.
+/// constants below are the one source of the names: the host looks an entry up by its constant, and
+/// [`ENTRIES`] and [`UNTYPED_ENTRIES`] list every one the sm_70 module exports, which a host test
+/// checks against the committed PTX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     pub f32: &'static str,
@@ -1638,3 +1639,53 @@ pub struct BlockJacobiParams<T> {
     pub n: u32,
     pub block: u32,
 }
+
+// ---- The sm_70 module's entries, all of them ----
+
+/// Every [`Entry`] and family of entries the sm_70 module exports: the host loads each when the
+/// module loads, so that a kernel is found by its constant without a table of fields, and a host test
+/// compares the list with the committed PTX both ways (a name here the kernels do not export, or an
+/// export missing here). [`CSR_STREAM`], of the sm_90 module, is not in it.
+pub const ENTRIES: &[&[Entry]] = &[
+    &[CSR_SCALAR],
+    &CSR_VECTOR,
+    &CSR_ALIGNED_NC,
+    &CSR_ALIGNED_PLAIN,
+    &CSR_PARAM,
+    &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
+    &[ELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
+    &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
+    &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI, CG_STEP_PLAIN, CG_STEP_JACOBI],
+    &[CG_INIT_PLAIN_LOCAL, CG_INIT_JACOBI_LOCAL, CG_PQ_LOCAL, CG_UPDATE_PLAIN_LOCAL, CG_UPDATE_JACOBI_LOCAL],
+    &[CG_FINISH_INIT, CG_FINISH_PQ, CG_FINISH_UPDATE_PLAIN, CG_FINISH_UPDATE_JACOBI],
+    &LMA_ATOMIC,
+    &LMA_COLOUR,
+    &CSRT_ATOMIC,
+    &[CSRT_BUILD_GATHER, COO_ASSEMBLE_SUM],
+    &SPMM_ROW_MAJOR,
+    &SPMM_COL_MAJOR,
+    &[SPMM_LONG_ROWS, SPMM_SCALE],
+    &COMPRESSED,
+    &COMPRESSED_F32,
+    &COMPRESSED_F16,
+    &COMPRESSED_BF16,
+    &[KRYLOV_VECTOR, KRYLOV_DOTS, KRYLOV_BASIS_DOTS, KRYLOV_BASIS_COMBINE, KRYLOV_SCALARS],
+    &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER],
+];
+
+/// The sm_70 module's entries with one name for both element types: the transpose's construction,
+/// the assembly's steps, the index checks and the streaming-read probe.
+pub const UNTYPED_ENTRIES: &[&str] = &[
+    CSRT_BUILD_INIT,
+    CSRT_BUILD_HISTOGRAM,
+    CSRT_BUILD_SCATTER,
+    CSRT_BUILD_SCAN,
+    CSRT_BUILD_OFFSETS,
+    COO_ASSEMBLE_IOTA,
+    COO_ASSEMBLE_KEYS,
+    COO_ASSEMBLE_HEADS,
+    COO_ASSEMBLE_COMPACT,
+    CSR_CHECK_U32,
+    CSR_CHECK_I32,
+    PROBE_STREAM_READ,
+];

@@ -2,12 +2,12 @@
 
 use super::kernels::{Kernels, StreamKernels};
 use super::memory::Staging;
-use crate::scalar::Scalar;
+use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, sys};
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::abi::PROBE_STREAM_READ;
-use std::sync::{Arc, OnceLock};
+use kernels_gpu::abi::Entry;
+use std::sync::Arc;
 
 /// The kernels, built by `cargo xtask ptx` (virtual architecture sm_70; the driver compiles it for
 /// the GPU at hand when the module loads).
@@ -49,12 +49,9 @@ const SM90_MAJOR: i32 = 9;
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
     kernels: Kernels,
     /// The streaming engine, on GPUs that run the sm_90 module.
     stream_kernels: Option<StreamKernels>,
-    /// The bandwidth probe, loaded on its first use: only the benchmark measures the device.
-    probe: OnceLock<CudaFunction>,
     /// The pinned buffers of large uploads, made by the first.
     pub(super) staging: Staging,
     sm_count: u32,
@@ -129,12 +126,10 @@ impl Gpu {
         Ok(Self {
             kernels: Kernels::load(&module)?,
             stream_kernels,
-            probe: OnceLock::new(),
             staging: Staging::default(),
             sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
             l2_bytes: u64::try_from(l2_bytes).unwrap_or(0),
             name: ctx.name()?,
-            module,
             ctx,
             stream,
         })
@@ -177,9 +172,18 @@ impl Gpu {
         Arc::ptr_eq(ctx, &self.ctx)
     }
 
-    /// The kernels of element type `T`.
-    pub(crate) fn kernels<T: Scalar>(&self) -> &super::kernels::KernelTable {
-        self.kernels.of::<T>()
+    /// The entry `entry` of the sm_70 module for element type `T`.
+    pub(crate) fn kernel<T: Scalar>(&self, entry: Entry) -> Result<&CudaFunction> {
+        self.kernels.get(match T::PRECISION {
+            Precision::Single => entry.f32,
+            Precision::Double => entry.f64,
+        })
+    }
+
+    /// An entry of the sm_70 module with one name for both element types
+    /// ([`abi::UNTYPED_ENTRIES`](kernels_gpu::abi::UNTYPED_ENTRIES)).
+    pub(crate) fn untyped_kernel(&self, name: &'static str) -> Result<&CudaFunction> {
+        self.kernels.get(name)
     }
 
     /// Whether [`Kernel::CsrStream`](crate::Kernel::CsrStream), the streaming engine, runs on this
@@ -191,29 +195,5 @@ impl Gpu {
     /// The streaming engine's kernel of element type `T`, or `None` on a GPU older than sm_90.
     pub(crate) fn stream_kernel<T: Scalar>(&self) -> Option<&super::kernels::StreamKernel> {
         self.stream_kernels.as_ref().map(StreamKernels::of::<T>)
-    }
-
-    /// The kernels of the transpose's construction (element-type independent).
-    pub(crate) fn transpose_build_kernels(&self) -> &super::kernels::TransposeBuild {
-        self.kernels.transpose_build()
-    }
-
-    /// The kernels of a matrix's assembly from COO triples (element-type independent).
-    pub(crate) fn coo_assemble_kernels(&self) -> &super::kernels::CooAssemble {
-        self.kernels.coo_assemble()
-    }
-
-    /// The check of CSR index arrays on the device (index-type specific, element-type independent).
-    pub(crate) fn check_kernels(&self) -> &super::kernels::CheckKernels {
-        self.kernels.check()
-    }
-
-    /// The streaming-read probe, loaded on the first call.
-    pub(crate) fn probe_stream_read(&self) -> Result<&CudaFunction> {
-        if let Some(f) = self.probe.get() {
-            return Ok(f);
-        }
-        let f = self.module.load_function(PROBE_STREAM_READ)?;
-        Ok(self.probe.get_or_init(|| f))
     }
 }

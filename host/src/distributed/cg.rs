@@ -104,7 +104,7 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
             // `gpu`'s context and owned by the solver with the launches; `start` zeroes the state
             // before every `init`, and every finish launch follows the all-reduce into `reduced`.
             let (launches, finish) =
-                unsafe { CgPasses::new(gpu, params, addr(&reduced, gpu), inv_diag.is_some()) };
+                unsafe { CgPasses::new(gpu, params, addr(&reduced, gpu), inv_diag.is_some())? };
             members.push(MemberCg {
                 _inv_diag: inv_diag,
                 _partials: partials,

@@ -12,9 +12,10 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::{
-    BLOCK_SIZE, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_NONE, CHECK_SLOTS, CooCompactParams, CooHeadsParams,
-    CooIotaParams, CooKeysParams, CooSumParams, CsrCheckParams, DevicePtr as AbiPtr, RADIX_BITS,
-    RADIX_DIGITS, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams, TransposeOffsetsParams,
+    self as abi, BLOCK_SIZE, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_NONE, CHECK_SLOTS, CooCompactParams,
+    CooHeadsParams, CooIotaParams, CooKeysParams, CooSumParams, CsrCheckParams, DevicePtr as AbiPtr,
+    RADIX_BITS, RADIX_DIGITS, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams,
+    TransposeOffsetsParams,
 };
 use kernels_gpu::index::{grid_blocks, radix_passes, radix_tiles};
 
@@ -143,7 +144,7 @@ impl<T: Scalar> CooAssembly<T> {
         // SAFETY: `perm` and `run_starts` are the assembly's (`distinct + 1` non-decreasing starts
         // into a permutation of the triples), `values` holds one element per triple and does not
         // overlap the matrix's `distinct` values (the callers' checks), all of `gpu`'s context.
-        unsafe { launch(gpu, &gpu.kernels::<T>().coo_assemble_sum, grid, BLOCK_SIZE, 0, &params) }
+        unsafe { launch(gpu, gpu.kernel::<T>(abi::COO_ASSEMBLE_SUM)?, grid, BLOCK_SIZE, 0, &params) }
     }
 }
 
@@ -184,7 +185,9 @@ impl Triples {
             let grid = grid_blocks(u64::from(self.n), CHECK_BLOCK_SIZE);
             // SAFETY: `indices` holds `n` elements of `gpu`'s context, `found` `CHECK_SLOTS` at the
             // offset given; with no row offsets the kernel reads only the indices and lowers slots.
-            unsafe { launch(gpu, &gpu.check_kernels().u32, grid, CHECK_BLOCK_SIZE, 0, &params)? };
+            unsafe {
+                launch(gpu, gpu.untyped_kernel(abi::CSR_CHECK_U32)?, grid, CHECK_BLOCK_SIZE, 0, &params)?
+            };
         }
         let found = gpu.stream().clone_dtoh(&found)?;
         let first = |slots: usize, indices: AbiPtr<u32>| -> Result<Option<(usize, usize)>> {
@@ -220,8 +223,6 @@ impl Triples {
         let positions = gpu.alloc_zeros::<u32>(n + 1)?;
         let key = [addr(&keys[0], gpu), addr(&keys[1], gpu)];
         let perm = [addr(&perms[0], gpu), addr(&perms[1], gpu)];
-        let build = gpu.transpose_build_kernels();
-        let kernels = gpu.coo_assemble_kernels();
         let grid = grid_blocks(u64::from(self.n), BLOCK_SIZE);
         // `passes` stable radix passes of the keys at `keys_in`, carrying the permutation
         // `perm[*perm_at]`; each pass writes the key buffer `keys_in` is not, and the other
@@ -251,7 +252,7 @@ impl Triples {
         let mut perm_at = 0;
         let iota = CooIotaParams { perm: perm[perm_at], n: self.n };
         // SAFETY: the permutation holds `n` elements.
-        unsafe { launch(gpu, &kernels.iota, grid, BLOCK_SIZE, 0, &iota)? };
+        unsafe { launch(gpu, gpu.untyped_kernel(abi::COO_ASSEMBLE_IOTA)?, grid, BLOCK_SIZE, 0, &iota)? };
         let column_keys = radix(self.cols, &mut perm_at, radix_passes(self.ncols))?;
         // The row indices in the column order, into the key buffer the column keys are not in.
         let rows_at = if column_keys == Some(0) { 1 } else { 0 };
@@ -259,7 +260,7 @@ impl Triples {
             CooKeysParams { perm: perm[perm_at], source: self.rows, keys: key[rows_at], n: self.n };
         // SAFETY: the permutation and the keys hold `n` elements, the row indices `n`; the keys'
         // buffer is neither input.
-        unsafe { launch(gpu, &kernels.keys, grid, BLOCK_SIZE, 0, &gathered)? };
+        unsafe { launch(gpu, gpu.untyped_kernel(abi::COO_ASSEMBLE_KEYS)?, grid, BLOCK_SIZE, 0, &gathered)? };
         let rows_at = radix(key[rows_at], &mut perm_at, radix_passes(self.nrows))?.unwrap_or(rows_at);
         let heads = CooHeadsParams {
             rows: key[rows_at],
@@ -273,8 +274,15 @@ impl Triples {
         // SAFETY: sorted rows and permutation of `n` elements, the caller's `n` columns, `n + 1`
         // heads (scanned in place by the one block of the scan).
         unsafe {
-            launch(gpu, &kernels.heads, heads_grid, BLOCK_SIZE, 0, &heads)?;
-            launch(gpu, &build.scan, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, &scan)?;
+            launch(gpu, gpu.untyped_kernel(abi::COO_ASSEMBLE_HEADS)?, heads_grid, BLOCK_SIZE, 0, &heads)?;
+            launch(
+                gpu,
+                gpu.untyped_kernel(abi::CSRT_BUILD_SCAN)?,
+                1,
+                SCAN_BLOCK_THREADS,
+                SCAN_SHARED_BYTES,
+                &scan,
+            )?;
         }
         let distinct = gpu.stream().clone_dtoh(&positions.slice(n..))?[0];
         let [k0, k1] = keys;
@@ -300,7 +308,6 @@ impl Sorted {
         let col_indices = gpu.alloc_zeros::<u32>(distinct)?;
         let values = gpu.alloc_zeros::<T>(distinct)?;
         let row_offsets = gpu.alloc_zeros::<u32>(dims.0 + 1)?;
-        let kernels = gpu.coo_assemble_kernels();
         let compact = CooCompactParams {
             rows: addr(&self.rows, gpu),
             cols: input.cols,
@@ -323,8 +330,8 @@ impl Sorted {
         // `distinct` sorted rows and `nrows + 1` offsets.
         unsafe {
             let grid = grid_blocks(u64::from(input.n) + 1, BLOCK_SIZE);
-            launch(gpu, &kernels.compact, grid, BLOCK_SIZE, 0, &compact)?;
-            launch(gpu, &gpu.transpose_build_kernels().offsets, offsets_grid, BLOCK_SIZE, 0, &offsets)?;
+            launch(gpu, gpu.untyped_kernel(abi::COO_ASSEMBLE_COMPACT)?, grid, BLOCK_SIZE, 0, &compact)?;
+            launch(gpu, gpu.untyped_kernel(abi::CSRT_BUILD_OFFSETS)?, offsets_grid, BLOCK_SIZE, 0, &offsets)?;
         }
         let host_offsets = gpu.stream().clone_dtoh(&row_offsets)?;
         let matrix = DeviceCsr::from_device_parts(

@@ -11,8 +11,8 @@ use crate::device::Gpu;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaFunction, DeviceRepr, ValidAsZeroBits, sys};
 use kernels_gpu::abi::{
-    CG_BLOCK_THREADS, CG_FINISH_THREADS, CG_UPDATE_SUMS_JACOBI, CG_UPDATE_SUMS_PLAIN, CgParams, CgState,
-    DevicePtr as AbiPtr, cg_shared_bytes,
+    self as abi, CG_BLOCK_THREADS, CG_FINISH_THREADS, CG_UPDATE_SUMS_JACOBI, CG_UPDATE_SUMS_PLAIN, CgParams,
+    CgState, DevicePtr as AbiPtr, cg_shared_bytes,
 };
 use kernels_gpu::index::cg_blocks;
 
@@ -73,12 +73,11 @@ impl<T: Scalar> CgLaunches<T> {
     /// context, `partials` holds `CG_PARTIALS`, `state` one [`DeviceCgState`] zeroed before every
     /// [`CgLaunches::init`], and all of them live as long as the launches.
     pub unsafe fn new(gpu: &Gpu, params: CgParams<T>, jacobi: bool) -> Result<Self> {
-        let table = &gpu.kernels::<T>().cg;
-        let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
+        let pick = |plain, preconditioned| gpu.kernel::<T>(if jacobi { preconditioned } else { plain });
         let grid = cg_blocks(params.n);
         #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
         let shared = cg_shared_bytes(size_of::<T>() as u32);
-        let iterate = pick(&table.iterate_plain, &table.iterate_jacobi);
+        let iterate = pick(abi::CG_ITERATE_PLAIN, abi::CG_ITERATE_JACOBI)?;
         let iterate_grid = iterate_blocks::<T>(gpu, iterate, params.n, shared)?;
         // SAFETY: the caller's contract for the buffers; the CG kernels take `CG_BLOCK_THREADS`
         // threads with `cg_shared_bytes` of dynamic shared memory, `cg_init_*` `cg_blocks(n)` blocks
@@ -87,7 +86,7 @@ impl<T: Scalar> CgLaunches<T> {
         unsafe {
             Ok(Self {
                 init: Prepared::new(
-                    pick(&table.init_plain, &table.init_jacobi),
+                    pick(abi::CG_INIT_PLAIN, abi::CG_INIT_JACOBI)?,
                     grid,
                     CG_BLOCK_THREADS,
                     shared,
@@ -152,9 +151,8 @@ impl<T: Scalar> CgPasses<T> {
         params: CgParams<T>,
         reduced: AbiPtr<T>,
         jacobi: bool,
-    ) -> (Self, CgFinish<T>) {
-        let table = &gpu.kernels::<T>().cg;
-        let pick = |plain, preconditioned| if jacobi { preconditioned } else { plain };
+    ) -> Result<(Self, CgFinish<T>)> {
+        let pick = |plain, preconditioned| gpu.kernel::<T>(if jacobi { preconditioned } else { plain });
         let finish_params = CgParams { sums: reduced, ..params };
         // SAFETY: the `cg_finish_*` kernels take one block of `CG_FINISH_THREADS` and read `sums`
         // (here the reduced copy) and the state only, under the caller's contract.
@@ -168,18 +166,18 @@ impl<T: Scalar> CgPasses<T> {
         // contract.
         let prepare = |f: &CudaFunction| unsafe { Prepared::new(f, grid, CG_BLOCK_THREADS, shared, params) };
         let launches = Self {
-            init: prepare(pick(&table.init_plain_local, &table.init_jacobi_local)),
-            pq: prepare(&table.pq_local),
-            update: prepare(pick(&table.update_plain_local, &table.update_jacobi_local)),
-            step: prepare(pick(&table.step_plain, &table.step_jacobi)),
+            init: prepare(pick(abi::CG_INIT_PLAIN_LOCAL, abi::CG_INIT_JACOBI_LOCAL)?),
+            pq: prepare(gpu.kernel::<T>(abi::CG_PQ_LOCAL)?),
+            update: prepare(pick(abi::CG_UPDATE_PLAIN_LOCAL, abi::CG_UPDATE_JACOBI_LOCAL)?),
+            step: prepare(pick(abi::CG_STEP_PLAIN, abi::CG_STEP_JACOBI)?),
         };
         let finish = CgFinish {
-            init: finish(&table.finish_init),
-            pq: finish(&table.finish_pq),
-            update: finish(pick(&table.finish_update_plain, &table.finish_update_jacobi)),
+            init: finish(gpu.kernel::<T>(abi::CG_FINISH_INIT)?),
+            pq: finish(gpu.kernel::<T>(abi::CG_FINISH_PQ)?),
+            update: finish(pick(abi::CG_FINISH_UPDATE_PLAIN, abi::CG_FINISH_UPDATE_JACOBI)?),
             update_sums: if jacobi { CG_UPDATE_SUMS_JACOBI } else { CG_UPDATE_SUMS_PLAIN },
         };
-        (launches, finish)
+        Ok((launches, finish))
     }
 
     /// Enqueues `cg_init_*_local_*`: `p = z`, and this GPU's sums of the state from `r = b - A x0`.

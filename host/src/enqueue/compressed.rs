@@ -8,7 +8,7 @@ use crate::device::{DeviceCompressed, Gpu};
 use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use kernels_gpu::abi::{Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
+use kernels_gpu::abi::{self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
 impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
@@ -72,21 +72,21 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressed<T, V> {
                 "coop {coop}: the compressed-index kernel is compiled for {COMPRESSED_COOPS:?} threads per row"
             )));
         };
-        let kernels = &gpu.kernels::<T>().compressed;
         let family = match V::STORAGE {
-            Storage::F64 => &kernels.full,
-            Storage::F32 => &kernels.f32,
-            Storage::F16 => &kernels.f16,
-            Storage::Bf16 => &kernels.bf16,
+            Storage::F64 => abi::COMPRESSED,
+            Storage::F32 => abi::COMPRESSED_F32,
+            Storage::F16 => abi::COMPRESSED_F16,
+            Storage::Bf16 => abi::COMPRESSED_BF16,
         };
         let params = CompressedParams { a: self.args(), op: unset_axpby() };
         let grid = grid_blocks(coop_threads(params.a.rows, coop), BLOCK_SIZE);
+        let f = gpu.kernel::<T>(family[variant])?;
         // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
-        // f64 matrices, whose `full` family it is). The kernel walks rows `0 .. rows` with a grid
+        // f64 matrices, whose `COMPRESSED` family it is). The kernel walks rows `0 .. rows` with a grid
         // stride, in blocks of whole warps; `CompressedCsr::try_from_csr` encoded every entry's
         // column inside `deltas` or `escapes` and below the column count, the length of `x`, and
         // the matrix's rows are those of `y`.
-        let launch = unsafe { Prepared::new(&family[variant], grid, BLOCK_SIZE, 0, params) };
+        let launch = unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) };
         Ok((CompressedKernel::Coop { coop }, launch))
     }
 

@@ -11,7 +11,7 @@ use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHy
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
-    Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
+    self as abi, Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
     DenseBlockParams, EllParams, LMA_NODES_PER_ELEMENT, LmaParams, RESIDENT_WARPS_PER_SM, WARP_SIZE,
 };
 use kernels_gpu::index::grid_blocks;
@@ -73,29 +73,28 @@ fn coo_intervals(nnz: u64, sm_count: u32) -> (u64, u64) {
 
 /// The launch of the COO kernel `kernel` for `a`: `y += alpha * A * x`, after the product's other
 /// launches have made `y` hold `beta * y` on the stream.
-fn prepare_coo<T: Scalar>(gpu: &Gpu, a: &DeviceCoo<T>, kernel: CooKernel) -> Prepared<CooParams<T>> {
-    let table = gpu.kernels::<T>();
+fn prepare_coo<T: Scalar>(gpu: &Gpu, a: &DeviceCoo<T>, kernel: CooKernel) -> Result<Prepared<CooParams<T>>> {
     let nnz = u64::from(a.args().nnz);
     let (f, grid, interval) = match kernel {
-        CooKernel::Atomic => (&table.coo_atomic, grid_blocks(nnz, BLOCK_SIZE), 0),
+        CooKernel::Atomic => (abi::COO_ATOMIC, grid_blocks(nnz, BLOCK_SIZE), 0),
         CooKernel::Segmented => {
             let (warps, interval) = coo_intervals(nnz, gpu.sm_count());
-            (&table.coo_segmented, grid_blocks(warps * u64::from(WARP_SIZE), BLOCK_SIZE), interval)
+            (abi::COO_SEGMENTED, grid_blocks(warps * u64::from(WARP_SIZE), BLOCK_SIZE), interval)
         }
     };
     let params = CooParams { a: a.args(), op: unset_accumulate(), interval };
     // SAFETY: the matrix's rows are rows of `y` and its columns columns of `x`; the atomic kernel
     // grid-strides over the entries, and the segmented kernel's warps times `interval` cover them
     // (`coo_intervals`), in blocks of whole warps.
-    unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) }
+    Ok(unsafe { Prepared::new(gpu.kernel::<T>(f)?, grid, BLOCK_SIZE, 0, params) })
 }
 
-fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Prepared<EllParams<T>> {
+fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllParams<T>>> {
     let params = EllParams { a: a.args(), op: unset_axpby() };
     let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
     // SAFETY: the matrix holds `width * rows` slots, each `PAD_COL` or a column of `x`; `y` has `rows`
     // elements. The kernel grid-strides over the rows.
-    unsafe { Prepared::new(&gpu.kernels::<T>().ell, grid, BLOCK_SIZE, 0, params) }
+    Ok(unsafe { Prepared::new(gpu.kernel::<T>(abi::ELL)?, grid, BLOCK_SIZE, 0, params) })
 }
 
 /// Implements [`DeviceMatrix`] by the inherent methods of the same names.
@@ -129,7 +128,7 @@ impl<T: Scalar> Enqueue<T> for DeviceEll<T> {
     }
 
     fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
-        Ok(((), prepare_ell(gpu, self)))
+        Ok(((), prepare_ell(gpu, self)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
@@ -148,7 +147,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCoo<T> {
     }
 
     fn prepare(&self, gpu: &Gpu, kernel: CooKernel) -> Result<(CooKernel, Self::Launch)> {
-        Ok((kernel, prepare_coo(gpu, self, kernel)))
+        Ok((kernel, prepare_coo(gpu, self, kernel)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
@@ -177,8 +176,8 @@ impl<T: Scalar> Enqueue<T> for DeviceHyb<T> {
     }
 
     fn prepare(&self, gpu: &Gpu, kernel: CooKernel) -> Result<(CooKernel, Self::Launch)> {
-        let remainder = (self.coo().nnz() > 0).then(|| prepare_coo(gpu, self.coo(), kernel));
-        Ok((kernel, WithRemainder { first: prepare_ell(gpu, self.ell()), remainder }))
+        let remainder = (self.coo().nnz() > 0).then(|| prepare_coo(gpu, self.coo(), kernel)).transpose()?;
+        Ok((kernel, WithRemainder { first: prepare_ell(gpu, self.ell())?, remainder }))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
@@ -205,13 +204,14 @@ impl<T: Scalar> Enqueue<T> for DeviceDenseBlocks<T> {
         let params = DenseBlockParams { a: self.args(), op: unset_axpby() };
         let grid = grid_blocks(u64::from(params.a.rows).div_ceil(u64::from(DENSE_BLOCK_ROWS)), 1);
         let shared_bytes = narrow("the dense-block window's bytes", self.window() * size_of::<T>())?;
-        let f = &gpu.kernels::<T>().dense_blocks;
+        let f = gpu.kernel::<T>(abi::DENSE_BLOCKS)?;
         // SAFETY: every window lies inside `x` up to `ncols`, every column offset is `PAD_COL` or below
         // `window` (by construction of `DeviceDenseBlocks`), the window is at most 48 KiB (checked by
         // the conversion), and the block has the `DENSE_BLOCK_THREADS` threads the kernel's barriers
         // expect.
         let first = unsafe { Prepared::new(f, grid, DENSE_BLOCK_THREADS, shared_bytes, params) };
-        let remainder = (self.remainder().nnz() > 0).then(|| prepare_coo(gpu, self.remainder(), kernel));
+        let remainder =
+            (self.remainder().nnz() > 0).then(|| prepare_coo(gpu, self.remainder(), kernel)).transpose()?;
         Ok((kernel, WithRemainder { first, remainder }))
     }
 
@@ -244,26 +244,22 @@ impl<T: Scalar> Enqueue<T> for DeviceBrc<T> {
 
     fn prepare(&self, gpu: &Gpu, combine: BrcCombine) -> Result<(BrcCombine, Self::Launch)> {
         let params = BrcParams { a: self.args(), split: self.split_args(), op: unset_axpby() };
-        let table = gpu.kernels::<T>();
         let block_grid = grid_blocks(u64::from(params.a.blocks) * u64::from(WARP_SIZE), BLOCK_SIZE);
         let split_grid = grid_blocks(u64::from(params.split.split_count), BLOCK_SIZE);
-        // SAFETY: the blocks' slots lie inside the entry arrays, columns are `PAD_COL` or columns of
-        // `x`, targets are rows of `y` or slots of the scratch buffer, whose rows are rows of `y` (by
-        // construction of `DeviceBrc`). The block kernels grid-stride over blocks, a warp each; the
-        // split-row kernels over split rows.
-        let launch = unsafe {
-            let blocks = |f| Prepared::new(f, block_grid, BLOCK_SIZE, 0, params);
-            let splits = |f| Prepared::new(f, split_grid, BLOCK_SIZE, 0, params);
-            match combine {
-                BrcCombine::Deterministic => {
-                    BrcLaunch { first: blocks(&table.brc_partials), second: splits(&table.brc_combine) }
-                }
-                BrcCombine::Atomic => {
-                    BrcLaunch { first: splits(&table.brc_prescale), second: blocks(&table.brc_atomic) }
-                }
-            }
+        // The block kernels grid-stride over blocks, a warp each; the split-row kernels over split
+        // rows.
+        let (first, second) = match combine {
+            BrcCombine::Deterministic => ((abi::BRC_PARTIALS, block_grid), (abi::BRC_COMBINE, split_grid)),
+            BrcCombine::Atomic => ((abi::BRC_PRESCALE, split_grid), (abi::BRC_ATOMIC, block_grid)),
         };
-        Ok((combine, launch))
+        let prepare = |(entry, grid)| -> Result<_> {
+            let f = gpu.kernel::<T>(entry)?;
+            // SAFETY: the blocks' slots lie inside the entry arrays, columns are `PAD_COL` or columns
+            // of `x`, targets are rows of `y` or slots of the scratch buffer, whose rows are rows of
+            // `y` (by construction of `DeviceBrc`); each kernel has the grid its stride assumes.
+            Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
+        };
+        Ok((combine, BrcLaunch { first: prepare(first)?, second: prepare(second)? }))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
@@ -287,14 +283,13 @@ impl<T: Scalar> Enqueue<T> for DeviceLma<T> {
     }
 
     fn prepare(&self, gpu: &Gpu, kernel: LmaKernel) -> Result<(LmaKernel, Self::Launch)> {
-        let table = gpu.kernels::<T>();
         let m = LMA_NODES_PER_ELEMENT.iter().position(|&m| m as usize == self.nodes_per_element());
         // `Gpu::upload_lma` refused every other element size.
         let m = m.unwrap_or_default();
         let (f, ranges): (_, Vec<(u32, u32)>) = match kernel {
-            LmaKernel::Atomic => (&table.lma_atomic[m], vec![(0, self.args().elements)]),
+            LmaKernel::Atomic => (gpu.kernel::<T>(abi::LMA_ATOMIC[m])?, vec![(0, self.args().elements)]),
             LmaKernel::Coloured => (
-                &table.lma_colour[m],
+                gpu.kernel::<T>(abi::LMA_COLOUR[m])?,
                 self.colour_offsets().windows(2).map(|w| (w[0], w[1] - w[0])).collect(),
             ),
         };

@@ -11,10 +11,10 @@ use crate::formats::convert::narrow;
 use crate::formats::{CsrIndex, IndexFaults};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
 use kernels_gpu::abi::{
-    CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_DECREASE, CHECK_NEGATIVE_COLUMN, CHECK_NEGATIVE_OFFSET, CHECK_NONE,
-    CHECK_SLOTS, CsrCheckParams, DevicePtr as AbiPtr,
+    self as abi, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_DECREASE, CHECK_NEGATIVE_COLUMN,
+    CHECK_NEGATIVE_OFFSET, CHECK_NONE, CHECK_SLOTS, CsrCheckParams, DevicePtr as AbiPtr,
 };
 use kernels_gpu::index::grid_blocks;
 
@@ -156,7 +156,8 @@ impl<I: std::fmt::Debug, T: std::fmt::Debug> std::error::Error for FromDeviceErr
 
 /// An index type whose arrays the device check takes.
 trait Checked: CsrIndex + DeviceRepr + Default {
-    fn kernel(gpu: &Gpu) -> &CudaFunction;
+    /// The check's entry for this index type (`abi::CSR_CHECK_*`).
+    const CHECK: &'static str;
     /// An index known not to be negative, as the kernels' `u32`.
     fn to_u32(self) -> u32;
     /// A buffer of indices none of which is negative, as the kernels' `u32`s, without a copy.
@@ -164,9 +165,7 @@ trait Checked: CsrIndex + DeviceRepr + Default {
 }
 
 impl Checked for u32 {
-    fn kernel(gpu: &Gpu) -> &CudaFunction {
-        &gpu.check_kernels().u32
-    }
+    const CHECK: &'static str = abi::CSR_CHECK_U32;
 
     fn to_u32(self) -> u32 {
         self
@@ -178,9 +177,7 @@ impl Checked for u32 {
 }
 
 impl Checked for i32 {
-    fn kernel(gpu: &Gpu) -> &CudaFunction {
-        &gpu.check_kernels().i32
-    }
+    const CHECK: &'static str = abi::CSR_CHECK_I32;
 
     fn to_u32(self) -> u32 {
         self.unsigned_abs()
@@ -248,7 +245,7 @@ impl<I: Checked, T> Arrays<'_, I, T> {
         // SAFETY: the arrays hold the lengths `params` gives, `found` its `CHECK_SLOTS` positions,
         // all of `gpu`'s context (checked above); the kernel only reads the arrays and lowers
         // `found`'s slots atomically.
-        unsafe { launch(gpu, I::kernel(gpu), grid, CHECK_BLOCK_SIZE, 0, &params)? };
+        unsafe { launch(gpu, gpu.untyped_kernel(I::CHECK)?, grid, CHECK_BLOCK_SIZE, 0, &params)? };
         let found = gpu.stream().clone_dtoh(&found)?;
         let slot =
             |s: usize| (found[s] != CHECK_NONE).then(|| usize::try_from(found[s]).unwrap_or(usize::MAX));

@@ -13,7 +13,7 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{
-    BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, IluSolveParams, KRYLOV_AXPY,
+    self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, IluSolveParams, KRYLOV_AXPY,
     KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT,
     KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
     KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
@@ -138,7 +138,7 @@ impl<T: Scalar> KrylovDevice<T> {
         unsafe {
             launch(
                 gpu,
-                &gpu.kernels::<T>().krylov.vector,
+                gpu.kernel::<T>(abi::KRYLOV_VECTOR)?,
                 cg_blocks(self.n),
                 KRYLOV_BLOCK_THREADS,
                 0,
@@ -214,7 +214,7 @@ impl<T: Scalar> KrylovDevice<T> {
             params.out[k] = slot;
             params.count += 1;
         }
-        self.sums(gpu, &gpu.kernels::<T>().krylov.dots, &params)
+        self.sums(gpu, gpu.kernel::<T>(abi::KRYLOV_DOTS)?, &params)
     }
 
     /// Launches a kernel of two-stage sums on `cg_blocks(n)` blocks.
@@ -238,7 +238,7 @@ impl<T: Scalar> KrylovDevice<T> {
         w: &DeviceVector<T>,
     ) -> Result<()> {
         let params = self.basis_params(gpu, gate, basis, columns, slot, T::ZERO, false, w)?;
-        self.sums(gpu, &gpu.kernels::<T>().krylov.basis_dots, &params)
+        self.sums(gpu, gpu.kernel::<T>(abi::KRYLOV_BASIS_DOTS)?, &params)
     }
 
     /// `w = (accumulate ? w : 0) + scale Σ_j scalars[slot + j] basis[j]` over the `columns`.
@@ -257,7 +257,7 @@ impl<T: Scalar> KrylovDevice<T> {
         let params = self.basis_params(gpu, gate, basis, columns, slot, scale, accumulate, w)?;
         #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
         let shared = krylov_combine_shared_bytes(params.most, size_of::<T>() as u32);
-        let f = &gpu.kernels::<T>().krylov.basis_combine;
+        let f = gpu.kernel::<T>(abi::KRYLOV_BASIS_COMBINE)?;
         // SAFETY: as `sums`, without the partials, with the shared memory of `most` columns (at most
         // 8.2 KiB: `most` is checked against the basis, at most KRYLOV_MAX_RESTART + 1 columns); each
         // element of `w` is one thread's.
@@ -322,7 +322,7 @@ impl<T: Scalar> KrylovDevice<T> {
         };
         params.ops[..ops.len()].copy_from_slice(ops);
         // SAFETY: every slot and range of slots the ops read or write is inside the scalars.
-        unsafe { launch(gpu, &gpu.kernels::<T>().krylov.scalars, 1, WARP_SIZE, 0, &params) }
+        unsafe { launch(gpu, gpu.kernel::<T>(abi::KRYLOV_SCALARS)?, 1, WARP_SIZE, 0, &params) }
     }
 }
 
@@ -402,7 +402,14 @@ unsafe fn ungated<T: Scalar>(
     // SAFETY: the caller's contract; each element is read and written by one thread, an ungated
     // launch reads no state, and the coefficients name no slot.
     unsafe {
-        launch(gpu, &gpu.kernels::<T>().krylov.vector, cg_blocks(common.n), KRYLOV_BLOCK_THREADS, 0, &params)
+        launch(
+            gpu,
+            gpu.kernel::<T>(abi::KRYLOV_VECTOR)?,
+            cg_blocks(common.n),
+            KRYLOV_BLOCK_THREADS,
+            0,
+            &params,
+        )
     }
 }
 
@@ -429,7 +436,7 @@ pub(crate) fn block_jacobi<T: Scalar>(
     // SAFETY: `inverses` holds `block * n` elements, `r` and `z` hold `n`, all of `gpu`'s context
     // (checked above); `r` and `z` are two vectors, so they do not overlap; `block >= 1`.
     unsafe {
-        launch(gpu, &gpu.kernels::<T>().krylov.block_jacobi, cg_blocks(n), KRYLOV_BLOCK_THREADS, 0, &params)
+        launch(gpu, gpu.kernel::<T>(abi::BLOCK_JACOBI)?, cg_blocks(n), KRYLOV_BLOCK_THREADS, 0, &params)
     }
 }
 
@@ -485,7 +492,6 @@ impl<T: Scalar> DeviceIlu<T> {
         gpu.check_context("the ILU(0) factors", &self.values)?;
         gpu.check_operand("r", r, self.n)?;
         gpu.check_operand("z", z, self.n)?;
-        let table = &gpu.kernels::<T>().krylov;
         let base = IluSolveParams {
             offsets: addr(&self.offsets, gpu),
             cols: addr(&self.cols, gpu),
@@ -497,7 +503,8 @@ impl<T: Scalar> DeviceIlu<T> {
             r: addr(r.as_slice(), gpu),
             z: addr(z.as_slice(), gpu),
         };
-        for (kernel, (rows, starts)) in [(&table.ilu_lower, &self.lower), (&table.ilu_upper, &self.upper)] {
+        for (entry, (rows, starts)) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
+            let kernel = gpu.kernel::<T>(entry)?;
             let rows = addr(rows, gpu);
             for level in starts.windows(2) {
                 let params = IluSolveParams { rows, first: level[0], count: level[1] - level[0], ..base };

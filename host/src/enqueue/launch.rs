@@ -8,7 +8,7 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, result, sys};
 use kernels_gpu::abi::{
-    Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
+    self as abi, Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
     SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
 };
 use kernels_gpu::index::grid_blocks;
@@ -173,7 +173,7 @@ pub(crate) unsafe fn scale<T: Scalar>(gpu: &Gpu, y: AbiPtr<T>, beta: T, len: u32
     let params = ScaleParams { y, beta, len };
     let grid = grid_blocks(u64::from(len), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
-    unsafe { launch(gpu, &gpu.kernels::<T>().scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::SCALE)?, grid, SCALE_BLOCK_SIZE, 0, &params) }
 }
 
 /// `spmm_scale_*`: `Y = beta * Y` over `outer` runs of `inner` elements `ld` apart at `y` (0 when
@@ -190,7 +190,7 @@ pub(crate) unsafe fn scale_dense<T: Scalar>(
     let params = DenseScaleParams { y, beta, inner, outer, ld };
     let grid = grid_blocks(u64::from(inner) * u64::from(outer), SCALE_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `inner * outer` elements.
-    unsafe { launch(gpu, &gpu.kernels::<T>().spmm_scale, grid, SCALE_BLOCK_SIZE, 0, &params) }
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::SPMM_SCALE)?, grid, SCALE_BLOCK_SIZE, 0, &params) }
 }
 
 /// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`.
@@ -208,7 +208,7 @@ pub(crate) unsafe fn gather<T: Scalar>(
     let params = GatherParams { x, indices, out, len };
     let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
-    unsafe { launch(gpu, &gpu.kernels::<T>().gather, grid, GATHER_BLOCK_SIZE, 0, &params) }
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::DIST_GATHER)?, grid, GATHER_BLOCK_SIZE, 0, &params) }
 }
 
 /// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`.
@@ -226,7 +226,7 @@ pub(crate) unsafe fn scatter_add<T: Scalar>(
     let params = ScatterAddParams { v, indices, y, len };
     let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
-    unsafe { launch(gpu, &gpu.kernels::<T>().scatter_add, grid, GATHER_BLOCK_SIZE, 0, &params) }
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::DIST_SCATTER_ADD)?, grid, GATHER_BLOCK_SIZE, 0, &params) }
 }
 
 /// Enqueues a copy of `len` elements from `src` to `dst`.
@@ -269,5 +269,5 @@ pub(crate) unsafe fn probe_stream_read(
     block: u32,
 ) -> Result<()> {
     // SAFETY: guaranteed by the caller.
-    unsafe { launch(gpu, gpu.probe_stream_read()?, grid, block, 0, params) }
+    unsafe { launch(gpu, gpu.untyped_kernel(abi::PROBE_STREAM_READ)?, grid, block, 0, params) }
 }

@@ -10,8 +10,8 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    BLOCK_SIZE, DevicePtr as AbiPtr, SPMM_COL_MAJOR_COOPS, SPMM_ROW_MAJOR_WIDTHS, SpmmLongRows,
-    SpmmLongRowsParams, SpmmOperands, SpmmParams, WARP_SIZE,
+    BLOCK_SIZE, DevicePtr as AbiPtr, SPMM_COL_MAJOR, SPMM_COL_MAJOR_COOPS, SPMM_LONG_ROWS, SPMM_ROW_MAJOR,
+    SPMM_ROW_MAJOR_WIDTHS, SpmmLongRows, SpmmLongRowsParams, SpmmOperands, SpmmParams, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -175,15 +175,14 @@ impl Gpu {
         kernel.check(layout)?;
         narrow("the column count of X", k)?;
         let kernel = if kernel == SpmmKernel::Auto { SpmmKernel::auto(layout, k, a.stats()) } else { kernel };
-        let table = self.kernels::<T>();
         let (f, lanes) = match kernel {
             SpmmKernel::RowMajor { width, .. } => {
                 let i = SPMM_ROW_MAJOR_WIDTHS.iter().position(|&w| w == width).unwrap_or_default();
-                (&table.spmm_row_major[i], width.min(WARP_SIZE))
+                (self.kernel::<T>(SPMM_ROW_MAJOR[i])?, width.min(WARP_SIZE))
             }
             SpmmKernel::ColMajor { coop, .. } => {
                 let i = SPMM_COL_MAJOR_COOPS.iter().position(|&c| c == coop).unwrap_or_default();
-                (&table.spmm_col_major[i], coop)
+                (self.kernel::<T>(SPMM_COL_MAJOR[i])?, coop)
             }
             SpmmKernel::Auto => {
                 return Err(Error::InvalidKernel("SpmmKernel::auto never answers Auto".into()));
@@ -221,13 +220,14 @@ impl Gpu {
         // has a warp for each chunk, then at least one block for the rows when there are rows (a
         // product launches only then).
         let launch = unsafe { Prepared::new(f, chunk_blocks + row_blocks, BLOCK_SIZE, 0, params) };
+        let long_rows_kernel = self.kernel::<T>(SPMM_LONG_ROWS)?;
         let long_rows = scratch.map(|scratch| {
             let params = SpmmLongRowsParams { long, op, row_major: u32::from(layout == Layout::RowMajor) };
             let warps = u64::from(long.count) * k as u64;
             let grid = grid_blocks(warps * u64::from(WARP_SIZE), BLOCK_SIZE);
             // SAFETY: as above; the kernel reads the partial sums `launch` wrote before it on the
             // same stream, and writes the long rows' elements of `Y`, of `k` columns in `layout`.
-            let finish = unsafe { Prepared::new(&table.spmm_long_rows, grid, BLOCK_SIZE, 0, params) };
+            let finish = unsafe { Prepared::new(long_rows_kernel, grid, BLOCK_SIZE, 0, params) };
             (finish, scratch)
         });
         Ok(SpmmPlan { gpu: self, matrix: a, layout, k, kernel, launch, long_rows })

@@ -12,9 +12,10 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    Accumulate, BLOCK_SIZE, CSRT_ATOMIC_COOPS, CsrTransposeParams, RADIX_BITS, RADIX_BLOCK_THREADS,
-    RADIX_DIGITS, RADIX_SHARED_BYTES, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams,
-    TransposeGatherParams, TransposeInitParams, TransposeOffsetsParams, WARP_SIZE,
+    self as abi, Accumulate, BLOCK_SIZE, CSRT_ATOMIC_COOPS, CsrTransposeParams, RADIX_BITS,
+    RADIX_BLOCK_THREADS, RADIX_DIGITS, RADIX_SHARED_BYTES, RadixParams, SCAN_BLOCK_THREADS,
+    SCAN_SHARED_BYTES, ScanParams, TransposeGatherParams, TransposeInitParams, TransposeOffsetsParams,
+    WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks, radix_passes, radix_tiles};
 
@@ -115,7 +116,7 @@ impl<T: Scalar> Enqueue<T> for Transposed<T> {
             }
             TransposeKernel::Atomic => {
                 let coop = auto_coop(a.stats());
-                let f = &gpu.kernels::<T>().csrt_atomic[atomic_variant(coop)];
+                let f = gpu.kernel::<T>(abi::CSRT_ATOMIC[atomic_variant(coop)])?;
                 let grid = grid_blocks(coop_threads(a.args().rows, coop), BLOCK_SIZE);
                 let params = CsrTransposeParams { a: a.args(), op: unset_accumulate() };
                 // SAFETY: the kernel walks the rows of `A` (valid CSR by construction of `DeviceCsr`)
@@ -179,7 +180,6 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
     let b = buffers.addrs(gpu);
     let args = a.args();
     let last_perm = radix_passes(ncols) as usize % 2;
-    let build = gpu.transpose_build_kernels();
     let init = TransposeInitParams {
         row_offsets: args.row_offsets,
         rows: args.rows,
@@ -191,7 +191,14 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
     // `RADIX_DIGITS * tiles` counts, alive until `finish` has waited for the launches. The radix
     // kernels get blocks of whole warps with their shared memory, the scan its one block.
     unsafe {
-        launch(gpu, &build.init, grid_blocks(u64::from(args.rows), BLOCK_SIZE), BLOCK_SIZE, 0, &init)?;
+        launch(
+            gpu,
+            gpu.untyped_kernel(abi::CSRT_BUILD_INIT)?,
+            grid_blocks(u64::from(args.rows), BLOCK_SIZE),
+            BLOCK_SIZE,
+            0,
+            &init,
+        )?;
         let mut keys = args.col_indices;
         for pass in 0..radix_passes(ncols) {
             let i = pass as usize % 2;
@@ -211,7 +218,7 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
         let perm = b.perm[last_perm];
         let offsets = TransposeOffsetsParams { keys, nnz, offsets: b.row_offsets, cols: ncols };
         let offsets_grid = grid_blocks(u64::from(ncols) + 1, BLOCK_SIZE);
-        launch(gpu, &build.offsets, offsets_grid, BLOCK_SIZE, 0, &offsets)?;
+        launch(gpu, gpu.untyped_kernel(abi::CSRT_BUILD_OFFSETS)?, offsets_grid, BLOCK_SIZE, 0, &offsets)?;
         let gather = TransposeGatherParams {
             perm,
             entry_rows: b.entry_rows,
@@ -221,7 +228,7 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
             nnz,
         };
         let gather_grid = grid_blocks(u64::from(nnz), BLOCK_SIZE);
-        launch(gpu, &gpu.kernels::<T>().csrt_build_gather, gather_grid, BLOCK_SIZE, 0, &gather)?;
+        launch(gpu, gpu.kernel::<T>(abi::CSRT_BUILD_GATHER)?, gather_grid, BLOCK_SIZE, 0, &gather)?;
     }
     buffers.finish(gpu, a.nrows(), last_perm)
 }
@@ -235,15 +242,35 @@ fn build_transpose<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<BuiltTransp
 /// inputs, and `counts` of `RADIX_DIGITS * tiles` elements, `tiles` covering `n`, all of `gpu`'s
 /// context and alive until the launches have run.
 pub(super) unsafe fn radix_pass(gpu: &Gpu, params: &RadixParams) -> Result<()> {
-    let build = gpu.transpose_build_kernels();
     let grid = grid_blocks(u64::from(params.tiles), RADIX_BLOCK_THREADS / WARP_SIZE);
     // `tiles <= 2^32 / RADIX_TILE`, so the counts fit a `u32`.
     let scan = ScanParams { data: params.counts, len: RADIX_DIGITS * params.tiles };
     // SAFETY: the caller's contract; the radix kernels get blocks of whole warps with their shared
     // memory, the scan its one block.
     unsafe {
-        launch(gpu, &build.histogram, grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, params)?;
-        launch(gpu, &build.scan, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, &scan)?;
-        launch(gpu, &build.scatter, grid, RADIX_BLOCK_THREADS, RADIX_SHARED_BYTES, params)
+        launch(
+            gpu,
+            gpu.untyped_kernel(abi::CSRT_BUILD_HISTOGRAM)?,
+            grid,
+            RADIX_BLOCK_THREADS,
+            RADIX_SHARED_BYTES,
+            params,
+        )?;
+        launch(
+            gpu,
+            gpu.untyped_kernel(abi::CSRT_BUILD_SCAN)?,
+            1,
+            SCAN_BLOCK_THREADS,
+            SCAN_SHARED_BYTES,
+            &scan,
+        )?;
+        launch(
+            gpu,
+            gpu.untyped_kernel(abi::CSRT_BUILD_SCATTER)?,
+            grid,
+            RADIX_BLOCK_THREADS,
+            RADIX_SHARED_BYTES,
+            params,
+        )
     }
 }

@@ -17,9 +17,9 @@ use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS, CsrBalancedParams,
-    CsrMergeParams, CsrParamParams, CsrParams, CsrStreamParams, LongRowArgs, MAX_GRID_X, MERGE_TILE,
-    STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
+    self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
+    CsrBalancedParams, CsrMergeParams, CsrParamParams, CsrParams, CsrStreamParams, LongRowArgs, MAX_GRID_X,
+    MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -66,27 +66,27 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
 
     fn prepare(&self, gpu: &Gpu, kernel: Kernel) -> Result<(Kernel, CsrLaunch<T>)> {
         kernel.check()?;
-        let table = gpu.kernels::<T>();
         let a = self.args();
         let op = unset_axpby();
-        let rows = |f, group: u32, block: u32| {
+        let rows = |entry, group: u32, block: u32| -> Result<_> {
+            let f = gpu.kernel::<T>(entry)?;
             let grid = grid_blocks(coop_threads(a.rows, group), block);
             // SAFETY: the kernel walks rows `0 .. a.rows` of the matrix's arrays (valid CSR by
             // construction of `DeviceCsr`) with a grid stride, reading `x` at the matrix's columns and
             // writing `y` at its rows; `Kernel::check` made the block whole warps, which keeps the
             // group shuffles' member mask full.
-            CsrLaunch::Rows(unsafe { Prepared::new(f, grid, block, 0, CsrParams { a, op }) })
+            Ok(CsrLaunch::Rows(unsafe { Prepared::new(f, grid, block, 0, CsrParams { a, op }) }))
         };
         let launch = match kernel {
             // `Kernel::auto` never answers `Auto`.
             Kernel::Auto => return self.prepare(gpu, gpu.auto_kernel::<T>(self.stats(), Regime::Cold)),
-            Kernel::CsrScalar { block_size } => rows(&table.csr_scalar, 1, block_size),
+            Kernel::CsrScalar { block_size } => rows(abi::CSR_SCALAR, 1, block_size)?,
             Kernel::CsrVector { coop, block_size } => {
-                rows(&table.csr_vector[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)
+                rows(abi::CSR_VECTOR[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)?
             }
             Kernel::CsrAligned { group, cached_x, block_size } => {
-                let family = if cached_x { &table.csr_aligned_nc } else { &table.csr_aligned_plain };
-                rows(&family[variant(&CSR_ALIGNED_GROUPS, group)], group, block_size)
+                let family = if cached_x { abi::CSR_ALIGNED_NC } else { abi::CSR_ALIGNED_PLAIN };
+                rows(family[variant(&CSR_ALIGNED_GROUPS, group)], group, block_size)?
             }
             Kernel::CsrParam { coop, repeat, block_size, split_long_rows } => {
                 let (long, split_rows) = if split_long_rows {
@@ -97,7 +97,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 };
                 let (row_blocks, chunk_blocks) = param_grid(a.rows, coop, repeat, block_size, long.chunks)?;
                 let params = CsrParamParams { a, op, repeat, row_blocks, long };
-                let f = &table.csr_param[variant(&CSR_PARAM_COOPS, coop)];
+                let f = gpu.kernel::<T>(abi::CSR_PARAM[variant(&CSR_PARAM_COOPS, coop)])?;
                 // SAFETY: as for the row kernels; the long-row arrays and scratch were built for this
                 // very matrix (`DeviceCsr::long_rows`) and live as long as it; the grid has the
                 // `row_blocks` the tiles expect, then a warp for each chunk.
@@ -116,13 +116,12 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     chunk_blocks,
                     long,
                 };
+                let f = gpu.kernel::<T>(abi::CSR_BALANCED)?;
                 // SAFETY: as for the row kernels; the tasks, the long-row arrays and scratch were built
                 // for this very matrix (`DeviceCsr::row_tasks`); the grid has a warp for each chunk,
                 // then at least one block for the tasks (a product launches only for a matrix with
                 // rows, so with tasks).
-                let launch = unsafe {
-                    Prepared::new(&table.csr_balanced, chunk_blocks + task_blocks, block_size, 0, params)
-                };
+                let launch = unsafe { Prepared::new(f, chunk_blocks + task_blocks, block_size, 0, params) };
                 CsrLaunch::Balanced(launch)
             }
             Kernel::CsrMerge { block_size } => {
@@ -142,25 +141,18 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 };
                 let warps = block_size / WARP_SIZE;
                 let shared = merge_shared_bytes::<T>(warps);
+                let f = gpu.kernel::<T>(abi::CSR_MERGE)?;
                 // SAFETY: as for the row kernels; the tiles, split rows and slots were built for this
                 // very matrix (`DeviceCsr::merge_tiles`) and live as long as it; the grid has a warp
                 // for each tile, each with its tile's staging in the block's shared memory, at most
                 // 48 KiB (`Kernel::check` caps the block, `merge_shared_bytes` says why it fits).
-                let tiles = unsafe {
-                    Prepared::new(&table.csr_merge, m.tiles.div_ceil(warps), block_size, shared, params)
-                };
+                let tiles = unsafe { Prepared::new(f, m.tiles.div_ceil(warps), block_size, shared, params) };
                 let fixup_shared = m.fixup_warps * element_bytes::<T>();
+                let f = gpu.kernel::<T>(abi::CSR_MERGE_FIXUP)?;
                 // SAFETY: as above, a block of whole warps for each split row with a `T` of shared
                 // memory per warp, after the tiles on the same stream.
-                let fixup = unsafe {
-                    Prepared::new(
-                        &table.csr_merge_fixup,
-                        m.splits,
-                        m.fixup_warps * WARP_SIZE,
-                        fixup_shared,
-                        params,
-                    )
-                };
+                let fixup =
+                    unsafe { Prepared::new(f, m.splits, m.fixup_warps * WARP_SIZE, fixup_shared, params) };
                 CsrLaunch::Merge { tiles, fixup }
             }
             Kernel::CsrStream { stages } => {
