@@ -186,6 +186,12 @@ pub enum SolveError {
     /// `value` 0) or whose inverse is not finite in the element type, at row `row`.
     #[error("ILU(0) pivot of row {row} is {value}: the incomplete factorisation does not exist")]
     ZeroPivot { row: usize, value: f64 },
+    /// IC(0) met a pivot `a_ii - Σ l_ij²` that is not positive (or a row without a diagonal entry,
+    /// `value` 0), or one whose square root or inverse is not finite in the element type, at row
+    /// `row`: the matrix is not symmetric positive definite, or IC(0) breaks down on it (it exists
+    /// for M-matrices and H-matrices with a positive diagonal, not for every SPD matrix).
+    #[error("IC(0) pivot of row {row} is {value}: the incomplete Cholesky factorisation does not exist")]
+    NonPositivePivot { row: usize, value: f64 },
     /// The relative tolerance is not a number in `[0, 1]` (a NaN would stop no solve).
     #[error("the relative tolerance is {value}, but it must be a number in [0, 1]")]
     InvalidTolerance { value: f64 },

@@ -15,6 +15,7 @@ use gpu_spmv::formats::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES,
 use gpu_spmv::io::{parse_matrix_market, pattern_value};
 use gpu_spmv::reference::block_jacobi::MAX_BLOCK;
 use gpu_spmv::reference::gmres::MAX_RESTART;
+use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::rule::Target;
 use gpu_spmv::solve::{EigenBounds, Preconditioner, SolverOptions};
 use gpu_spmv::{CsrRef, Scalar};
@@ -23,7 +24,7 @@ use properties::assemble::check_assemble;
 use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
 use properties::chebyshev::{check_chebyshev, check_spectral_radius, dense_to_csr, symmetric_gershgorin};
-use properties::ilu::check_ilu0;
+use properties::ilu::{check_ic0, check_ilu0};
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
 use properties::partition::check_partition;
@@ -458,8 +459,40 @@ proptest! {
         }
         let view = CsrRef::try_new(n, ncols, &o, &c, &v).unwrap();
         check_ilu0(view);
+        check_ic0(view);
         let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
         check_ilu0(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
+        check_ic0(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
+    }
+
+    /// IC(0) on symmetric matrices, some diagonally dominant (so that it exists), and on the same
+    /// matrices with their upper triangle spoilt, which it must not read.
+    #[test]
+    fn ic0_of_a_symmetric_matrix_is_refused_as_documented_or_reproduces_it(
+        n in 1usize..16,
+        entries in prop::collection::vec((0usize..16, 0usize..16, any::<i8>()), 0..60),
+        shift in prop_oneof![0.0..10.0f64, 500.0..4000.0f64],
+        spoil in prop_oneof![Just(None), Just(Some(f64::NAN)), Just(Some(1e300))],
+    ) {
+        cap_memory();
+        let (offsets, cols, mut values) = symmetric(n, &entries, shift);
+        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+        check_ic0(a);
+        let clean = format!("{:?}", IluFactors::incomplete_cholesky(a));
+        if let Some(bad) = spoil {
+            for r in 0..n {
+                for k in offsets[r]..offsets[r + 1] {
+                    if cols[k] > r {
+                        values[k] = bad;
+                    }
+                }
+            }
+            let spoilt = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+            check_ic0(spoilt);
+            prop_assert_eq!(format!("{:?}", IluFactors::incomplete_cholesky(spoilt)), clean);
+        }
+        let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+        check_ic0(CsrRef::try_new(n, n, &offsets, &cols, &values32).unwrap());
     }
 }
 

@@ -1554,7 +1554,8 @@ pub struct KrylovBasisParams<T> {
 /// - `SET`: `s[out] = value`; `COPY`: `s[out] = s[a]`; `MUL`: `s[out] = s[a] * s[b]`;
 ///   `SQRT`: `s[out] = sqrt(s[a])`;
 /// - `DIV`: `s[out] = s[a] / s[b]`, a breakdown if `s[b]` is 0 or not finite (unless `tag` is
-///   [`KRYLOV_NO_TAG`]); `NONZERO`, `FINITE`: a breakdown unless `s[a]` is non-zero and finite, finite;
+///   [`KRYLOV_NO_TAG`]); `NONZERO`, `FINITE`, `POSITIVE`: a breakdown unless `s[a]` is non-zero and
+///   finite, finite, positive and finite (CG's `pᵀAp` and `rᵀz`);
 /// - `START`: the status running, no iterations, the limit `a`;
 /// - `CONVERGED`: finish as converged if `s[a] <= s[b]` (flags in `c`: [`KRYLOV_FLAG_CYCLE`],
 ///   [`KRYLOV_FLAG_COUNT`]); `COUNT`: one more iteration; `LIMIT`: at the limit, finish with the
@@ -1578,6 +1579,7 @@ pub const KRYLOV_OP_GIVENS: u32 = 12;
 pub const KRYLOV_OP_COLUMNS: u32 = 13;
 pub const KRYLOV_OP_BACKSOLVE: u32 = 14;
 pub const KRYLOV_OP_END_CYCLE: u32 = 15;
+pub const KRYLOV_OP_POSITIVE: u32 = 16;
 
 /// One op of a scalar program; the meaning of `a`, `b`, `c` and `out` depends on `code`.
 #[repr(C)]

@@ -46,9 +46,10 @@ use crate::abi::{
     KRYLOV_MAX_ITERATIONS, KRYLOV_NO_SLOT, KRYLOV_NO_TAG, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
     KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
     KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
-    KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_RUNNING,
-    KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
-    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
+    KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
+    KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams,
+    ScalarOp, WARP_SIZE,
 };
 use crate::arch::{
     block_dim, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads, sync_threads,
@@ -444,6 +445,9 @@ impl<T: CgReal> Program<T> {
                 KRYLOV_OP_SQRT => self.set(op.out, self.get(op.a).sqrt()),
                 KRYLOV_OP_NONZERO if bad(self.get(op.a)) => self.breakdown(op.tag, op.a),
                 KRYLOV_OP_FINITE if !self.get(op.a).is_finite() => self.breakdown(op.tag, op.a),
+                KRYLOV_OP_POSITIVE if !(self.get(op.a) > T::ZERO && self.get(op.a).is_finite()) => {
+                    self.breakdown(op.tag, op.a)
+                }
                 KRYLOV_OP_START => {
                     store!(self.state, iterations, 0);
                     store!(self.state, max_iterations, op.a);

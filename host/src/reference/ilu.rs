@@ -7,7 +7,9 @@
 //! [`Levels`] of a factor group the rows that can be solved together, each level after the one before
 //! (Anderson & Saad, "Solving sparse triangular linear systems on parallel computers", 1989; the
 //! scheme of cuSPARSE's `csrsv`, Naumov 2011). This module is the CPU oracle of the factorisation,
-//! the solves and the schedules that a GPU preconditioner solves a level at a time.
+//! the solves and the schedules that a GPU preconditioner solves a level at a time; and of IC(0), the
+//! incomplete Cholesky factorisation of a symmetric positive definite matrix, kept in the same layout
+//! ([`IluFactors::incomplete_cholesky`]) so that the same solves apply it.
 
 use super::operator::{negative, quotient};
 use crate::error::SolveError;
@@ -17,9 +19,9 @@ use crate::iterative::square_order;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 
-/// `L` and `U` of ILU(0) in one CSR matrix on `A`'s pattern (columns sorted, repeated entries of `A`
-/// summed): `L`'s entries left of the diagonal (its unit diagonal implied), `U`'s from the diagonal
-/// on. Factorised in f64, rounded once to `T`.
+/// `L` and `U` of ILU(0) (or of IC(0), see [`IluFactors::incomplete_cholesky`]) in one CSR matrix on
+/// `A`'s pattern (columns sorted, repeated entries of `A` summed): `L`'s entries left of the diagonal
+/// (its unit diagonal implied), `U`'s from the diagonal on. Factorised in f64, rounded once to `T`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IluFactors<T> {
     offsets: Vec<usize>,
@@ -49,10 +51,6 @@ impl<T: Scalar> IluFactors<T> {
             })
             .collect();
         let (offsets, cols, mut work) = canonical_csr(n, n, entries).disassemble();
-        let finite = |what, values: &[f64]| match values.iter().find(|v| !v.is_finite()) {
-            Some(&value) => Err(Error::InvalidNumber { what, value, expected: "finite in the element type" }),
-            None => Ok(()),
-        };
         finite("an entry of the matrix", &work)?;
         let mut diagonal = Vec::with_capacity(n);
         for (r, range) in offsets.windows(2).enumerate() {
@@ -94,6 +92,112 @@ impl<T: Scalar> IluFactors<T> {
         let values: Vec<T> = work.into_iter().map(T::from_f64).collect();
         finite("an ILU(0) factor entry", &values.iter().map(|v| v.to_f64()).collect::<Vec<_>>())?;
         Ok(Self { offsets, cols, values, diagonal })
+    }
+
+    /// IC(0), the incomplete Cholesky factorisation of a symmetric positive definite `a` (Meijerink &
+    /// van der Vorst 1977; Saad, section 10.3.5): `A ≈ L Lᵀ` with `L` lower triangular on the
+    /// pattern of `A`'s lower triangle, and `(L Lᵀ)_ij = a_ij` on it. Only the lower triangle of `a`
+    /// is read, as cuSPARSE's `csric02` reads it: the upper one is taken to mirror it. The factors
+    /// are kept in ILU(0)'s layout, `L̃ = L D⁻¹` (unit diagonal) and `Ũ = D Lᵀ` with `D = diag(L)`,
+    /// so that `L̃ Ũ = L Lᵀ` and the apply and its GPU kernels are ILU(0)'s; the pattern is the lower
+    /// triangle's and its mirror, and `Ũ`'s pivots are IC(0)'s, `l_ii²`. Factorised in f64, rounded
+    /// once to `T`.
+    ///
+    /// Refused as [`IluFactors::new`] refuses (not square, an order past `u32`, an entry of the lower
+    /// triangle not finite, a factor entry not finite in `T`), and for a pivot `a_ii - Σ l_ij²` that
+    /// is not positive, or a row without a diagonal entry ([`SolveError::NonPositivePivot`], naming
+    /// its row).
+    pub fn incomplete_cholesky(a: CsrRef<'_, T>) -> Result<Self> {
+        let n = square_order(a.nrows(), a.ncols())?;
+        narrow("the order of the IC(0) factors", n)?;
+        let entries = (0..n)
+            .flat_map(|r| {
+                let (cols, values) = a.row(r);
+                cols.iter().zip(values).filter(move |&(&c, _)| c <= r).map(move |(&c, v)| (r, c, v.to_f64()))
+            })
+            .collect();
+        // The lower triangle, columns sorted and repeats summed: each row ends at its diagonal.
+        let (offsets, cols, mut l) = canonical_csr(n, n, entries).disassemble();
+        finite("an entry of the matrix", &l)?;
+        for (r, range) in offsets.windows(2).enumerate() {
+            if range[0] == range[1] || cols[range[1] - 1] != r {
+                return Err(SolveError::NonPositivePivot { row: r, value: 0.0 }.into());
+            }
+        }
+        let diagonal = |r: usize| offsets[r + 1] - 1;
+        // Row by row (the IKJ order of Algorithm 10.4): l_ic = (a_ic - Σ_{j<c} l_ij l_cj) / l_cc over
+        // the pattern of row i, in column order, then l_ii = √(a_ii - Σ_{j<i} l_ij²).
+        // `position[c]` finds column c in row i.
+        let mut position = vec![usize::MAX; n];
+        let mut pivots = Vec::with_capacity(n);
+        for i in 0..n {
+            for k in offsets[i]..diagonal(i) {
+                position[cols[k]] = k;
+            }
+            for k in offsets[i]..diagonal(i) {
+                let c = cols[k];
+                let mut sum = l[k];
+                for j in offsets[c]..diagonal(c) {
+                    let at = position[cols[j]];
+                    if at != usize::MAX {
+                        sum -= l[at] * l[j];
+                    }
+                }
+                l[k] = sum / l[diagonal(c)];
+            }
+            for k in offsets[i]..diagonal(i) {
+                position[cols[k]] = usize::MAX;
+            }
+            let pivot = l[diagonal(i)] - l[offsets[i]..diagonal(i)].iter().map(|v| v * v).sum::<f64>();
+            let representable = |v: f64| T::from_f64(v).to_f64().is_finite();
+            if pivot.is_nan() || pivot <= 0.0 || !representable(pivot) || !representable(1.0 / pivot) {
+                return Err(SolveError::NonPositivePivot { row: i, value: pivot }.into());
+            }
+            l[diagonal(i)] = pivot.sqrt();
+            pivots.push(pivot);
+        }
+        // ILU(0)'s layout: row i holds l̃_ic = l_ic / l_cc left of its diagonal, the pivot l_ii², then
+        // ũ_ij = l_ii l_ji for the rows j > i whose lower pattern holds column i (the transpose of
+        // L's strict lower part, counted, then filled in row order so each row's columns are sorted).
+        let mut upper_counts = vec![0usize; n + 1];
+        for &c in (0..n).flat_map(|r| &cols[offsets[r]..diagonal(r)]) {
+            upper_counts[c + 1] += 1;
+        }
+        let mut upper_offsets = upper_counts;
+        for c in 0..n {
+            upper_offsets[c + 1] += upper_offsets[c];
+        }
+        let mut upper = vec![(0usize, 0.0f64); upper_offsets[n]];
+        let mut next = upper_offsets.clone();
+        for (r, range) in offsets.windows(2).enumerate() {
+            // Up to the row's last entry, its diagonal.
+            for k in range[0]..range[1] - 1 {
+                upper[next[cols[k]]] = (r, l[k]);
+                next[cols[k]] += 1;
+            }
+        }
+        let nnz = offsets[n] + upper_offsets[n];
+        let (mut out_offsets, mut out_cols, mut work) =
+            (Vec::with_capacity(n + 1), Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+        let mut out_diagonal = Vec::with_capacity(n);
+        out_offsets.push(0);
+        for i in 0..n {
+            for k in offsets[i]..diagonal(i) {
+                out_cols.push(cols[k]);
+                work.push(l[k] / l[diagonal(cols[k])]);
+            }
+            out_diagonal.push(out_cols.len());
+            out_cols.push(i);
+            work.push(pivots[i]);
+            for &(j, l_ji) in &upper[upper_offsets[i]..upper_offsets[i + 1]] {
+                out_cols.push(j);
+                work.push(l[diagonal(i)] * l_ji);
+            }
+            out_offsets.push(out_cols.len());
+        }
+        let values: Vec<T> = work.into_iter().map(T::from_f64).collect();
+        finite("an IC(0) factor entry", &values.iter().map(|v| v.to_f64()).collect::<Vec<_>>())?;
+        Ok(Self { offsets: out_offsets, cols: out_cols, values, diagonal: out_diagonal })
     }
 
     /// The order.
@@ -162,6 +266,14 @@ impl<T: Scalar> IluFactors<T> {
             level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
         }
         Levels::of(&level)
+    }
+}
+
+/// Refused with the first value of `values` that is not finite ([`Error::InvalidNumber`]).
+fn finite(what: &'static str, values: &[f64]) -> Result<()> {
+    match values.iter().find(|v| !v.is_finite()) {
+        Some(&value) => Err(Error::InvalidNumber { what, value, expected: "finite in the element type" }),
+        None => Ok(()),
     }
 }
 
@@ -254,6 +366,66 @@ mod tests {
         }
         // The 5-point grid's wavefronts: row (x, y) at level x + y below and above.
         assert_eq!((ilu.lower_levels().count(), ilu.upper_levels().count()), (9 + 7 - 1, 9 + 7 - 1));
+    }
+
+    #[test]
+    fn ic0_of_a_tridiagonal_matrix_is_its_cholesky_factorisation() {
+        // No fill-in: IC(0) is L Lᵀ exactly, its apply the solve.
+        let n: usize = 40;
+        let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
+        for i in 0..n {
+            for (c, v) in [(i.wrapping_sub(1), -1.0), (i, 2.5 + (i % 3) as f64), (i + 1, -1.0)] {
+                if c < n {
+                    cols.push(c);
+                    values.push(v);
+                }
+            }
+            offsets.push(cols.len());
+        }
+        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+        let ic = IluFactors::incomplete_cholesky(a).unwrap();
+        let r: Vec<f64> = (0..n).map(|i| (i % 5) as f64 - 2.0).collect();
+        let mut z = vec![0.0; n];
+        ic.apply(&r, &mut z).unwrap();
+        let mut az = vec![0.0; n];
+        a.apply(&z, &mut az).unwrap();
+        assert!(az.iter().zip(&r).all(|(l, r)| (l - r).abs() < 1e-12), "{az:?}");
+    }
+
+    #[test]
+    fn ic0_of_a_symmetric_m_matrix_is_its_ilu0() {
+        // On a symmetric matrix ILU(0)'s U is D L̃ᵀ in exact arithmetic: the two factorisations agree
+        // to rounding, in IC(0)'s layout.
+        let a = convection_diffusion::<f64>(11, 6, 0.0).unwrap();
+        let a = CsrRef::from(&a);
+        let (ilu, ic) = (IluFactors::new(a).unwrap(), IluFactors::incomplete_cholesky(a).unwrap());
+        assert_eq!((ilu.csr().0, ilu.csr().1), (ic.csr().0, ic.csr().1));
+        assert_eq!(ilu.diagonal_positions(), ic.diagonal_positions());
+        for (u, c) in ilu.csr().2.iter().zip(ic.csr().2) {
+            assert!((u - c).abs() <= 1e-13 * u.abs().max(1.0), "{u} against {c}");
+        }
+    }
+
+    #[test]
+    fn ic0_reads_the_lower_triangle_only_and_names_the_row_it_breaks_down_at() {
+        // [[4, 1], [1, 3]] with its upper entry spoilt: the same factors as the symmetric one.
+        let symmetric = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[4.0f64, 1.0, 1.0, 3.0]).unwrap();
+        let spoilt = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[4.0f64, f64::NAN, 1.0, 3.0]).unwrap();
+        let ic = IluFactors::incomplete_cholesky(symmetric).unwrap();
+        assert_eq!(IluFactors::incomplete_cholesky(spoilt).unwrap(), ic);
+        // l_00 = 2, l_10 = 1/2, pivot 3 - 1/4: ũ_01 = l_00 l_10 = 1, l̃_10 = l_10 / l_00 = 1/4.
+        assert_eq!(ic.csr().2, &[4.0, 1.0, 0.25, 2.75]);
+        // [[1, 2], [2, 1]] is indefinite: the second pivot is 1 - 4.
+        let indefinite = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
+        assert!(matches!(
+            IluFactors::incomplete_cholesky(indefinite),
+            Err(Error::Solve(SolveError::NonPositivePivot { row: 1, value })) if value == -3.0
+        ));
+        let no_diagonal = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0f64, 1.0]).unwrap();
+        assert!(matches!(
+            IluFactors::incomplete_cholesky(no_diagonal),
+            Err(Error::Solve(SolveError::NonPositivePivot { row: 1, value })) if value == 0.0
+        ));
     }
 
     #[test]

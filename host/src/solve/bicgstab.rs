@@ -18,6 +18,7 @@ use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{coef, constant};
 use crate::iterative::why;
+use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::KRYLOV_NO_TAG;
 
@@ -114,7 +115,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     }
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
-        let core = Core::new(op, options, source, SLOTS, 0, BREAKDOWNS)?;
+        let core = Core::new(op, options, source, (SLOTS, 0), BREAKDOWNS, DiagonalNeed::NonZero)?;
         let (gpu, n) = (core.op.gpu(), core.n());
         let preconditioned = match core.precond {
             super::krylov::Precond::None => None,

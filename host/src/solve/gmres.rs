@@ -27,6 +27,7 @@ use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
 use crate::enqueue::krylov::{Columns, DeviceBasis, coef, constant};
 use crate::iterative::why;
+use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{KRYLOV_MAX_RESTART, KRYLOV_NO_TAG, gmres_scalars};
 
@@ -139,7 +140,14 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             Ok(m) if (1..=limit).contains(&restart) => m,
             _ => return Err(SolveError::InvalidRestart { value: restart, limit }.into()),
         };
-        let core = Core::new(op, options, source, BASE + gmres_scalars(m), m + 1, BREAKDOWNS)?;
+        let core = Core::new(
+            op,
+            options,
+            source,
+            (BASE + gmres_scalars(m), m + 1),
+            BREAKDOWNS,
+            DiagonalNeed::NonZero,
+        )?;
         let (gpu, n) = (core.op.gpu(), core.n());
         let z = match core.precond {
             super::krylov::Precond::None => None,

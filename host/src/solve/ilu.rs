@@ -1,6 +1,6 @@
-//! ILU(0) on the GPU: the incomplete LU factors of `A`, computed on the host by
-//! [`IluFactors`](crate::reference::ilu::IluFactors) and uploaded with their level schedules, applied
-//! by `kernels-gpu/src/ilu.rs` a level of rows a launch.
+//! ILU(0) and IC(0) on the GPU: the incomplete LU (or Cholesky) factors of `A`, computed on the host
+//! by [`IluFactors`](crate::reference::ilu::IluFactors) and uploaded with their level schedules,
+//! applied by `kernels-gpu/src/ilu.rs` a level of rows a launch.
 
 use super::operator::Precondition;
 use crate::Result;
@@ -49,7 +49,11 @@ impl<T: Scalar> Ilu0<T> {
     /// pivot naming its row, a factor entry not finite in `T`), for more entries than `u32`
     /// counts, and while the stream captures a graph (it uploads).
     pub fn new(gpu: &Gpu, a: CsrRef<'_, T>) -> Result<Self> {
-        let device = DeviceIlu::upload(gpu, &IluFactors::new(a)?)?;
+        Self::upload(gpu, &IluFactors::new(a)?)
+    }
+
+    fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
+        let device = DeviceIlu::upload(gpu, factors)?;
         Ok(Self { levels: device.levels(), device })
     }
 
@@ -67,5 +71,43 @@ impl<T: Scalar> Ilu0<T> {
 impl<T: Scalar> Precondition<T> for Ilu0<T> {
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         self.device.apply(gpu, r, z)
+    }
+}
+
+/// IC(0): `z = (L Lᵀ)⁻¹ r`, `L Lᵀ ≈ A` on the pattern of `A`'s lower triangle (Meijerink & van der
+/// Vorst 1977; Saad, section 10.3.5), for symmetric positive definite systems: the preconditioner
+/// keeps the symmetry that CG needs, which ILU(0)'s rounding does not. Only the lower triangle of
+/// `A` is read. The factors are kept in ILU(0)'s layout
+/// ([`IluFactors::incomplete_cholesky`](crate::reference::ilu::IluFactors::incomplete_cholesky)), so
+/// the apply is [`Ilu0`]'s, with its launches per level, and matches the oracle's
+/// [`IluFactors::apply`](crate::reference::ilu::IluFactors::apply) bit for bit. Not refreshed by an
+/// update of the matrix's values: make a new one for new values.
+#[derive(Debug)]
+pub struct Ic0<T>(Ilu0<T>);
+
+impl<T: Scalar> Ic0<T> {
+    /// Factorises the lower triangle of `a` on the host and uploads the factors. Refused as
+    /// [`IluFactors::incomplete_cholesky`](crate::reference::ilu::IluFactors::incomplete_cholesky)
+    /// refuses (not square, an order past `u32`, an entry of the lower triangle not finite, a row
+    /// without a diagonal entry or a pivot that is not positive, naming its row, a factor entry not
+    /// finite in `T`), for more entries than `u32` counts, and while the stream captures a graph.
+    pub fn new(gpu: &Gpu, a: CsrRef<'_, T>) -> Result<Self> {
+        Ok(Self(Ilu0::upload(gpu, &IluFactors::incomplete_cholesky(a)?)?))
+    }
+
+    /// The order of the matrix.
+    pub fn n(&self) -> usize {
+        self.0.n()
+    }
+
+    /// The levels of the lower and the upper solve: the launches an apply makes.
+    pub fn levels(&self) -> (usize, usize) {
+        self.0.levels()
+    }
+}
+
+impl<T: Scalar> Precondition<T> for Ic0<T> {
+    fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
+        self.0.apply(gpu, r, z)
     }
 }

@@ -51,18 +51,21 @@ pub(crate) struct Core<'a, T: Scalar, A: Operator<T>> {
     pub b: DeviceVector<T>,
     pub x: DeviceVector<T>,
     breakdowns: Breakdowns,
+    /// What the recurrence needs of a Jacobi diagonal: CG a positive one, the others a non-zero one.
+    need: DiagonalNeed,
 }
 
 impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
-    /// Checks the options and the operator, builds the preconditioner, and allocates the state with
-    /// `scalars` slots and room for a basis of `columns`.
+    /// Checks the options and the operator, builds the preconditioner (a Jacobi diagonal checked
+    /// against `need`), and allocates the state with `scalars` slots and room for a basis of
+    /// `columns`.
     pub fn new(
         op: A,
         options: SolverOptions,
         precond: Option<PrecondSource<'a, '_, T>>,
-        scalars: u32,
-        columns: u32,
+        (scalars, columns): (u32, u32),
         breakdowns: Breakdowns,
+        need: DiagonalNeed,
     ) -> Result<Self> {
         let n = Self::check(&op, &options)?;
         let precond = match (options.preconditioner, precond) {
@@ -73,7 +76,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
                     return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got: d.len() });
                 }
                 let generation = op.values_generation();
-                Precond::Jacobi(Jacobi::with_need(op.gpu(), d, DiagonalNeed::NonZero, generation)?)
+                Precond::Jacobi(Jacobi::with_need(op.gpu(), d, need, generation)?)
             }
             (Preconditioner::Jacobi, None) => {
                 return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got: 0 });
@@ -88,7 +91,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         let gpu = op.gpu();
         let device = KrylovDevice::new(gpu, n, scalars, columns)?;
         let (b, x) = (gpu.zeros(n)?, gpu.zeros(n)?);
-        Ok(Self { op, precond, device, options, check_every: super::CHECK_EVERY, b, x, breakdowns })
+        Ok(Self { op, precond, device, options, check_every: super::CHECK_EVERY, b, x, breakdowns, need })
     }
 
     /// The refusals every solver makes first, in its oracle's order: options out of their ranges,
@@ -155,7 +158,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
         let generation = self.op.values_generation();
         match &mut self.precond {
-            Precond::Jacobi(j) => j.set(self.op.gpu(), diagonal, DiagonalNeed::NonZero, generation),
+            Precond::Jacobi(j) => j.set(self.op.gpu(), diagonal, self.need, generation),
             _ => Err(Error::Unsupported("a diagonal for a solver without the Jacobi preconditioner")),
         }
     }

@@ -3,6 +3,9 @@
 //! - [`Cg`]: conjugate gradients for symmetric positive definite systems, plain or
 //!   Jacobi-preconditioned, on any [`Plan`](crate::Plan), its vector passes fused into one
 //!   cooperative launch per iteration;
+//! - [`Pcg`]: preconditioned conjugate gradients on any [`Operator`], with any symmetric positive
+//!   definite preconditioner: [`Ic0`] (incomplete Cholesky), [`BlockJacobi`], a [`Chebyshev`]
+//!   polynomial, [`Jacobi`] or a caller's [`Precondition`];
 //! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
 //!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`],
 //!   [`BlockJacobi`], a [`Chebyshev`] polynomial, [`Ilu0`] or a caller's [`Precondition`].
@@ -21,6 +24,7 @@ mod gmres;
 mod ilu;
 mod krylov;
 mod operator;
+mod pcg;
 mod program;
 
 pub use crate::iterative::{
@@ -33,8 +37,9 @@ pub use cg::Cg;
 pub(crate) use cg::outcome_of;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
-pub use ilu::Ilu0;
+pub use ilu::{Ic0, Ilu0};
 pub use operator::{Jacobi, Operator, Precondition};
+pub use pcg::Pcg;
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read
 /// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem

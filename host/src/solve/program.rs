@@ -7,7 +7,7 @@ use kernels_gpu::abi::{
     KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
     KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
     KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
-    KRYLOV_OP_NONZERO, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, ScalarOp,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, ScalarOp,
 };
 
 /// `bᵀb`.
@@ -69,6 +69,11 @@ pub(crate) fn sqrt<T: Scalar>(a: u32, out: u32) -> ScalarOp<T> {
 
 pub(crate) fn nonzero<T: Scalar>(a: u32, tag: u32) -> ScalarOp<T> {
     op(KRYLOV_OP_NONZERO, a, NO, 0, NO, tag, T::ZERO)
+}
+
+/// A breakdown tagged `tag` unless `a` is positive and finite: CG's `pᵀAp` and `rᵀz`.
+pub(crate) fn positive<T: Scalar>(a: u32, tag: u32) -> ScalarOp<T> {
+    op(KRYLOV_OP_POSITIVE, a, NO, 0, NO, tag, T::ZERO)
 }
 
 pub(crate) fn finite<T: Scalar>(a: u32, tag: u32) -> ScalarOp<T> {

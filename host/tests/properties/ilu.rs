@@ -1,7 +1,8 @@
-//! ILU(0)'s CPU reference (`reference::ilu::IluFactors`) on any matrix: refused as documented (not square;
-//! the first row without a diagonal entry; a zero pivot), else factors whose product is `A` on `A`'s
-//! pattern to within the rounding of the factors to `T`, and level schedules that hold every row once,
-//! each after all the rows it reads and no later than it must.
+//! ILU(0)'s and IC(0)'s CPU reference (`reference::ilu::IluFactors`) on any matrix: refused as
+//! documented (not square; the first row without a diagonal entry; a zero or, for IC(0), a
+//! non-positive pivot), else factors whose product is `A` (for IC(0), its lower triangle and that
+//! triangle's mirror) on its pattern to within the rounding of the factors to `T`, and level schedules
+//! that hold every row once, each after all the rows it reads and no later than it must.
 
 use super::{min_normal, summed};
 use gpu_spmv::reference::ilu::{IluFactors, Levels};
@@ -39,39 +40,83 @@ pub fn check_ilu0<T: Scalar>(a: CsrRef<'_, T>) {
             assert_eq!((a.nrows(), a.ncols(), ilu.n()), (n, n, n));
             assert!(finite);
             assert_eq!(first_without_diagonal, None);
-            let (offsets, cols, values) = ilu.csr();
-            let pattern: Vec<(usize, usize)> = entries.keys().copied().collect();
-            let got: Vec<(usize, usize)> =
-                (0..n).flat_map(|r| cols[offsets[r]..offsets[r + 1]].iter().map(move |&c| (r, c))).collect();
-            assert_eq!(got, pattern, "the factors keep A's pattern");
-            let entry = |i: usize, j: usize| {
-                let row = &cols[offsets[i]..offsets[i + 1]];
-                row.binary_search(&j).map_or(0.0, |k| values[offsets[i] + k].to_f64())
-            };
-            // Rounding a factor entry to `T` errs by at most ε of it, or, below `T`'s normal range,
-            // by up to half the smallest subnormal whatever its size: that unit, times the factor it
-            // multiplies, is the absolute term (a product of normal factors can round to zero).
-            let subnormal = min_normal::<T>() * T::EPSILON;
-            for (&(i, j), &aij) in &entries {
-                let (mut lu, mut size, mut spread) = (0.0, aij.abs(), 0.0);
-                for k in 0..=i.min(j) {
-                    let l = if k == i { 1.0 } else { entry(i, k) };
-                    lu += l * entry(k, j);
-                    size += (l * entry(k, j)).abs();
-                    spread += l.abs() + entry(k, j).abs();
-                }
-                let allowed = 16.0 * (i.min(j) + 2) as f64 * (T::EPSILON * size + subnormal * spread);
-                assert!(
-                    (lu - aij).abs() <= allowed,
-                    "({i}, {j}): (LU) {lu} against {aij}, allowed {allowed}"
-                );
-            }
-            let lower = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c < r);
-            let upper = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c > r);
-            check_levels(&ilu.lower_levels(), n, &lower);
-            check_levels(&ilu.upper_levels(), n, &upper);
+            check_factors(&ilu, &entries);
         }
     }
+}
+
+/// `IluFactors::incomplete_cholesky` on any matrix, and the properties of what it accepts: only the
+/// lower triangle is read, refused as documented (not square; an entry of the lower triangle not
+/// finite; the first row without a diagonal entry; a pivot not positive), else factors whose product
+/// is the lower triangle and its mirror on their pattern, with positive pivots.
+pub fn check_ic0<T: Scalar>(a: CsrRef<'_, T>) {
+    let n = a.nrows();
+    let lower: BTreeMap<(usize, usize), f64> =
+        summed(a).into_iter().filter(|&(r, c, _)| c <= r).map(|(r, c, v)| ((r, c), v)).collect();
+    let first_without_diagonal = (0..n).find(|&r| !lower.contains_key(&(r, r)));
+    let finite = lower.values().all(|v| v.is_finite());
+    match IluFactors::incomplete_cholesky(a) {
+        Err(Error::Solve(SolveError::NotSquare { .. })) => assert_ne!(a.nrows(), a.ncols()),
+        Err(Error::InvalidNumber { what, value, .. }) => {
+            assert_eq!(a.nrows(), a.ncols());
+            assert!(!value.is_finite(), "{what}: {value}");
+            assert!(!finite || what == "an IC(0) factor entry", "{what}: {value}");
+        }
+        Err(Error::Solve(SolveError::NonPositivePivot { row, value })) => {
+            assert!(a.nrows() == a.ncols() && finite);
+            match first_without_diagonal {
+                Some(missing) => assert_eq!((row, value), (missing, 0.0)),
+                None => assert!(row < n && !(1e-30..=1e30).contains(&value), "row {row}: pivot {value}"),
+            }
+        }
+        Err(e) => panic!("unexpected refusal: {e}"),
+        Ok(ic) => {
+            assert_eq!((a.nrows(), a.ncols(), ic.n()), (n, n, n));
+            assert!(finite);
+            assert_eq!(first_without_diagonal, None);
+            let mirrored: BTreeMap<(usize, usize), f64> =
+                lower.iter().flat_map(|(&(r, c), &v)| [((r, c), v), ((c, r), v)]).collect();
+            check_factors(&ic, &mirrored);
+            let (_, _, values) = ic.csr();
+            for &d in ic.diagonal_positions() {
+                assert!(values[d].to_f64() > 0.0, "pivot {}", values[d].to_f64());
+            }
+        }
+    }
+}
+
+/// The factors keep the pattern of `entries` and their product is `entries` on it, to within the
+/// rounding of the factors to `T`; their level schedules are valid.
+fn check_factors<T: Scalar>(ilu: &IluFactors<T>, entries: &BTreeMap<(usize, usize), f64>) {
+    let n = ilu.n();
+    let (offsets, cols, values) = ilu.csr();
+    let pattern: Vec<(usize, usize)> = entries.keys().copied().collect();
+    let got: Vec<(usize, usize)> =
+        (0..n).flat_map(|r| cols[offsets[r]..offsets[r + 1]].iter().map(move |&c| (r, c))).collect();
+    assert_eq!(got, pattern, "the factors keep the pattern");
+    let entry = |i: usize, j: usize| {
+        let row = &cols[offsets[i]..offsets[i + 1]];
+        row.binary_search(&j).map_or(0.0, |k| values[offsets[i] + k].to_f64())
+    };
+    // Rounding a factor entry to `T` errs by at most ε of it, or, below `T`'s normal range, by up
+    // to half the smallest subnormal whatever its size: that unit, times the factor it multiplies,
+    // is the absolute term (a product of normal factors can round to zero).
+    let subnormal = min_normal::<T>() * T::EPSILON;
+    for (&(i, j), &aij) in entries {
+        let (mut lu, mut size, mut spread) = (0.0, aij.abs(), 0.0);
+        for k in 0..=i.min(j) {
+            let l = if k == i { 1.0 } else { entry(i, k) };
+            lu += l * entry(k, j);
+            size += (l * entry(k, j)).abs();
+            spread += l.abs() + entry(k, j).abs();
+        }
+        let allowed = 16.0 * (i.min(j) + 2) as f64 * (T::EPSILON * size + subnormal * spread);
+        assert!((lu - aij).abs() <= allowed, "({i}, {j}): (LU) {lu} against {aij}, allowed {allowed}");
+    }
+    let lower = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c < r);
+    let upper = |r: usize| cols[offsets[r]..offsets[r + 1]].iter().copied().filter(move |&c| c > r);
+    check_levels(&ilu.lower_levels(), n, &lower);
+    check_levels(&ilu.upper_levels(), n, &upper);
 }
 
 /// Every row once; within a level in increasing order; each row's level one past the highest of the

@@ -1,0 +1,225 @@
+//! Preconditioned conjugate gradients (Saad, "Iterative Methods for Sparse Linear Systems", 2nd ed.,
+//! Algorithm 9.1) on any [`Operator`] with any [`Precondition`]: the recurrence of
+//! [`crate::reference::cg`], written once as the sequence of its launches over the Krylov core that
+//! BiCGSTAB and GMRES share, every scalar on the device.
+//!
+//! An iteration is one product, one preconditioner application, two passes of dot products (`pᵀq`;
+//! `rᵀz` with `rᵀr`), three vector updates (`x`, `r`, then `p = z + β p` in one fused pass) and two
+//! short scalar programs. Without a preconditioner `z` is `r` itself. [`Cg`](super::Cg) is the faster
+//! choice where it applies (no preconditioner or Jacobi, on a plan): its vector passes are one
+//! cooperative launch an iteration; this one takes the preconditioners that make CG worth running on
+//! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
+//! [`Chebyshev`](super::Chebyshev), a caller's own), which must be symmetric positive definite.
+
+use super::krylov::{Breakdowns, Core, Precond, PrecondSource, RUNNING, STARTING, precondition};
+use super::operator::{Operator, Precondition};
+use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, positive, start};
+use super::{Outcome, SolverOptions};
+use crate::Result;
+use crate::device::{DeviceVector, VectorMut, VectorRef};
+use crate::enqueue::krylov::{coef, constant};
+use crate::iterative::{NOT_SPD, why};
+use crate::reference::DiagonalNeed;
+use crate::scalar::Scalar;
+use kernels_gpu::abi::KRYLOV_NO_TAG;
+
+const RZ: u32 = FIRST_FREE;
+const RZ_NEW: u32 = FIRST_FREE + 1;
+const PQ: u32 = FIRST_FREE + 2;
+const ALPHA: u32 = FIRST_FREE + 3;
+const BETA: u32 = FIRST_FREE + 4;
+const RR: u32 = FIRST_FREE + 5;
+const SLOTS: u32 = FIRST_FREE + 6;
+
+/// The breakdown tags, indexes of [`BREAKDOWNS`].
+const RR_TAG: u32 = 0;
+const RZ_TAG: u32 = 1;
+const PQ_TAG: u32 = 2;
+
+/// What each breakdown stops on, and why: named as the CPU oracle names them.
+const BREAKDOWNS: Breakdowns = &[("rᵀr", why::NOT_FINITE), ("rᵀz", NOT_SPD), ("pᵀAp", NOT_SPD)];
+
+/// A preconditioned CG solver for one operator, with the vectors and device state of its solves,
+/// allocated once.
+///
+/// ```no_run
+/// # fn main() -> Result<(), gpu_spmv::Error> {
+/// use gpu_spmv::solve::{Ic0, Pcg, Preconditioner, SolverOptions};
+/// use gpu_spmv::{CsrRef, Gpu, Kernel};
+/// # let a = nalgebra_sparse::CsrMatrix::<f64>::identity(3);
+/// let gpu = Gpu::new()?;
+/// let device_a = gpu.upload_csr(&a)?;
+/// let options = SolverOptions { rel_tol: 1e-8, max_iterations: 1000, preconditioner: Preconditioner::None };
+/// let ic0 = Box::new(Ic0::new(&gpu, CsrRef::from(&a))?);
+/// let mut solver = Pcg::with_preconditioner(gpu.plan(&device_a, Kernel::Auto)?, options, ic0)?;
+/// let b = gpu.upload_vector(&[1.0, 2.0, 3.0])?;
+/// let mut x = gpu.zeros::<f64>(3)?;
+/// let outcome = solver.solve(&b, &mut x)?;
+/// println!("{} iterations, relative residual {:e}", outcome.iterations, outcome.relative_residual);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Pcg<'a, T: Scalar, A: Operator<T>> {
+    core: Core<'a, T, A>,
+    r: DeviceVector<T>,
+    p: DeviceVector<T>,
+    q: DeviceVector<T>,
+    /// `M⁻¹ r`, with a preconditioner only.
+    z: Option<DeviceVector<T>>,
+}
+
+impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
+    /// A solver for the operator. `diagonal`, the diagonal of `A`, is needed for
+    /// [`Preconditioner::Jacobi`](super::Preconditioner::Jacobi) and ignored otherwise.
+    ///
+    /// Refused: options out of their ranges, an operator that is not square
+    /// ([`SolveError::NotSquare`](super::SolveError::NotSquare)), a missing or short diagonal
+    /// ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch)), a diagonal entry that is not
+    /// positive ([`SolveError::NonPositiveDiagonal`](super::SolveError::NonPositiveDiagonal)).
+    pub fn new(op: A, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        Self::build(op, options, diagonal.map(PrecondSource::Diagonal))
+    }
+
+    /// A solver preconditioned by the caller's `preconditioner`, which must be symmetric positive
+    /// definite; `options.preconditioner` must be `None`
+    /// ([`Error::Unsupported`](crate::Error::Unsupported) otherwise).
+    pub fn with_preconditioner(
+        op: A,
+        options: SolverOptions,
+        preconditioner: Box<dyn Precondition<T> + 'a>,
+    ) -> Result<Self> {
+        Self::build(op, options, Some(PrecondSource::Custom(preconditioner)))
+    }
+
+    fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
+        let core = Core::new(op, options, source, (SLOTS, 0), BREAKDOWNS, DiagonalNeed::Positive)?;
+        let (gpu, n) = (core.op.gpu(), core.n());
+        let z = match core.precond {
+            Precond::None => None,
+            _ => Some(gpu.zeros(n)?),
+        };
+        Ok(Self { r: gpu.zeros(n)?, p: gpu.zeros(n)?, q: gpu.zeros(n)?, z, core })
+    }
+
+    /// Iterations between two reads of the state in [`Pcg::solve`] (at least 1).
+    pub fn set_check_every(&mut self, iterations: u32) {
+        self.core.check_every = iterations.max(1);
+    }
+
+    /// Gives a Jacobi solver the diagonal of the operator's current values, after an update of
+    /// them (until then it refuses to start or iterate, with `Error::StaleValues`).
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        self.core.set_diagonal(diagonal)
+    }
+
+    /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: [`start`],
+    /// then [`iterate`] in batches until [`outcome`] says it has stopped. A breakdown
+    /// ([`SolveError::Breakdown`](super::SolveError::Breakdown): `pᵀAp` or `rᵀz` not positive and
+    /// finite, so the matrix or the preconditioner is not symmetric positive definite) leaves the
+    /// last iterate before it.
+    ///
+    /// [`start`]: Pcg::start
+    /// [`iterate`]: Pcg::iterate
+    /// [`outcome`]: Pcg::outcome
+    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<Outcome>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorMut<T> + ?Sized,
+    {
+        self.start(b, x)?;
+        loop {
+            self.iterate(x, self.core.check_every)?;
+            if let Some(outcome) = self.outcome()? {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// Enqueues the start of a solve: `r = b - A x`, `z = M⁻¹ r`, `p = z`, the sums and the first
+    /// tests. Checks `b` and `x` first: on error nothing is enqueued.
+    pub fn start<B, X>(&mut self, b: &B, x: &X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorRef<T> + ?Sized,
+    {
+        self.core.begin(b, x)?;
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (d, one, minus_one) = (&c.device, T::from_f64(1.0), T::from_f64(-1.0));
+        d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.op.apply(&c.x, &mut self.q)?;
+        d.axpy(gpu, STARTING, constant(minus_one), &self.q, &mut self.r)?;
+        let z = match &mut self.z {
+            Some(z) => {
+                precondition(&mut c.precond, gpu, &self.r, z)?;
+                &*z
+            }
+            None => &self.r,
+        };
+        d.scale(gpu, STARTING, constant(one), Some(z), &mut self.p)?;
+        d.dots(gpu, STARTING, &[(&self.r, z, RZ), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
+        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
+        let mut program = c.constants().to_vec();
+        program.extend([
+            start(max),
+            finite(RR, RR_TAG),
+            converged(RR, Ends::Solve),
+            positive(RZ, RZ_TAG),
+            limit(RR, Ends::Solve),
+        ]);
+        d.program(gpu, STARTING, &program)
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`Pcg::start`] began, then copies the iterate
+    /// to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.core.check_x(x)?;
+        self.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.iteration()?;
+        }
+        self.core.finish_batch(x)
+    }
+
+    /// One iteration's launches (see the module doc), in the oracle's order.
+    fn iteration(&mut self) -> Result<()> {
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        c.op.apply(&self.p, &mut self.q)?;
+        c.device.dots(gpu, RUNNING, &[(&self.p, &self.q, PQ)])?;
+        c.device.program(gpu, RUNNING, &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG)])?;
+        c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
+        let z = match &mut self.z {
+            Some(z) => {
+                precondition(&mut c.precond, gpu, &self.r, z)?;
+                &*z
+            }
+            None => &self.r,
+        };
+        c.device.dots(gpu, RUNNING, &[(&self.r, z, RZ_NEW), (&self.r, &self.r, RR)])?;
+        c.device.axpy(gpu, RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[div(RZ_NEW, RZ, BETA, KRYLOV_NO_TAG), copy(RZ_NEW, RZ), count(), converged(RR, Ends::Solve)],
+        )?;
+        // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while `z` is finite; a
+        // non-finite `z` makes `rᵀz` so, and the program below stops the solve before `p` is used.
+        c.device.p_update(gpu, RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)?;
+        c.device.program(gpu, RUNNING, &[positive(RZ, RZ_TAG), limit(RR, Ends::Solve)])
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.core.outcome(0)
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.core.options
+    }
+}
