@@ -1,7 +1,7 @@
-//! What BiCGSTAB and GMRES share: the operator and the preconditioner, the device state of a solve
-//! with its right-hand side and iterate, the checks, the loop of batches between convergence
-//! checks, and the reading of the outcome. The solvers differ only in the launches of their start
-//! and their iteration (`bicgstab.rs`, `gmres.rs`).
+//! What preconditioned CG, BiCGSTAB and GMRES share: the operator and the preconditioner, the device
+//! state of a solve with its right-hand side and iterate, the checks, the loop of batches between
+//! convergence checks, and the reading of the outcome. The solvers differ only in the launches of
+//! their start and their iteration (`pcg.rs`, `bicgstab.rs`, `gmres.rs`).
 
 use super::operator::{Jacobi, Operator, Precondition};
 use super::program::{BB, ONE, TOL, ZERO, mul, set};
