@@ -95,5 +95,5 @@ pub mod rule {
     };
 }
 pub use error::{CsrError, Error, FormatError, Result};
-pub use formats::{CsrRef, RowStats};
+pub use formats::{CsrRef, RowStats, Shape};
 pub use scalar::{Precision, Scalar};

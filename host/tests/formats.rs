@@ -6,8 +6,8 @@ mod common;
 
 use common::{Csr, banded, edge_cases, rng};
 use gpu_spmv::formats::{
-    Brc, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates, brc_model_b2,
-    hyb_ell_width,
+    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates,
+    brc_model_b2, hyb_ell_width,
 };
 use gpu_spmv::{CsrRef, Error, FormatError, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
@@ -244,5 +244,36 @@ fn half_the_entries_in_one_row_make_ell_refuse_naming_it() {
             assert_eq!(width, a.view().stats().max);
         }
         other => panic!("expected an EllPadding error, got {other:?}"),
+    }
+}
+
+/// Every host format answers the shape of the CSR matrix it was made from: its rows, columns and
+/// entries, padding not counted (`Shape`, the one type of the accessors).
+#[test]
+fn every_format_keeps_the_shape_of_its_csr_matrix() {
+    let mut rng = rng("every_format_keeps_the_shape_of_its_csr_matrix");
+    for (name, a) in edge_cases::<f64>(&mut rng) {
+        let view = a.view();
+        let shape = view.shape();
+        assert_eq!((shape.nrows, shape.ncols, shape.nnz), (view.nrows(), view.ncols(), view.nnz()), "{name}");
+        assert_eq!(shape.is_square(), view.nrows() == view.ncols(), "{name}");
+        if let Ok(ell) = Ell::try_from_csr(view) {
+            assert_eq!(ell.shape(), shape, "{name}: ELL");
+        }
+        assert_eq!(Coo::try_from_csr(view).unwrap().shape(), shape, "{name}: COO");
+        if let Ok(hyb) = Hyb::try_from_csr(view) {
+            assert_eq!(hyb.shape(), shape, "{name}: HYB");
+        }
+        assert_eq!(Brc::try_from_csr(view, 4).unwrap().shape(), shape, "{name}: BRC");
+        assert_eq!(
+            DenseBlocks::try_from_csr(view, DENSE_WINDOW).unwrap().shape(),
+            shape,
+            "{name}: dense blocks"
+        );
+        assert_eq!(
+            CompressedCsr::<f64, f64>::try_from_csr(view).unwrap().shape(),
+            shape,
+            "{name}: compressed"
+        );
     }
 }

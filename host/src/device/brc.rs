@@ -3,6 +3,7 @@
 use super::Gpu;
 use super::memory::addr;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::brc::Brc;
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
@@ -87,17 +88,12 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceBrc<T> {
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// The width bound the matrix was built with.
     pub fn b2(&self) -> usize {

@@ -3,6 +3,7 @@
 use super::Gpu;
 use super::memory::addr;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::compressed::{CompressedCsr, ValueStorage};
 use crate::formats::convert::narrow;
 use crate::formats::csr::RowStats;
@@ -63,17 +64,12 @@ impl Gpu {
 }
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceCompressed<T, V> {
-    pub fn nrows(&self) -> usize {
-        self.stats.rows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.stats.rows, ncols: self.stats.cols, nnz: self.stats.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.stats.cols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// The row statistics of the matrix it was built from.
     pub fn stats(&self) -> &RowStats {

@@ -3,6 +3,7 @@
 use super::Gpu;
 use super::memory::addr;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::formats::coo::Coo;
 use crate::scalar::Scalar;
@@ -38,17 +39,12 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceCoo<T> {
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.args.nnz as usize }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.args.nnz as usize
-    }
+    crate::formats::shape_accessors!();
 
     /// The row of each entry on the device.
     pub fn rows(&self) -> &CudaSlice<u32> {

@@ -12,6 +12,7 @@ use super::stream_windows::DeviceStreamWindows;
 use super::transpose::BuiltTranspose;
 use crate::Result;
 use crate::formats::IndexFaults;
+use crate::formats::Shape;
 use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
@@ -59,17 +60,12 @@ pub struct DeviceCsr<T> {
 }
 
 impl<T: Scalar> DeviceCsr<T> {
-    pub fn nrows(&self) -> usize {
-        self.stats.rows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.stats.rows, ncols: self.stats.cols, nnz: self.stats.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.stats.cols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// Row-length statistics, computed at upload.
     pub fn stats(&self) -> &RowStats {

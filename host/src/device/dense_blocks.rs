@@ -4,6 +4,7 @@ use super::Gpu;
 use super::coo::DeviceCoo;
 use super::memory::addr;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::formats::dense_blocks::DenseBlocks;
 use crate::scalar::Scalar;
@@ -50,18 +51,12 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceDenseBlocks<T> {
-    pub fn nrows(&self) -> usize {
-        self.args.rows as usize
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.args.rows as usize, ncols: self.args.ncols as usize, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.args.ncols as usize
-    }
-
-    /// Entries of the matrix it was built from (padding not counted).
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// Columns per window.
     pub fn window(&self) -> usize {

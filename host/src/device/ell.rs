@@ -3,6 +3,7 @@
 use super::Gpu;
 use super::memory::addr;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::formats::ell::Ell;
 use crate::scalar::Scalar;
@@ -32,18 +33,12 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceEll<T> {
-    pub fn nrows(&self) -> usize {
-        self.args.rows as usize
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.args.rows as usize, ncols: self.ncols, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Entries of the matrix it was built from (padding not counted).
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// Slots per row.
     pub fn width(&self) -> usize {

@@ -4,6 +4,7 @@ use super::Gpu;
 use super::coo::DeviceCoo;
 use super::ell::DeviceEll;
 use crate::Result;
+use crate::formats::Shape;
 use crate::formats::hyb::Hyb;
 use crate::scalar::Scalar;
 
@@ -24,17 +25,12 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceHyb<T> {
-    pub fn nrows(&self) -> usize {
-        self.ell.nrows()
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.ell.nrows(), ncols: self.ell.ncols(), nnz: self.ell.nnz() + self.coo.nnz() }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ell.ncols()
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.ell.nnz() + self.coo.nnz()
-    }
+    crate::formats::shape_accessors!();
 
     /// The ELL part.
     pub fn ell(&self) -> &DeviceEll<T> {

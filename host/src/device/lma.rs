@@ -2,6 +2,7 @@
 
 use super::Gpu;
 use super::memory::addr;
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::formats::lma::Lma;
 use crate::scalar::Scalar;
@@ -53,19 +54,13 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceLma<T> {
-    /// Unknowns: the operator is `node_count x node_count`.
-    pub fn nrows(&self) -> usize {
-        self.node_count
+    /// `node_count × node_count` (the unknowns), and as entries those of the element matrices
+    /// (`elements * m^2`, Dirichlet rows and columns included).
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.node_count, ncols: self.node_count, nnz: self.values.len() }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.node_count
-    }
-
-    /// Entries of the element matrices (`elements * m^2`, Dirichlet rows and columns included).
-    pub fn nnz(&self) -> usize {
-        self.values.len()
-    }
+    crate::formats::shape_accessors!();
 
     pub fn nodes_per_element(&self) -> usize {
         self.nodes_per_element

@@ -5,6 +5,7 @@ use super::csr::auto_coop;
 use super::launch::{Prepared, WithOperands, unset_axpby};
 use super::sealed::{Enqueue, Product};
 use crate::device::{DeviceCompressed, Gpu};
+use crate::formats::Shape;
 use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -40,16 +41,8 @@ impl CompressedKernel {
 }
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceCompressed<T, V> {
-    fn nrows(&self) -> usize {
-        DeviceCompressed::nrows(self)
-    }
-
-    fn ncols(&self) -> usize {
-        DeviceCompressed::ncols(self)
-    }
-
-    fn nnz(&self) -> usize {
-        DeviceCompressed::nnz(self)
+    fn shape(&self) -> Shape {
+        DeviceCompressed::shape(self)
     }
 }
 

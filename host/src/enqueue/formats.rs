@@ -8,6 +8,7 @@ use super::launch::{Prepared, unset_accumulate, unset_axpby};
 use super::sealed::{Enqueue, Product};
 use crate::Result;
 use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, Gpu};
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
@@ -101,16 +102,8 @@ fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllPar
 macro_rules! device_matrix {
     ($($format:ident),+) => {$(
         impl<T: Scalar> DeviceMatrix<T> for $format<T> {
-            fn nrows(&self) -> usize {
-                $format::nrows(self)
-            }
-
-            fn ncols(&self) -> usize {
-                $format::ncols(self)
-            }
-
-            fn nnz(&self) -> usize {
-                $format::nnz(self)
+            fn shape(&self) -> Shape {
+                $format::shape(self)
             }
         }
     )+};

@@ -38,6 +38,7 @@ pub use transpose::{TransposeKernel, Transposed};
 
 use crate::Result;
 use crate::device::Gpu;
+use crate::formats::Shape;
 use crate::scalar::Scalar;
 use std::fmt::Debug;
 
@@ -110,8 +111,19 @@ pub(crate) mod sealed {
 /// # }
 /// ```
 pub trait DeviceMatrix<T: Scalar>: sealed::Enqueue<T> {
-    fn nrows(&self) -> usize;
-    fn ncols(&self) -> usize;
+    /// Its rows, columns and entries (those of the matrix it was built from, padding not counted).
+    fn shape(&self) -> Shape;
+
+    fn nrows(&self) -> usize {
+        self.shape().nrows
+    }
+
+    fn ncols(&self) -> usize {
+        self.shape().ncols
+    }
+
     /// Entries of the matrix it was built from (padding not counted).
-    fn nnz(&self) -> usize;
+    fn nnz(&self) -> usize {
+        self.shape().nnz
+    }
 }

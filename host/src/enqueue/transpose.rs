@@ -8,6 +8,7 @@ use super::launch::{Prepared, launch, unset_accumulate};
 use super::sealed::{Enqueue, Product};
 use super::{DeviceMatrix, Kernel};
 use crate::device::{BuiltTranspose, DeviceCsr, Gpu, TransposeBuffers};
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -150,16 +151,10 @@ impl<T: Scalar> Enqueue<T> for Transposed<T> {
 }
 
 impl<T: Scalar> DeviceMatrix<T> for Transposed<T> {
-    fn nrows(&self) -> usize {
-        self.0.ncols()
-    }
-
-    fn ncols(&self) -> usize {
-        self.0.nrows()
-    }
-
-    fn nnz(&self) -> usize {
-        self.0.nnz()
+    /// `Aᵀ`'s: `A`'s rows and columns swapped.
+    fn shape(&self) -> Shape {
+        let a = self.0.shape();
+        Shape { nrows: a.ncols, ncols: a.nrows, nnz: a.nnz }
     }
 }
 

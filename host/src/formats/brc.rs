@@ -9,6 +9,7 @@
 //! by atomics, or in order through a scratch buffer (see the kernels).
 
 use super::convert::{canonical_csr, check_u32_dims, index32, par_fill_segments};
+use super::shape::Shape;
 use crate::error::FormatError;
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::scalar::Scalar;
@@ -189,18 +190,12 @@ impl<T: Scalar> Brc<T> {
         })
     }
 
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Entries held (padding not counted).
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// The width bound the matrix was built with.
     pub fn b2(&self) -> usize {

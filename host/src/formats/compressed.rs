@@ -16,6 +16,7 @@
 //! product (derived there).
 
 use super::convert::{check_u32_dims, index32, par_fill_segments};
+use super::shape::Shape;
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::csr::{CsrRef, RowStats};
@@ -229,17 +230,12 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
         })
     }
 
-    pub fn nrows(&self) -> usize {
-        self.stats.rows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.stats.rows, ncols: self.stats.cols, nnz: self.stats.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.stats.cols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// The row statistics of the matrix it was built from.
     pub fn stats(&self) -> &RowStats {

@@ -3,6 +3,7 @@
 
 use super::convert::{canonical_csr, check_u32_dims, index32, narrow, par_fill_segments};
 use super::limits::check_declared;
+use super::shape::Shape;
 use crate::formats::csr::CsrRef;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -73,17 +74,12 @@ impl<T: Scalar> Coo<T> {
         Self { nrows, ncols, rows, cols, values }
     }
 
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.values.len() }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.values.len()
-    }
+    crate::formats::shape_accessors!();
 
     /// The row of each entry, non-decreasing.
     pub fn rows(&self) -> &[u32] {

@@ -1,5 +1,6 @@
 //! Borrowed CSR arrays, checked once at the boundary, and the row statistics kernel selection reads.
 
+use super::shape::Shape;
 use crate::error::CsrError;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
@@ -82,17 +83,12 @@ impl<'a, T> CsrRef<'a, T> {
         Self { nrows, ncols, row_offsets, col_indices, values }
     }
 
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.values.len() }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.values.len()
-    }
+    crate::formats::shape_accessors!();
 
     pub fn row_offsets(&self) -> &'a [usize] {
         self.row_offsets

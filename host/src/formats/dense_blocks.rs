@@ -12,6 +12,7 @@
 //! Bordawekar found the format rarely pays off; it is kept simple.
 
 use super::convert::{canonical_csr, check_u32_dims, index32, narrow, par_fill_segments};
+use super::shape::Shape;
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::coo::Coo;
@@ -145,18 +146,12 @@ impl<T: Scalar> DenseBlocks<T> {
         })
     }
 
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Entries held, in blocks and remainder (padding not counted).
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// Columns per window.
     pub fn window(&self) -> usize {

@@ -3,6 +3,7 @@
 //! per row reads coalesced (kernel: `kernels-gpu/src/formats/ell.rs`).
 
 use super::convert::{canonical_csr, check_u32_dims, index32};
+use super::shape::Shape;
 use crate::Result;
 use crate::error::FormatError;
 use crate::formats::csr::CsrRef;
@@ -73,18 +74,12 @@ impl<T: Scalar> Ell<T> {
         Self { nrows, ncols: a.ncols(), nnz, width, cols, values }
     }
 
-    pub fn nrows(&self) -> usize {
-        self.nrows
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.nrows, ncols: self.ncols, nnz: self.nnz }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Entries held (padding not counted).
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
+    crate::formats::shape_accessors!();
 
     /// Slots per row.
     pub fn width(&self) -> usize {

@@ -4,6 +4,7 @@
 
 use super::coo::Coo;
 use super::ell::{Ell, check_padding};
+use super::shape::Shape;
 use crate::Result;
 use crate::formats::convert::{canonical_csr, check_u32_dims};
 use crate::formats::csr::CsrRef;
@@ -60,17 +61,12 @@ impl<T: Scalar> Hyb<T> {
         Ok(Self { ell: Ell::truncated(a, width), coo: Coo::beyond(a, width) })
     }
 
-    pub fn nrows(&self) -> usize {
-        self.ell.nrows()
+    /// Its rows, columns and stored entries.
+    pub fn shape(&self) -> Shape {
+        Shape { nrows: self.ell.nrows(), ncols: self.ell.ncols(), nnz: self.ell.nnz() + self.coo.nnz() }
     }
 
-    pub fn ncols(&self) -> usize {
-        self.ell.ncols()
-    }
-
-    pub fn nnz(&self) -> usize {
-        self.ell.nnz() + self.coo.nnz()
-    }
+    crate::formats::shape_accessors!();
 
     /// The first `K` entries of every row.
     pub fn ell(&self) -> &Ell<T> {

@@ -18,6 +18,7 @@ pub(crate) mod limits;
 pub(crate) mod lma;
 pub(crate) mod partition;
 pub(crate) mod reorder;
+mod shape;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
@@ -37,3 +38,5 @@ pub use limits::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
 pub use lma::{Lma, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
+pub use shape::Shape;
+pub(crate) use shape::shape_accessors;

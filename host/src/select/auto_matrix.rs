@@ -4,6 +4,7 @@ use super::selection::AutoFormat;
 use crate::device::{DeviceCompressed, DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, Gpu};
 use crate::enqueue::DeviceMatrix;
 use crate::enqueue::sealed::{Enqueue, Product};
+use crate::formats::Shape;
 use crate::scalar::Scalar;
 use crate::{Kernel, Result};
 
@@ -96,15 +97,7 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
 }
 
 impl<T: Scalar> DeviceMatrix<T> for AutoMatrix<T> {
-    fn nrows(&self) -> usize {
-        with_inner!(self, a => a.nrows())
-    }
-
-    fn ncols(&self) -> usize {
-        with_inner!(self, a => a.ncols())
-    }
-
-    fn nnz(&self) -> usize {
-        with_inner!(self, a => a.nnz())
+    fn shape(&self) -> Shape {
+        with_inner!(self, a => a.shape())
     }
 }

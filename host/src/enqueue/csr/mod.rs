@@ -13,6 +13,7 @@ use super::launch::{Prepared, unset_axpby};
 use super::plan::{Plan, Regime};
 use super::sealed::{Enqueue, Product};
 use crate::device::{DeviceCsr, Gpu};
+use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -219,16 +220,8 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
 }
 
 impl<T: Scalar> DeviceMatrix<T> for DeviceCsr<T> {
-    fn nrows(&self) -> usize {
-        DeviceCsr::nrows(self)
-    }
-
-    fn ncols(&self) -> usize {
-        DeviceCsr::ncols(self)
-    }
-
-    fn nnz(&self) -> usize {
-        DeviceCsr::nnz(self)
+    fn shape(&self) -> Shape {
+        DeviceCsr::shape(self)
     }
 }
 
