@@ -94,6 +94,10 @@ pub(crate) fn relative_residual(rr: f64, bb: f64) -> f64 {
     if rr == 0.0 { 0.0 } else { (rr / bb).sqrt() }
 }
 
+/// The most entries a solver's residual history keeps (8 MiB of f64 residuals): a solve that runs
+/// longer keeps its first ones.
+pub const MAX_HISTORY: usize = 1 << 20;
+
 /// The most products a Chebyshev preconditioner's apply makes: past a few dozen, a Krylov solver
 /// spends the same products better.
 pub const MAX_CHEBYSHEV_DEGREE: usize = 64;

@@ -14,8 +14,8 @@ use gpu_spmv::reference::block_jacobi::BlockInverse;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::reference::{LinearOperator, bicgstab::bicgstab, gmres::gmres};
 use gpu_spmv::solve::{
-    Bicgstab, BlockJacobi, Gmres, Jacobi, Operator, Outcome, Precondition, Preconditioner, SolveError,
-    SolverOptions, Stop,
+    Bicgstab, BlockJacobi, Gmres, Jacobi, MAX_HISTORY, Operator, Outcome, Precondition, Preconditioner,
+    SolveError, SolverOptions, Stop,
 };
 use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Error, Gpu, Kernel, Plan, Scalar};
 use nalgebra_sparse::CsrMatrix;
@@ -495,4 +495,46 @@ fn gpu_krylov_refusals_and_stale_values() {
     solver.set_diagonal(&doubled).unwrap();
     let out = solver.solve(&b, &mut x).unwrap();
     assert_eq!(out.stop, Stop::Converged, "{out:?}");
+}
+
+/// The residual histories: an entry for the start and one an iteration (BiCGSTAB's restarts from
+/// its iterate included), the first `|b| / |b|` from `x = 0`, the last the outcome's; a capacity
+/// below the iterations keeps the first entries; past `MAX_HISTORY`, refused.
+#[test]
+fn gpu_krylov_residual_histories() {
+    let test = "gpu_krylov_residual_histories";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a: CsrMatrix<f64> = convection_diffusion(40, 30, 50.0).unwrap();
+    let da = gpu.upload_csr(&a).unwrap();
+    let b = random_vector::<f64>(&mut rng, a.nrows());
+    let db = gpu.upload_vector(&b).unwrap();
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 5_000, preconditioner: Preconditioner::None };
+    for (gmres, capacity) in [(false, 10_000), (true, 10_000), (false, 5), (true, 5)] {
+        let plan = gpu.plan(&da, Kernel::Auto).unwrap();
+        let mut dx = gpu.zeros::<f64>(a.nrows()).unwrap();
+        let (out, history) = if gmres {
+            let mut solver = Gmres::new(plan, options, 20, None).unwrap().with_history(capacity).unwrap();
+            (solver.solve(&db, &mut dx).unwrap(), solver.residual_history().unwrap())
+        } else {
+            let mut solver = Bicgstab::new(plan, options, None).unwrap().with_history(capacity).unwrap();
+            (solver.solve(&db, &mut dx).unwrap(), solver.residual_history().unwrap())
+        };
+        println!("GMRES {gmres}, capacity {capacity}: {out:?}, {} entries", history.len());
+        assert_eq!(out.stop, Stop::Converged);
+        assert_eq!(history.len(), (out.iterations + 1).min(capacity), "GMRES {gmres}");
+        assert!((history[0] - 1.0).abs() <= 1e-14, "GMRES {gmres}: x = 0 starts at |b|, not {}", history[0]);
+        assert!(history.iter().all(|h| h.is_finite()), "GMRES {gmres}: {history:?}");
+        if capacity > out.iterations {
+            let last = history[history.len() - 1];
+            assert!(
+                (last - out.relative_residual).abs() <= 1e-12 * out.relative_residual,
+                "GMRES {gmres}: last entry {last:e} against {out:?}"
+            );
+        }
+    }
+    let plan = gpu.plan(&da, Kernel::Auto).unwrap();
+    let e = Bicgstab::new(plan, options, None).unwrap().with_history(MAX_HISTORY + 1).unwrap_err();
+    assert!(matches!(e, Error::TooLarge { what: "the residual history", .. }), "{e:?}");
 }

@@ -76,7 +76,8 @@ fn gpu_pcg_follows_the_oracle() {
         let options = SolverOptions { rel_tol, max_iterations: 5_000, preconditioner };
         let mut x = vec![0.0; a.nrows()];
         let oracle = cg(&view, &b, &mut x, &options).unwrap();
-        let mut solver = Pcg::new(gpu.plan(&da, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
+        let plan = gpu.plan(&da, Kernel::Auto).unwrap();
+        let mut solver = Pcg::new(plan, options, Some(&diagonal)).unwrap().with_history(10_000).unwrap();
         let mut dx = gpu.zeros::<f64>(a.nrows()).unwrap();
         let out = solver.solve(&db, &mut dx).unwrap();
         let truth = true_residual(view, &b, &dx.to_host(&gpu).unwrap());
@@ -84,6 +85,12 @@ fn gpu_pcg_follows_the_oracle() {
         assert_eq!(out.stop, Stop::Converged);
         assert!(out.iterations.abs_diff(oracle.iterations) <= 1, "{out:?} against {oracle:?}");
         assert!(truth <= 10.0 * rel_tol, "true residual {truth:e}");
+        // The history: the start's residual, |b| from x = 0, then one an iteration, the last the
+        // outcome's.
+        let history = solver.residual_history().unwrap();
+        assert_eq!(history.len(), out.iterations + 1);
+        assert!((history[0] - 1.0).abs() <= 1e-14, "{}", history[0]);
+        assert_eq!(history[out.iterations], out.relative_residual);
     }
 }
 

@@ -1461,6 +1461,9 @@ pub struct KrylovState {
     pub pending: u32,
     /// The slot the breakdown's value was in.
     pub breakdown_slot: u32,
+    /// Iterations of the solve before the state's last start (BiCGSTAB restarts from its iterate):
+    /// the residual history goes on from there.
+    pub done: u32,
 }
 
 /// The tag of a [`KRYLOV_OP_DIV`] that tests nothing (a quotient whose denominator the recurrence
@@ -1556,7 +1559,9 @@ pub struct KrylovBasisParams<T> {
 /// - `DIV`: `s[out] = s[a] / s[b]`, a breakdown if `s[b]` is 0 or not finite (unless `tag` is
 ///   [`KRYLOV_NO_TAG`]); `NONZERO`, `FINITE`, `POSITIVE`: a breakdown unless `s[a]` is non-zero and
 ///   finite, finite, positive and finite (CG's `pᵀAp` and `rᵀz`);
-/// - `START`: the status running, no iterations, the limit `a`;
+/// - `START`: the status running, no iterations, the limit `a`, `b` iterations done before it;
+/// - `RECORD`: the residual history, `s[out + k] = s[a]` for `k = done + iterations + c` if
+///   `k < b` (`b` the history's capacity, 0 for none);
 /// - `CONVERGED`: finish as converged if `s[a] <= s[b]` (flags in `c`: [`KRYLOV_FLAG_CYCLE`],
 ///   [`KRYLOV_FLAG_COUNT`]); `COUNT`: one more iteration; `LIMIT`: at the limit, finish with the
 ///   residual `s[a]` (in a cycle: end the cycle, to go on running);
@@ -1580,6 +1585,7 @@ pub const KRYLOV_OP_COLUMNS: u32 = 13;
 pub const KRYLOV_OP_BACKSOLVE: u32 = 14;
 pub const KRYLOV_OP_END_CYCLE: u32 = 15;
 pub const KRYLOV_OP_POSITIVE: u32 = 16;
+pub const KRYLOV_OP_RECORD: u32 = 17;
 
 /// One op of a scalar program; the meaning of `a`, `b`, `c` and `out` depends on `code`.
 #[repr(C)]

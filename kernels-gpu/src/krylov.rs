@@ -46,10 +46,10 @@ use crate::abi::{
     KRYLOV_MAX_ITERATIONS, KRYLOV_NO_SLOT, KRYLOV_NO_TAG, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
     KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
     KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
-    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
-    KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
-    KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams,
-    ScalarOp, WARP_SIZE,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
+    KRYLOV_P_UPDATE, KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
+    KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KrylovVectorParams, ScalarOp, WARP_SIZE,
 };
 use crate::arch::{
     block_dim, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads, sync_threads,
@@ -451,6 +451,7 @@ impl<T: CgReal> Program<T> {
                 KRYLOV_OP_START => {
                     store!(self.state, iterations, 0);
                     store!(self.state, max_iterations, op.a);
+                    store!(self.state, done, op.b);
                     store!(self.state, columns, 0);
                     store!(self.state, status, KRYLOV_RUNNING);
                 }
@@ -461,6 +462,15 @@ impl<T: CgReal> Program<T> {
                     self.finish(KRYLOV_CONVERGED, cycle, op.a);
                 }
                 KRYLOV_OP_COUNT => store!(self.state, iterations, load!(self.state, iterations) + 1),
+                KRYLOV_OP_RECORD => {
+                    // In u64, so that the sum cannot wrap; below `b`, it fits a u32 again.
+                    let k = u64::from(load!(self.state, done))
+                        + u64::from(load!(self.state, iterations))
+                        + u64::from(op.c);
+                    if k < u64::from(op.b) {
+                        self.set(op.out + k as u32, self.get(op.a));
+                    }
+                }
                 KRYLOV_OP_LIMIT if load!(self.state, iterations) >= load!(self.state, max_iterations) => {
                     let status = if cycle { KRYLOV_RUNNING } else { KRYLOV_MAX_ITERATIONS };
                     self.finish(status, cycle, op.a);

@@ -17,10 +17,11 @@ use kernels_gpu::abi::{
     KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT,
     KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
     KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
-    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
-    KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
-    KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams,
-    ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
+    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT,
+    KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
+    KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
+    krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
 
@@ -101,6 +102,22 @@ impl<T: Scalar> KrylovDevice<T> {
         self.check_slot(slot)?;
         let view = self.scalars.slice(slot as usize..slot as usize + 1);
         Ok(gpu.stream().clone_dtoh(&view)?[0])
+    }
+
+    /// Reads `len` scalars from `first` (waits for the stream).
+    pub fn scalars(&self, gpu: &Gpu, first: u32, len: u32) -> Result<Vec<T>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let last = first.checked_add(len - 1).ok_or(Error::InvalidKernel("scalar slots".into()))?;
+        self.check_slot(first)?;
+        self.check_slot(last)?;
+        Ok(gpu.stream().clone_dtoh(&self.scalars.slice(first as usize..=last as usize))?)
+    }
+
+    /// The basis columns the partial sums have room for.
+    pub fn columns(&self) -> u32 {
+        self.columns
     }
 
     fn common(&self, gpu: &Gpu, gate: u32) -> KrylovCommon<T> {
@@ -562,6 +579,7 @@ fn slots_of<T>(op: &ScalarOp<T>) -> Result<Vec<(u32, u32)>> {
         KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b)],
         KRYLOV_OP_START | KRYLOV_OP_COUNT | KRYLOV_OP_COLUMNS | KRYLOV_OP_END_CYCLE => vec![],
         KRYLOV_OP_ADD_RANGE => vec![(op.a, op.b), (op.out, op.b)],
+        KRYLOV_OP_RECORD => vec![one(op.a), (op.out, op.b)],
         KRYLOV_OP_GIVENS | KRYLOV_OP_BACKSOLVE => {
             let m = op.b;
             if m == 0 || m > KRYLOV_MAX_RESTART || (op.code == KRYLOV_OP_GIVENS && op.a >= m) {

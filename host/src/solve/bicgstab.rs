@@ -192,12 +192,14 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         d.dots(gpu, STARTING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
         let left = c.options.max_iterations - self.done;
         let max = u32::try_from(left).unwrap_or(u32::MAX);
+        let done = u32::try_from(self.done).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
         program.extend([
             set(ALPHA, one),
             set(OMEGA, one),
             set(RHO_PREV, one),
-            start(max),
+            start(max, done),
+            c.record(RR, 0),
             finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
             nonzero(RHO, RHO_TAG),
@@ -253,7 +255,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
         c.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
         c.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
-        c.device.program(gpu, RUNNING, &[converged(SS, Ends::SolveCounting)])?;
+        c.device.program(gpu, RUNNING, &[c.record(SS, 1), converged(SS, Ends::SolveCounting)])?;
         let s_hat = match &mut self.preconditioned {
             Some(pre) => {
                 precondition(&mut c.precond, gpu, &self.r, &mut pre.s_hat)?;
@@ -274,7 +276,13 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         c.device.program(
             gpu,
             RUNNING,
-            &[count(), converged(RR, Ends::Solve), nonzero(RHO, RHO_TAG), limit(RR, Ends::Solve)],
+            &[
+                count(),
+                c.record(RR, 0),
+                converged(RR, Ends::Solve),
+                nonzero(RHO, RHO_TAG),
+                limit(RR, Ends::Solve),
+            ],
         )
     }
 
@@ -297,6 +305,25 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
                 other => return Ok(other),
             }
         }
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Bicgstab::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Bicgstab::with_history`] (empty without one). The
+    /// recurrence's residuals (the half step's where it converged), and at a restart from the
+    /// iterate the true residual it computed.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.core.residual_history()
     }
 
     /// The options the solver was made with.

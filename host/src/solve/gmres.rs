@@ -208,7 +208,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         c.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
-        program.push(start(max));
+        program.push(start(max, 0));
         c.device.program(gpu, STARTING, &program)
     }
 
@@ -239,6 +239,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             gpu,
             RUNNING,
             &[
+                c.record(RR, 0),
                 finite(RR, RR_TAG),
                 converged(RR, Ends::Solve),
                 limit(RR, Ends::Solve),
@@ -308,6 +309,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
                 copy(HN, layout.h(j + 1, j)),
                 givens(j, layout.m, BASE, RES, H_TAG),
                 count(),
+                c.record(RES, 0),
                 columns(j + 1),
                 converged_if_at_most(HH, ZERO, Ends::Cycle),
                 converged(RES, Ends::Cycle),
@@ -321,6 +323,25 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     /// Where the solve stands, read from the device (waits for the stream).
     pub fn outcome(&self) -> Result<Option<Outcome>> {
         self.core.outcome(0)
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Gmres::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Gmres::with_history`] (empty without one). Within
+    /// a cycle the residual of the least-squares problem (`|g_{j+1}|`, what GMRES tests), at each
+    /// restart the true residual `b - A x`.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.core.residual_history()
     }
 
     /// The options the solver was made with.

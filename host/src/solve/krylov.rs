@@ -4,11 +4,11 @@
 //! their start and their iteration (`pcg.rs`, `bicgstab.rs`, `gmres.rs`).
 
 use super::operator::{Jacobi, Operator, Precondition};
-use super::program::{BB, ONE, TOL, ZERO, mul, set};
+use super::program::{BB, ONE, TOL, ZERO, mul, record, set};
 use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
 use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
-use crate::iterative::square_order;
+use crate::iterative::{MAX_HISTORY, square_order};
 use crate::iterative::{relative_residual, why};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
@@ -53,6 +53,8 @@ pub(crate) struct Core<'a, T: Scalar, A: Operator<T>> {
     breakdowns: Breakdowns,
     /// What the recurrence needs of a Jacobi diagonal: CG a positive one, the others a non-zero one.
     need: DiagonalNeed,
+    /// The residual history's first slot (past the solver's own) and its capacity, 0 for none.
+    history: (u32, u32),
 }
 
 impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
@@ -91,7 +93,65 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         let gpu = op.gpu();
         let device = KrylovDevice::new(gpu, n, scalars, columns)?;
         let (b, x) = (gpu.zeros(n)?, gpu.zeros(n)?);
-        Ok(Self { op, precond, device, options, check_every: super::CHECK_EVERY, b, x, breakdowns, need })
+        let history = (scalars, 0);
+        Ok(Self {
+            op,
+            precond,
+            device,
+            options,
+            check_every: super::CHECK_EVERY,
+            b,
+            x,
+            breakdowns,
+            need,
+            history,
+        })
+    }
+
+    /// Makes room for a residual history of `capacity` entries (the start's residual, then one an
+    /// iteration), replacing the device state: refused past [`MAX_HISTORY`] entries
+    /// ([`Error::TooLarge`]), before anything is allocated, and while the stream captures a graph.
+    /// Graphs captured from this solver before it refer to the old state and must not be replayed.
+    pub fn keep_history(&mut self, capacity: usize) -> Result<()> {
+        if capacity > MAX_HISTORY {
+            return Err(Error::TooLarge {
+                what: "the residual history",
+                value: capacity,
+                limit: MAX_HISTORY,
+            });
+        }
+        // At most 2^20, so the sum stays far below u32::MAX.
+        #[allow(clippy::cast_possible_truncation)]
+        let capacity = capacity as u32;
+        let (base, columns) = (self.history.0, self.device.columns());
+        self.device = KrylovDevice::new(self.op.gpu(), self.n(), base + capacity, columns)?;
+        self.history = (base, capacity);
+        Ok(())
+    }
+
+    /// The op that records `slot` in the residual history at this iteration (`offset` 1: at the
+    /// next one, for a convergence test that counts the iteration it ends); nothing is recorded
+    /// without a history.
+    pub fn record(&self, slot: u32, offset: u32) -> ScalarOp<T> {
+        record(slot, offset, self.history)
+    }
+
+    /// The relative residuals `|r_k| / |b|` the last solve recorded, from its start (`k = 0`), at
+    /// most the capacity given to [`Core::keep_history`]; empty without one or before a start.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        let gpu = self.op.gpu();
+        let state = self.device.snapshot(gpu)?.state;
+        let (base, capacity) = self.history;
+        if capacity == 0 || state.status == KRYLOV_NOT_STARTED {
+            return Ok(Vec::new());
+        }
+        let recorded = (u64::from(state.done) + u64::from(state.iterations) + 1).min(u64::from(capacity));
+        // At most `capacity`, a u32.
+        #[allow(clippy::cast_possible_truncation)]
+        let squares = self.device.scalars(gpu, base, recorded as u32)?;
+        let bb = self.device.scalar(gpu, BB)?.to_f64();
+        Ok(squares.into_iter().map(|rr| relative_residual(rr.to_f64(), bb)).collect())
     }
 
     /// The refusals every solver makes first, in its oracle's order: options out of their ranges,

@@ -14,7 +14,9 @@
 //! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
 //! its state between batches; iterations enqueued past the end of a solve change nothing, so the
 //! counts are exact. Options and outcomes are the types every solver of the crate shares, the CPU
-//! oracles of [`crate::reference`] too, which each solver follows step for step.
+//! oracles of [`crate::reference`] too, which each solver follows step for step. [`Pcg`],
+//! [`Bicgstab`] and [`Gmres`] keep a residual history on request (`with_history`,
+//! `residual_history`), written on the device by their scalar programs.
 
 mod bicgstab;
 mod block_jacobi;
@@ -28,8 +30,8 @@ mod pcg;
 mod program;
 
 pub use crate::iterative::{
-    EigenBounds, MAX_CHEBYSHEV_DEGREE, MAX_POWER_STEPS, Outcome, Preconditioner, SolveError, SolverOptions,
-    Stop,
+    EigenBounds, MAX_CHEBYSHEV_DEGREE, MAX_HISTORY, MAX_POWER_STEPS, Outcome, Preconditioner, SolveError,
+    SolverOptions, Stop,
 };
 pub use bicgstab::Bicgstab;
 pub use block_jacobi::BlockJacobi;

@@ -162,7 +162,8 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
         program.extend([
-            start(max),
+            start(max, 0),
+            c.record(RR, 0),
             finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
             positive(RZ, RZ_TAG),
@@ -204,7 +205,13 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         c.device.program(
             gpu,
             RUNNING,
-            &[div(RZ_NEW, RZ, BETA, KRYLOV_NO_TAG), copy(RZ_NEW, RZ), count(), converged(RR, Ends::Solve)],
+            &[
+                div(RZ_NEW, RZ, BETA, KRYLOV_NO_TAG),
+                copy(RZ_NEW, RZ),
+                count(),
+                c.record(RR, 0),
+                converged(RR, Ends::Solve),
+            ],
         )?;
         // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while `z` is finite; a
         // non-finite `z` makes `rᵀz` so, and the program below stops the solve before `p` is used.
@@ -216,6 +223,24 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
     /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
     pub fn outcome(&self) -> Result<Option<Outcome>> {
         self.core.outcome(0)
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Pcg::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Pcg::with_history`] (empty without one). The
+    /// recurrence's residuals, which CG's convergence test reads.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.core.residual_history()
     }
 
     /// The options the solver was made with.

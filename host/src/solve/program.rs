@@ -7,7 +7,8 @@ use kernels_gpu::abi::{
     KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
     KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
     KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
-    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, ScalarOp,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
+    ScalarOp,
 };
 
 /// `bᵀb`.
@@ -80,9 +81,16 @@ pub(crate) fn finite<T: Scalar>(a: u32, tag: u32) -> ScalarOp<T> {
     op(KRYLOV_OP_FINITE, a, NO, 0, NO, tag, T::ZERO)
 }
 
-/// Running, no iterations done, at most `max_iterations`.
-pub(crate) fn start<T: Scalar>(max_iterations: u32) -> ScalarOp<T> {
-    op(KRYLOV_OP_START, max_iterations, NO, 0, NO, 0, T::ZERO)
+/// Running, no iterations done since this start, at most `max_iterations`; `done` iterations of
+/// the solve before it (where its residual history goes on).
+pub(crate) fn start<T: Scalar>(max_iterations: u32, done: u32) -> ScalarOp<T> {
+    op(KRYLOV_OP_START, max_iterations, done, 0, NO, 0, T::ZERO)
+}
+
+/// The residual history's entry `done + iterations + offset` (`history`'s `capacity` slots from
+/// `base`) set to `s[slot]`, where it is below `capacity`.
+pub(crate) fn record<T: Scalar>(slot: u32, offset: u32, (base, capacity): (u32, u32)) -> ScalarOp<T> {
+    op(KRYLOV_OP_RECORD, slot, capacity, offset, base, 0, T::ZERO)
 }
 
 /// Converged if `rr <= TOL`.
