@@ -3,7 +3,9 @@
 //! versions of the same recurrences ([`crate::solve_baseline`]), plain and Jacobi-preconditioned, in
 //! f32 and f64, on the same device CSR matrix, right-hand side, initial guess (zero) and stopping test;
 //! and ours alone preconditioned by a Chebyshev polynomial, block-Jacobi and ILU(0)
-//! ([`OursOnly`]), to say which preconditioner wins where.
+//! ([`OursOnly`]), to say which preconditioner wins where; on the symmetric positive definite
+//! problems also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
+//! and IC(0) ([`OursOnly::SPD`]).
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -43,7 +45,8 @@ use gpu_spmv::nalgebra_sparse::CsrMatrix;
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
-    Bicgstab, BlockJacobi, Chebyshev, Gmres, Ilu0, Precondition, Preconditioner, SolverOptions, Stop,
+    Bicgstab, BlockJacobi, Chebyshev, Gmres, Ic0, Ilu0, Jacobi, Pcg, Precondition, Preconditioner,
+    SolverOptions, Stop,
 };
 use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Kernel, Scalar};
 use serde::{Deserialize, Serialize};
@@ -77,20 +80,29 @@ pub const BLOCK_JACOBI: usize = 8;
 /// preconditioner wins, not how ours compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OursOnly {
+    Jacobi,
     Chebyshev,
     BlockJacobi,
     Ilu0,
+    Ic0,
 }
 
 impl OursOnly {
+    /// Those of the nonsymmetric solvers (Jacobi has its baseline there).
     pub const ALL: [OursOnly; 3] = [OursOnly::Chebyshev, OursOnly::BlockJacobi, OursOnly::Ilu0];
+
+    /// Those of preconditioned CG on the symmetric positive definite problems.
+    pub const SPD: [OursOnly; 4] =
+        [OursOnly::Jacobi, OursOnly::Chebyshev, OursOnly::BlockJacobi, OursOnly::Ic0];
 
     /// The name its records carry.
     pub fn name(self) -> String {
         match self {
+            OursOnly::Jacobi => "jacobi".to_owned(),
             OursOnly::Chebyshev => format!("chebyshev({})", CHEBYSHEV.0),
             OursOnly::BlockJacobi => format!("block-jacobi({BLOCK_JACOBI})"),
             OursOnly::Ilu0 => "ilu(0)".to_owned(),
+            OursOnly::Ic0 => "ic(0)".to_owned(),
         }
     }
 
@@ -98,6 +110,7 @@ impl OursOnly {
     fn build<'a, T: BlasScalar>(self, case: &Case<'a, T>) -> Result<Box<dyn Precondition<T> + 'a>> {
         let gpu = case.devices.gpu;
         Ok(match self {
+            OursOnly::Jacobi => Box::new(Jacobi::new(gpu, case.diagonal)?),
             OursOnly::Chebyshev => {
                 let (degree, steps, ratio) = CHEBYSHEV;
                 let inner = gpu.plan(case.da, Kernel::Auto)?;
@@ -106,6 +119,7 @@ impl OursOnly {
             }
             OursOnly::BlockJacobi => Box::new(BlockJacobi::new(gpu, CsrRef::from(case.a), BLOCK_JACOBI)?),
             OursOnly::Ilu0 => Box::new(Ilu0::new(gpu, CsrRef::from(case.a))?),
+            OursOnly::Ic0 => Box::new(Ic0::new(gpu, CsrRef::from(case.a))?),
         })
     }
 }
@@ -141,6 +155,8 @@ impl Implementation {
 pub struct ProblemSpec {
     pub name: String,
     pub description: String,
+    /// Symmetric positive definite: the study runs preconditioned CG on it too.
+    pub spd: bool,
     pub build: Box<dyn Fn() -> Result<Built>>,
 }
 
@@ -166,6 +182,7 @@ pub fn problems(unknowns: usize, mtx: Option<&Path>) -> Result<Vec<ProblemSpec>>
         .map(|pe| ProblemSpec {
             name: format!("cd-pe{pe}"),
             description: format!("convection-diffusion {side}x{side}, Pe {pe}"),
+            spd: pe == 0.0,
             build: Box::new(move || {
                 let a = convection_diffusion::<f64>(side, side, pe)?;
                 Ok(Built { b: vec![1.0; a.nrows()], a, rhs: "1" })
@@ -175,6 +192,7 @@ pub fn problems(unknowns: usize, mtx: Option<&Path>) -> Result<Vec<ProblemSpec>>
     list.extend(FEM_DEGREES.into_iter().map(|degree| ProblemSpec {
         name: format!("fem-q{degree}"),
         description: format!("FEM Poisson Q{degree}"),
+        spd: true,
         build: Box::new(move || {
             let problem = Poisson::with_unknowns(degree, unknowns);
             Ok(Built { a: problem.csr::<f64>(), b: problem.load(), rhs: "load vector" })
@@ -184,6 +202,7 @@ pub fn problems(unknowns: usize, mtx: Option<&Path>) -> Result<Vec<ProblemSpec>>
         list.extend(matrices::from_matrix_market(dir)?.into_iter().map(|m| ProblemSpec {
             name: m.name,
             description: m.imitates,
+            spd: false,
             build: Box::new(move || {
                 let a = (m.build)()?;
                 let (b, rhs) = ones_solution(&a);
@@ -318,6 +337,8 @@ struct Problem<'a> {
 
 /// One problem in `T` on the device: what each solve needs.
 struct Case<'a, T: Scalar> {
+    /// The problem's name.
+    problem: &'a str,
     devices: &'a Devices<'a>,
     a: &'a CsrMatrix<T>,
     da: &'a DeviceCsr<T>,
@@ -366,12 +387,27 @@ fn study<T: BlasScalar>(
     let b_host: Vec<T> = built.b.iter().map(|&v| T::from_f64(v)).collect();
     let (da, db) = (gpu.upload_csr(&a)?, gpu.upload_vector(&b_host)?);
     let alg = faster_algorithm(gpu, devices.sparse, &da)?;
-    let case = Case { devices, a: &a, da: &da, b_host: &b_host, b: &db, diagonal: &diagonal, alg };
+    let case = Case {
+        problem: name_of_problem,
+        devices,
+        a: &a,
+        da: &da,
+        b_host: &b_host,
+        b: &db,
+        diagonal: &diagonal,
+        alg,
+    };
     let jacobi = diagonal.iter().all(|d| d.to_f64() != 0.0 && d.to_f64().is_finite());
     if !jacobi {
         results.notes.push(format!("{name} {precision}: a zero or non-finite diagonal entry: no Jacobi"));
     }
     let mut records = Vec::new();
+    // The ours-alone solves: their preconditioner is a caller's, and their limit lower.
+    let plain = SolverOptions {
+        rel_tol: STUDY_REL_TOL,
+        max_iterations: OURS_ONLY_MAX_ITERATIONS,
+        preconditioner: Preconditioner::None,
+    };
     for method in [Method::Bicgstab, Method::Gmres(problem.restart)] {
         for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
             if preconditioner == Preconditioner::Jacobi && !jacobi {
@@ -382,7 +418,7 @@ fn study<T: BlasScalar>(
             for implementation in [Implementation::Ours, Implementation::Baseline] {
                 let solved = solve(&case, method, options, implementation)?;
                 let preconditioner = preconditioner_name(preconditioner);
-                let record = record(&case, name, method, preconditioner, implementation, solved)?;
+                let record = record(&case, name, &method.name(), preconditioner, implementation, solved)?;
                 log(&format!(
                     "{name} {precision} {} {} {}: {} after {} iterations in {:.1} ms, true residual {:.2e}",
                     record.solver,
@@ -396,29 +432,13 @@ fn study<T: BlasScalar>(
                 records.push(record);
             }
         }
-        let plain = SolverOptions {
-            rel_tol: STUDY_REL_TOL,
-            max_iterations: OURS_ONLY_MAX_ITERATIONS,
-            preconditioner: Preconditioner::None,
-        };
         for preconditioner in OursOnly::ALL {
-            let name = preconditioner.name();
-            match solve_custom(&case, method, plain, preconditioner) {
-                Ok(solved) => {
-                    let record = record(&case, name_of_problem, method, &name, Implementation::Ours, solved)?;
-                    log(&format!(
-                        "{name_of_problem} {precision} {} {name} ours: {} after {} iterations in {:.1} ms, true residual {:.2e}",
-                        record.solver, record.end, record.iterations, record.time_ms, record.true_residual
-                    ));
-                    records.push(record);
-                }
-                // A preconditioner that cannot be built for this matrix (a singular block, an
-                // interval the power iteration does not find) is a finding of the run.
-                Err(e) => results.notes.push(format!(
-                    "{name_of_problem} {precision} {} {name}: not built: {e:#}",
-                    method.name()
-                )),
-            }
+            ours_alone(&case, Custom::Method(method), plain, preconditioner, &mut records, results, log)?;
+        }
+    }
+    if problem.spec.spd {
+        for preconditioner in OursOnly::SPD {
+            ours_alone(&case, Custom::Pcg, plain, preconditioner, &mut records, results, log)?;
         }
     }
     compare(&mut records, &mut results.notes);
@@ -469,11 +489,56 @@ fn solve<T: BlasScalar>(
     run(options)
 }
 
+/// The solver of an ours-alone row: one of the nonsymmetric methods, or preconditioned CG.
+#[derive(Debug, Clone, Copy)]
+enum Custom {
+    Method(Method),
+    Pcg,
+}
+
+impl Custom {
+    fn name(self) -> String {
+        match self {
+            Custom::Method(method) => method.name(),
+            Custom::Pcg => "pcg".to_owned(),
+        }
+    }
+}
+
+/// One ours-alone solve of `case` by `solver` preconditioned by `preconditioner`, recorded; a
+/// preconditioner that cannot be built for the matrix (a singular block, an interval the power
+/// iteration does not find, an IC(0) pivot that is not positive) is a note, a finding of the run.
+fn ours_alone<T: BlasScalar>(
+    case: &Case<'_, T>,
+    solver: Custom,
+    options: SolverOptions,
+    preconditioner: OursOnly,
+    records: &mut Vec<SolveRecord>,
+    results: &mut SolveResults,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    let (problem, precision, name) = (case.problem, Precision::of::<T>(), preconditioner.name());
+    match solve_custom(case, solver, options, preconditioner) {
+        Ok(solved) => {
+            let record = record(case, problem, &solver.name(), &name, Implementation::Ours, solved)?;
+            log(&format!(
+                "{problem} {precision} {} {name} ours: {} after {} iterations in {:.1} ms, true residual {:.2e}",
+                record.solver, record.end, record.iterations, record.time_ms, record.true_residual
+            ));
+            records.push(record);
+        }
+        Err(e) => {
+            results.notes.push(format!("{problem} {precision} {} {name}: not built: {e:#}", solver.name()))
+        }
+    }
+    Ok(())
+}
+
 /// One solve of ours from `x = 0` preconditioned by `preconditioner`, built before the clock starts,
 /// after a warm-up solve of [`WARMUP_ITERATIONS`].
 fn solve_custom<T: BlasScalar>(
     case: &Case<'_, T>,
-    method: Method,
+    solver: Custom,
     options: SolverOptions,
     preconditioner: OursOnly,
 ) -> Result<Solved<T>> {
@@ -483,13 +548,17 @@ fn solve_custom<T: BlasScalar>(
         let preconditioner = preconditioner.build(case)?;
         let plan = gpu.plan(case.da, Kernel::Auto)?;
         let mut x = gpu.zeros::<T>(n)?;
-        let result = match method {
-            Method::Bicgstab => {
+        let result = match solver {
+            Custom::Method(Method::Bicgstab) => {
                 let mut solver = Bicgstab::with_preconditioner(plan, options, preconditioner)?;
                 timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
             }
-            Method::Gmres(m) => {
+            Custom::Method(Method::Gmres(m)) => {
                 let mut solver = Gmres::with_preconditioner(plan, options, m, preconditioner)?;
+                timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
+            }
+            Custom::Pcg => {
+                let mut solver = Pcg::with_preconditioner(plan, options, preconditioner)?;
                 timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
             }
         };
@@ -504,7 +573,7 @@ fn solve_custom<T: BlasScalar>(
 fn record<T: Scalar>(
     case: &Case<'_, T>,
     problem: &str,
-    method: Method,
+    solver: &str,
     preconditioner: &str,
     implementation: Implementation,
     solved: Solved<T>,
@@ -517,7 +586,7 @@ fn record<T: Scalar>(
     Ok(SolveRecord {
         problem: problem.to_owned(),
         precision: Precision::of::<T>(),
-        solver: method.name(),
+        solver: solver.to_owned(),
         preconditioner: preconditioner.to_owned(),
         implementation,
         end: solved.end.describe(),
@@ -772,11 +841,13 @@ impl SolveResults {
             out,
             "## Which preconditioner wins\n\nOurs, time to a converged solve (a solve that did not converge \
              loses; the preconditioners' setup, the power iteration, the blocks' inversion and the \
-             factorisation, not timed). {} run in ours alone, to at most {} iterations: no baseline of the \
-             same preconditioner yet.\n\n\
+             factorisation, not timed). {} run in ours alone, and on the symmetric positive definite \
+             problems preconditioned CG (pcg) with {}, to at most {} iterations: no baseline of the same \
+             preconditioner yet.\n\n\
              | problem | prec | solver | fastest | iterations per preconditioner | diagonal max/min |\n\
              |---|---|---|---|---|---:|",
             OursOnly::ALL.map(OursOnly::name).join(", "),
+            OursOnly::SPD.map(OursOnly::name).join(", "),
             OURS_ONLY_MAX_ITERATIONS
         );
         for w in &winners {

@@ -1,7 +1,7 @@
 //! Preconditioned CG on the GPU (`solve::Pcg`) and IC(0) (`solve::Ic0`): IC(0)'s apply against its
 //! CPU oracle bit for bit in f32 and f64 (every element written, poisoned first), plain in a graph
 //! too; `Pcg` without a preconditioner and with Jacobi against the CPU oracle's iteration count and
-//! the true residual; with IC(0), block-Jacobi and Chebyshev converging to the true residual, IC(0) in
+//! the true residual, with its residual history; with IC(0), block-Jacobi and Chebyshev converging to the true residual, IC(0) in
 //! fewer iterations than Jacobi; a batch captured into a graph; the breakdown on an indefinite
 //! matrix and the refusals. Fresh random inputs (seed printed). Without a GPU these tests print why
 //! and pass, unless `SPMV_REQUIRE_GPU=1`.
@@ -58,8 +58,8 @@ fn gpu_ic0_apply_against_oracle_f64() {
 }
 
 /// Without a preconditioner and with Jacobi, `Pcg` is the oracle's recurrence: the same iteration
-/// count to within one (the device rounds `α` and `β` in `T`, the oracle in f64 then `T`), and the
-/// true residual at the tolerance.
+/// count to within the drift of the dot products' summation orders (and of `α` and `β`, which the
+/// device rounds in `T`, the oracle in f64 then `T`), and the true residual at the tolerance.
 #[test]
 fn gpu_pcg_follows_the_oracle() {
     let test = "gpu_pcg_follows_the_oracle";
@@ -83,7 +83,10 @@ fn gpu_pcg_follows_the_oracle() {
         let truth = true_residual(view, &b, &dx.to_host(&gpu).unwrap());
         println!("{preconditioner:?}: {out:?}, true residual {truth:.2e}; oracle {oracle:?}");
         assert_eq!(out.stop, Stop::Converged);
-        assert!(out.iterations.abs_diff(oracle.iterations) <= 1, "{out:?} against {oracle:?}");
+        // The GPU and the CPU sum their dot products in different orders: as for `Cg`
+        // (`gpu_solve.rs`), the counts may drift by a few in f64.
+        let slack = 2 + oracle.iterations / 50;
+        assert!(out.iterations.abs_diff(oracle.iterations) <= slack, "{out:?} against {oracle:?}");
         assert!(truth <= 10.0 * rel_tol, "true residual {truth:e}");
         // The history: the start's residual, |b| from x = 0, then one an iteration, the last the
         // outcome's.

@@ -269,3 +269,30 @@ fn gpu_cg_in_a_graph() {
     let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
     assert_eq!(bits(x.to_host(&gpu).unwrap()), bits(x_plain.to_host(&gpu).unwrap()), "not bit-identical");
 }
+
+/// The fused CG's residual history: the start's `|b| / |b|` from `x = 0`, then one entry an
+/// iteration, the last the outcome's; a capacity below the iterations keeps the first entries.
+#[test]
+fn gpu_cg_residual_history() {
+    let test = "gpu_cg_residual_history";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = laplacian::<f64>(40);
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    let b = random_vector::<f64>(&mut rng, a.nrows);
+    let db = gpu.upload_vector(&b).unwrap();
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 5_000, preconditioner: Preconditioner::None };
+    for capacity in [10_000, 5] {
+        let plan = gpu.plan(&da, Kernel::Auto).unwrap();
+        let mut solver = Cg::new(plan, options, None).unwrap().with_history(capacity).unwrap();
+        let mut dx = gpu.zeros::<f64>(b.len()).unwrap();
+        let out = solver.solve(&db, &mut dx).unwrap();
+        let history = solver.residual_history().unwrap();
+        assert_eq!(history.len(), (out.iterations + 1).min(capacity), "{out:?}");
+        assert!((history[0] - 1.0).abs() <= 1e-14, "{}", history[0]);
+        if capacity > out.iterations {
+            assert_eq!(history[out.iterations], out.relative_residual, "{out:?}");
+        }
+    }
+}

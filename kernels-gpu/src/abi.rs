@@ -726,6 +726,10 @@ pub struct CgParams<T> {
     /// distributed solve leave for the all-reduce, and that `cg_finish_*` read back reduced. Unused
     /// (0) on one GPU.
     pub sums: DevicePtr<T>,
+    /// The residual history: `rᵀr` of the start and of each iteration, at `history[k]` for
+    /// iteration `k` below `history_capacity` (0: none kept).
+    pub history: DevicePtr<T>,
+    pub history_capacity: u32,
     /// Stop when `|r| <= rel_tol * |b|`.
     pub rel_tol: T,
     pub max_iterations: u32,

@@ -270,10 +270,11 @@ unsafe fn init<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>)
     }
 }
 
-/// The state from `rz`, `rr`, `bb` over all unknowns.
+/// The state from `rz`, `rr`, `bb` over all unknowns, and the history's first entry.
 ///
 /// # Safety
-/// `p.state` is valid and no other thread touches it during the call.
+/// `p.state` is valid and no other thread touches it during the call; `p.history` holds
+/// `p.history_capacity` elements.
 #[inline(always)]
 unsafe fn init_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr, bb]: [T; 3]) {
     let s = p.state.as_mut_ptr();
@@ -296,6 +297,19 @@ unsafe fn init_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr, bb]: [T; 3]) {
         store!(s, iterations, 0);
         store!(s, step_pending, 0);
         store!(s, status, status);
+        record(p, 0, rr);
+    }
+}
+
+/// `history[k] = rr` where `k` is below the history's capacity.
+///
+/// # Safety
+/// `p.history` holds `p.history_capacity` elements; one thread of the launch calls it.
+#[inline(always)]
+unsafe fn record<T: CgReal>(p: &CgParams<T>, k: u32, rr: T) {
+    if k < p.history_capacity {
+        // SAFETY: the caller's contract, `k` below the capacity.
+        unsafe { *p.history.as_mut_ptr().add(k as usize) = rr };
     }
 }
 
@@ -393,7 +407,8 @@ unsafe fn update_local<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     }
 }
 
-/// `rz`, `rr`, `beta`, the iteration count and the status from `rz` and `rr` over all unknowns.
+/// `rz`, `rr`, `beta`, the iteration count and the status from `rz` and `rr` over all unknowns,
+/// and the history's entry of the iteration.
 ///
 /// # Safety
 /// As [`init_scalars`].
@@ -417,6 +432,7 @@ unsafe fn update_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr]: [T; 2]) {
         store!(s, rr, rr);
         store!(s, iterations, iterations);
         store!(s, status, status);
+        record(p, iterations, rr);
     }
 }
 

@@ -95,6 +95,8 @@ impl<'a, T: Scalar> DistributedCg<'a, T> {
                 partials: addr(&partials, gpu),
                 state: AbiPtr::new(addr(&state, gpu).addr()),
                 sums: addr(&sums, gpu),
+                history: AbiPtr::new(0),
+                history_capacity: 0,
                 rel_tol: T::from_f64(options.rel_tol),
                 max_iterations,
                 n,

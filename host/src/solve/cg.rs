@@ -13,7 +13,7 @@ use crate::device::{DeviceVector, VectorMut, VectorRef, addr};
 use crate::enqueue::cg::{CgLaunches, DeviceCgState};
 use crate::enqueue::{DeviceMatrix, Plan};
 use crate::formats::convert::narrow;
-use crate::iterative::square_order;
+use crate::iterative::{MAX_HISTORY, square_order};
 use crate::iterative::{
     NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
 };
@@ -60,6 +60,10 @@ pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     // Reached by the kernels through `launches`; held so that it lives as long as the solver.
     _partials: CudaSlice<T>,
     state: CudaSlice<DeviceCgState<T>>,
+    /// The residual history's buffer, reached by the kernels through `launches`.
+    history: Option<CudaSlice<T>>,
+    /// The launches' parameters, kept to make them again for a history.
+    params: CgParams<T>,
     launches: CgLaunches<T>,
 }
 
@@ -105,6 +109,8 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             partials: addr(&partials, gpu),
             state: AbiPtr::new(addr(&state, gpu).addr()),
             sums: AbiPtr::new(0),
+            history: AbiPtr::new(0),
+            history_capacity: 0,
             rel_tol: T::from_f64(options.rel_tol),
             max_iterations: narrow("the iteration limit", options.max_iterations)?,
             n,
@@ -125,8 +131,53 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             inv_diag,
             _partials: partials,
             state,
+            history: None,
+            params,
             launches,
         })
+    }
+
+    /// Keeps `rᵀr` of the start and of each iteration of the solves to come, up to `capacity`
+    /// entries, for [`Cg::residual_history`]: refused past [`MAX_HISTORY`](super::MAX_HISTORY)
+    /// ([`Error::TooLarge`]), before anything is allocated, and while the stream captures a graph.
+    /// It makes the solver's launches anew: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        if capacity > MAX_HISTORY {
+            return Err(Error::TooLarge {
+                what: "the residual history",
+                value: capacity,
+                limit: MAX_HISTORY,
+            });
+        }
+        let gpu = self.plan.gpu();
+        let history = gpu.alloc_zeros::<T>(capacity.max(1))?;
+        self.params.history = addr(&history, gpu);
+        // At most 2^20 (checked above).
+        self.params.history_capacity = u32::try_from(capacity).unwrap_or(0);
+        // SAFETY: as in `Cg::new`, and `history` holds at least `capacity` elements of `gpu`'s
+        // context, owned by the solver with the launches.
+        self.launches = unsafe { CgLaunches::new(gpu, self.params, self.inv_diag.is_some())? };
+        self.history = Some(history);
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Cg::with_history`] (empty without one or before a
+    /// start): the recurrence's residuals, which CG's convergence test reads. Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        let gpu = self.plan.gpu();
+        let DeviceCgState(state) = gpu.stream().clone_dtoh(&self.state)?[0];
+        let capacity = self.params.history_capacity;
+        let (Some(history), false) = (&self.history, state.status == CG_NOT_STARTED) else {
+            return Ok(Vec::new());
+        };
+        let recorded = state.iterations.saturating_add(1).min(capacity) as usize;
+        if recorded == 0 {
+            return Ok(Vec::new());
+        }
+        let squares = gpu.stream().clone_dtoh(&history.slice(..recorded))?;
+        let bb = state.bb.to_f64();
+        Ok(squares.into_iter().map(|rr| relative_residual(rr.to_f64(), bb)).collect())
     }
 
     /// Iterations between two reads of the state in [`Cg::solve`] (at least 1).

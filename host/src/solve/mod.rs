@@ -14,9 +14,9 @@
 //! with no host synchronisation (so they can be captured into a CUDA graph and replayed) and reads
 //! its state between batches; iterations enqueued past the end of a solve change nothing, so the
 //! counts are exact. Options and outcomes are the types every solver of the crate shares, the CPU
-//! oracles of [`crate::reference`] too, which each solver follows step for step. [`Pcg`],
-//! [`Bicgstab`] and [`Gmres`] keep a residual history on request (`with_history`,
-//! `residual_history`), written on the device by their scalar programs.
+//! oracles of [`crate::reference`] too, which each solver follows step for step. Every solver keeps a
+//! residual history on request (`with_history`, `residual_history`), written on the device by the
+//! code that updates its state.
 
 mod bicgstab;
 mod block_jacobi;

@@ -4,8 +4,8 @@
 //! BiCGSTAB and GMRES share, every scalar on the device.
 //!
 //! An iteration is one product, one preconditioner application, two passes of dot products (`pᵀq`;
-//! `rᵀz` with `rᵀr`), three vector updates (`x`, `r`, then `p = z + β p` in one fused pass) and two
-//! short scalar programs. Without a preconditioner `z` is `r` itself. [`Cg`](super::Cg) is the faster
+//! `rᵀz` with `rᵀr`), three vector updates (`x`, `r`, then `p = z + β p` in one fused pass) and
+//! three short scalar programs. Without a preconditioner `z` is `r` itself. [`Cg`](super::Cg) is the faster
 //! choice where it applies (no preconditioner or Jacobi, on a plan): its vector passes are one
 //! cooperative launch an iteration; this one takes the preconditioners that make CG worth running on
 //! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
@@ -36,7 +36,10 @@ const RR_TAG: u32 = 0;
 const RZ_TAG: u32 = 1;
 const PQ_TAG: u32 = 2;
 
-/// What each breakdown stops on, and why: named as the CPU oracle names them.
+/// What each breakdown stops on, and why, tested in the CPU oracle's order and named as it names
+/// them, but for two overflows it folds into its names: a residual `rᵀr` that is not finite while
+/// `rᵀz` is stops as "rᵀr" here ("rᵀz" there), and an `α = rᵀz / pᵀAp` that overflows reports
+/// `α`'s value under "pᵀAp" (there `pᵀAp`'s).
 const BREAKDOWNS: Breakdowns = &[("rᵀr", why::NOT_FINITE), ("rᵀz", NOT_SPD), ("pᵀAp", NOT_SPD)];
 
 /// A preconditioned CG solver for one operator, with the vectors and device state of its solves,
@@ -164,9 +167,9 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         program.extend([
             start(max, 0),
             c.record(RR, 0),
-            finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
             positive(RZ, RZ_TAG),
+            finite(RR, RR_TAG),
             limit(RR, Ends::Solve),
         ]);
         d.program(gpu, STARTING, &program)
@@ -191,7 +194,11 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         c.op.apply(&self.p, &mut self.q)?;
         c.device.dots(gpu, RUNNING, &[(&self.p, &self.q, PQ)])?;
-        c.device.program(gpu, RUNNING, &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG)])?;
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG), finite(ALPHA, PQ_TAG)],
+        )?;
         c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
         let z = match &mut self.z {
             Some(z) => {
@@ -216,7 +223,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while `z` is finite; a
         // non-finite `z` makes `rᵀz` so, and the program below stops the solve before `p` is used.
         c.device.p_update(gpu, RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)?;
-        c.device.program(gpu, RUNNING, &[positive(RZ, RZ_TAG), limit(RR, Ends::Solve)])
+        c.device.program(gpu, RUNNING, &[positive(RZ, RZ_TAG), finite(RR, RR_TAG), limit(RR, Ends::Solve)])
     }
 
     /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,

@@ -59,7 +59,8 @@ pub(crate) fn mul<T: Scalar>(a: u32, b: u32, out: u32) -> ScalarOp<T> {
     op(KRYLOV_OP_MUL, a, b, 0, out, 0, T::ZERO)
 }
 
-/// `out = a / b`, a breakdown tagged `tag` unless `b` and the quotient are non-zero and finite.
+/// `out = a / b`, a breakdown tagged `tag` unless `b` is non-zero and finite (the quotient is not
+/// tested: a `finite` op after it does).
 pub(crate) fn div<T: Scalar>(a: u32, b: u32, out: u32, tag: u32) -> ScalarOp<T> {
     op(KRYLOV_OP_DIV, a, b, 0, out, tag, T::ZERO)
 }
