@@ -1,8 +1,9 @@
-//! Preconditioned CG on the GPU (`solve::Pcg`) and IC(0) (`solve::Ic0`): IC(0)'s apply against its
-//! CPU oracle bit for bit in f32 and f64 (every element written, poisoned first), plain in a graph
-//! too; `Pcg` without a preconditioner and with Jacobi against the CPU oracle's iteration count and
-//! the true residual, with its residual history; with IC(0), block-Jacobi and Chebyshev converging to the true residual, IC(0) in
-//! fewer iterations than Jacobi; a batch captured into a graph; the breakdown on an indefinite
+//! Preconditioned CG on the GPU (`solve::Pcg`, `solve::PipelinedCg`) and IC(0) (`solve::Ic0`):
+//! IC(0)'s apply against its CPU oracle bit for bit in f32 and f64 (every element written, poisoned
+//! first), plain and in a graph; both CGs without a preconditioner and with Jacobi against their CPU
+//! oracles' iteration counts, the true residual and the residual history's ends; with IC(0),
+//! block-Jacobi and Chebyshev converging to the true residual, IC(0) in fewer iterations than Jacobi;
+//! a batch captured into a graph ending where the plain solve does; the breakdown on an indefinite
 //! matrix and the refusals. Fresh random inputs (seed printed). Without a GPU these tests print why
 //! and pass, unless `SPMV_REQUIRE_GPU=1`.
 
@@ -10,11 +11,12 @@ mod common;
 
 use common::{gpu_or_skip, random_vector, rng, true_residual};
 use gpu_spmv::reference::LinearOperator;
-use gpu_spmv::reference::cg::cg;
+use gpu_spmv::reference::cg::{cg, pipelined_cg};
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
-    BlockJacobi, Chebyshev, Ic0, Pcg, Precondition, Preconditioner, SolveError, SolverOptions, Stop,
+    BlockJacobi, Chebyshev, Ic0, Pcg, PipelinedCg, Precondition, Preconditioner, SolveError, SolverOptions,
+    Stop,
 };
 use gpu_spmv::{CsrRef, Error, Gpu, Kernel, Scalar};
 use nalgebra_sparse::CsrMatrix;
@@ -180,4 +182,76 @@ fn gpu_pcg_breakdown_and_refusals() {
     let (b2, mut x2) = (other.upload_vector(&vec![1.0; 30]).unwrap(), other.zeros::<f64>(30).unwrap());
     let mut solver = Pcg::new(gpu.plan(&ds, Kernel::Auto).unwrap(), options, None).unwrap();
     assert!(matches!(solver.solve(&b2, &mut x2), Err(Error::ForeignBuffer(_))));
+}
+
+/// Pipelined CG against its oracle (`reference::cg::pipelined_cg`) without a preconditioner and with
+/// Jacobi: the same stop, the iteration counts within the summation orders' drift, the true residual
+/// at the tolerance, the history's ends; with IC(0) fewer iterations than with Jacobi, and a batch
+/// captured into a graph ending where the plain solve does; the indefinite matrix's breakdown.
+#[test]
+fn gpu_pipelined_cg() {
+    let test = "gpu_pipelined_cg";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let rel_tol = 1e-10;
+    let a: CsrMatrix<f64> = convection_diffusion(64, 48, 0.0).unwrap();
+    let view = CsrRef::from(&a);
+    let da = gpu.upload_csr(&a).unwrap();
+    let b = random_vector::<f64>(&mut rng, a.nrows());
+    let db = gpu.upload_vector(&b).unwrap();
+    let diagonal = view.diagonal();
+    let mut jacobi_iterations = 0;
+    for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+        let options = SolverOptions { rel_tol, max_iterations: 5_000, preconditioner };
+        let mut x = vec![0.0; a.nrows()];
+        let oracle = pipelined_cg(&view, &b, &mut x, &options).unwrap();
+        let plan = gpu.plan(&da, Kernel::Auto).unwrap();
+        let mut solver =
+            PipelinedCg::new(plan, options, Some(&diagonal)).unwrap().with_history(10_000).unwrap();
+        let mut dx = gpu.zeros::<f64>(a.nrows()).unwrap();
+        let out = solver.solve(&db, &mut dx).unwrap();
+        let truth = true_residual(view, &b, &dx.to_host(&gpu).unwrap());
+        println!("pipelined {preconditioner:?}: {out:?}, true residual {truth:.2e}; oracle {oracle:?}");
+        assert_eq!(out.stop, Stop::Converged);
+        let slack = 2 + oracle.iterations / 50;
+        assert!(out.iterations.abs_diff(oracle.iterations) <= slack, "{out:?} against {oracle:?}");
+        // Pipelined CG's recursive residual drifts from b - A x a little faster than CG's.
+        assert!(truth <= 100.0 * rel_tol, "true residual {truth:e}");
+        let history = solver.residual_history().unwrap();
+        assert_eq!(history.len(), out.iterations + 1);
+        assert_eq!(history[out.iterations], out.relative_residual);
+        if preconditioner == Preconditioner::Jacobi {
+            jacobi_iterations = out.iterations;
+        }
+    }
+    let plain = SolverOptions { rel_tol, max_iterations: 5_000, preconditioner: Preconditioner::None };
+    let pre = Box::new(Ic0::new(&gpu, view).unwrap());
+    let mut solver =
+        PipelinedCg::with_preconditioner(gpu.plan(&da, Kernel::Auto).unwrap(), plain, pre).unwrap();
+    let mut dx = gpu.zeros::<f64>(a.nrows()).unwrap();
+    let out = solver.solve(&db, &mut dx).unwrap();
+    let x = dx.to_host(&gpu).unwrap();
+    println!("pipelined IC(0): {out:?}, true residual {:.2e}", true_residual(view, &b, &x));
+    assert_eq!(out.stop, Stop::Converged);
+    assert!(out.iterations < jacobi_iterations, "{out:?} against Jacobi's {jacobi_iterations}");
+    let mut dx_graph = gpu.zeros::<f64>(a.nrows()).unwrap();
+    solver.start(&db, &dx_graph).unwrap();
+    let graph = gpu.capture(|| solver.iterate(&mut dx_graph, 16)).unwrap();
+    while solver.outcome().unwrap().is_none() {
+        graph.launch().unwrap();
+    }
+    assert_eq!(solver.outcome().unwrap(), Some(out), "graph");
+    assert_eq!(bits(&dx_graph.to_host(&gpu).unwrap()), bits(&x), "graph");
+
+    // The alternating ±1 diagonal with b = 1: δ = wᵀu = 0 at the first iteration.
+    let n = 64;
+    let values: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    let indefinite = CsrMatrix::try_from_csr_data(n, n, (0..=n).collect(), (0..n).collect(), values).unwrap();
+    let di = gpu.upload_csr(&indefinite).unwrap();
+    let (bi, mut xi) = (gpu.upload_vector(&vec![1.0; n]).unwrap(), gpu.zeros::<f64>(n).unwrap());
+    let e = PipelinedCg::new(gpu.plan(&di, Kernel::Auto).unwrap(), plain, None).unwrap().solve(&bi, &mut xi);
+    assert!(
+        matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "pᵀAp", iteration: 0, .. }))),
+        "{e:?}"
+    );
 }

@@ -5,7 +5,8 @@
 //!   cooperative launch per iteration;
 //! - [`Pcg`]: preconditioned conjugate gradients on any [`Operator`], with any symmetric positive
 //!   definite preconditioner: [`Ic0`] (incomplete Cholesky), [`BlockJacobi`], a [`Chebyshev`]
-//!   polynomial, [`Jacobi`] or a caller's [`Precondition`];
+//!   polynomial, [`Jacobi`] or a caller's [`Precondition`]; [`PipelinedCg`], the same with one
+//!   reduction an iteration (Ghysels & Vanroose), the form a solve over several GPUs needs;
 //! - [`Bicgstab`] and [`Gmres`] (restarted GMRES(m)) for nonsymmetric systems, on any [`Operator`]
 //!   (every plan, or a caller's matrix-free operator), preconditioned by [`Jacobi`],
 //!   [`BlockJacobi`], a [`Chebyshev`] polynomial, [`Ilu0`] or a caller's [`Precondition`].
@@ -27,6 +28,7 @@ mod ilu;
 mod krylov;
 mod operator;
 mod pcg;
+mod pipelined_cg;
 mod program;
 
 pub use crate::iterative::{
@@ -42,6 +44,7 @@ pub use gmres::Gmres;
 pub use ilu::{Ic0, Ilu0};
 pub use operator::{Jacobi, Operator, Precondition};
 pub use pcg::Pcg;
+pub use pipelined_cg::PipelinedCg;
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read
 /// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem

@@ -31,16 +31,17 @@ const BETA: u32 = FIRST_FREE + 4;
 const RR: u32 = FIRST_FREE + 5;
 const SLOTS: u32 = FIRST_FREE + 6;
 
-/// The breakdown tags, indexes of [`BREAKDOWNS`].
-const RR_TAG: u32 = 0;
-const RZ_TAG: u32 = 1;
-const PQ_TAG: u32 = 2;
+/// The breakdown tags of both CGs on the Krylov core (this one and the pipelined one), indexes of
+/// [`CG_BREAKDOWNS`].
+pub(super) const RR_TAG: u32 = 0;
+pub(super) const RZ_TAG: u32 = 1;
+pub(super) const PQ_TAG: u32 = 2;
 
 /// What each breakdown stops on, and why, tested in the CPU oracle's order and named as it names
 /// them, but for two overflows it folds into its names: a residual `rᵀr` that is not finite while
 /// `rᵀz` is stops as "rᵀr" here ("rᵀz" there), and an `α = rᵀz / pᵀAp` that overflows reports
 /// `α`'s value under "pᵀAp" (there `pᵀAp`'s).
-const BREAKDOWNS: Breakdowns = &[("rᵀr", why::NOT_FINITE), ("rᵀz", NOT_SPD), ("pᵀAp", NOT_SPD)];
+pub(super) const CG_BREAKDOWNS: Breakdowns = &[("rᵀr", why::NOT_FINITE), ("rᵀz", NOT_SPD), ("pᵀAp", NOT_SPD)];
 
 /// A preconditioned CG solver for one operator, with the vectors and device state of its solves,
 /// allocated once.
@@ -96,7 +97,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
     }
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
-        let core = Core::new(op, options, source, (SLOTS, 0), BREAKDOWNS, DiagonalNeed::Positive)?;
+        let core = Core::new(op, options, source, (SLOTS, 0), CG_BREAKDOWNS, DiagonalNeed::Positive)?;
         let (gpu, n) = (core.op.gpu(), core.n());
         let z = match core.precond {
             Precond::None => None,

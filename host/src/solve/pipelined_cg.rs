@@ -1,0 +1,267 @@
+//! Pipelined preconditioned CG (Ghysels & Vanroose, "Hiding global synchronization latency in the
+//! preconditioned Conjugate Gradient algorithm", Parallel Computing 40, 2014, Algorithm 4) on any
+//! [`Operator`] with any [`Precondition`]: the recurrence of
+//! [`crate::reference::cg::pipelined_cg`], written as the sequence of its launches over the Krylov
+//! core, every scalar on the device.
+//!
+//! CG's iteration waits twice for a reduction over all unknowns (`pᵀAp` before `α`, `rᵀz` before
+//! `β`); this one waits once: its three dot products (`γ = rᵀu`, `δ = wᵀu`, `rᵀr`) are one pass, and
+//! the product and the preconditioner of the iteration (`m = M⁻¹ w`, `n = A m`) do not depend on
+//! them, so on several GPUs the all-reduce can run beside them. The price is four more vector
+//! recurrences (`w = A u`, `z`, `q`, `s`): an iteration is one product, one preconditioner
+//! application, one pass of three dot products, eight vector updates and two scalar programs. On one
+//! GPU, where a reduction is a launch like any other, [`Pcg`](super::Pcg) makes fewer passes; this
+//! solver is the single-GPU half of the distributed one it prepares (issue 26).
+//!
+//! The first iteration's `β = 0` and `δ - β γ / α` are the later iterations' formulas with the
+//! previous `γ` and `α` set to infinity at the start, so that every iteration runs the same
+//! launches and a captured batch serves from the first.
+
+use super::krylov::{Core, Precond, PrecondSource, RUNNING, STARTING, precondition};
+use super::operator::{Operator, Precondition};
+use super::pcg::{CG_BREAKDOWNS, PQ_TAG, RR_TAG, RZ_TAG};
+use super::program::{
+    BB, Ends, FIRST_FREE, add_range, converged, copy, count, div, finite, limit, mul, positive, set, start,
+};
+use super::{Outcome, SolverOptions};
+use crate::Result;
+use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
+use crate::enqueue::krylov::{KrylovDevice, coef, constant};
+use crate::reference::DiagonalNeed;
+use crate::scalar::Scalar;
+use kernels_gpu::abi::KRYLOV_NO_TAG;
+
+const GAMMA: u32 = FIRST_FREE;
+const DELTA: u32 = FIRST_FREE + 1;
+const RR: u32 = FIRST_FREE + 2;
+const GAMMA_PREV: u32 = FIRST_FREE + 3;
+const ALPHA_PREV: u32 = FIRST_FREE + 4;
+const BETA: u32 = FIRST_FREE + 5;
+const ALPHA: u32 = FIRST_FREE + 6;
+const DENOMINATOR: u32 = FIRST_FREE + 7;
+const TERM: u32 = FIRST_FREE + 8;
+const MINUS_ONE: u32 = FIRST_FREE + 9;
+const SLOTS: u32 = FIRST_FREE + 10;
+
+/// A pipelined preconditioned CG solver for one operator, with the vectors and device state of its
+/// solves, allocated once. Made and run as [`Pcg`](super::Pcg) is.
+#[derive(Debug)]
+pub struct PipelinedCg<'a, T: Scalar, A: Operator<T>> {
+    core: Core<'a, T, A>,
+    r: DeviceVector<T>,
+    /// `M⁻¹ r`.
+    u: DeviceVector<T>,
+    /// `A u`.
+    w: DeviceVector<T>,
+    /// `M⁻¹ w`.
+    m: DeviceVector<T>,
+    /// `A m`.
+    n: DeviceVector<T>,
+    z: DeviceVector<T>,
+    q: DeviceVector<T>,
+    s: DeviceVector<T>,
+    p: DeviceVector<T>,
+}
+
+impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
+    /// A solver for the operator; refused as [`Pcg::new`](super::Pcg::new) refuses.
+    pub fn new(op: A, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
+        Self::build(op, options, diagonal.map(PrecondSource::Diagonal))
+    }
+
+    /// A solver preconditioned by the caller's symmetric positive definite `preconditioner`; as
+    /// [`Pcg::with_preconditioner`](super::Pcg::with_preconditioner).
+    pub fn with_preconditioner(
+        op: A,
+        options: SolverOptions,
+        preconditioner: Box<dyn Precondition<T> + 'a>,
+    ) -> Result<Self> {
+        Self::build(op, options, Some(PrecondSource::Custom(preconditioner)))
+    }
+
+    fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
+        let core = Core::new(op, options, source, (SLOTS, 0), CG_BREAKDOWNS, DiagonalNeed::Positive)?;
+        let (gpu, n) = (core.op.gpu(), core.n());
+        Ok(Self {
+            r: gpu.zeros(n)?,
+            u: gpu.zeros(n)?,
+            w: gpu.zeros(n)?,
+            m: gpu.zeros(n)?,
+            n: gpu.zeros(n)?,
+            z: gpu.zeros(n)?,
+            q: gpu.zeros(n)?,
+            s: gpu.zeros(n)?,
+            p: gpu.zeros(n)?,
+            core,
+        })
+    }
+
+    /// Iterations between two reads of the state in [`PipelinedCg::solve`] (at least 1).
+    pub fn set_check_every(&mut self, iterations: u32) {
+        self.core.check_every = iterations.max(1);
+    }
+
+    /// As [`Pcg::set_diagonal`](super::Pcg::set_diagonal).
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        self.core.set_diagonal(diagonal)
+    }
+
+    /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: as
+    /// [`Pcg::solve`](super::Pcg::solve), breakdowns named alike.
+    pub fn solve<B, X>(&mut self, b: &B, x: &mut X) -> Result<Outcome>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorMut<T> + ?Sized,
+    {
+        self.start(b, x)?;
+        loop {
+            self.iterate(x, self.core.check_every)?;
+            if let Some(outcome) = self.outcome()? {
+                return Ok(outcome);
+            }
+        }
+    }
+
+    /// Enqueues the start of a solve: `r = b - A x`, `u = M⁻¹ r`, `w = A u`, the recurrences' other
+    /// vectors zeroed, the first reduction and its tests. Checks `b` and `x` first: on error nothing
+    /// is enqueued.
+    pub fn start<B, X>(&mut self, b: &B, x: &X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorRef<T> + ?Sized,
+    {
+        self.core.begin(b, x)?;
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        c.device.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.op.apply(&c.x, &mut self.w)?;
+        c.device.axpy(gpu, STARTING, constant(minus_one), &self.w, &mut self.r)?;
+        preconditioned(&mut c.precond, &c.device, gpu, STARTING, &self.r, &mut self.u)?;
+        c.op.apply(&self.u, &mut self.w)?;
+        for v in [&mut self.z, &mut self.q, &mut self.s, &mut self.p] {
+            gpu.stream().memset_zeros(v.as_mut_slice())?;
+        }
+        let (r, u, w) = (&self.r, &self.u, &self.w);
+        c.device.dots(gpu, STARTING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
+        c.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
+        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
+        let infinity = T::from_f64(f64::INFINITY);
+        let mut program = c.constants().to_vec();
+        program.extend([
+            set(GAMMA_PREV, infinity),
+            set(ALPHA_PREV, infinity),
+            set(MINUS_ONE, minus_one),
+            start(max, 0),
+            c.record(RR, 0),
+            converged(RR, Ends::Solve),
+            positive(GAMMA, RZ_TAG),
+            finite(RR, RR_TAG),
+            limit(RR, Ends::Solve),
+        ]);
+        c.device.program(gpu, STARTING, &program)
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`PipelinedCg::start`] began, then copies the
+    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.core.check_x(x)?;
+        self.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.iteration()?;
+        }
+        self.core.finish_batch(x)
+    }
+
+    /// One iteration's launches, in the oracle's order: `m`, `n`, the scalars, the eight updates,
+    /// then the next reduction and its tests.
+    fn iteration(&mut self) -> Result<()> {
+        let c = &mut self.core;
+        let gpu = c.op.gpu();
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        preconditioned(&mut c.precond, &c.device, gpu, RUNNING, &self.w, &mut self.m)?;
+        c.op.apply(&self.m, &mut self.n)?;
+        // β = γ / γ_prev, then δ - β γ / α_prev as δ + (-1)(β γ / α_prev), and α = γ / that.
+        c.device.program(
+            gpu,
+            RUNNING,
+            &[
+                div(GAMMA, GAMMA_PREV, BETA, KRYLOV_NO_TAG),
+                mul(BETA, GAMMA, TERM),
+                div(TERM, ALPHA_PREV, TERM, KRYLOV_NO_TAG),
+                mul(TERM, MINUS_ONE, TERM),
+                copy(DELTA, DENOMINATOR),
+                add_range(TERM, DENOMINATOR, 1),
+                positive(DENOMINATOR, PQ_TAG),
+                div(GAMMA, DENOMINATOR, ALPHA, PQ_TAG),
+                finite(ALPHA, PQ_TAG),
+                copy(GAMMA, GAMMA_PREV),
+                copy(ALPHA, ALPHA_PREV),
+            ],
+        )?;
+        // `v = fma(β, fma(0, a, v), a) = β v + a` for z, q, s, p (as in `Pcg`, exact while `a` is
+        // finite; a non-finite one stops the solve at the tests below before it is used).
+        let beta = (coef(one, BETA), constant(T::ZERO));
+        let d = &c.device;
+        d.p_update(gpu, RUNNING, beta, &self.n, &self.n, &mut self.z)?;
+        d.p_update(gpu, RUNNING, beta, &self.m, &self.m, &mut self.q)?;
+        d.p_update(gpu, RUNNING, beta, &self.w, &self.w, &mut self.s)?;
+        d.p_update(gpu, RUNNING, beta, &self.u, &self.u, &mut self.p)?;
+        d.axpy(gpu, RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
+        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.s, &mut self.r)?;
+        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.u)?;
+        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.z, &mut self.w)?;
+        let (r, u, w) = (&self.r, &self.u, &self.w);
+        d.dots(gpu, RUNNING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
+        d.program(
+            gpu,
+            RUNNING,
+            &[
+                count(),
+                c.record(RR, 0),
+                converged(RR, Ends::Solve),
+                positive(GAMMA, RZ_TAG),
+                finite(RR, RR_TAG),
+                limit(RR, Ends::Solve),
+            ],
+        )
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.core.outcome(0)
+    }
+
+    /// As [`Pcg::with_history`](super::Pcg::with_history).
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// As [`Pcg::residual_history`](super::Pcg::residual_history): the recurrence's residuals.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.core.residual_history()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.core.options
+    }
+}
+
+/// `out = M⁻¹ v`, or a copy of `v` without a preconditioner (the recurrence keeps both vectors).
+fn preconditioned<T: Scalar>(
+    precond: &mut Precond<'_, T>,
+    device: &KrylovDevice<T>,
+    gpu: &Gpu,
+    gate: u32,
+    v: &DeviceVector<T>,
+    out: &mut DeviceVector<T>,
+) -> Result<()> {
+    match precond {
+        Precond::None => device.scale(gpu, gate, constant(T::from_f64(1.0)), Some(v), out),
+        _ => precondition(precond, gpu, v, out),
+    }
+}
