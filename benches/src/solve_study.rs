@@ -5,7 +5,7 @@
 //! and ours alone preconditioned by a Chebyshev polynomial, block-Jacobi and ILU(0)
 //! ([`OursOnly`]), to say which preconditioner wins where; on the symmetric positive definite
 //! problems also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
-//! and IC(0) ([`OursOnly::SPD`]).
+//! and IC(0) ([`OursOnly::SPD`]), and pipelined CG with Jacobi and IC(0).
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -45,8 +45,8 @@ use gpu_spmv::nalgebra_sparse::CsrMatrix;
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
-    Bicgstab, BlockJacobi, Chebyshev, Gmres, Ic0, Ilu0, Jacobi, Pcg, Precondition, Preconditioner,
-    SolverOptions, Stop,
+    Bicgstab, BlockJacobi, Chebyshev, Gmres, Ic0, Ilu0, Jacobi, Pcg, PipelinedCg, Precondition,
+    Preconditioner, SolverOptions, Stop,
 };
 use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Kernel, Scalar};
 use serde::{Deserialize, Serialize};
@@ -440,6 +440,10 @@ fn study<T: BlasScalar>(
         for preconditioner in OursOnly::SPD {
             ours_alone(&case, Custom::Pcg, plain, preconditioner, &mut records, results, log)?;
         }
+        // Pipelined CG's cost against Pcg's, with the cheapest preconditioner and the strongest.
+        for preconditioner in [OursOnly::Jacobi, OursOnly::Ic0] {
+            ours_alone(&case, Custom::PipelinedCg, plain, preconditioner, &mut records, results, log)?;
+        }
     }
     compare(&mut records, &mut results.notes);
     results.records.extend(records);
@@ -494,6 +498,7 @@ fn solve<T: BlasScalar>(
 enum Custom {
     Method(Method),
     Pcg,
+    PipelinedCg,
 }
 
 impl Custom {
@@ -501,6 +506,7 @@ impl Custom {
         match self {
             Custom::Method(method) => method.name(),
             Custom::Pcg => "pcg".to_owned(),
+            Custom::PipelinedCg => "pipelined-cg".to_owned(),
         }
     }
 }
@@ -559,6 +565,10 @@ fn solve_custom<T: BlasScalar>(
             }
             Custom::Pcg => {
                 let mut solver = Pcg::with_preconditioner(plan, options, preconditioner)?;
+                timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
+            }
+            Custom::PipelinedCg => {
+                let mut solver = PipelinedCg::with_preconditioner(plan, options, preconditioner)?;
                 timed_gpu(gpu, || Ok(solver.solve(b, &mut x)))?
             }
         };
@@ -842,7 +852,8 @@ impl SolveResults {
             "## Which preconditioner wins\n\nOurs, time to a converged solve (a solve that did not converge \
              loses; the preconditioners' setup, the power iteration, the blocks' inversion and the \
              factorisation, not timed). {} run in ours alone, and on the symmetric positive definite \
-             problems preconditioned CG (pcg) with {}, to at most {} iterations: no baseline of the same \
+             problems preconditioned CG (pcg) with {} and pipelined CG with jacobi and ic(0), to at most {} \
+             iterations: no baseline of the same \
              preconditioner yet.\n\n\
              | problem | prec | solver | fastest | iterations per preconditioner | diagonal max/min |\n\
              |---|---|---|---|---|---:|",
