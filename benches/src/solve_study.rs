@@ -756,7 +756,11 @@ impl SolveResults {
 
     pub fn markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "# Solver study: BiCGSTAB and GMRES({}) (issue 28)\n", self.restart);
+        let _ = writeln!(
+            out,
+            "# Solver study: BiCGSTAB and GMRES({}), and CG on the SPD problems (issue 28)\n",
+            self.restart
+        );
         let _ = writeln!(out, "Commit `{}`, started {}.\n", self.git_commit, self.started);
         match &self.device {
             Some(d) => {
@@ -882,7 +886,7 @@ impl SolveResults {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<12} {:<4} {:<10} {:<7} {:>8} {:>8} {:>10} {:>10} {:>8}",
+            "{:<12} {:<4} {:<12} {:<7} {:>8} {:>8} {:>10} {:>10} {:>8}",
             "problem", "prec", "solver", "precond", "its", "base its", "ms", "base ms", "speedup"
         );
         for r in self.records.iter().filter(|r| r.implementation == Implementation::Ours) {
@@ -891,7 +895,7 @@ impl SolveResults {
             let base = self.find(&base, &r.preconditioner);
             let _ = writeln!(
                 out,
-                "{:<12} {:<4} {:<10} {:<7} {:>8} {:>8} {:>10.1} {:>10} {:>8}",
+                "{:<12} {:<4} {:<12} {:<7} {:>8} {:>8} {:>10.1} {:>10} {:>8}",
                 r.problem,
                 r.precision,
                 r.solver,

@@ -338,7 +338,8 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
     /// iteration, at most the capacity given to [`Gmres::with_history`] (empty without one). Within
     /// a cycle the residual of the least-squares problem (`|g_{j+1}|`, what GMRES tests), at each
-    /// restart the true residual `b - A x`.
+    /// restart the true residual `b - A x`. Entry `k` is written once step `k` has run, entry 0 at
+    /// the first restart: read the history after [`Gmres::iterate`], not between `start` and it.
     /// Waits for the stream.
     pub fn residual_history(&self) -> Result<Vec<f64>> {
         self.core.residual_history()
