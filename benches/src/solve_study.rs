@@ -4,7 +4,7 @@
 //! f32 and f64, on the same device CSR matrix, right-hand side, initial guess (zero) and stopping test;
 //! and ours alone preconditioned by a Chebyshev polynomial, block-Jacobi and ILU(0)
 //! ([`OursOnly`]), to say which preconditioner wins where; on the symmetric positive definite
-//! problems also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
+//! problems (and the files' matrices that are symmetric with a positive diagonal) also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
 //! and IC(0) ([`OursOnly::SPD`]), and pipelined CG with Jacobi and IC(0).
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
@@ -155,8 +155,6 @@ impl Implementation {
 pub struct ProblemSpec {
     pub name: String,
     pub description: String,
-    /// Symmetric positive definite: the study runs preconditioned CG on it too.
-    pub spd: bool,
     pub build: Box<dyn Fn() -> Result<Built>>,
 }
 
@@ -172,6 +170,16 @@ pub struct Built {
     pub a: CsrMatrix<f64>,
     pub b: Vec<f64>,
     pub rhs: &'static str,
+    /// Symmetric positive definite, or (for a file) symmetric with a positive diagonal, which it
+    /// needs to be: the study runs preconditioned CG on it too (a matrix that is not definite breaks
+    /// down, a finding of the run).
+    pub spd: bool,
+}
+
+/// Whether `a` equals its transpose, bit for bit, and its diagonal is positive.
+pub fn symmetric_with_positive_diagonal(a: &CsrMatrix<f64>) -> bool {
+    let diagonal_positive = (0..a.nrows()).all(|r| a.get_entry(r, r).is_some_and(|e| e.into_value() > 0.0));
+    a.nrows() == a.ncols() && diagonal_positive && a.transpose() == *a
 }
 
 /// The study's problems at about `unknowns` unknowns, then the `.mtx` files of `mtx`.
@@ -182,31 +190,29 @@ pub fn problems(unknowns: usize, mtx: Option<&Path>) -> Result<Vec<ProblemSpec>>
         .map(|pe| ProblemSpec {
             name: format!("cd-pe{pe}"),
             description: format!("convection-diffusion {side}x{side}, Pe {pe}"),
-            spd: pe == 0.0,
             build: Box::new(move || {
                 let a = convection_diffusion::<f64>(side, side, pe)?;
-                Ok(Built { b: vec![1.0; a.nrows()], a, rhs: "1" })
+                Ok(Built { b: vec![1.0; a.nrows()], a, rhs: "1", spd: pe == 0.0 })
             }),
         })
         .collect();
     list.extend(FEM_DEGREES.into_iter().map(|degree| ProblemSpec {
         name: format!("fem-q{degree}"),
         description: format!("FEM Poisson Q{degree}"),
-        spd: true,
         build: Box::new(move || {
             let problem = Poisson::with_unknowns(degree, unknowns);
-            Ok(Built { a: problem.csr::<f64>(), b: problem.load(), rhs: "load vector" })
+            Ok(Built { a: problem.csr::<f64>(), b: problem.load(), rhs: "load vector", spd: true })
         }),
     }));
     if let Some(dir) = mtx {
         list.extend(matrices::from_matrix_market(dir)?.into_iter().map(|m| ProblemSpec {
             name: m.name,
             description: m.imitates,
-            spd: false,
             build: Box::new(move || {
                 let a = (m.build)()?;
                 let (b, rhs) = ones_solution(&a);
-                Ok(Built { a, b, rhs })
+                let spd = symmetric_with_positive_diagonal(&a);
+                Ok(Built { a, b, rhs, spd })
             }),
         }));
     }
@@ -436,7 +442,7 @@ fn study<T: BlasScalar>(
             ours_alone(&case, Custom::Method(method), plain, preconditioner, &mut records, results, log)?;
         }
     }
-    if problem.spec.spd {
+    if built.spd {
         for preconditioner in OursOnly::SPD {
             ours_alone(&case, Custom::Pcg, plain, preconditioner, &mut records, results, log)?;
         }

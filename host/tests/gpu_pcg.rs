@@ -178,6 +178,21 @@ fn gpu_pcg_breakdown_and_refusals() {
     let indefinite = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
     let e = Ic0::new(&gpu, indefinite).unwrap_err();
     assert!(matches!(e, Error::Solve(SolveError::NonPositivePivot { row: 1, .. })), "{e:?}");
+    // b = 0 from x = 0: converged at the start, x untouched; NaN in b: the rᵀz breakdown at the
+    // start, for both CGs.
+    let spd_plan = || gpu.plan(&ds, Kernel::Auto).unwrap();
+    let (zero, mut x0) = (gpu.zeros::<f64>(30).unwrap(), gpu.zeros::<f64>(30).unwrap());
+    let out = Pcg::new(spd_plan(), options, None).unwrap().solve(&zero, &mut x0).unwrap();
+    assert_eq!((out.stop, out.iterations), (Stop::Converged, 0), "{out:?}");
+    assert_eq!(x0.to_host(&gpu).unwrap(), [0.0; 30]);
+    let mut nan_b = vec![1.0; 30];
+    nan_b[7] = f64::NAN;
+    let nan_b = gpu.upload_vector(&nan_b).unwrap();
+    let mut x = gpu.zeros::<f64>(30).unwrap();
+    let e = Pcg::new(spd_plan(), options, None).unwrap().solve(&nan_b, &mut x);
+    assert!(matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", iteration: 0, .. }))), "{e:?}");
+    let e = PipelinedCg::new(spd_plan(), options, None).unwrap().solve(&nan_b, &mut x);
+    assert!(matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", iteration: 0, .. }))), "{e:?}");
     let other = Gpu::new().unwrap();
     let (b2, mut x2) = (other.upload_vector(&vec![1.0; 30]).unwrap(), other.zeros::<f64>(30).unwrap());
     let mut solver = Pcg::new(gpu.plan(&ds, Kernel::Auto).unwrap(), options, None).unwrap();

@@ -188,3 +188,21 @@ fn matrix_market_right_hand_sides_make_the_solution_ones() {
             .unwrap();
     assert_eq!(ones_solution(&laplacian), (vec![1.0, 1.0], "1"));
 }
+
+/// Preconditioned CG runs on the generated SPD problems and on a file's matrix only where it is
+/// symmetric with a positive diagonal.
+#[test]
+fn cg_runs_on_the_symmetric_problems_only() {
+    let poisson = convection_diffusion::<f64>(5, 4, 0.0).unwrap();
+    assert!(symmetric_with_positive_diagonal(&poisson));
+    let upwinded = convection_diffusion::<f64>(5, 4, 100.0).unwrap();
+    assert!(!symmetric_with_positive_diagonal(&upwinded));
+    let negated = CsrMatrix::try_from_csr_data(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -1.0]).unwrap();
+    assert!(!symmetric_with_positive_diagonal(&negated));
+    for spec in problems(400, None).unwrap() {
+        let built = (spec.build)().unwrap();
+        let expected = spec.name == "cd-pe0" || spec.name.starts_with("fem-");
+        assert_eq!(built.spd, expected, "{}", spec.name);
+        assert_eq!(built.spd, symmetric_with_positive_diagonal(&built.a), "{}", spec.name);
+    }
+}
