@@ -113,18 +113,17 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     /// ([`Error::TooLarge`]), before anything is allocated, and while the stream captures a graph.
     /// Graphs captured from this solver before it refer to the old state and must not be replayed.
     pub fn keep_history(&mut self, capacity: usize) -> Result<()> {
-        if capacity > MAX_HISTORY {
-            return Err(Error::TooLarge {
-                what: "the residual history",
-                value: capacity,
-                limit: MAX_HISTORY,
-            });
-        }
-        // At most 2^20, so the sum stays far below u32::MAX.
-        #[allow(clippy::cast_possible_truncation)]
-        let capacity = capacity as u32;
         let (base, columns) = (self.history.0, self.device.columns());
-        self.device = KrylovDevice::new(self.op.gpu(), self.n(), base + capacity, columns)?;
+        // The slots past the solver's own, as a `u32` count: past MAX_HISTORY refused first.
+        let added = u32::try_from(capacity).ok().and_then(|c| base.checked_add(c).map(|s| (c, s)));
+        let (capacity, scalars) = match added {
+            Some(added) if capacity <= MAX_HISTORY => added,
+            _ => {
+                let limit = MAX_HISTORY;
+                return Err(Error::TooLarge { what: "the residual history", value: capacity, limit });
+            }
+        };
+        self.device = KrylovDevice::new(self.op.gpu(), self.n(), scalars, columns)?;
         self.history = (base, capacity);
         Ok(())
     }
