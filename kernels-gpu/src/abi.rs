@@ -1622,10 +1622,12 @@ pub struct KrylovScalarParams<T> {
 /// past a warp's width a block is better served by a sparse factorisation.
 pub const BLOCK_JACOBI_MAX: u32 = 32;
 
-/// `ilu_lower_*` and `ilu_upper_*`: one level of ILU(0)'s triangular solves, the level's `count`
-/// rows at `rows[first..]`, over the factors in CSR (`offsets`, `cols`, `values`, and `diagonal`,
-/// each row's diagonal position). The lower solve reads `r` and writes `z`; the upper one works in
-/// place on `z`. One thread per row of the level.
+/// `ilu_lower_*` and `ilu_upper_*`: levels `first_level .. first_level + levels` of ILU(0)'s
+/// triangular solves, level `l`'s rows at `rows[starts[l] .. starts[l + 1]]`, over the factors in
+/// CSR (`offsets`, `cols`, `values`, and `diagonal`, each row's diagonal position). The lower solve
+/// reads `r` and writes `z`; the upper one works in place on `z`. One thread per row of a level. A
+/// launch of one level may have any grid; a launch of several is one block, which waits at a
+/// barrier between them (a run of narrow levels: [`ILU_RUN_ROWS`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct IluSolveParams<T> {
@@ -1634,11 +1636,17 @@ pub struct IluSolveParams<T> {
     pub values: DevicePtr<T>,
     pub diagonal: DevicePtr<u32>,
     pub rows: DevicePtr<u32>,
-    pub first: u32,
-    pub count: u32,
+    pub starts: DevicePtr<u32>,
+    pub first_level: u32,
+    pub levels: u32,
     pub r: DevicePtr<T>,
     pub z: DevicePtr<T>,
 }
+
+/// The widest level a run of levels in one block takes, and that block's threads: a level of at
+/// most this many rows is one pass of the block, so consecutive narrow levels (a 2-D grid's
+/// anti-diagonals) cost a barrier each instead of a launch each.
+pub const ILU_RUN_ROWS: u32 = 512;
 
 /// `block_jacobi_*`: `z = B⁻¹ r` for the inverted diagonal blocks of `block` rows (the last one
 /// shorter), row `i`'s entries at `inverses[j * n + i]` for its block's local column `j`.

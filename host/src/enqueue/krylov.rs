@@ -13,15 +13,15 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{
-    self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, IluSolveParams, KRYLOV_AXPY,
-    KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT,
-    KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY,
-    KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT,
-    KRYLOV_OP_MUL, KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT,
-    KRYLOV_OP_START, KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
-    KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
-    KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
-    krylov_shared_bytes,
+    self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, ILU_RUN_ROWS,
+    IluSolveParams, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS,
+    KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS,
+    KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE,
+    KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL, KRYLOV_OP_NONZERO,
+    KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
+    KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
+    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
+    gmres_scalars, krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
 
@@ -465,10 +465,59 @@ pub(crate) struct DeviceIlu<T> {
     cols: CudaSlice<u32>,
     values: CudaSlice<T>,
     diagonal: CudaSlice<u32>,
-    /// Each solve's rows by level, and where each level starts in them.
-    lower: (CudaSlice<u32>, Vec<u32>),
-    upper: (CudaSlice<u32>, Vec<u32>),
+    lower: DeviceSchedule,
+    upper: DeviceSchedule,
     n: usize,
+}
+
+/// One triangular solve's schedule on the device: its rows by level, where each level starts in
+/// them, and the launches that solve them ([`ilu_launches`]).
+#[derive(Debug)]
+struct DeviceSchedule {
+    rows: CudaSlice<u32>,
+    starts: CudaSlice<u32>,
+    levels: usize,
+    launches: Vec<IluLaunch>,
+}
+
+/// One launch of a triangular solve: `levels` levels from `first_level`, on `grid` blocks of
+/// `block` threads (one block when `levels > 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IluLaunch {
+    pub first_level: u32,
+    pub levels: u32,
+    pub grid: u32,
+    pub block: u32,
+}
+
+/// The launches of a solve whose level `l` holds `starts[l + 1] - starts[l]` rows: each level wider
+/// than `ILU_RUN_ROWS` alone, on as many blocks of `KRYLOV_BLOCK_THREADS` as its rows need; each run
+/// of consecutive narrower levels in one block of `ILU_RUN_ROWS` threads (fewer for a run of narrower
+/// ones, whole warps), so that the run costs a launch and a barrier a level.
+pub(crate) fn ilu_launches(starts: &[u32]) -> Vec<IluLaunch> {
+    let mut launches: Vec<IluLaunch> = Vec::new();
+    let mut run: Option<(u32, u32, u32)> = None; // (first level, levels, widest)
+    let close = |run: Option<(u32, u32, u32)>, launches: &mut Vec<IluLaunch>| {
+        if let Some((first_level, levels, widest)) = run {
+            let block = widest.next_multiple_of(WARP_SIZE).clamp(WARP_SIZE, ILU_RUN_ROWS);
+            launches.push(IluLaunch { first_level, levels, grid: 1, block });
+        }
+    };
+    for (level, w) in (0u32..).zip(starts.windows(2)) {
+        let rows = w[1] - w[0];
+        if rows > ILU_RUN_ROWS {
+            close(run.take(), &mut launches);
+            let grid = grid_blocks(u64::from(rows), KRYLOV_BLOCK_THREADS);
+            launches.push(IluLaunch { first_level: level, levels: 1, grid, block: KRYLOV_BLOCK_THREADS });
+        } else {
+            run = Some(match run {
+                Some((first, levels, widest)) => (first, levels + 1, widest.max(rows)),
+                None => (level, 1, rows),
+            });
+        }
+    }
+    close(run, &mut launches);
+    launches
 }
 
 impl<T: Scalar> DeviceIlu<T> {
@@ -479,8 +528,14 @@ impl<T: Scalar> DeviceIlu<T> {
         narrow("the entries of the ILU(0) factors", cols.len())?;
         // The order and the entry count fit `u32` (the factors' own check, and the line above).
         let indices = |v: &[usize]| v.iter().map(|&i| index32(i)).collect::<Vec<_>>();
-        let schedule = |levels: Levels| -> Result<(CudaSlice<u32>, Vec<u32>)> {
-            Ok((gpu.upload(&levels.rows)?, indices(&levels.starts)))
+        let schedule = |levels: Levels| -> Result<DeviceSchedule> {
+            let starts = indices(&levels.starts);
+            Ok(DeviceSchedule {
+                rows: gpu.upload(&levels.rows)?,
+                starts: gpu.upload(&starts)?,
+                levels: levels.count(),
+                launches: ilu_launches(&starts),
+            })
         };
         Ok(Self {
             offsets: gpu.upload(&indices(offsets))?,
@@ -500,11 +555,16 @@ impl<T: Scalar> DeviceIlu<T> {
 
     /// The levels of the lower and the upper solve.
     pub fn levels(&self) -> (usize, usize) {
-        (self.lower.1.len().saturating_sub(1), self.upper.1.len().saturating_sub(1))
+        (self.lower.levels, self.upper.levels)
     }
 
-    /// Enqueues `z = U⁻¹ L⁻¹ r`: a launch per level of each solve. Refused before anything is
-    /// enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
+    /// The launches of the lower and the upper solve.
+    pub fn launches(&self) -> (usize, usize) {
+        (self.lower.launches.len(), self.upper.launches.len())
+    }
+
+    /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's launches ([`ilu_launches`]). Refused before anything
+    /// is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         gpu.check_context("the ILU(0) factors", &self.values)?;
         gpu.check_operand("r", r, self.n)?;
@@ -515,23 +575,26 @@ impl<T: Scalar> DeviceIlu<T> {
             values: addr(&self.values, gpu),
             diagonal: addr(&self.diagonal, gpu),
             rows: AbiPtr::new(0),
-            first: 0,
-            count: 0,
+            starts: AbiPtr::new(0),
+            first_level: 0,
+            levels: 0,
             r: addr(r.as_slice(), gpu),
             z: addr(z.as_slice(), gpu),
         };
-        for (entry, (rows, starts)) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
+        for (entry, schedule) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
             let kernel = gpu.kernel::<T>(entry)?;
-            let rows = addr(rows, gpu);
-            for level in starts.windows(2) {
-                let params = IluSolveParams { rows, first: level[0], count: level[1] - level[0], ..base };
-                let grid = grid_blocks(u64::from(params.count), KRYLOV_BLOCK_THREADS);
+            let (rows, starts) = (addr(&schedule.rows, gpu), addr(&schedule.starts, gpu));
+            for l in &schedule.launches {
+                let params =
+                    IluSolveParams { rows, starts, first_level: l.first_level, levels: l.levels, ..base };
                 // SAFETY: the factors and schedules of one `IluFactors` (this type's only maker):
                 // valid CSR of order `n` with its diagonal positions, each level's rows distinct,
                 // below `n`, reading only rows of the levels before (launched before it on the
-                // stream); `r` and `z` hold `n` elements of `gpu`'s context (checked above) and
-                // are two vectors, so they do not overlap.
-                unsafe { launch(gpu, kernel, grid, KRYLOV_BLOCK_THREADS, 0, &params)? };
+                // stream, or in this launch before a barrier: `ilu_launches` gives a run of levels
+                // one block); `starts` holds the schedule's level starts; `r` and `z` hold `n`
+                // elements of `gpu`'s context (checked above) and are two vectors, so they do not
+                // overlap.
+                unsafe { launch(gpu, kernel, l.grid, l.block, 0, &params)? };
             }
         }
         Ok(())
@@ -645,5 +708,59 @@ impl<T: Scalar> DeviceBasis<T> {
 
     pub fn column_mut(&mut self, j: usize) -> &mut DeviceVector<T> {
         &mut self.columns[j]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The starts of levels of `widths` rows.
+    fn starts(widths: &[u32]) -> Vec<u32> {
+        let mut starts = vec![0];
+        for w in widths {
+            starts.push(starts.last().unwrap() + w);
+        }
+        starts
+    }
+
+    #[test]
+    fn narrow_levels_share_a_launch_and_wide_ones_have_their_own() {
+        // A 2-D grid's anti-diagonals, 1 to 300 rows and back: one block for all of them.
+        let grid: Vec<u32> = (1..=300).chain((1..300).rev()).collect();
+        assert_eq!(
+            ilu_launches(&starts(&grid)),
+            [IluLaunch { first_level: 0, levels: 599, grid: 1, block: 320 }]
+        );
+        let mixed = starts(&[3, 40, ILU_RUN_ROWS + 1, 7, 1000, 2000, ILU_RUN_ROWS]);
+        let wide = |first_level, rows| IluLaunch {
+            first_level,
+            levels: 1,
+            grid: grid_blocks(u64::from(rows), KRYLOV_BLOCK_THREADS),
+            block: KRYLOV_BLOCK_THREADS,
+        };
+        assert_eq!(
+            ilu_launches(&mixed),
+            [
+                IluLaunch { first_level: 0, levels: 2, grid: 1, block: 64 },
+                wide(2, ILU_RUN_ROWS + 1),
+                IluLaunch { first_level: 3, levels: 1, grid: 1, block: WARP_SIZE },
+                wide(4, 1000),
+                wide(5, 2000),
+                IluLaunch { first_level: 6, levels: 1, grid: 1, block: ILU_RUN_ROWS },
+            ]
+        );
+        assert_eq!(ilu_launches(&[0]), []);
+        // Every level in exactly one launch, in order.
+        for widths in [&grid[..], &[ILU_RUN_ROWS; 5][..], &[0u32, 0, 9][..]] {
+            let launches = ilu_launches(&starts(widths));
+            let mut next = 0;
+            for l in &launches {
+                assert_eq!(l.first_level, next);
+                assert!(l.levels == 1 || l.grid == 1, "{l:?}");
+                next += l.levels;
+            }
+            assert_eq!(next as usize, widths.len());
+        }
     }
 }

@@ -13,10 +13,10 @@ use crate::scalar::Scalar;
 /// ILU(0): `z = U⁻¹ L⁻¹ r`, `L U ≈ A` on `A`'s own pattern (Saad, "Iterative Methods for Sparse
 /// Linear Systems", 2nd ed., section 10.3.2). Stronger than Jacobi and block-Jacobi where the
 /// couplings reach beyond a block (convection along a grid, a circuit), at the cost of two
-/// triangular solves an apply, each as many launches as its schedule has levels (the rows of a
-/// level are solved at once): about `nx + ny` a solve on an `nx × ny` grid, so a graph, which takes
-/// the launches' host cost away, suits it. The GPU apply matches
-/// [`IluFactors::apply`](crate::reference::ilu::IluFactors::apply) bit for bit.
+/// triangular solves an apply, each as many sequential steps as its schedule has levels (the rows of
+/// a level are solved at once): about `nx + ny` a solve on an `nx × ny` grid, a barrier each where
+/// the levels are narrow and a launch each where they are wide ([`Ilu0::launches`]). The GPU apply
+/// matches [`IluFactors::apply`](crate::reference::ilu::IluFactors::apply) bit for bit.
 ///
 /// The factors are made from the host matrix and not refreshed by
 /// [`DeviceCsr::update_values`](crate::DeviceCsr::update_values): make a new one for new values.
@@ -39,7 +39,6 @@ use crate::scalar::Scalar;
 #[derive(Debug)]
 pub struct Ilu0<T> {
     device: DeviceIlu<T>,
-    levels: (usize, usize),
 }
 
 impl<T: Scalar> Ilu0<T> {
@@ -53,8 +52,7 @@ impl<T: Scalar> Ilu0<T> {
     }
 
     fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
-        let device = DeviceIlu::upload(gpu, factors)?;
-        Ok(Self { levels: device.levels(), device })
+        Ok(Self { device: DeviceIlu::upload(gpu, factors)? })
     }
 
     /// The order of the matrix.
@@ -62,9 +60,16 @@ impl<T: Scalar> Ilu0<T> {
         self.device.n()
     }
 
-    /// The levels of the lower and the upper solve: the launches an apply makes.
+    /// The levels of the lower and the upper solve: their sequential steps.
     pub fn levels(&self) -> (usize, usize) {
-        self.levels
+        self.device.levels()
+    }
+
+    /// The launches of the lower and the upper solve: a wide level's own, and one for each run of
+    /// consecutive levels of at most `ILU_RUN_ROWS` rows (`kernels_gpu::abi`), which a block solves
+    /// with a barrier between levels. One each on a 2-D grid of up to 512 unknowns a side.
+    pub fn launches(&self) -> (usize, usize) {
+        self.device.launches()
     }
 }
 
@@ -100,9 +105,14 @@ impl<T: Scalar> Ic0<T> {
         self.0.n()
     }
 
-    /// The levels of the lower and the upper solve: the launches an apply makes.
+    /// The levels of the lower and the upper solve.
     pub fn levels(&self) -> (usize, usize) {
         self.0.levels()
+    }
+
+    /// The launches of the lower and the upper solve, as [`Ilu0::launches`].
+    pub fn launches(&self) -> (usize, usize) {
+        self.0.launches()
     }
 }
 
