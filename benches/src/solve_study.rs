@@ -67,10 +67,11 @@ pub const DEFAULT_RESTART: usize = 30;
 /// interval ratio for its bounds (`Chebyshev::estimate_bounds`).
 pub const CHEBYSHEV: (usize, usize, f64) = (4, 20, 30.0);
 
-/// The iteration limit of the ours-alone solves: an ILU(0) apply is two level-scheduled solves, a
-/// launch per level (about 1,300 at 100 k unknowns, several ms), so a solve that stalls (f32 at the
-/// study's tolerance does) would take minutes at [`MAX_ITERATIONS`]; these preconditioners converge
-/// in hundreds where they converge at all (Chebyshev(4) took at most 578 at 100 k unknowns in f64).
+/// The iteration limit of the ours-alone solves: an ILU(0) apply is two level-scheduled solves of
+/// about 630 sequential levels each at 100 k unknowns (a millisecond or more), so a solve that stalls
+/// (f32 at the study's tolerance does) would take minutes at [`MAX_ITERATIONS`]; these
+/// preconditioners converge in hundreds where they converge at all (Chebyshev(4) took at most 578 at
+/// 100 k unknowns in f64).
 pub const OURS_ONLY_MAX_ITERATIONS: usize = 2_000;
 
 /// The block size of the study's block-Jacobi preconditioner.
