@@ -1,6 +1,6 @@
-//! CG's options on a small SPD system: refused before anything else when out of their ranges (a NaN
-//! or negative tolerance, more iterations than the GPU solvers count), else a solve that stops as
-//! they say.
+//! CG's options on a small SPD system, for CG and pipelined CG with Jacobi from the options or IC(0)
+//! from the caller: refused before anything else when out of their ranges (a NaN or negative
+//! tolerance, more iterations than the GPU solvers count), else a solve that stops as they say.
 #![no_main]
 
 use arbitrary::Arbitrary;

@@ -20,10 +20,10 @@ pub mod problems;
 #[cfg(test)]
 mod solver_checks;
 
-pub use operator::LinearOperator;
+pub use operator::{CpuPrecondition, LinearOperator};
 pub(crate) use operator::{
-    DiagonalNeed, InverseDiagonal, axpy, check_system, dot, finite, inverse_diagonal, negative, positive,
-    quotient, residual, sqrt,
+    DiagonalNeed, InverseDiagonal, axpy, check_lengths, check_system, dot, finite, inverse_diagonal,
+    negative, positive, quotient, residual, sqrt,
 };
 
 use crate::formats::csr::CsrRef;

@@ -11,7 +11,7 @@ mod common;
 
 use common::{gpu_or_skip, random_vector, rng, true_residual};
 use gpu_spmv::reference::LinearOperator;
-use gpu_spmv::reference::cg::{cg, pipelined_cg};
+use gpu_spmv::reference::cg::{cg, cg_with_preconditioner, pipelined_cg, pipelined_cg_with_preconditioner};
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
@@ -138,6 +138,11 @@ fn gpu_pcg_with_preconditioners() {
         assert!(truth <= 10.0 * rel_tol, "{name}: true residual {truth:e}");
         if name == "IC(0)" {
             assert!(out.iterations < point.iterations, "{out:?} against {point:?}");
+            let mut x_cpu = vec![0.0; a.nrows()];
+            let ic = IluFactors::incomplete_cholesky(view).unwrap();
+            let oracle = cg_with_preconditioner(&view, &b, &mut x_cpu, &plain, &ic).unwrap();
+            let slack = 2 + oracle.iterations / 50;
+            assert!(out.iterations.abs_diff(oracle.iterations) <= slack, "{out:?} against {oracle:?}");
             let mut dx_graph = gpu.zeros::<f64>(a.nrows()).unwrap();
             solver.start(&db, &dx_graph).unwrap();
             let graph = gpu.capture(|| solver.iterate(&mut dx_graph, 16)).unwrap();
@@ -248,6 +253,13 @@ fn gpu_pipelined_cg() {
     let x = dx.to_host(&gpu).unwrap();
     println!("pipelined IC(0): {out:?}, true residual {:.2e}", true_residual(view, &b, &x));
     assert_eq!(out.stop, Stop::Converged);
+    let mut x_cpu = vec![0.0; a.nrows()];
+    let ic = IluFactors::incomplete_cholesky(view).unwrap();
+    let oracle = pipelined_cg_with_preconditioner(&view, &b, &mut x_cpu, &plain, &ic).unwrap();
+    assert!(
+        out.iterations.abs_diff(oracle.iterations) <= 2 + oracle.iterations / 50,
+        "{out:?} against {oracle:?}"
+    );
     assert!(out.iterations < jacobi_iterations, "{out:?} against Jacobi's {jacobi_iterations}");
     let mut dx_graph = gpu.zeros::<f64>(a.nrows()).unwrap();
     solver.start(&db, &dx_graph).unwrap();

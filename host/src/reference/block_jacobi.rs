@@ -120,6 +120,14 @@ impl<T: Scalar> BlockInverse<T> {
     }
 }
 
+impl<T: Scalar> super::CpuPrecondition<T> for BlockInverse<T> {
+    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        super::check_lengths(self.n, r, z)?;
+        BlockInverse::apply(self, r, z);
+        Ok(())
+    }
+}
+
 /// Inverts the leading `len x len` block of `a` into `inv` by Gauss-Jordan elimination with partial
 /// pivoting (`a` is destroyed). `None` when a pivot is at most `len ε` times the block's largest
 /// entry (singular to working precision) or the block holds NaN or infinities.

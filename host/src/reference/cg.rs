@@ -1,7 +1,9 @@
 //! Conjugate gradients on the CPU (Hestenes & Stiefel 1952; with the Jacobi preconditioner as in
 //! Saad, "Iterative Methods for Sparse Linear Systems", 2nd ed., algorithm 9.1): the oracle the GPU
 //! solver is compared to, for its iteration counts and its solution; and pipelined CG
-//! ([`pipelined_cg`]), its rearrangement with one reduction an iteration.
+//! ([`pipelined_cg`]), its rearrangement with one reduction an iteration. Each takes Jacobi from its
+//! options or, in its `_with_preconditioner` form, any [`CpuPrecondition`] (IC(0), block-Jacobi),
+//! the oracles of `solve::Pcg` and `solve::PipelinedCg` with a caller's preconditioner.
 //!
 //! It follows the GPU recurrence (`kernels-gpu/src/cg.rs`) step for step, in the element type `T`:
 //! the same fused updates (`r = fma(-alpha, q, r)`, `x = fma(alpha, p, x)`, `p = fma(beta, p, z)`),
@@ -11,16 +13,19 @@
 //! product, and their iteration counts agree within a few iterations.
 
 use super::{
-    DiagonalNeed, InverseDiagonal, LinearOperator, check_system, dot, negative, positive, quotient, residual,
+    CpuPrecondition, DiagonalNeed, InverseDiagonal, LinearOperator, check_system, dot, negative, positive,
+    quotient, residual,
 };
-use crate::Result;
-use crate::iterative::{NOT_SPD, Outcome, SolveError, SolverOptions, Stop, relative_residual};
+use crate::iterative::{
+    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
+};
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
 /// Refused, with `x` untouched: options out of their ranges ([`SolverOptions`]), a matrix that is not
-/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch)),
+/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`]),
 /// and for Jacobi a diagonal entry that is not positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
 /// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
 pub fn cg<T: Scalar>(
@@ -29,9 +34,34 @@ pub fn cg<T: Scalar>(
     x: &mut [T],
     options: &SolverOptions,
 ) -> Result<Outcome> {
-    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options)?;
+    classic(a, b, x, options, None)
+}
+
+/// [`cg`] preconditioned by the caller's `m` (symmetric positive definite: IC(0), block-Jacobi), the
+/// oracle of `solve::Pcg::with_preconditioner`. Refused as [`cg`] refuses, and, with `x` untouched,
+/// for `options.preconditioner` other than `None` ([`Error::Unsupported`])
+/// and for `m` of another order (`m`'s [`Error::DimensionMismatch`]).
+pub fn cg_with_preconditioner<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    m: &dyn CpuPrecondition<T>,
+) -> Result<Outcome> {
+    classic(a, b, x, options, Some(m))
+}
+
+/// CG, with Jacobi from `options` or the caller's `custom` preconditioner.
+fn classic<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    custom: Option<&dyn CpuPrecondition<T>>,
+) -> Result<Outcome> {
+    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options, custom)?;
     let mut p = vec![T::ZERO; n];
-    precondition.apply(&r, &mut p);
+    precondition.apply(&r, &mut p)?;
     let mut rz = dot(&r, &p);
     let mut rr = dot(&r, &r);
     let outcome = |iterations, rr: T, stop| Start::<T>::outcome(bb, iterations, rr, stop);
@@ -57,7 +87,7 @@ pub fn cg<T: Scalar>(
         }
         let minus_alpha = T::from_f64(-alpha.to_f64());
         r.iter_mut().zip(&q).for_each(|(r, &q)| *r = minus_alpha.mul_add(q, *r));
-        precondition.apply(&r, &mut z);
+        precondition.apply(&r, &mut z)?;
         let rz_new = dot(&r, &z);
         rr = dot(&r, &r);
         let beta = T::from_f64(rz_new.to_f64() / rz.to_f64());
@@ -99,9 +129,32 @@ pub fn pipelined_cg<T: Scalar>(
     x: &mut [T],
     options: &SolverOptions,
 ) -> Result<Outcome> {
-    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options)?;
+    pipelined(a, b, x, options, None)
+}
+
+/// [`pipelined_cg`] preconditioned by the caller's `m`, the oracle of
+/// `solve::PipelinedCg::with_preconditioner`; refused as [`cg_with_preconditioner`] refuses.
+pub fn pipelined_cg_with_preconditioner<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    m: &dyn CpuPrecondition<T>,
+) -> Result<Outcome> {
+    pipelined(a, b, x, options, Some(m))
+}
+
+/// Pipelined CG, with Jacobi from `options` or the caller's `custom` preconditioner.
+fn pipelined<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    custom: Option<&dyn CpuPrecondition<T>>,
+) -> Result<Outcome> {
+    let Start { n, precondition, mut r, bb, tol_rr } = Start::new(a, b, x, options, custom)?;
     let (mut u, mut w) = (vec![T::ZERO; n], vec![T::ZERO; n]);
-    precondition.apply(&r, &mut u);
+    precondition.apply(&r, &mut u)?;
     a.apply(&u, &mut w)?;
     let (mut m, mut nn) = (vec![T::ZERO; n], vec![T::ZERO; n]);
     let (mut z, mut q, mut s, mut p) =
@@ -126,7 +179,7 @@ pub fn pipelined_cg<T: Scalar>(
             break;
         }
         // Overlapping the reduction on a GPU: m = M⁻¹ w, n = A m.
-        precondition.apply(&w, &mut m);
+        precondition.apply(&w, &mut m)?;
         a.apply(&m, &mut nn)?;
         let (beta, denominator) = if iteration == 0 {
             (T::ZERO, delta)
@@ -157,19 +210,53 @@ pub fn pipelined_cg<T: Scalar>(
 /// What both CGs set up before their first iteration, in this order: the options, the system's
 /// shape, the preconditioner (each refusal before `x` is read or written), `r = b - A x`, `bᵀb`, and
 /// the squared tolerance on `rᵀr`.
-struct Start<T> {
+struct Start<'p, T> {
     n: usize,
-    precondition: InverseDiagonal<T>,
+    precondition: Precondition<'p, T>,
     r: Vec<T>,
     bb: T,
     tol_rr: T,
 }
 
-impl<T: Scalar> Start<T> {
-    fn new(a: &impl LinearOperator<T>, b: &[T], x: &[T], options: &SolverOptions) -> Result<Self> {
+/// A CG's preconditioner: Jacobi from the options (or none), or the caller's.
+enum Precondition<'p, T> {
+    Options(InverseDiagonal<T>),
+    Custom(&'p dyn CpuPrecondition<T>),
+}
+
+impl<T: Scalar> Precondition<'_, T> {
+    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        match self {
+            Precondition::Options(d) => {
+                d.apply(r, z);
+                Ok(())
+            }
+            Precondition::Custom(m) => m.apply(r, z),
+        }
+    }
+}
+
+impl<'p, T: Scalar> Start<'p, T> {
+    fn new(
+        a: &impl LinearOperator<T>,
+        b: &[T],
+        x: &[T],
+        options: &SolverOptions,
+        custom: Option<&'p dyn CpuPrecondition<T>>,
+    ) -> Result<Self> {
         options.check()?;
         let n = check_system(a, b, x)?;
-        let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::Positive)?;
+        let precondition = match (custom, options.preconditioner) {
+            (None, preconditioner) => {
+                Precondition::Options(InverseDiagonal::new(a, preconditioner, DiagonalNeed::Positive)?)
+            }
+            (Some(m), Preconditioner::None) => Precondition::Custom(m),
+            (Some(_), Preconditioner::Jacobi) => {
+                return Err(Error::Unsupported(
+                    "a caller's preconditioner with Preconditioner::Jacobi: pick one",
+                ));
+            }
+        };
         let mut r = vec![T::ZERO; n];
         residual(a, b, x, &mut r)?;
         let bb = dot(b, b);
@@ -230,6 +317,56 @@ mod tests {
         // Jacobi undoes the scaling: what is left is the Laplacian, which CG solves in n / 2 + 1
         // iterations (its eigenvalues come in that many distinct pairs for a symmetric b).
         assert!(iterations[1] < iterations[0], "{iterations:?}");
+    }
+
+    /// With a caller's preconditioner: IC(0) of a tridiagonal matrix is its Cholesky factorisation,
+    /// so both CGs converge in one iteration; block-Jacobi of blocks of 1 is Jacobi, bit for bit.
+    #[test]
+    fn a_callers_preconditioner() {
+        use crate::reference::block_jacobi::BlockInverse;
+        use crate::reference::ilu::IluFactors;
+        let n = 60;
+        let (o, c, v) = laplacian(n, |i| 1.0 + (i % 5) as f64);
+        let a = CsrRef::try_new(n, n, &o, &c, &v).unwrap();
+        let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).cos()).collect();
+        let plain = options(Preconditioner::None);
+        let ic = IluFactors::incomplete_cholesky(a).unwrap();
+        type Plain = fn(&CsrRef<'_, f64>, &[f64], &mut [f64], &SolverOptions) -> Result<Outcome>;
+        type With = fn(
+            &CsrRef<'_, f64>,
+            &[f64],
+            &mut [f64],
+            &SolverOptions,
+            &dyn CpuPrecondition<f64>,
+        ) -> Result<Outcome>;
+        let solvers: [(Plain, With); 2] = [
+            (|a, b, x, o| cg(a, b, x, o), |a, b, x, o, m| cg_with_preconditioner(a, b, x, o, m)),
+            (
+                |a, b, x, o| pipelined_cg(a, b, x, o),
+                |a, b, x, o, m| pipelined_cg_with_preconditioner(a, b, x, o, m),
+            ),
+        ];
+        let blocks = BlockInverse::new(a, 1).unwrap();
+        for (jacobi, with) in solvers {
+            let mut x = vec![0.0; n];
+            let out = with(&a, &b, &mut x, &plain, &ic).unwrap();
+            assert_eq!((out.stop, out.iterations), (Stop::Converged, 1), "{out:?}");
+            let (mut x1, mut x2) = (vec![0.0; n], vec![0.0; n]);
+            let out1 = jacobi(&a, &b, &mut x1, &options(Preconditioner::Jacobi)).unwrap();
+            let out2 = with(&a, &b, &mut x2, &plain, &blocks).unwrap();
+            assert_eq!(out1, out2);
+            assert_eq!(x1, x2);
+        }
+        // Refused with `x` untouched: the caller's preconditioner with Jacobi, or of another order.
+        let mut x = vec![5.0; n];
+        let e = cg_with_preconditioner(&a, &b, &mut x, &options(Preconditioner::Jacobi), &ic).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+        let (o2, c2, v2) = laplacian(n - 1, |_| 1.0);
+        let small =
+            IluFactors::incomplete_cholesky(CsrRef::try_new(n - 1, n - 1, &o2, &c2, &v2).unwrap()).unwrap();
+        let e = pipelined_cg_with_preconditioner(&a, &b, &mut x, &plain, &small).unwrap_err();
+        assert!(matches!(e, Error::DimensionMismatch { what: "r", .. }), "{e:?}");
+        assert_eq!(x, vec![5.0; n]);
     }
 
     /// Pipelined CG makes CG's iterates in exact arithmetic: in f64 on these well-conditioned

@@ -269,6 +269,12 @@ impl<T: Scalar> IluFactors<T> {
     }
 }
 
+impl<T: Scalar> super::CpuPrecondition<T> for IluFactors<T> {
+    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        IluFactors::apply(self, r, z)
+    }
+}
+
 /// Refused with the first value of `values` that is not finite ([`Error::InvalidNumber`]).
 fn finite(what: &'static str, values: &[f64]) -> Result<()> {
     match values.iter().find(|v| !v.is_finite()) {

@@ -115,6 +115,28 @@ pub(crate) fn check_system<T>(a: &impl LinearOperator<T>, b: &[T], x: &[T]) -> R
     Ok(n)
 }
 
+/// A preconditioner the CPU solvers apply, `z = M⁻¹ r`: Jacobi's inverse diagonal, which a solver
+/// builds from [`SolverOptions::preconditioner`](crate::solve::SolverOptions::preconditioner), or
+/// one given to a solver's `_with_preconditioner` form (IC(0) and ILU(0),
+/// [`IluFactors`](super::ilu::IluFactors); block-Jacobi,
+/// [`BlockInverse`](super::block_jacobi::BlockInverse)): the oracles of the GPU solvers' caller
+/// preconditioners.
+pub trait CpuPrecondition<T> {
+    /// `z = M⁻¹ r`, overwriting `z`; refused for `r` or `z` of another length than its order
+    /// ([`Error::DimensionMismatch`]), with `z` untouched.
+    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()>;
+}
+
+/// Refuses `r` or `z` of another length than `n` ([`Error::DimensionMismatch`]).
+pub(crate) fn check_lengths<T>(n: usize, r: &[T], z: &[T]) -> Result<()> {
+    for (what, got) in [("r", r.len()), ("z", z.len())] {
+        if got != n {
+            return Err(Error::DimensionMismatch { what, expected: n, got });
+        }
+    }
+    Ok(())
+}
+
 /// The `M⁻¹` a solver applies: Jacobi's inverse diagonal rounded to `T`, or the identity.
 pub(crate) struct InverseDiagonal<T>(Option<Vec<T>>);
 
@@ -138,6 +160,14 @@ impl<T: Scalar> InverseDiagonal<T> {
             Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
             None => z.copy_from_slice(r),
         }
+    }
+}
+
+impl<T: Scalar> CpuPrecondition<T> for InverseDiagonal<T> {
+    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        check_lengths(self.0.as_ref().map_or(r.len(), Vec::len), r, z)?;
+        InverseDiagonal::apply(self, r, z);
+        Ok(())
     }
 }
 

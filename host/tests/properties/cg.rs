@@ -1,9 +1,11 @@
-//! CG's options and operator (`reference::cg`, classical and pipelined): options outside their
-//! documented ranges refused before anything else, the others giving a solve that stops as they say.
+//! CG's options and operator (`reference::cg`, classical and pipelined, with Jacobi from the options
+//! or IC(0) given by the caller): options outside their documented ranges refused before anything
+//! else, the others giving a solve that stops as they say.
 
 use gpu_spmv::reference::LinearOperator;
-use gpu_spmv::reference::cg::{cg, pipelined_cg};
-use gpu_spmv::solve::{Outcome, SolveError, SolverOptions, Stop};
+use gpu_spmv::reference::cg::{cg, cg_with_preconditioner, pipelined_cg, pipelined_cg_with_preconditioner};
+use gpu_spmv::reference::ilu::IluFactors;
+use gpu_spmv::solve::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, Error};
 
 /// A CPU CG: [`cg`] or [`pipelined_cg`] on a CSR matrix.
@@ -16,6 +18,18 @@ pub fn check_cg_options(n: usize, options: SolverOptions) {
     let pipelined: Solver = |a, b, x, o| pipelined_cg(a, b, x, o);
     check_solver(classic, false, n, options);
     check_solver(pipelined, true, n, options);
+    // IC(0) of a tridiagonal matrix is its Cholesky factorisation: the first iteration solves to
+    // rounding, after which both CGs' `pᵀAp` and `rᵀz` are rounding noise of either sign.
+    let ic_classic: Solver = |a, b, x, o| {
+        let o = SolverOptions { preconditioner: Preconditioner::None, ..*o };
+        cg_with_preconditioner(a, b, x, &o, &IluFactors::incomplete_cholesky(*a)?)
+    };
+    let ic_pipelined: Solver = |a, b, x, o| {
+        let o = SolverOptions { preconditioner: Preconditioner::None, ..*o };
+        pipelined_cg_with_preconditioner(a, b, x, &o, &IluFactors::incomplete_cholesky(*a)?)
+    };
+    check_solver(ic_classic, true, n, options);
+    check_solver(ic_pipelined, true, n, options);
 }
 
 /// `noisy`: the solver's `pᵀAp` is a difference that rounding leaves of either sign once it iterates
