@@ -22,8 +22,8 @@ mod solver_checks;
 
 pub use operator::{CpuPrecondition, LinearOperator};
 pub(crate) use operator::{
-    DiagonalNeed, InverseDiagonal, axpy, check_lengths, check_system, dot, finite, inverse_diagonal,
-    negative, positive, quotient, residual, sqrt,
+    DiagonalNeed, Precondition, axpy, check_lengths, check_system, dot, finite, inverse_diagonal, negative,
+    positive, quotient, residual, sqrt,
 };
 
 use crate::formats::csr::CsrRef;

@@ -24,8 +24,8 @@
 //! born in the last iteration is a breakdown, never an outcome with a NaN residual.
 
 use super::{
-    DiagonalNeed, InverseDiagonal, LinearOperator, axpy, check_system, dot, finite, negative, quotient,
-    residual,
+    CpuPrecondition, DiagonalNeed, LinearOperator, Precondition, axpy, check_system, dot, finite, negative,
+    quotient, residual,
 };
 use crate::Result;
 use crate::iterative::why::{NO_PROGRESS, NOT_FINITE, SHADOW_ORTHOGONAL, SHADOW_ORTHOGONAL_TO_V, SINGULAR};
@@ -52,9 +52,34 @@ pub fn bicgstab<T: Scalar>(
     x: &mut [T],
     options: &SolverOptions,
 ) -> Result<Outcome> {
+    bicgstab_impl(a, b, x, options, None)
+}
+
+/// [`bicgstab`] right-preconditioned by the caller's `m` (ILU(0), block-Jacobi), the oracle of
+/// `solve::Bicgstab::with_preconditioner`. Refused as [`bicgstab`] refuses, and, with `x`
+/// untouched, for `options.preconditioner` other than `None` ([`crate::Error::Unsupported`]) and
+/// for `m` of another order (`m`'s [`crate::Error::DimensionMismatch`]).
+pub fn bicgstab_with_preconditioner<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    m: &dyn CpuPrecondition<T>,
+) -> Result<Outcome> {
+    bicgstab_impl(a, b, x, options, Some(m))
+}
+
+/// [`bicgstab`] with Jacobi from the options or the caller's `custom` preconditioner.
+fn bicgstab_impl<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    custom: Option<&dyn CpuPrecondition<T>>,
+) -> Result<Outcome> {
     options.check()?;
     let n = check_system(a, b, x)?;
-    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::NonZero)?;
+    let precondition = Precondition::new(a, options.preconditioner, custom, DiagonalNeed::NonZero)?;
 
     let bb = dot(b, b);
     let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
@@ -102,7 +127,7 @@ pub fn bicgstab<T: Scalar>(
                 .zip(&v)
                 .zip(&r)
                 .for_each(|((p, &v), &r)| *p = beta.mul_add(minus_omega.mul_add(v, *p), r));
-            precondition.apply(&p, &mut p_hat);
+            precondition.apply(&p, &mut p_hat)?;
             a.apply(&p_hat, &mut v)?;
             let rv = dot(&shadow, &v);
             if rv == T::ZERO || !finite(rv) {
@@ -117,7 +142,7 @@ pub fn bicgstab<T: Scalar>(
                 done = iteration + 1;
                 continue 'start;
             }
-            precondition.apply(&s, &mut s_hat);
+            precondition.apply(&s, &mut s_hat)?;
             a.apply(&s_hat, &mut t)?;
             let ts = dot(&t, &s);
             let tt = dot(&t, &t);
@@ -150,7 +175,8 @@ mod tests {
     use crate::formats::csr::CsrRef;
     use crate::iterative::Preconditioner;
     use crate::reference::solver_checks::{
-        check_agrees_with_cg, check_convection_diffusion, check_refusals, seeded, true_residual,
+        check_agrees_with_cg, check_callers_preconditioner, check_convection_diffusion, check_refusals,
+        seeded, true_residual,
     };
     use rand::Rng;
 
@@ -293,5 +319,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_callers_preconditioner() {
+        check_callers_preconditioner(
+            |a, b, x, o| bicgstab(&a, b, x, o),
+            |a, b, x, o, m| bicgstab_with_preconditioner(&a, b, x, o, m),
+        );
     }
 }

@@ -13,14 +13,12 @@
 //! product, and their iteration counts agree within a few iterations.
 
 use super::{
-    CpuPrecondition, DiagonalNeed, InverseDiagonal, LinearOperator, check_system, dot, negative, positive,
+    CpuPrecondition, DiagonalNeed, LinearOperator, Precondition, check_system, dot, negative, positive,
     quotient, residual,
 };
-use crate::iterative::{
-    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
-};
+use crate::Result;
+use crate::iterative::{NOT_SPD, Outcome, SolveError, SolverOptions, Stop, relative_residual};
 use crate::scalar::Scalar;
-use crate::{Error, Result};
 
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
@@ -218,24 +216,6 @@ struct Start<'p, T> {
     tol_rr: T,
 }
 
-/// A CG's preconditioner: Jacobi from the options (or none), or the caller's.
-enum Precondition<'p, T> {
-    Options(InverseDiagonal<T>),
-    Custom(&'p dyn CpuPrecondition<T>),
-}
-
-impl<T: Scalar> Precondition<'_, T> {
-    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
-        match self {
-            Precondition::Options(d) => {
-                d.apply(r, z);
-                Ok(())
-            }
-            Precondition::Custom(m) => m.apply(r, z),
-        }
-    }
-}
-
 impl<'p, T: Scalar> Start<'p, T> {
     fn new(
         a: &impl LinearOperator<T>,
@@ -246,17 +226,7 @@ impl<'p, T: Scalar> Start<'p, T> {
     ) -> Result<Self> {
         options.check()?;
         let n = check_system(a, b, x)?;
-        let precondition = match (custom, options.preconditioner) {
-            (None, preconditioner) => {
-                Precondition::Options(InverseDiagonal::new(a, preconditioner, DiagonalNeed::Positive)?)
-            }
-            (Some(m), Preconditioner::None) => Precondition::Custom(m),
-            (Some(_), Preconditioner::Jacobi) => {
-                return Err(Error::Unsupported(
-                    "a caller's preconditioner with Preconditioner::Jacobi: pick one",
-                ));
-            }
-        };
+        let precondition = Precondition::new(a, options.preconditioner, custom, DiagonalNeed::Positive)?;
         let mut r = vec![T::ZERO; n];
         residual(a, b, x, &mut r)?;
         let bb = dot(b, b);

@@ -37,8 +37,8 @@
 //! all cycles.
 
 use super::{
-    DiagonalNeed, InverseDiagonal, LinearOperator, axpy, check_system, dot, finite, negative, quotient,
-    residual, sqrt,
+    CpuPrecondition, DiagonalNeed, LinearOperator, Precondition, axpy, check_system, dot, finite, negative,
+    quotient, residual, sqrt,
 };
 use crate::iterative::why::{self, NOT_FINITE};
 use crate::iterative::{Outcome, SolveError, SolverOptions, Stop, relative_residual};
@@ -76,10 +76,37 @@ pub fn gmres<T: Scalar>(
     options: &SolverOptions,
     restart: usize,
 ) -> Result<Outcome> {
+    gmres_impl(a, b, x, options, restart, None)
+}
+
+/// [`gmres`] right-preconditioned by the caller's `m` (ILU(0), block-Jacobi), the oracle of
+/// `solve::Gmres::with_preconditioner`. Refused as [`gmres`] refuses, and, with `x` untouched, for
+/// `options.preconditioner` other than `None` ([`Error::Unsupported`]) and for `m` of another
+/// order (`m`'s [`Error::DimensionMismatch`]).
+pub fn gmres_with_preconditioner<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    restart: usize,
+    m: &dyn CpuPrecondition<T>,
+) -> Result<Outcome> {
+    gmres_impl(a, b, x, options, restart, Some(m))
+}
+
+/// [`gmres`] with Jacobi from the options or the caller's `custom` preconditioner.
+fn gmres_impl<T: Scalar>(
+    a: &impl LinearOperator<T>,
+    b: &[T],
+    x: &mut [T],
+    options: &SolverOptions,
+    restart: usize,
+    custom: Option<&dyn CpuPrecondition<T>>,
+) -> Result<Outcome> {
     options.check()?;
     let n = check_system(a, b, x)?;
     check_restart(restart, n)?;
-    let precondition = InverseDiagonal::new(a, options.preconditioner, DiagonalNeed::NonZero)?;
+    let precondition = Precondition::new(a, options.preconditioner, custom, DiagonalNeed::NonZero)?;
 
     let bb = dot(b, b);
     let tol_rr = T::from_f64(options.rel_tol) * T::from_f64(options.rel_tol) * bb;
@@ -119,7 +146,7 @@ pub fn gmres<T: Scalar>(
             if k == options.max_iterations {
                 break;
             }
-            precondition.apply(&basis[j], &mut z);
+            precondition.apply(&basis[j], &mut z)?;
             a.apply(&z, &mut w)?;
             let mut column = gram_schmidt(&basis[..=j], &mut w);
             for (second, first) in gram_schmidt(&basis[..=j], &mut w).into_iter().zip(&mut column) {
@@ -167,7 +194,7 @@ pub fn gmres<T: Scalar>(
         for (&yi, v) in y.iter().zip(&basis) {
             axpy(yi, v, &mut u);
         }
-        precondition.apply(&u, &mut z);
+        precondition.apply(&u, &mut z)?;
         x.iter_mut().zip(&z).for_each(|(x, &z)| *x = *x + z);
         if converged {
             let last = g[columns];
@@ -228,7 +255,8 @@ mod tests {
     use crate::iterative::Preconditioner;
     use crate::reference::problems::convection_diffusion;
     use crate::reference::solver_checks::{
-        check_agrees_with_cg, check_convection_diffusion, check_refusals, seeded, true_residual,
+        check_agrees_with_cg, check_callers_preconditioner, check_convection_diffusion, check_refusals,
+        seeded, true_residual,
     };
     use rand::Rng;
 
@@ -388,5 +416,13 @@ mod tests {
             assert_eq!((out.iterations, out.stop), (limit, Stop::MaxIterations));
             assert!(out.relative_residual > 1e-3, "{out:?}");
         }
+    }
+
+    #[test]
+    fn a_callers_preconditioner() {
+        check_callers_preconditioner(
+            |a, b, x, o| gmres(&a, b, x, o, 20),
+            |a, b, x, o, m| gmres_with_preconditioner(&a, b, x, o, 20, m),
+        );
     }
 }

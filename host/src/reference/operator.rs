@@ -127,6 +127,42 @@ pub trait CpuPrecondition<T> {
     fn apply(&self, r: &[T], z: &mut [T]) -> Result<()>;
 }
 
+/// A CPU solver's preconditioner: Jacobi from its options (or none), or the caller's.
+pub(crate) enum Precondition<'p, T> {
+    Options(InverseDiagonal<T>),
+    Custom(&'p dyn CpuPrecondition<T>),
+}
+
+impl<'p, T: Scalar> Precondition<'p, T> {
+    /// The options' `preconditioner` (Jacobi's diagonal checked against `need`) or the caller's
+    /// `custom` one, which the options must leave at `None` ([`Error::Unsupported`]).
+    pub(crate) fn new(
+        a: &impl LinearOperator<T>,
+        preconditioner: Preconditioner,
+        custom: Option<&'p dyn CpuPrecondition<T>>,
+        need: DiagonalNeed,
+    ) -> Result<Self> {
+        match (custom, preconditioner) {
+            (None, preconditioner) => Ok(Self::Options(InverseDiagonal::new(a, preconditioner, need)?)),
+            (Some(m), Preconditioner::None) => Ok(Self::Custom(m)),
+            (Some(_), Preconditioner::Jacobi) => {
+                Err(Error::Unsupported("a caller's preconditioner with Preconditioner::Jacobi: pick one"))
+            }
+        }
+    }
+
+    /// `z = M⁻¹ r`.
+    pub(crate) fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
+        match self {
+            Self::Options(d) => {
+                d.apply(r, z);
+                Ok(())
+            }
+            Self::Custom(m) => m.apply(r, z),
+        }
+    }
+}
+
 /// Refuses `r` or `z` of another length than `n` ([`Error::DimensionMismatch`]).
 pub(crate) fn check_lengths<T>(n: usize, r: &[T], z: &[T]) -> Result<()> {
     for (what, got) in [("r", r.len()), ("z", z.len())] {

@@ -1,8 +1,11 @@
 //! What the unit tests of the nonsymmetric solvers check alike: convergence on the
-//! convection–diffusion problem judged by the true residual, agreement with CG on an SPD system, and
-//! the refusals every solver makes in the same order, with `x` untouched.
+//! convection–diffusion problem judged by the true residual, agreement with CG on an SPD system, the
+//! refusals every solver makes in the same order, with `x` untouched, and a caller's preconditioner.
 
+use super::CpuPrecondition;
+use super::block_jacobi::BlockInverse;
 use super::cg::cg;
+use super::ilu::IluFactors;
 use super::problems::convection_diffusion;
 use super::spmv_f64;
 use crate::formats::csr::CsrRef;
@@ -114,4 +117,46 @@ pub(crate) fn check_refusals(
     let e = solve(square, &[1.0; 2], &mut x[..2], &jacobi).unwrap_err();
     assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 1, value: 0.0 })), "{e}");
     assert_eq!(x, [7.0; 3]);
+}
+
+/// A solver's `_with_preconditioner` form (`with`) against its Jacobi form (`jacobi`, options with
+/// `Preconditioner::Jacobi`): block-Jacobi of blocks of 1 is Jacobi, so the two solves agree bit for
+/// bit; ILU(0), on a convection–diffusion problem, converges to the true residual in fewer
+/// iterations than Jacobi; refused with `x` untouched for the caller's preconditioner with Jacobi
+/// in the options and for one of another order.
+pub(crate) fn check_callers_preconditioner(
+    jacobi: impl Fn(CsrRef<'_, f64>, &[f64], &mut [f64], &SolverOptions) -> Result<Outcome>,
+    with: impl Fn(
+        CsrRef<'_, f64>,
+        &[f64],
+        &mut [f64],
+        &SolverOptions,
+        &dyn CpuPrecondition<f64>,
+    ) -> Result<Outcome>,
+) {
+    let matrix = convection_diffusion::<f64>(24, 20, 50.0).unwrap();
+    let a = CsrRef::from(&matrix);
+    let n = a.nrows();
+    let b: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+    let plain = SolverOptions { rel_tol: 1e-10, max_iterations: 5_000, preconditioner: Preconditioner::None };
+    let with_jacobi = SolverOptions { preconditioner: Preconditioner::Jacobi, ..plain };
+    let (mut x1, mut x2) = (vec![0.0; n], vec![0.0; n]);
+    let point = jacobi(a, &b, &mut x1, &with_jacobi).unwrap();
+    let blocks = BlockInverse::new(a, 1).unwrap();
+    assert_eq!(with(a, &b, &mut x2, &plain, &blocks).unwrap(), point);
+    assert_eq!(x1, x2);
+    let ilu = IluFactors::new(a).unwrap();
+    let mut x = vec![0.0; n];
+    let out = with(a, &b, &mut x, &plain, &ilu).unwrap();
+    assert_eq!(out.stop, Stop::Converged, "{out:?}");
+    assert!(out.iterations < point.iterations, "ILU(0) {out:?} against Jacobi {point:?}");
+    assert!(true_residual(a, &b, &x) <= 1e-9, "{}", true_residual(a, &b, &x));
+    let mut untouched = vec![5.0; n];
+    let e = with(a, &b, &mut untouched, &with_jacobi, &ilu).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+    let smaller = convection_diffusion::<f64>(24, 19, 50.0).unwrap();
+    let other = IluFactors::new(CsrRef::from(&smaller)).unwrap();
+    let e = with(a, &b, &mut untouched, &plain, &other).unwrap_err();
+    assert!(matches!(e, Error::DimensionMismatch { what: "r", .. }), "{e:?}");
+    assert_eq!(untouched, vec![5.0; n]);
 }

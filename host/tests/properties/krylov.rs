@@ -2,13 +2,15 @@
 //! convection–diffusion generator (`reference::problems`) on any input: refused as documented, in
 //! the documented order, with `x` untouched; otherwise a solve that stops within its limit, never
 //! with a NaN residual, converged only below its tolerance and with a finite `x`, or a breakdown
-//! that names a scalar of the recurrence.
+//! that names a scalar of the recurrence. Their `_with_preconditioner` forms, given block-Jacobi of
+//! blocks of 1, solve as Jacobi does, bit for bit.
 
 use super::min_normal;
-use gpu_spmv::reference::LinearOperator;
-use gpu_spmv::reference::bicgstab::bicgstab;
-use gpu_spmv::reference::gmres::{MAX_RESTART, gmres};
+use gpu_spmv::reference::bicgstab::{bicgstab, bicgstab_with_preconditioner};
+use gpu_spmv::reference::block_jacobi::BlockInverse;
+use gpu_spmv::reference::gmres::{MAX_RESTART, gmres, gmres_with_preconditioner};
 use gpu_spmv::reference::problems::convection_diffusion;
+use gpu_spmv::reference::{CpuPrecondition, LinearOperator};
 use gpu_spmv::solve::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, Error, Result, Scalar};
 
@@ -30,6 +32,21 @@ impl Krylov {
         match self {
             Krylov::Bicgstab => bicgstab(&a, b, x, options),
             Krylov::Gmres { restart } => gmres(&a, b, x, options, restart),
+        }
+    }
+
+    /// The solver's `_with_preconditioner` form.
+    pub fn solve_with<T: Scalar>(
+        self,
+        a: CsrRef<'_, T>,
+        b: &[T],
+        x: &mut [T],
+        options: &SolverOptions,
+        m: &dyn CpuPrecondition<T>,
+    ) -> Result<Outcome> {
+        match self {
+            Krylov::Bicgstab => bicgstab_with_preconditioner(&a, b, x, options, m),
+            Krylov::Gmres { restart } => gmres_with_preconditioner(&a, b, x, options, restart, m),
         }
     }
 
@@ -101,7 +118,18 @@ fn refusal(e: &Error) -> Option<String> {
 pub fn check_krylov<T: Scalar>(solver: Krylov, a: CsrRef<'_, T>, b: &[T], x0: &[T], options: SolverOptions) {
     let mut x = x0.to_vec();
     let expected = expected_refusal(solver, a, b.len(), x.len(), &options);
-    match solver.solve(a, b, &mut x, &options) {
+    let result = solver.solve(a, b, &mut x, &options);
+    // Block-Jacobi of blocks of 1 is Jacobi: `1 / d` rounded once, applied by one rounding; where
+    // the blocks can be inverted, the caller's-preconditioner form solves as Jacobi does.
+    if let (Preconditioner::Jacobi, Ok(blocks)) = (options.preconditioner, BlockInverse::new(a, 1)) {
+        let plain = SolverOptions { preconditioner: Preconditioner::None, ..options };
+        let mut x_with = x0.to_vec();
+        let with = solver.solve_with(a, b, &mut x_with, &plain, &blocks);
+        assert_eq!(format!("{with:?}"), format!("{result:?}"), "{solver:?}");
+        let bits = |v: &[T]| v.iter().map(|e| e.to_f64().to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&x_with), bits(&x), "{solver:?}");
+    }
+    match result {
         Ok(out) => {
             assert_eq!(expected, None, "{solver:?} accepted a refused input: {out:?}");
             assert!(out.iterations <= options.max_iterations, "{solver:?}: {out:?} past {options:?}");
