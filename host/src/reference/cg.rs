@@ -23,7 +23,7 @@ use crate::scalar::Scalar;
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
 /// Refused, with `x` untouched: options out of their ranges ([`SolverOptions`]), a matrix that is not
-/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`]),
+/// square ([`SolveError::NotSquare`]), vectors of the wrong length ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch)),
 /// and for Jacobi a diagonal entry that is not positive ([`SolveError::NonPositiveDiagonal`]). A breakdown ([`SolveError::Breakdown`]: `pᵀAp` or
 /// `rᵀz` not positive and finite) leaves in `x` the last iterate before it.
 pub fn cg<T: Scalar>(
@@ -37,8 +37,8 @@ pub fn cg<T: Scalar>(
 
 /// [`cg`] preconditioned by the caller's `m` (symmetric positive definite: IC(0), block-Jacobi), the
 /// oracle of `solve::Pcg::with_preconditioner`. Refused as [`cg`] refuses, and, with `x` untouched,
-/// for `options.preconditioner` other than `None` ([`Error::Unsupported`])
-/// and for `m` of another order (`m`'s [`Error::DimensionMismatch`]).
+/// for `options.preconditioner` other than `None` ([`Error::Unsupported`](crate::Error::Unsupported))
+/// and for `m` of another order (`m`'s [`Error::DimensionMismatch`](crate::Error::DimensionMismatch)).
 pub fn cg_with_preconditioner<T: Scalar>(
     a: &impl LinearOperator<T>,
     b: &[T],
