@@ -10,9 +10,11 @@
 mod common;
 
 use common::{gpu_or_skip, random_vector, rng, true_residual};
+use gpu_spmv::reference::LinearOperator;
+use gpu_spmv::reference::bicgstab::{bicgstab, bicgstab_with_preconditioner};
 use gpu_spmv::reference::block_jacobi::BlockInverse;
+use gpu_spmv::reference::gmres::{gmres, gmres_with_preconditioner};
 use gpu_spmv::reference::problems::convection_diffusion;
-use gpu_spmv::reference::{LinearOperator, bicgstab::bicgstab, gmres::gmres};
 use gpu_spmv::solve::{
     Bicgstab, BlockJacobi, Gmres, Jacobi, MAX_HISTORY, Operator, Outcome, Precondition, Preconditioner,
     SolveError, SolverOptions, Stop,
@@ -359,6 +361,25 @@ fn gpu_krylov_block_jacobi() {
         assert_eq!(out.stop, Stop::Converged, "{method:?}: {out:?}");
         assert!(truth <= 10.0 * rel_tol, "{method:?}: true residual {truth:e}");
         assert!(out.iterations < point.iterations, "{method:?}: block {out:?}, point {point:?}");
+        // Against the oracle with the same inverses, within the slack of the solves above.
+        let (inverses, mut x_cpu) = (BlockInverse::new(view, 16).unwrap(), x0.clone());
+        let (oracle, slack) = match method {
+            Method::Bicgstab => {
+                let oracle =
+                    bicgstab_with_preconditioner(&view, &b, &mut x_cpu, &options, &inverses).unwrap();
+                (oracle, 3 + oracle.iterations / 8)
+            }
+            Method::Gmres(m) => {
+                let oracle =
+                    gmres_with_preconditioner(&view, &b, &mut x_cpu, &options, m, &inverses).unwrap();
+                (oracle, 2 + oracle.iterations / 20)
+            }
+        };
+        assert_eq!(oracle.stop, Stop::Converged, "{method:?}: CPU {oracle:?}");
+        assert!(
+            out.iterations.abs_diff(oracle.iterations) <= slack,
+            "{method:?}: GPU {out:?}, CPU {oracle:?}"
+        );
     }
 
     // New values: the inverses of the new matrix, bit for bit; a matrix of another order and a
