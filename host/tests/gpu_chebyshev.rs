@@ -2,13 +2,16 @@
 //! (`reference::chebyshev`): the apply for degrees 0 to 32 on symmetric and nonsymmetric problems in
 //! f32 and f64 (every element written, poisoned first), the power iteration's interval, the apply
 //! captured into a graph (the same bits), BiCGSTAB and GMRES(30) preconditioned by it converging to
-//! the true residual in fewer iterations than without, and the refusals. Fresh random inputs (seed
+//! the true residual in fewer iterations than without and in the CPU oracles' counts, and the
+//! refusals. Fresh random inputs (seed
 //! printed). Without a GPU these tests print why and pass, unless `SPMV_REQUIRE_GPU=1`.
 
 mod common;
 
 use common::{gpu_or_skip, random_vector, rng, true_residual};
-use gpu_spmv::reference::chebyshev::{apply, spectral_radius};
+use gpu_spmv::reference::bicgstab::bicgstab_with_preconditioner;
+use gpu_spmv::reference::chebyshev::{Polynomial, apply, spectral_radius};
+use gpu_spmv::reference::gmres::gmres_with_preconditioner;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
     Bicgstab, Chebyshev, EigenBounds, Gmres, Precondition, Preconditioner, SolveError, SolverOptions, Stop,
@@ -126,6 +129,22 @@ fn gpu_chebyshev_preconditions_the_nonsymmetric_solvers() {
             assert!(
                 out.iterations < plain.iterations,
                 "Pe {peclet}, GMRES {gmres}: {out:?} against {plain:?}"
+            );
+            // Against the oracles with the same interval and degree.
+            let (polynomial, mut x_cpu) = (Polynomial { a: &view, bounds, degree: 4 }, vec![0.0; a.nrows()]);
+            let (oracle, slack) = if gmres {
+                let oracle =
+                    gmres_with_preconditioner(&view, &b, &mut x_cpu, &options, 30, &polynomial).unwrap();
+                (oracle, 2 + oracle.iterations / 20)
+            } else {
+                let oracle =
+                    bicgstab_with_preconditioner(&view, &b, &mut x_cpu, &options, &polynomial).unwrap();
+                (oracle, 3 + oracle.iterations / 8)
+            };
+            assert_eq!(oracle.stop, Stop::Converged, "Pe {peclet}, GMRES {gmres}: CPU {oracle:?}");
+            assert!(
+                out.iterations.abs_diff(oracle.iterations) <= slack,
+                "Pe {peclet}, GMRES {gmres}: GPU {out:?}, CPU {oracle:?}"
             );
         }
     }
