@@ -588,3 +588,16 @@ proptest! {
         }
     }
 }
+
+/// Found by a review of the caller's-preconditioner forms: with `x0 = (-0, 0)` and `b = (0, 1)`,
+/// block-Jacobi of blocks of 1 (`fma(e, r, +0)`) and Jacobi (`e * r`) leave zeros of opposite sign
+/// in `x`; the property compares them as numbers.
+#[test]
+fn block_jacobi_of_one_and_jacobi_differ_only_in_the_sign_of_zero() {
+    let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[-1.0f64, 1.0]).unwrap();
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 50, preconditioner: Preconditioner::Jacobi };
+    for solver in [Krylov::Bicgstab, Krylov::Gmres { restart: 5 }] {
+        check_krylov(solver, a, &[0.0, 1.0], &[-0.0, 0.0], options);
+    }
+}

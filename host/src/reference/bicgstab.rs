@@ -58,7 +58,7 @@ pub fn bicgstab<T: Scalar>(
 /// [`bicgstab`] right-preconditioned by the caller's `m` (ILU(0), block-Jacobi), the oracle of
 /// `solve::Bicgstab::with_preconditioner`. Refused as [`bicgstab`] refuses, and, with `x`
 /// untouched, for `options.preconditioner` other than `None` ([`crate::Error::Unsupported`]) and
-/// for `m` of another order (`m`'s [`crate::Error::DimensionMismatch`]).
+/// for `m` of another order ([`crate::Error::DimensionMismatch`], "the preconditioner").
 pub fn bicgstab_with_preconditioner<T: Scalar>(
     a: &impl LinearOperator<T>,
     b: &[T],

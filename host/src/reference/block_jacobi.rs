@@ -121,6 +121,10 @@ impl<T: Scalar> BlockInverse<T> {
 }
 
 impl<T: Scalar> super::CpuPrecondition<T> for BlockInverse<T> {
+    fn order(&self) -> usize {
+        self.n
+    }
+
     fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
         super::check_lengths(self.n, r, z)?;
         BlockInverse::apply(self, r, z);

@@ -38,7 +38,8 @@ pub fn cg<T: Scalar>(
 /// [`cg`] preconditioned by the caller's `m` (symmetric positive definite: IC(0), block-Jacobi), the
 /// oracle of `solve::Pcg::with_preconditioner`. Refused as [`cg`] refuses, and, with `x` untouched,
 /// for `options.preconditioner` other than `None` ([`Error::Unsupported`](crate::Error::Unsupported))
-/// and for `m` of another order (`m`'s [`Error::DimensionMismatch`](crate::Error::DimensionMismatch)).
+/// and for `m` of another order ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch), "the
+/// preconditioner").
 pub fn cg_with_preconditioner<T: Scalar>(
     a: &impl LinearOperator<T>,
     b: &[T],
@@ -290,7 +291,8 @@ mod tests {
     }
 
     /// With a caller's preconditioner: IC(0) of a tridiagonal matrix is its Cholesky factorisation,
-    /// so both CGs converge in one iteration; block-Jacobi of blocks of 1 is Jacobi, bit for bit.
+    /// so both CGs converge in one iteration; block-Jacobi of blocks of 1 is Jacobi (equal values: the
+    /// blocks' `fma(e, r, +0)` and Jacobi's `e * r` differ only in the sign of a zero).
     #[test]
     fn a_callers_preconditioner() {
         use crate::reference::block_jacobi::BlockInverse;
@@ -335,7 +337,7 @@ mod tests {
         let small =
             IluFactors::incomplete_cholesky(CsrRef::try_new(n - 1, n - 1, &o2, &c2, &v2).unwrap()).unwrap();
         let e = pipelined_cg_with_preconditioner(&a, &b, &mut x, &plain, &small).unwrap_err();
-        assert!(matches!(e, Error::DimensionMismatch { what: "r", .. }), "{e:?}");
+        assert!(matches!(e, Error::DimensionMismatch { what: "the preconditioner", .. }), "{e:?}");
         assert_eq!(x, vec![5.0; n]);
     }
 

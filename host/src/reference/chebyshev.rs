@@ -58,6 +58,10 @@ pub struct Polynomial<'a, A> {
 }
 
 impl<T: Scalar, A: LinearOperator<T>> CpuPrecondition<T> for Polynomial<'_, A> {
+    fn order(&self) -> usize {
+        self.a.nrows()
+    }
+
     /// Refused as [`apply`] refuses, and for `z` of another length than `r`.
     fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
         super::check_lengths(r.len(), r, z)?;

@@ -82,7 +82,7 @@ pub fn gmres<T: Scalar>(
 /// [`gmres`] right-preconditioned by the caller's `m` (ILU(0), block-Jacobi), the oracle of
 /// `solve::Gmres::with_preconditioner`. Refused as [`gmres`] refuses, and, with `x` untouched, for
 /// `options.preconditioner` other than `None` ([`Error::Unsupported`]) and for `m` of another
-/// order (`m`'s [`Error::DimensionMismatch`]).
+/// order ([`Error::DimensionMismatch`], "the preconditioner").
 pub fn gmres_with_preconditioner<T: Scalar>(
     a: &impl LinearOperator<T>,
     b: &[T],

@@ -270,6 +270,10 @@ impl<T: Scalar> IluFactors<T> {
 }
 
 impl<T: Scalar> super::CpuPrecondition<T> for IluFactors<T> {
+    fn order(&self) -> usize {
+        self.n()
+    }
+
     fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
         IluFactors::apply(self, r, z)
     }
@@ -285,7 +289,8 @@ fn finite(what: &'static str, values: &[f64]) -> Result<()> {
 
 /// The rows of a triangular solve grouped by level: the rows of level `l` are
 /// `rows[starts[l]..starts[l + 1]]`, in increasing order, and read only rows of lower levels, so a
-/// level's rows can be solved at once (a launch each, on the GPU) once the levels before are done.
+/// level's rows can be solved at once (on the GPU, a launch for a wide level, a barrier in one
+/// block's launch for each of a run of narrow ones) once the levels before are done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Levels {
     pub rows: Vec<u32>,

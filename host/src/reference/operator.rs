@@ -115,13 +115,16 @@ pub(crate) fn check_system<T>(a: &impl LinearOperator<T>, b: &[T], x: &[T]) -> R
     Ok(n)
 }
 
-/// A preconditioner the CPU solvers apply, `z = M⁻¹ r`: Jacobi's inverse diagonal, which a solver
-/// builds from [`SolverOptions::preconditioner`](crate::solve::SolverOptions::preconditioner), or
-/// one given to a solver's `_with_preconditioner` form (IC(0) and ILU(0),
-/// [`IluFactors`](super::ilu::IluFactors); block-Jacobi,
-/// [`BlockInverse`](super::block_jacobi::BlockInverse)): the oracles of the GPU solvers' caller
-/// preconditioners.
+/// A preconditioner given to a CPU solver's `_with_preconditioner` form, `z = M⁻¹ r` (IC(0) and
+/// ILU(0), [`IluFactors`](super::ilu::IluFactors); block-Jacobi,
+/// [`BlockInverse`](super::block_jacobi::BlockInverse); the Chebyshev polynomial,
+/// [`Polynomial`](super::chebyshev::Polynomial)): the oracles of the GPU solvers' caller
+/// preconditioners. (Jacobi a solver builds itself, from
+/// [`SolverOptions::preconditioner`](crate::solve::SolverOptions::preconditioner).)
 pub trait CpuPrecondition<T> {
+    /// The order of `M`: a solver refuses a preconditioner of another order than its operator.
+    fn order(&self) -> usize;
+
     /// `z = M⁻¹ r`, overwriting `z`; refused for `r` or `z` of another length than its order
     /// ([`Error::DimensionMismatch`]), with `z` untouched.
     fn apply(&self, r: &[T], z: &mut [T]) -> Result<()>;
@@ -135,7 +138,8 @@ pub(crate) enum Precondition<'p, T> {
 
 impl<'p, T: Scalar> Precondition<'p, T> {
     /// The options' `preconditioner` (Jacobi's diagonal checked against `need`) or the caller's
-    /// `custom` one, which the options must leave at `None` ([`Error::Unsupported`]).
+    /// `custom` one, which the options must leave at `None` ([`Error::Unsupported`]) and whose order
+    /// must be the operator's ([`Error::DimensionMismatch`], "the preconditioner").
     pub(crate) fn new(
         a: &impl LinearOperator<T>,
         preconditioner: Preconditioner,
@@ -144,7 +148,12 @@ impl<'p, T: Scalar> Precondition<'p, T> {
     ) -> Result<Self> {
         match (custom, preconditioner) {
             (None, preconditioner) => Ok(Self::Options(InverseDiagonal::new(a, preconditioner, need)?)),
-            (Some(m), Preconditioner::None) => Ok(Self::Custom(m)),
+            (Some(m), Preconditioner::None) if m.order() == a.nrows() => Ok(Self::Custom(m)),
+            (Some(m), Preconditioner::None) => Err(Error::DimensionMismatch {
+                what: "the preconditioner",
+                expected: a.nrows(),
+                got: m.order(),
+            }),
             (Some(_), Preconditioner::Jacobi) => {
                 Err(Error::Unsupported("a caller's preconditioner with Preconditioner::Jacobi: pick one"))
             }
@@ -196,14 +205,6 @@ impl<T: Scalar> InverseDiagonal<T> {
             Some(d) => z.iter_mut().zip(r).zip(d).for_each(|((z, &r), &d)| *z = d * r),
             None => z.copy_from_slice(r),
         }
-    }
-}
-
-impl<T: Scalar> CpuPrecondition<T> for InverseDiagonal<T> {
-    fn apply(&self, r: &[T], z: &mut [T]) -> Result<()> {
-        check_lengths(self.0.as_ref().map_or(r.len(), Vec::len), r, z)?;
-        InverseDiagonal::apply(self, r, z);
-        Ok(())
     }
 }
 

@@ -120,8 +120,8 @@ pub(crate) fn check_refusals(
 }
 
 /// A solver's `_with_preconditioner` form (`with`) against its Jacobi form (`jacobi`, options with
-/// `Preconditioner::Jacobi`): block-Jacobi of blocks of 1 is Jacobi, so the two solves agree bit for
-/// bit; ILU(0), on a convection–diffusion problem, converges to the true residual in fewer
+/// `Preconditioner::Jacobi`): block-Jacobi of blocks of 1 is Jacobi, so the two solves agree (equal
+/// values, up to the sign of a zero); ILU(0), on a convection–diffusion problem, converges to the true residual in fewer
 /// iterations than Jacobi; refused with `x` untouched for the caller's preconditioner with Jacobi
 /// in the options and for one of another order.
 pub(crate) fn check_callers_preconditioner(
@@ -157,6 +157,6 @@ pub(crate) fn check_callers_preconditioner(
     let smaller = convection_diffusion::<f64>(24, 19, 50.0).unwrap();
     let other = IluFactors::new(CsrRef::from(&smaller)).unwrap();
     let e = with(a, &b, &mut untouched, &plain, &other).unwrap_err();
-    assert!(matches!(e, Error::DimensionMismatch { what: "r", .. }), "{e:?}");
+    assert!(matches!(e, Error::DimensionMismatch { what: "the preconditioner", .. }), "{e:?}");
     assert_eq!(untouched, vec![5.0; n]);
 }

@@ -84,7 +84,7 @@ impl<T: Scalar> Precondition<T> for Ilu0<T> {
 /// keeps the symmetry that CG needs, which ILU(0)'s rounding does not. Only the lower triangle of
 /// `A` is read. The factors are kept in ILU(0)'s layout
 /// ([`IluFactors::incomplete_cholesky`](crate::reference::ilu::IluFactors::incomplete_cholesky)), so
-/// the apply is [`Ilu0`]'s, with its launches per level, and matches the oracle's
+/// the apply is [`Ilu0`]'s, level by level ([`Ilu0::launches`]), and matches the oracle's
 /// [`IluFactors::apply`](crate::reference::ilu::IluFactors::apply) bit for bit. Not refreshed by an
 /// update of the matrix's values: make a new one for new values.
 #[derive(Debug)]
