@@ -8,7 +8,7 @@
 //! preconditioner `p̂` and `ŝ` are `p` and `s` themselves, so the solve holds `r`, `r̂`, `p`, `v`, `t`
 //! (and `p̂`, `ŝ` with one) besides its `b` and `x`.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, precondition};
+use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, preconditioned};
 use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
@@ -242,13 +242,12 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             &self.r,
             &mut self.p,
         )?;
-        let p_hat = match &mut self.preconditioned {
-            Some(pre) => {
-                precondition(&mut c.precond, gpu, &self.p, &mut pre.p_hat)?;
-                &pre.p_hat
-            }
-            None => &self.p,
-        };
+        let p_hat = preconditioned(
+            &mut c.precond,
+            gpu,
+            &self.p,
+            self.preconditioned.as_mut().map(|pre| &mut pre.p_hat),
+        )?;
         c.op.apply(p_hat, &mut self.v)?;
         c.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.v, RV)])?;
         c.device.program(gpu, RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
@@ -256,13 +255,12 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         c.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
         c.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
         c.device.program(gpu, RUNNING, &[c.record(SS, 1), converged(SS, Ends::SolveCounting)])?;
-        let s_hat = match &mut self.preconditioned {
-            Some(pre) => {
-                precondition(&mut c.precond, gpu, &self.r, &mut pre.s_hat)?;
-                &pre.s_hat
-            }
-            None => &self.r,
-        };
+        let s_hat = preconditioned(
+            &mut c.precond,
+            gpu,
+            &self.r,
+            self.preconditioned.as_mut().map(|pre| &mut pre.s_hat),
+        )?;
         c.op.apply(s_hat, &mut self.t)?;
         c.device.dots(gpu, RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
         c.device.program(

@@ -16,7 +16,7 @@
 //! steps after it are gated off and the update uses the columns so far (`kernels-gpu/src/krylov.rs`,
 //! "GMRES"). An iteration is an Arnoldi step; [`Gmres::iterate`] enqueues whole cycles.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, UPDATING, precondition};
+use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, UPDATING, preconditioned};
 use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, ONE, ZERO, add_range, backsolve, columns, converged, converged_if_at_most, copy,
@@ -266,13 +266,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             false,
             &mut self.r,
         )?;
-        let u = match &mut self.z {
-            Some(z) => {
-                precondition(&mut c.precond, gpu, &self.r, z)?;
-                &*z
-            }
-            None => &self.r,
-        };
+        let u = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
         c.device.axpy(gpu, UPDATING, constant(one), u, &mut c.x)?;
         c.device.program(gpu, UPDATING, &[end_cycle()])
     }
@@ -285,13 +279,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         let gpu = c.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         let v_j = self.basis.column(ju);
-        let z = match &mut self.z {
-            Some(z) => {
-                precondition(&mut c.precond, gpu, v_j, z)?;
-                &*z
-            }
-            None => v_j,
-        };
+        let z = preconditioned(&mut c.precond, gpu, v_j, self.z.as_mut())?;
         c.op.apply(z, &mut self.w)?;
         let (cols, h) = (Columns::First(j + 1), layout.h(0, j));
         for slot in [h, layout.y()] {

@@ -260,6 +260,23 @@ pub(crate) fn precondition<T: Scalar>(
     }
 }
 
+/// `M⁻¹ v`, into the solver's scratch `out`, which a solve has exactly when it has a preconditioner;
+/// without one, `v` itself. The vector the recurrence goes on with.
+pub(crate) fn preconditioned<'v, T: Scalar>(
+    p: &mut Precond<'_, T>,
+    gpu: &Gpu,
+    v: &'v DeviceVector<T>,
+    out: Option<&'v mut DeviceVector<T>>,
+) -> Result<&'v DeviceVector<T>> {
+    match out {
+        Some(out) => {
+            precondition(p, gpu, v, out)?;
+            Ok(out)
+        }
+        None => Ok(v),
+    }
+}
+
 /// Where a solver's preconditioner comes from: the diagonal for [`Preconditioner::Jacobi`], or a
 /// caller's own.
 pub(crate) enum PrecondSource<'a, 'd, T: Scalar> {

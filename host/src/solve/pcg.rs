@@ -11,7 +11,7 @@
 //! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
 //! [`Chebyshev`](super::Chebyshev), a caller's own), which must be symmetric positive definite.
 
-use super::krylov::{Breakdowns, Core, Precond, PrecondSource, RUNNING, STARTING, precondition};
+use super::krylov::{Breakdowns, Core, Precond, PrecondSource, RUNNING, STARTING, preconditioned};
 use super::operator::{Operator, Precondition};
 use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, positive, start};
 use super::{Outcome, SolverOptions};
@@ -154,13 +154,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
         c.op.apply(&c.x, &mut self.q)?;
         d.axpy(gpu, STARTING, constant(minus_one), &self.q, &mut self.r)?;
-        let z = match &mut self.z {
-            Some(z) => {
-                precondition(&mut c.precond, gpu, &self.r, z)?;
-                &*z
-            }
-            None => &self.r,
-        };
+        let z = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
         d.scale(gpu, STARTING, constant(one), Some(z), &mut self.p)?;
         d.dots(gpu, STARTING, &[(&self.r, z, RZ), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
@@ -201,13 +195,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
             &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG), finite(ALPHA, PQ_TAG)],
         )?;
         c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
-        let z = match &mut self.z {
-            Some(z) => {
-                precondition(&mut c.precond, gpu, &self.r, z)?;
-                &*z
-            }
-            None => &self.r,
-        };
+        let z = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
         c.device.dots(gpu, RUNNING, &[(&self.r, z, RZ_NEW), (&self.r, &self.r, RR)])?;
         c.device.axpy(gpu, RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
         c.device.program(

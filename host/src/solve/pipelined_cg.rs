@@ -137,7 +137,7 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         c.device.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
         c.op.apply(&c.x, &mut self.w)?;
         c.device.axpy(gpu, STARTING, constant(minus_one), &self.w, &mut self.r)?;
-        preconditioned(&mut c.precond, &c.device, gpu, STARTING, &self.r, &mut self.u)?;
+        apply_or_copy(&mut c.precond, &c.device, gpu, STARTING, &self.r, &mut self.u)?;
         c.op.apply(&self.u, &mut self.w)?;
         for v in [&mut self.z, &mut self.q, &mut self.s, &mut self.p] {
             gpu.stream().memset_zeros(v.as_mut_slice())?;
@@ -180,7 +180,7 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         let c = &mut self.core;
         let gpu = c.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        preconditioned(&mut c.precond, &c.device, gpu, RUNNING, &self.w, &mut self.m)?;
+        apply_or_copy(&mut c.precond, &c.device, gpu, RUNNING, &self.w, &mut self.m)?;
         c.op.apply(&self.m, &mut self.n)?;
         // β = γ / γ_prev, then δ - β γ / α_prev as δ + (-1)(β γ / α_prev), and α = γ / that.
         c.device.program(
@@ -252,7 +252,7 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
 }
 
 /// `out = M⁻¹ v`, or a copy of `v` without a preconditioner (the recurrence keeps both vectors).
-fn preconditioned<T: Scalar>(
+fn apply_or_copy<T: Scalar>(
     precond: &mut Precond<'_, T>,
     device: &KrylovDevice<T>,
     gpu: &Gpu,
