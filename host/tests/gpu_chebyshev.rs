@@ -8,10 +8,11 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng, true_residual};
-use gpu_spmv::reference::bicgstab::bicgstab_with_preconditioner;
+use common::{
+    Recurrence, assert_counts_agree, gpu_or_skip, oracle_with_preconditioner, random_vector, rng,
+    true_residual,
+};
 use gpu_spmv::reference::chebyshev::{Polynomial, apply, spectral_radius};
-use gpu_spmv::reference::gmres::gmres_with_preconditioner;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
     Bicgstab, Chebyshev, EigenBounds, Gmres, Precondition, Preconditioner, SolveError, SolverOptions, Stop,
@@ -131,21 +132,10 @@ fn gpu_chebyshev_preconditions_the_nonsymmetric_solvers() {
                 "Pe {peclet}, GMRES {gmres}: {out:?} against {plain:?}"
             );
             // Against the oracles with the same interval and degree.
-            let (polynomial, mut x_cpu) = (Polynomial { a: &view, bounds, degree: 4 }, vec![0.0; a.nrows()]);
-            let (oracle, slack) = if gmres {
-                let oracle =
-                    gmres_with_preconditioner(&view, &b, &mut x_cpu, &options, 30, &polynomial).unwrap();
-                (oracle, 2 + oracle.iterations / 20)
-            } else {
-                let oracle =
-                    bicgstab_with_preconditioner(&view, &b, &mut x_cpu, &options, &polynomial).unwrap();
-                (oracle, 3 + oracle.iterations / 8)
-            };
-            assert_eq!(oracle.stop, Stop::Converged, "Pe {peclet}, GMRES {gmres}: CPU {oracle:?}");
-            assert!(
-                out.iterations.abs_diff(oracle.iterations) <= slack,
-                "Pe {peclet}, GMRES {gmres}: GPU {out:?}, CPU {oracle:?}"
-            );
+            let polynomial = Polynomial { a: &view, bounds, degree: 4 };
+            let oracle = oracle_with_preconditioner(view, &b, &options, gmres.then_some(30), &polynomial);
+            let recurrence = if gmres { Recurrence::Gmres } else { Recurrence::Bicgstab };
+            assert_counts_agree::<f64>(recurrence, &out, &oracle, &format!("Pe {peclet}, GMRES {gmres}"));
         }
     }
 }

@@ -8,10 +8,11 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng, true_residual};
+use common::{
+    Recurrence, assert_counts_agree, gpu_or_skip, oracle_with_preconditioner, random_vector, rng,
+    true_residual,
+};
 use gpu_spmv::reference::LinearOperator;
-use gpu_spmv::reference::bicgstab::bicgstab_with_preconditioner;
-use gpu_spmv::reference::gmres::gmres_with_preconditioner;
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{Bicgstab, Gmres, Ilu0, Precondition, Preconditioner, SolveError, SolverOptions, Stop};
@@ -146,21 +147,11 @@ fn gpu_ilu0_preconditions_the_nonsymmetric_solvers() {
                 out.iterations < point.iterations,
                 "Pe {peclet}, GMRES {gmres}: {out:?} against {point:?}"
             );
-            // Against the oracles with the same factors: the counts drift by the dot products'
-            // summation orders, as for Jacobi (`gpu_krylov.rs`).
-            let (factors, mut x_cpu) = (IluFactors::new(view).unwrap(), vec![0.0; a.nrows()]);
-            let (oracle, slack) = if gmres {
-                let oracle = gmres_with_preconditioner(&view, &b, &mut x_cpu, &plain, 30, &factors).unwrap();
-                (oracle, 2 + oracle.iterations / 20)
-            } else {
-                let oracle = bicgstab_with_preconditioner(&view, &b, &mut x_cpu, &plain, &factors).unwrap();
-                (oracle, 3 + oracle.iterations / 8)
-            };
-            assert_eq!(oracle.stop, Stop::Converged, "Pe {peclet}, GMRES {gmres}: CPU {oracle:?}");
-            assert!(
-                out.iterations.abs_diff(oracle.iterations) <= slack,
-                "Pe {peclet}, GMRES {gmres}: GPU {out:?}, CPU {oracle:?}"
-            );
+            // Against the oracles with the same factors.
+            let factors = IluFactors::new(view).unwrap();
+            let oracle = oracle_with_preconditioner(view, &b, &plain, gmres.then_some(30), &factors);
+            let recurrence = if gmres { Recurrence::Gmres } else { Recurrence::Bicgstab };
+            assert_counts_agree::<f64>(recurrence, &out, &oracle, &format!("Pe {peclet}, GMRES {gmres}"));
         }
     }
 }
