@@ -5,7 +5,7 @@
 //! Newton step (PETSc's `MatSetPreallocationCOO` and `MatSetValuesCOO` are the same pair).
 
 use super::launch::{copy, launch};
-use super::transpose::radix_pass;
+use super::transpose::{exclusive_scan, radix_pass};
 use crate::device::{DeviceCsr, Gpu, VectorRef, addr};
 use crate::formats::coo::{check_triple_sizes, triple_index_verdict};
 use crate::scalar::Scalar;
@@ -14,8 +14,7 @@ use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::{
     self as abi, BLOCK_SIZE, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_NONE, CHECK_SLOTS, CooCompactParams,
     CooHeadsParams, CooIotaParams, CooKeysParams, CooSumParams, CsrCheckParams, DevicePtr as AbiPtr,
-    RADIX_BITS, RADIX_DIGITS, RadixParams, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, ScanParams,
-    TransposeOffsetsParams,
+    RADIX_BITS, RADIX_DIGITS, RadixParams, ScanParams, TransposeOffsetsParams,
 };
 use kernels_gpu::index::{grid_blocks, radix_passes, radix_tiles};
 
@@ -275,14 +274,7 @@ impl Triples {
         // heads (scanned in place by the one block of the scan).
         unsafe {
             launch(gpu, gpu.untyped_kernel(abi::COO_ASSEMBLE_HEADS)?, heads_grid, BLOCK_SIZE, 0, &heads)?;
-            launch(
-                gpu,
-                gpu.untyped_kernel(abi::CSRT_BUILD_SCAN)?,
-                1,
-                SCAN_BLOCK_THREADS,
-                SCAN_SHARED_BYTES,
-                &scan,
-            )?;
+            exclusive_scan(gpu, &scan)?;
         }
         let distinct = gpu.stream().clone_dtoh(&positions.slice(n..))?[0];
         let [k0, k1] = keys;

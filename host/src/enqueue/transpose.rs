@@ -251,14 +251,7 @@ pub(super) unsafe fn radix_pass(gpu: &Gpu, params: &RadixParams) -> Result<()> {
             RADIX_SHARED_BYTES,
             params,
         )?;
-        launch(
-            gpu,
-            gpu.untyped_kernel(abi::CSRT_BUILD_SCAN)?,
-            1,
-            SCAN_BLOCK_THREADS,
-            SCAN_SHARED_BYTES,
-            &scan,
-        )?;
+        exclusive_scan(gpu, &scan)?;
         launch(
             gpu,
             gpu.untyped_kernel(abi::CSRT_BUILD_SCATTER)?,
@@ -268,4 +261,16 @@ pub(super) unsafe fn radix_pass(gpu: &Gpu, params: &RadixParams) -> Result<()> {
             params,
         )
     }
+}
+
+/// `csrt_build_scan`: the exclusive scan of `params.data`, in place, by one block. The radix passes'
+/// counts and the assembly's run heads are scanned with it.
+///
+/// # Safety
+/// `params.data` holds `params.len` elements of `gpu`'s context, alive until the launch has run.
+pub(super) unsafe fn exclusive_scan(gpu: &Gpu, params: &ScanParams) -> Result<()> {
+    let f = gpu.untyped_kernel(abi::CSRT_BUILD_SCAN)?;
+    // SAFETY: the caller's contract; the scan takes one block of `SCAN_BLOCK_THREADS` with its
+    // shared memory.
+    unsafe { launch(gpu, f, 1, SCAN_BLOCK_THREADS, SCAN_SHARED_BYTES, params) }
 }
