@@ -333,10 +333,19 @@ mod tests {
     #[test]
     fn a_tridiagonal_matrix_is_factorised_exactly() {
         // No fill-in outside the pattern: ILU(0) is the LU factorisation, its apply the solve.
-        let n: usize = 50;
+        let (n, (offsets, cols, values)) = (50, tridiagonal(50, -1.2));
+        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
+        let ilu = IluFactors::new(a).unwrap();
+        assert_solves(a, &ilu, |i| (i % 7) as f64 - 3.0);
+        assert_eq!((ilu.lower_levels().count(), ilu.upper_levels().count()), (n, n));
+    }
+
+    /// `tridiag(-1, 2.5 + i mod 3, upper)` of order `n`: diagonally dominant, so both factorisations
+    /// exist, and with no fill-in, so both are exact.
+    fn tridiagonal(n: usize, upper: f64) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
         let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
         for i in 0..n {
-            for (c, v) in [(i.wrapping_sub(1), -1.0), (i, 2.5 + (i % 3) as f64), (i + 1, -1.2)] {
+            for (c, v) in [(i.wrapping_sub(1), -1.0), (i, 2.5 + (i % 3) as f64), (i + 1, upper)] {
                 if c < n {
                     cols.push(c);
                     values.push(v);
@@ -344,15 +353,18 @@ mod tests {
             }
             offsets.push(cols.len());
         }
-        let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
-        let ilu = IluFactors::new(a).unwrap();
-        let r: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+        (offsets, cols, values)
+    }
+
+    /// `factors` solve `a z = r` to 1e-12 for `r_i = r(i)`: exact factors.
+    fn assert_solves(a: CsrRef<'_, f64>, factors: &IluFactors<f64>, r: impl Fn(usize) -> f64) {
+        let n = a.nrows();
+        let r: Vec<f64> = (0..n).map(r).collect();
         let mut z = vec![0.0; n];
-        ilu.apply(&r, &mut z).unwrap();
+        factors.apply(&r, &mut z).unwrap();
         let mut az = vec![0.0; n];
         a.apply(&z, &mut az).unwrap();
         assert!(az.iter().zip(&r).all(|(l, r)| (l - r).abs() < 1e-12), "{az:?}");
-        assert_eq!((ilu.lower_levels().count(), ilu.upper_levels().count()), (n, n));
     }
 
     #[test]
@@ -382,25 +394,10 @@ mod tests {
     #[test]
     fn ic0_of_a_tridiagonal_matrix_is_its_cholesky_factorisation() {
         // No fill-in: IC(0) is L Lᵀ exactly, its apply the solve.
-        let n: usize = 40;
-        let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
-        for i in 0..n {
-            for (c, v) in [(i.wrapping_sub(1), -1.0), (i, 2.5 + (i % 3) as f64), (i + 1, -1.0)] {
-                if c < n {
-                    cols.push(c);
-                    values.push(v);
-                }
-            }
-            offsets.push(cols.len());
-        }
+        let (n, (offsets, cols, values)) = (40, tridiagonal(40, -1.0));
         let a = CsrRef::try_new(n, n, &offsets, &cols, &values).unwrap();
         let ic = IluFactors::incomplete_cholesky(a).unwrap();
-        let r: Vec<f64> = (0..n).map(|i| (i % 5) as f64 - 2.0).collect();
-        let mut z = vec![0.0; n];
-        ic.apply(&r, &mut z).unwrap();
-        let mut az = vec![0.0; n];
-        a.apply(&z, &mut az).unwrap();
-        assert!(az.iter().zip(&r).all(|(l, r)| (l - r).abs() < 1e-12), "{az:?}");
+        assert_solves(a, &ic, |i| (i % 5) as f64 - 2.0);
     }
 
     #[test]
