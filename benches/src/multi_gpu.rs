@@ -6,14 +6,16 @@
 //! Per matrix: the time of the product on one GPU and on `N`, the speedup, the ghost volume, the
 //! time of the exchange alone ([`DistributedPlan::exchange`]) and of the arithmetic alone (both
 //! blocks' products without the exchange), from which the share of the exchange hidden behind the
-//! local product follows: `(arithmetic + exchange - product) / exchange`. Then a Jacobi-CG
+//! local product follows: `(arithmetic + exchange - product) / exchange`; in the one-process mode
+//! by both routes of the exchange ([`Exchange::Nccl`], and [`Exchange::Peer`] where the GPUs have
+//! peer access, issue 26). Then a Jacobi-CG
 //! iteration on one GPU and on `N` for the symmetric positive definite matrices. f64 throughout, the
 //! CG study's precision. Timing is by the host's clock around `REPEATS` calls between two
 //! synchronisations of every GPU, the median of `SAMPLES`: a distributed product has no one stream
 //! whose events could time it.
 
 use anyhow::{Context, Result, bail};
-use gpu_spmv::distributed::{DistributedCg, DistributedCsr, DistributedPlan, Ranks, UniqueId};
+use gpu_spmv::distributed::{DistributedCg, DistributedCsr, DistributedPlan, Exchange, Ranks, UniqueId};
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
@@ -139,6 +141,15 @@ pub struct MatrixRecord {
     pub cg_iteration_us: Option<f64>,
     pub cg_speedup: Option<f64>,
     pub cg_iteration_us_process_per_gpu: Option<f64>,
+    /// The product, the exchange alone, the share hidden and a CG iteration by the peer route, one
+    /// process for all GPUs (`None` where the GPUs have no peer access); the fields above are the
+    /// NCCL route's.
+    pub product_us_peer: Option<f64>,
+    pub speedup_peer: Option<f64>,
+    pub exchange_us_peer: Option<f64>,
+    pub exchange_hidden_peer: Option<f64>,
+    pub cg_iteration_us_peer: Option<f64>,
+    pub cg_speedup_peer: Option<f64>,
 }
 
 /// `results.json` of a `gpus` run.
@@ -213,9 +224,14 @@ fn endless() -> SolverOptions {
     SolverOptions { rel_tol: 0.0, max_iterations: u32::MAX as usize, preconditioner: Preconditioner::Jacobi }
 }
 
-/// The time of a distributed Jacobi-CG iteration (µs).
-fn time_distributed_cg(ranks: &Ranks, d: &DistributedCsr<f64>, diagonal: &[f64]) -> Result<f64> {
-    let mut cg = DistributedCg::new(d.plan(ranks, Kernel::Auto)?, endless(), Some(diagonal))?;
+/// The time of a distributed Jacobi-CG iteration (µs), its ghosts by `exchange`.
+fn time_distributed_cg(
+    ranks: &Ranks,
+    d: &DistributedCsr<f64>,
+    diagonal: &[f64],
+    exchange: Exchange,
+) -> Result<f64> {
+    let mut cg = DistributedCg::new(d.plan_with(ranks, Kernel::Auto, exchange)?, endless(), Some(diagonal))?;
     let b = scatter(ranks, &vec![1.0; d.nrows()], |i| d.rows(i))?;
     let mut x = scatter(ranks, &vec![0.0; d.nrows()], |i| d.rows(i))?;
     cg.start(&b, &mut x)?;
@@ -273,19 +289,35 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         let d = DistributedCsr::upload(&ranks, a)?;
         r.ghost_entries = (0..ranks.members().len()).map(|i| d.ghosts(i)).sum();
         r.ghost_bytes = r.ghost_entries * 8;
-        let mut plan = d.plan(&ranks, Kernel::Auto)?;
+        let mut plan = d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl)?;
         (r.product_us, r.exchange_us, r.arithmetic_us) = time_distributed(&ranks, &d, &mut plan)?;
         drop(plan);
         r.speedup_over_one_gpu = r.product_us_one_gpu / r.product_us;
-        r.exchange_hidden =
-            ((r.arithmetic_us + r.exchange_us - r.product_us) / r.exchange_us).clamp(0.0, 1.0);
+        r.exchange_hidden = hidden(r.arithmetic_us, r.exchange_us, r.product_us);
+        let peer = match d.plan_with(&ranks, Kernel::Auto, Exchange::Peer) {
+            Ok(mut plan) => Some(time_distributed(&ranks, &d, &mut plan)?),
+            Err(gpu_spmv::Error::Unsupported(why)) => {
+                println!("  no peer route: {why}");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let Some((product, exchange, arithmetic)) = peer {
+            (r.product_us_peer, r.speedup_peer) = (Some(product), Some(r.product_us_one_gpu / product));
+            (r.exchange_us_peer, r.exchange_hidden_peer) =
+                (Some(exchange), Some(hidden(arithmetic, exchange, product)));
+        }
         r.predicted_speedup = predict(a, gpus)?;
         if m.spd {
             let diagonal = a.diagonal();
             let single = time_one_gpu_cg(one, a, &diagonal)?;
-            let many = time_distributed_cg(&ranks, &d, &diagonal)?;
+            let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl)?;
             (r.cg_iteration_us_one_gpu, r.cg_iteration_us, r.cg_speedup) =
                 (Some(single), Some(many), Some(single / many));
+            if peer.is_some() {
+                let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Peer)?;
+                (r.cg_iteration_us_peer, r.cg_speedup_peer) = (Some(many), Some(single / many));
+            }
         }
         println!(
             "  product {:.1} µs on 1 GPU, {:.1} µs on {gpus} ({:.2}x, predicted {:.2}x); exchange {:.1} µs, {:.0}% hidden; ghosts {} KB",
@@ -297,6 +329,9 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
             100.0 * r.exchange_hidden,
             r.ghost_bytes / 1000
         );
+        if let (Some(product), Some(exchange)) = (r.product_us_peer, r.exchange_us_peer) {
+            println!("  peer route: product {product:.1} µs on {gpus}, exchange {exchange:.1} µs");
+        }
         records.push(r);
     }
     drop(ranks);
@@ -322,6 +357,12 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
     println!("{}", report(&results));
     println!("report: {}", dir.join("report.md").display());
     Ok(())
+}
+
+/// The share of the exchange hidden behind the arithmetic: `(arithmetic + exchange - product) /
+/// exchange`, clamped to [0, 1].
+fn hidden(arithmetic: f64, exchange: f64, product: f64) -> f64 {
+    ((arithmetic + exchange - product) / exchange).clamp(0.0, 1.0)
 }
 
 fn time_one_gpu(gpu: &Gpu, a: CsrRef<'_, f64>) -> Result<f64> {
@@ -384,11 +425,11 @@ fn run_rank(rank: usize, gpus: usize, only: &[String], dir: &Path) -> Result<()>
     for m in matrices(only) {
         let a = CsrRef::from(&m.a);
         let d = DistributedCsr::upload(&ranks, a)?;
-        let mut plan = d.plan(&ranks, Kernel::Auto)?;
+        let mut plan = d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl)?;
         times.product_us.push(time_distributed(&ranks, &d, &mut plan)?.0);
         drop(plan);
         times.cg_iteration_us.push(if m.spd {
-            Some(time_distributed_cg(&ranks, &d, &a.diagonal())?)
+            Some(time_distributed_cg(&ranks, &d, &a.diagonal(), Exchange::Nccl)?)
         } else {
             None
         });
@@ -430,15 +471,32 @@ fn report(r: &MultiGpuResults) -> String {
         );
     }
     s += &format!(
-        "\n## Jacobi-CG iteration\n\n| matrix | 1 GPU (µs) | {n} GPUs (µs) | speedup | 1 process/GPU (µs) |\n|---|---|---|---|---|\n"
+        "\nThe columns above are the NCCL exchange's. By the peer exchange (one process, each GPU \
+         gathering its ghosts from the owners' `x` in place):\n\n\
+         | matrix | {n} GPUs (µs) | speedup | exchange (µs) | hidden |\n|---|---|---|---|---|\n"
+    );
+    for m in &r.matrices {
+        s += &format!(
+            "| {} | {} | {}x | {} | {} |\n",
+            m.name,
+            opt(m.product_us_peer, 1),
+            opt(m.speedup_peer, 2),
+            opt(m.exchange_us_peer, 1),
+            m.exchange_hidden_peer.map_or("-".into(), |h| format!("{:.0}%", 100.0 * h))
+        );
+    }
+    s += &format!(
+        "\n## Jacobi-CG iteration\n\n| matrix | 1 GPU (µs) | {n} GPUs, NCCL (µs) | speedup | {n} GPUs, peer (µs) | speedup | 1 process/GPU (µs) |\n|---|---|---|---|---|---|---|\n"
     );
     for m in r.matrices.iter().filter(|m| m.cg_iteration_us.is_some()) {
         s += &format!(
-            "| {} | {} | {} | {}x | {} |\n",
+            "| {} | {} | {} | {}x | {} | {}x | {} |\n",
             m.name,
             opt(m.cg_iteration_us_one_gpu, 1),
             opt(m.cg_iteration_us, 1),
             opt(m.cg_speedup, 2),
+            opt(m.cg_iteration_us_peer, 1),
+            opt(m.cg_speedup_peer, 2),
             opt(m.cg_iteration_us_process_per_gpu, 1)
         );
     }

@@ -1,14 +1,16 @@
-//! The distributed product over NCCL against the f64 reference, and the distributed CG against the
-//! CPU CG, in both run modes: one process
-//! driving every GPU, and one process per GPU (this test binary re-executes itself once per rank,
+//! The distributed product against the f64 reference, and the distributed CG against the CPU CG, in
+//! both run modes and by both routes of the exchange: one process driving every GPU (its ghosts over
+//! NCCL, and gathered in place by peer access), and one process per GPU (NCCL only) (this test binary re-executes itself once per rank,
 //! the ranks joining through an NCCL unique id in a file). Needs at least two GPUs: with fewer the
 //! tests print why and pass, unless `SPMV_REQUIRE_GPU=2` (or more), which makes them fail instead.
 //! Run with `NCCL_NVLS_ENABLE=0` on machines whose NVLink multicast must stay off.
 
 mod common;
 
-use common::{Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, tolerance};
-use gpu_spmv::distributed::{DistributedCg, DistributedCsr, Ranks, UniqueId};
+use common::{
+    Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, skipped_without, tolerance,
+};
+use gpu_spmv::distributed::{DistributedCg, DistributedCsr, Exchange, Ranks, UniqueId};
 use gpu_spmv::reference::max_relative_error;
 use gpu_spmv::reference::{LinearOperator, cg::cg};
 use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
@@ -49,17 +51,22 @@ fn scalars<T: Scalar>() -> [(T, T, bool); 2] {
     [(T::from_f64(1.0), T::ZERO, true), (T::from_f64(-0.75), T::from_f64(1.25), false)]
 }
 
-/// Checks this process's parts of `y = alpha A x + beta y0` on `ranks` against the reference.
-fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCha8Rng) {
+/// Checks this process's parts of `y = alpha A x + beta y0` on `ranks`, the ghosts by `exchange`,
+/// against the reference. `x` is overwritten between products without waiting on the host, so that
+/// a product still reading the last `x` on another GPU would be caught.
+fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCha8Rng, exchange: Exchange) {
     let d = DistributedCsr::upload(ranks, a.view()).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut plan = d.plan(ranks, Kernel::Auto).unwrap();
-    let x = random_vector::<T>(rng, a.ncols);
+    let mut plan = d.plan_with(ranks, Kernel::Auto, exchange).unwrap();
+    let members = ranks.members();
+    let mut xs: Vec<DeviceVector<T>> =
+        members.iter().enumerate().map(|(i, m)| m.gpu().zeros(d.cols(i).len()).unwrap()).collect();
     for (alpha, beta, poison) in scalars::<T>() {
+        let x = random_vector::<T>(rng, a.ncols);
+        for (i, (m, xi)) in members.iter().zip(&mut xs).enumerate() {
+            xi.copy_from_host(m.gpu(), &x[d.cols(i)]).unwrap();
+        }
         let y0 = if poison { vec![T::from_f64(f64::NAN); a.nrows] } else { random_vector(rng, a.nrows) };
         let case = Case::new(a, &x, alpha, beta, y0.clone());
-        let members = ranks.members();
-        let xs: Vec<DeviceVector<T>> =
-            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&x[d.cols(i)]).unwrap()).collect();
         let mut ys: Vec<DeviceVector<T>> =
             members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&y0[d.rows(i)]).unwrap()).collect();
         plan.spmv(alpha, &xs, beta, &mut ys).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -86,7 +93,7 @@ fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
 
 /// The distributed CG on `ranks` against the CPU CG: both converge, iterations within a few (the
 /// sums are added in another order), this process's parts of the solution close to the CPU's.
-fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha8Rng) {
+fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha8Rng, exchange: Exchange) {
     let a = laplacian::<T>(123);
     let view = a.view();
     let b = random_vector::<T>(rng, a.nrows);
@@ -98,7 +105,8 @@ fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha
         let cpu = cg(&view, &b, &mut x_cpu, &options).unwrap();
         let diagonal = view.diagonal();
         let mut solver =
-            DistributedCg::new(d.plan(ranks, Kernel::Auto).unwrap(), options, Some(&diagonal)).unwrap();
+            DistributedCg::new(d.plan_with(ranks, Kernel::Auto, exchange).unwrap(), options, Some(&diagonal))
+                .unwrap();
         solver.set_check_every(7);
         let members = ranks.members();
         let db: Vec<_> =
@@ -134,16 +142,24 @@ fn check_cg<T: Scalar>(what: &str, ranks: &Ranks, rel_tol: f64, rng: &mut ChaCha
     }
 }
 
-/// Every product and solve of one run mode on `ranks`.
-fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng) {
+/// Every product and solve of one run mode on `ranks`, the ghosts by `exchange`.
+fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange) {
+    let test = format!("{test}, {exchange:?} exchange");
     for (name, a) in matrices::<f32>(rng) {
-        check_parts(&format!("{test}: {name} (f32)"), ranks, &a, rng);
+        check_parts(&format!("{test}: {name} (f32)"), ranks, &a, rng, exchange);
     }
     for (name, a) in matrices::<f64>(rng) {
-        check_parts(&format!("{test}: {name} (f64)"), ranks, &a, rng);
+        check_parts(&format!("{test}: {name} (f64)"), ranks, &a, rng, exchange);
     }
-    check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng);
-    check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng);
+    check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng, exchange);
+    check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng, exchange);
+}
+
+/// The route `exchange` resolves to on `ranks` for a stencil, or the reason it is refused.
+fn route(ranks: &Ranks, exchange: Exchange) -> Result<Exchange, Error> {
+    let a: Csr<f64> = five_point(20, |r, c| if r == c { 4.0 } else { -1.0 });
+    let d = DistributedCsr::upload(ranks, a.view())?;
+    Ok(d.plan_with(ranks, Kernel::Auto, exchange)?.exchange_route())
 }
 
 #[test]
@@ -153,7 +169,27 @@ fn one_process_for_all_gpus() {
     let Some(count) = gpus_or_skip(test) else { return };
     let mut rng = rng(test);
     let ranks = Ranks::all_local(count).unwrap();
-    check_all(test, &ranks, &mut rng);
+    check_all(test, &ranks, &mut rng, Exchange::Nccl);
+    match route(&ranks, Exchange::Peer) {
+        Ok(route) => {
+            assert_eq!(route, Exchange::Peer);
+            // Auto times both routes and keeps the faster.
+            let auto = route_of_auto(&ranks);
+            assert!(matches!(auto, Exchange::Peer | Exchange::Nccl), "{test}: Auto resolved to {auto:?}");
+            say(&format!("{test}: Auto took the {auto:?} route on a 20 x 20 stencil"));
+            check_all(test, &ranks, &mut rng, Exchange::Peer);
+        }
+        Err(Error::Unsupported(why)) => {
+            assert_eq!(route_of_auto(&ranks), Exchange::Nccl, "{test}: Auto falls back to NCCL");
+            skipped_without(&format!("{test}, Peer exchange"), "peer-access", why);
+        }
+        Err(e) => panic!("{test}: the peer route failed: {e}"),
+    }
+}
+
+/// The route [`Exchange::Auto`] resolves to on `ranks`.
+fn route_of_auto(ranks: &Ranks) -> Exchange {
+    route(ranks, Exchange::Auto).unwrap()
 }
 
 #[test]
@@ -165,14 +201,28 @@ fn product_refuses_bad_operands_and_leaves_y() {
     let ranks = Ranks::all_local(count).unwrap();
     let a: Csr<f64> = five_point(50, |r, c| if r == c { 4.0 } else { -1.0 });
     let d = DistributedCsr::upload(&ranks, a.view()).unwrap();
-    let mut plan = d.plan(&ranks, Kernel::Auto).unwrap();
+    for exchange in [Exchange::Nccl, Exchange::Auto] {
+        refuses_bad_operands(test, &ranks, &d, exchange, &mut rng);
+    }
+}
+
+/// [`product_refuses_bad_operands_and_leaves_y`] by one route.
+fn refuses_bad_operands(
+    test: &str,
+    ranks: &Ranks,
+    d: &DistributedCsr<f64>,
+    exchange: Exchange,
+    rng: &mut ChaCha8Rng,
+) {
+    let mut plan = d.plan_with(ranks, Kernel::Auto, exchange).unwrap();
+    let count = ranks.members().len();
     let members = ranks.members();
     let xs: Vec<_> = members
         .iter()
         .enumerate()
-        .map(|(i, m)| m.gpu().upload_vector(&random_vector(&mut rng, d.cols(i).len())).unwrap())
+        .map(|(i, m)| m.gpu().upload_vector(&random_vector(rng, d.cols(i).len())).unwrap())
         .collect();
-    let y0: Vec<Vec<f64>> = (0..members.len()).map(|i| random_vector(&mut rng, d.rows(i).len())).collect();
+    let y0: Vec<Vec<f64>> = (0..members.len()).map(|i| random_vector(rng, d.rows(i).len())).collect();
     let mut ys: Vec<_> = members.iter().zip(&y0).map(|(m, y)| m.gpu().upload_vector(y).unwrap()).collect();
     // A short x on the last member, and x on the wrong GPUs (members' vectors reversed).
     let mut short: Vec<_> = members
@@ -192,7 +242,7 @@ fn product_refuses_bad_operands_and_leaves_y() {
         Err(Error::DimensionMismatch { what: "x (parts)", .. })
     ));
     for ((m, y), y0) in members.iter().zip(&ys).zip(&y0) {
-        assert_eq!(&y.to_host(m.gpu()).unwrap(), y0, "{test}: y changed by a refused product");
+        assert_eq!(&y.to_host(m.gpu()).unwrap(), y0, "{test}, {exchange:?}: y changed by a refused product");
     }
 }
 
@@ -211,7 +261,11 @@ fn one_process_per_gpu() {
         let id = UniqueId::from_bytes(&std::fs::read(std::env::var(ID_FILE).unwrap()).unwrap()).unwrap();
         let ranks = Ranks::one_of(rank, rank, size, &id).unwrap();
         let mut rng = rng(&format!("{test} (rank {rank})"));
-        check_all(&format!("{test} (rank {rank})"), &ranks, &mut rng);
+        let test = format!("{test} (rank {rank})");
+        // Ranks in other processes: the peer route is refused, and Auto takes NCCL's.
+        assert!(matches!(route(&ranks, Exchange::Peer), Err(Error::Unsupported(_))), "{test}");
+        assert_eq!(route_of_auto(&ranks), Exchange::Nccl, "{test}");
+        check_all(&test, &ranks, &mut rng, Exchange::Auto);
         return;
     }
     let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());

@@ -14,4 +14,4 @@ pub use crate::device::{Member, Ranks, UniqueId};
 pub use crate::formats::{Block, Part, RowPartition, Split};
 pub use cg::DistributedCg;
 pub use matrix::DistributedCsr;
-pub use product::{BlockPlan, DistributedPlan};
+pub use product::{BlockPlan, DistributedPlan, Exchange};

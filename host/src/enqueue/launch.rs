@@ -6,7 +6,7 @@
 use crate::device::Gpu;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaFunction, result, sys};
+use cudarc::driver::{CudaFunction, CudaStream, result, sys};
 use kernels_gpu::abi::{
     self as abi, Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
     SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
@@ -97,7 +97,7 @@ impl<P: WithOperands> Prepared<P> {
         let params = self.params.with(op);
         let (f, shape) = (&self.f, (self.grid, self.block, self.shared_bytes));
         // SAFETY: `Prepared::new`'s contract, with the operands the caller vouches for.
-        unsafe { launch_as(gpu, f, shape, &params, self.cooperative) }
+        unsafe { launch_as(gpu.stream(), f, shape, &params, self.cooperative) }
     }
 }
 
@@ -116,16 +116,17 @@ pub(crate) unsafe fn launch<P>(
     params: &P,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { launch_as(gpu, f, (grid, block, shared_bytes), params, false) }
+    unsafe { launch_as(gpu.stream(), f, (grid, block, shared_bytes), params, false) }
 }
 
-/// [`launch`] with the shape `(grid, block, shared_bytes)`, cooperatively when `cooperative` (the
-/// driver refuses a grid whose blocks cannot all be resident at once).
+/// [`launch`] on `stream` (of the context `f` was loaded in) with the shape
+/// `(grid, block, shared_bytes)`, cooperatively when `cooperative` (the driver refuses a grid whose
+/// blocks cannot all be resident at once).
 ///
 /// # Safety
 /// As [`launch`].
 unsafe fn launch_as<P>(
-    gpu: &Gpu,
+    stream: &CudaStream,
     f: &CudaFunction,
     (grid, block, shared_bytes): (u32, u32, u32),
     params: &P,
@@ -135,7 +136,7 @@ unsafe fn launch_as<P>(
         return Ok(());
     }
     let mut args = [std::ptr::from_ref(params).cast_mut().cast::<c_void>()];
-    let (cu_f, stream) = (f.cu_function(), gpu.stream().cu_stream());
+    let (cu_f, stream) = (f.cu_function(), stream.cu_stream());
     // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
     // contract); the driver copies it before the launch call returns, so the borrow suffices.
     let launched = unsafe {
@@ -193,22 +194,24 @@ pub(crate) unsafe fn scale_dense<T: Scalar>(
     unsafe { launch(gpu, gpu.kernel::<T>(abi::SPMM_SCALE)?, grid, SCALE_BLOCK_SIZE, 0, &params) }
 }
 
-/// `dist_gather_*`: `out[i] = x[indices[i]]` for `i < len`.
+/// `dist_gather_*` on `stream`: `out[i] = x[indices[i]]` for `i < len`.
 ///
 /// # Safety
-/// `indices` and `out` hold `len` elements and `x` more than the largest index, all in `gpu`'s
-/// context; `out` overlaps neither.
+/// `stream` is of `gpu`'s context; `indices` and `out` hold `len` elements in that context, and `x`
+/// more than the largest index, in that context or in one whose memory it may read (peer access);
+/// `out` overlaps neither.
 pub(crate) unsafe fn gather<T: Scalar>(
     gpu: &Gpu,
+    stream: &CudaStream,
     out: AbiPtr<T>,
     x: AbiPtr<T>,
     indices: AbiPtr<u32>,
     len: u32,
 ) -> Result<()> {
     let params = GatherParams { x, indices, out, len };
-    let grid = grid_blocks(u64::from(len), GATHER_BLOCK_SIZE);
+    let shape = (grid_blocks(u64::from(len), GATHER_BLOCK_SIZE), GATHER_BLOCK_SIZE, 0);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
-    unsafe { launch(gpu, gpu.kernel::<T>(abi::DIST_GATHER)?, grid, GATHER_BLOCK_SIZE, 0, &params) }
+    unsafe { launch_as(stream, gpu.kernel::<T>(abi::DIST_GATHER)?, shape, &params, false) }
 }
 
 /// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`.

@@ -76,7 +76,7 @@ impl<T: Scalar> DeviceCsr<T> {
             // SAFETY: `sources` holds `nnz` indices, each an entry of this matrix (the transpose's
             // construction wrote a permutation of `0 .. nnz`), and `Aᵀ`'s values `nnz` elements, a
             // buffer of its own: all of `gpu`'s context, which owns this matrix (checked by the caller).
-            unsafe { gather(gpu, t.args().values, self.args().values, sources, nnz)? };
+            unsafe { gather(gpu, gpu.stream(), t.args().values, self.args().values, sources, nnz)? };
         }
         self.values_updated();
         Ok(())
