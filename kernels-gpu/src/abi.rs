@@ -1622,21 +1622,24 @@ pub struct KrylovScalarParams<T> {
 /// past a warp's width a block is better served by a sparse factorisation.
 pub const BLOCK_JACOBI_MAX: u32 = 32;
 
-/// `ilu_lower_*` and `ilu_upper_*`: levels `first_level .. first_level + levels` of ILU(0)'s
-/// triangular solves, level `l`'s rows at `rows[starts[l] .. starts[l + 1]]`, over the factors in
-/// CSR (`offsets`, `cols`, `values`, and `diagonal`, each row's diagonal position). The lower solve
-/// reads `r` and writes `z`; the upper one works in place on `z`. One thread per row of a level. A
-/// launch of one level may have any grid; a launch of several is one block, which waits at a
-/// barrier between them (a run of narrow levels: [`ILU_RUN_ROWS`]).
+/// `ilu_lower_*` and `ilu_upper_*`: levels `first_level .. first_level + levels` of one of ILU(0)'s
+/// triangular solves, level `l`'s rows at positions `starts[l] .. starts[l + 1]` of the schedule
+/// (`rows[k]`, the row at position `k`), over that solve's triangle laid out in the schedule's
+/// order: position `k`'s entries, its diagonal left out, at `offsets[k] .. offsets[k + 1]` of `cols`
+/// and `values` in column order, and (the upper solve only; the lower one never reads it) its pivot
+/// at `pivots[k]`. So a level's threads read their rows' structure at consecutive addresses. The
+/// lower solve reads `r` and writes `z`; the upper one works in place on `z`. One thread per row of a
+/// level. A launch of one level may have any grid; a launch of several is one block, which waits at
+/// a barrier between them (a run of narrow levels: [`ILU_RUN_ROWS`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct IluSolveParams<T> {
+    pub rows: DevicePtr<u32>,
+    pub starts: DevicePtr<u32>,
     pub offsets: DevicePtr<u32>,
     pub cols: DevicePtr<u32>,
     pub values: DevicePtr<T>,
-    pub diagonal: DevicePtr<u32>,
-    pub rows: DevicePtr<u32>,
-    pub starts: DevicePtr<u32>,
+    pub pivots: DevicePtr<T>,
     pub first_level: u32,
     pub levels: u32,
     pub r: DevicePtr<T>,

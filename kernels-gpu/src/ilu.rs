@@ -7,57 +7,259 @@
 //! its entries summed by `fma` in column order and, for `U`, divided by its pivot: the CPU oracle's
 //! operations in its order, so the two agree bit for bit.
 //!
-//! The factors are one CSR matrix on `A`'s pattern: `L` left of each row's diagonal (its unit
-//! diagonal implied), `U` from the diagonal on. The lower solve writes `y` into `z`; the upper one
-//! works in place on it, each row reading its own `y` before writing its `z`.
+//! Each solve reads its own copy of its triangle, laid out by the host in the schedule's order
+//! ([`IluSolveParams`]): position `k`'s extent and pivot sit at `k` and its entries follow those of
+//! position `k - 1`, so that the threads of a level read them at consecutive addresses, and the row
+//! index is needed only for `r`, `z` and the columns. The lower solve writes `y` into `z`; the upper
+//! one works in place on it, each row reading its own `y` before writing its `z`.
+//!
+//! Software-pipelined across the levels of a run (the loads of an iteration issued an iteration
+//! or more ahead, as any software pipeline does). In a level only the gathers of `z` depend on
+//! the level before; everything else a row needs is known before the run starts, but read in turn
+//! it is a chain of dependent loads (the level's start, then the row's extent, then its columns,
+//! then `z`), each a trip to L2, since the factors are read once an apply: measured on an H100,
+//! about 1.45 µs a level with the CSR's layout, five such trips. So each thread carries its first
+//! positions of the next three levels through three stages, one a level: the level's start
+//! ([`slot`]), then the position's row and extent ([`head`]), then the start of its sum and its
+//! first [`STAGED`] columns ([`body`]); each stage's loads independent of each other, issued
+//! right after the current level's gathers and before its barrier. After the barrier a level costs
+//! one trip: the row's `z` gathers, its values and pivot, issued together ([`gathered`]), then its
+//! `fma`s in column order ([`finish`]). The stages read only what no other thread of the launch
+//! writes (`z[row]` of a later level is written by the thread that stages it, when it solves it),
+//! so the results are those of the unpipelined solve. A one-level launch (a wide level) runs the
+//! same code with nothing to stage ahead.
 
 use crate::abi::IluSolveParams;
 use crate::arch::{Load, global_thread, grid_threads, sync_threads};
 use crate::real::Real;
 use core::ops::{Div, Neg};
 
-/// Row `k` of the schedule (`rows[k]`): its index, its first entry, its diagonal's position and
-/// its end.
+/// The columns of a row a thread holds in registers ahead of its level, and the width of a chunk of
+/// a longer row's rest (columns, then `z`: two trips a chunk). Six cover in one chunk the strict
+/// triangle of a 5-, 7- or 9-point stencil's row (2 to 4 entries), and a Q2 element's rows (4, 7 or
+/// 12) in at most two. The values wait for the gathers, which they join after the barrier
+/// (independent loads, the same trip), rather than hold two more registers an entry in f64. Register
+/// counts (ptxas 13.5, sm_90, f64): 96 as it is, 118 with eight columns, 128 with eight columns and
+/// their values staged; a run's block may have 512 threads, which allows 128 a thread, so this
+/// leaves a margin for the driver's own compiler.
+const STAGED: usize = 6;
+
+/// Up to [`STAGED`] consecutive entries' columns, from entry `begin`: the first `count` are set.
+#[derive(Clone, Copy)]
+struct Columns {
+    begin: u32,
+    count: u32,
+    cols: [u32; STAGED],
+}
+
+/// The calling thread's first position of a level, `k`, below `end`, the level's end: stage one.
+#[derive(Clone, Copy)]
+struct Slot {
+    k: u32,
+    end: u32,
+}
+
+/// A position's row and its entries `begin .. end`: stage two.
+#[derive(Clone, Copy)]
+struct Head {
+    slot: Slot,
+    row: u32,
+    begin: u32,
+    end: u32,
+}
+
+/// A position ready to be solved once the levels before it are: its head, the start of its sum
+/// (`r[row]`, or `y[row]` for the upper solve) and its first entries' columns: stage three.
+#[derive(Clone, Copy)]
+struct Body<T> {
+    head: Head,
+    sum: T,
+    first: Columns,
+}
+
+/// What a row's sum needs after the barrier, loaded together: the `z` of some of its entries'
+/// columns, those entries' values and (upper solve) its pivot.
+struct Gathered<T> {
+    z: [T; STAGED],
+    values: [T; STAGED],
+    pivot: T,
+}
+
+/// Stage one: the calling thread's first position of `level`, `None` past the launch's levels or
+/// the level's end.
 ///
 /// # Safety
-/// `k` is below the schedule's length, and the rows, the offsets and the diagonal positions are as
-/// [`lower`] states.
+/// [`solve`]'s contract for `starts`.
 #[inline(always)]
-unsafe fn row_of<T>(p: &IluSolveParams<T>, k: usize) -> (usize, usize, usize, usize) {
-    // SAFETY: the caller's contract: `rows[k]` is a row below `n`.
+unsafe fn slot<T>(p: &IluSolveParams<T>, level: u64) -> Option<Slot> {
+    if level >= u64::from(p.first_level) + u64::from(p.levels) {
+        return None;
+    }
+    // SAFETY: the caller's contract: `starts[level]` and `starts[level + 1]` are the schedule's.
+    let (begin, end) = unsafe {
+        let starts = p.starts.as_ptr().add(level as usize);
+        (u32::load_nc(starts), u32::load_nc(starts.add(1)))
+    };
+    let k = u64::from(begin) + global_thread();
+    (k < u64::from(end)).then_some(Slot { k: k as u32, end })
+}
+
+/// Stage two: the row at position `slot.k` and its entries' extent.
+///
+/// # Safety
+/// `slot.k` is a position of the schedule; [`solve`]'s contract.
+#[inline(always)]
+unsafe fn head<T>(p: &IluSolveParams<T>, slot: Slot) -> Head {
+    // SAFETY: the caller's contract: `rows` and `offsets[..= k + 1]` hold every position's.
     unsafe {
-        let row = u32::load_nc(p.rows.as_ptr().add(k)) as usize;
-        let start = u32::load_nc(p.offsets.as_ptr().add(row)) as usize;
-        let end = u32::load_nc(p.offsets.as_ptr().add(row + 1)) as usize;
-        (row, start, u32::load_nc(p.diagonal.as_ptr().add(row)) as usize, end)
+        let offsets = p.offsets.as_ptr().add(slot.k as usize);
+        Head {
+            slot,
+            row: u32::load_nc(p.rows.as_ptr().add(slot.k as usize)),
+            begin: u32::load_nc(offsets),
+            end: u32::load_nc(offsets.add(1)),
+        }
     }
 }
 
-/// Calls `solve(k)` for every schedule position `k` of the launch's levels, a level after the other:
-/// the grid's threads stride over a level's positions, and with several levels (one block, the
-/// host's contract) the block waits at a barrier before the next, so that a row reads only rows
-/// written before it.
+/// Stage three: the start of the position's sum and its first [`STAGED`] entries' columns.
 ///
 /// # Safety
-/// `starts[first_level ..= first_level + levels]` are positions of the schedule, non-decreasing;
-/// with `levels > 1` the grid is one block, every thread of which calls this.
+/// `head` is a position's ([`head`]); [`solve`]'s contract.
 #[inline(always)]
-unsafe fn by_levels<T>(p: &IluSolveParams<T>, mut solve: impl FnMut(usize)) {
-    let (first, stride) = (global_thread(), grid_threads());
-    for l in 0..p.levels {
-        let level = (p.first_level + l) as usize;
-        // SAFETY: the caller's contract for `starts`.
-        let (begin, end) = unsafe {
-            (u32::load_nc(p.starts.as_ptr().add(level)), u32::load_nc(p.starts.as_ptr().add(level + 1)))
-        };
-        let mut k = u64::from(begin) + first;
-        while k < u64::from(end) {
-            solve(k as usize);
-            k += stride;
+unsafe fn body<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, head: Head) -> Body<T> {
+    let row = head.row as usize;
+    // SAFETY: `row` is below `n`, and `begin .. end` inside the entries (the caller's contract).
+    // The upper solve's `z[row]` is its `y`, written before the launch and next written by this
+    // thread when it solves the row: an ordinary load, read before it changes.
+    unsafe {
+        let sum = if UPPER { p.z.as_ptr().add(row).read() } else { T::load_nc(p.r.as_ptr().add(row)) };
+        Body { head, sum, first: columns(p, head.begin, head.end) }
+    }
+}
+
+/// The columns of entries `begin .. min(end, begin + STAGED)`, loaded together.
+///
+/// # Safety
+/// `begin <= end`, both inside the entries ([`solve`]'s contract).
+#[inline(always)]
+unsafe fn columns<T>(p: &IluSolveParams<T>, begin: u32, end: u32) -> Columns {
+    let mut c = Columns { begin, count: (end - begin).min(STAGED as u32), cols: [0; STAGED] };
+    for (j, col) in (0..).zip(c.cols.iter_mut()) {
+        if j < c.count {
+            // SAFETY: `begin + j < end`, inside the entries (the caller's contract).
+            *col = unsafe { u32::load_nc(p.cols.as_ptr().add((begin + j) as usize)) };
         }
-        if l + 1 < p.levels {
-            // SAFETY: one block, every thread reaches it (the level loop's count is the launch's).
-            unsafe { sync_threads() };
+    }
+    c
+}
+
+/// The `z` of `c`'s columns and `c`'s values, and for the upper solve the pivot of position `k`:
+/// every load issued before any is used, so a row's gathers make one trip to memory, not one each.
+///
+/// # Safety
+/// `c`'s columns are rows of earlier levels, written before this launch or before the last
+/// barrier ([`solve`]'s contract): ordinary loads of `z`, not the read-only path; `k` is a position.
+#[inline(always)]
+unsafe fn gathered<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, c: &Columns, k: u32) -> Gathered<T> {
+    let mut g = Gathered { z: [T::ZERO; STAGED], values: [T::ZERO; STAGED], pivot: T::ZERO };
+    for (j, (z, value)) in (0..).zip(g.z.iter_mut().zip(g.values.iter_mut())) {
+        if j < c.count {
+            // SAFETY: the caller's contract; the columns are below `n`, `begin + j` an entry.
+            unsafe {
+                *z = p.z.as_ptr().add(c.cols[j as usize] as usize).read();
+                *value = T::load_nc(p.values.as_ptr().add((c.begin + j) as usize));
+            }
+        }
+    }
+    if UPPER {
+        // SAFETY: `pivots` holds every position's (the caller's contract).
+        g.pivot = unsafe { T::load_nc(p.pivots.as_ptr().add(k as usize)) };
+    }
+    g
+}
+
+/// `sum - Σ value_j z_j` over `c`'s entries, one `fma` each in column order (the oracle's).
+#[inline(always)]
+fn accumulate<T: Real + Neg<Output = T>>(c: &Columns, g: &Gathered<T>, mut sum: T) -> T {
+    for j in 0..STAGED {
+        if (j as u32) < c.count {
+            sum = (-g.values[j]).fma(g.z[j], sum);
+        }
+    }
+    sum
+}
+
+/// Stage four, after the barrier: the row's sum over its first entries (with what `first`
+/// gathered), then over any past [`STAGED`], a chunk at a time (few rows have them), the division
+/// by the pivot for the upper solve, and the store of `z[row]`.
+///
+/// # Safety
+/// `body` is a position of the level being solved ([`body`]), `first` what [`gathered`] loaded for
+/// its first entries; [`solve`]'s contract.
+#[inline(always)]
+unsafe fn finish<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>(
+    p: &IluSolveParams<T>,
+    body: &Body<T>,
+    first: &Gathered<T>,
+) {
+    let Head { slot, row, end, .. } = body.head;
+    let mut sum = accumulate(&body.first, first, body.sum);
+    let mut e = body.first.begin + body.first.count;
+    while e < end {
+        // SAFETY: `e < end`, inside the row's entries, whose columns are rows solved before.
+        unsafe {
+            let rest = columns(p, e, end);
+            sum = accumulate(&rest, &gathered::<T, false>(p, &rest, slot.k), sum);
+        }
+        e += STAGED as u32;
+    }
+    // SAFETY: row `row` is this thread's alone, below `n`.
+    unsafe { *p.z.as_mut_ptr().add(row as usize) = if UPPER { sum / first.pivot } else { sum } };
+}
+
+/// Solves the launch's levels, a level after the other: the grid's threads stride over a level's
+/// positions, and with several levels (one block, the host's contract) the block waits at a
+/// barrier before the next, so that a row reads only rows written before it. A thread's first
+/// position of a level is staged three levels ahead (the module's pipeline); any further one (a
+/// grid narrower than its level) is loaded and solved on the spot.
+///
+/// # Safety
+/// `rows` holds the schedule's positions, distinct rows below `n`; `offsets` (positions `+ 1`),
+/// `cols`, `values` and, for the upper solve, `pivots` (a position each) are its triangle in the
+/// schedule's order, every column below `n` and a row of an earlier level (written by earlier
+/// launches, or by this one before a barrier); `starts[first_level ..= first_level + levels]` are
+/// positions, non-decreasing; `r` (read by the lower solve) and `z` hold `n` elements and do not
+/// overlap; with `levels > 1` the grid is one block, every thread of which calls this.
+#[inline(always)]
+unsafe fn solve<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>(p: IluSolveParams<T>) {
+    let (first, stride, levels) = (u64::from(p.first_level), grid_threads(), u64::from(p.levels));
+    // SAFETY: the contract above, which each stage states for its part; the barrier is reached by
+    // every thread of the one block (the level loop's count is the launch's).
+    unsafe {
+        let mut ahead2 = slot(&p, first + 2);
+        let mut ahead1 = slot(&p, first + 1).map(|s| head(&p, s));
+        let mut now = slot(&p, first).map(|s| body::<T, UPPER>(&p, head(&p, s)));
+        for l in 0..levels {
+            let g = now.as_ref().map(|b| gathered::<T, UPPER>(&p, &b.first, b.head.slot.k));
+            let next = (
+                ahead1.map(|h| body::<T, UPPER>(&p, h)),
+                ahead2.map(|s| head(&p, s)),
+                slot(&p, first + l + 3),
+            );
+            if let (Some(b), Some(g)) = (&now, &g) {
+                finish::<T, UPPER>(&p, b, g);
+                let mut k = u64::from(b.head.slot.k) + stride;
+                while k < u64::from(b.head.slot.end) {
+                    let b = body::<T, UPPER>(&p, head(&p, Slot { k: k as u32, ..b.head.slot }));
+                    finish::<T, UPPER>(&p, &b, &gathered::<T, UPPER>(&p, &b.first, b.head.slot.k));
+                    k += stride;
+                }
+            }
+            if l + 1 < levels {
+                sync_threads();
+            }
+            (now, ahead1, ahead2) = next;
         }
     }
 }
@@ -66,47 +268,22 @@ unsafe fn by_levels<T>(p: &IluSolveParams<T>, mut solve: impl FnMut(usize)) {
 /// launch's levels' rows.
 ///
 /// # Safety
-/// `offsets` (`n + 1`), `cols`, `values` and `diagonal` (`n`) are ILU(0)'s factors of order `n`,
-/// every column below `n`; the schedule's rows are distinct rows below `n`, each level's reading
-/// left of the diagonal only rows of earlier levels (written by earlier launches, or by this one
-/// before a barrier); `r` and `z` hold `n` elements and do not overlap; [`by_levels`]'s contract.
+/// [`solve`]'s contract, over `L`'s entries.
 #[inline(always)]
-unsafe fn lower<T: Real + Neg<Output = T>>(p: IluSolveParams<T>) {
-    // SAFETY: the contract above: every index is inside its array; the `z` entries a row reads were
-    // written before it (in this launch, before a barrier: ordinary loads, not the read-only path),
-    // and row `row` is this thread's alone.
-    unsafe {
-        by_levels(&p, |k| {
-            let (row, start, diagonal, _) = row_of(&p, k);
-            let mut sum = T::load_nc(p.r.as_ptr().add(row));
-            for e in start..diagonal {
-                let col = u32::load_nc(p.cols.as_ptr().add(e)) as usize;
-                sum = (-T::load_nc(p.values.as_ptr().add(e))).fma(p.z.as_ptr().add(col).read(), sum);
-            }
-            *p.z.as_mut_ptr().add(row) = sum;
-        });
-    }
+unsafe fn lower<T: Real + Neg<Output = T> + Div<Output = T>>(p: IluSolveParams<T>) {
+    // SAFETY: the caller's contract.
+    unsafe { solve::<T, false>(p) }
 }
 
 /// `ilu_upper_*`: `z_i = (z_i - Σ u_ik z_k) / u_ii` over row `i`'s entries right of its diagonal,
 /// for the launch's levels' rows, in place on the lower solve's `y`.
 ///
 /// # Safety
-/// As [`lower`], with the rows right of the diagonal written before; `r` unread.
+/// [`solve`]'s contract, over `U`'s entries and pivots; `r` unread.
 #[inline(always)]
 unsafe fn upper<T: Real + Neg<Output = T> + Div<Output = T>>(p: IluSolveParams<T>) {
-    // SAFETY: as in `lower`; `z[row]` is read and written by this thread alone.
-    unsafe {
-        by_levels(&p, |k| {
-            let (row, _, diagonal, end) = row_of(&p, k);
-            let mut sum = p.z.as_ptr().add(row).read();
-            for e in diagonal + 1..end {
-                let col = u32::load_nc(p.cols.as_ptr().add(e)) as usize;
-                sum = (-T::load_nc(p.values.as_ptr().add(e))).fma(p.z.as_ptr().add(col).read(), sum);
-            }
-            *p.z.as_mut_ptr().add(row) = sum / T::load_nc(p.values.as_ptr().add(diagonal));
-        });
-    }
+    // SAFETY: the caller's contract.
+    unsafe { solve::<T, true>(p) }
 }
 
 crate::ptx_entry!(ilu_lower_f32, IluSolveParams<f32>, lower::<f32>);

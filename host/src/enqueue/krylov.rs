@@ -457,27 +457,72 @@ pub(crate) fn block_jacobi<T: Scalar>(
     }
 }
 
-/// ILU(0)'s factors and level schedules on the device (`reference::ilu::IluFactors`, uploaded as
-/// they are): what `kernels-gpu/src/ilu.rs` solves with, valid by construction.
+/// ILU(0)'s factors and level schedules on the device (`reference::ilu::IluFactors`): each solve's
+/// triangle laid out in its schedule's order ([`Scheduled`]), what `kernels-gpu/src/ilu.rs` solves
+/// with, valid by construction. The factors' CSR itself is not uploaded.
 #[derive(Debug)]
 pub(crate) struct DeviceIlu<T> {
-    offsets: CudaSlice<u32>,
-    cols: CudaSlice<u32>,
-    values: CudaSlice<T>,
-    diagonal: CudaSlice<u32>,
-    lower: DeviceSchedule,
-    upper: DeviceSchedule,
+    lower: DeviceSchedule<T>,
+    upper: DeviceSchedule<T>,
     n: usize,
 }
 
-/// One triangular solve's schedule on the device: its rows by level, where each level starts in
-/// them, and the launches that solve them ([`ilu_launches`]).
+/// One triangular solve on the device: its rows by level, where each level starts in them, its
+/// triangle in their order ([`Scheduled`]), and the launches that solve them ([`ilu_launches`]).
 #[derive(Debug)]
-struct DeviceSchedule {
+struct DeviceSchedule<T> {
     rows: CudaSlice<u32>,
     starts: CudaSlice<u32>,
+    offsets: CudaSlice<u32>,
+    cols: CudaSlice<u32>,
+    values: CudaSlice<T>,
+    pivots: CudaSlice<T>,
     levels: usize,
     launches: Vec<IluLaunch>,
+}
+
+/// One triangular solve's triangle in its schedule's order, as `IluSolveParams` states it: the row
+/// at position `k` (`rows[k]`) has its entries, its diagonal left out, at `offsets[k] ..
+/// offsets[k + 1]` in column order, and (`U` only; empty for `L`) its pivot at `pivots[k]`. The
+/// threads of a level then read their rows' extents, columns and values at consecutive addresses,
+/// and the extent without the row index first (a dependent load less a level), where the CSR put
+/// each row's at its row, a line apart on a grid's anti-diagonal. The two solves' copies hold each
+/// value of the factors once (the diagonal as `U`'s pivots) and replace the CSR on the device: the
+/// diagonal's column indices and positions go (`8 n` bytes), a second offset array comes
+/// (`4 (n + 1)`), so the factors take `4 (n - 1)` bytes less than the CSR did.
+#[derive(Debug, Clone, PartialEq)]
+struct Scheduled<T> {
+    offsets: Vec<u32>,
+    cols: Vec<u32>,
+    values: Vec<T>,
+    pivots: Vec<T>,
+}
+
+impl<T: Scalar> Scheduled<T> {
+    /// `L`'s entries (`upper` false) or `U`'s and its pivots, for the rows of `levels` in their order.
+    /// The entry count fits `u32` (the caller's check).
+    fn new(factors: &IluFactors<T>, levels: &Levels, upper: bool) -> Self {
+        let ((offsets, cols, values), diagonal) = (factors.csr(), factors.diagonal_positions());
+        let n = levels.rows.len();
+        let mut out = Self {
+            offsets: Vec::with_capacity(n + 1),
+            cols: Vec::new(),
+            values: Vec::new(),
+            pivots: Vec::with_capacity(if upper { n } else { 0 }),
+        };
+        out.offsets.push(0);
+        for &row in &levels.rows {
+            let (row, d) = (row as usize, diagonal[row as usize]);
+            let entries = if upper { d + 1..offsets[row + 1] } else { offsets[row]..d };
+            out.cols.extend(cols[entries.clone()].iter().map(|&c| index32(c)));
+            out.values.extend_from_slice(&values[entries]);
+            out.offsets.push(index32(out.cols.len()));
+            if upper {
+                out.pivots.push(values[d]);
+            }
+        }
+        out
+    }
 }
 
 /// One launch of a triangular solve: `levels` levels from `first_level`, on `grid` blocks of
@@ -524,26 +569,25 @@ impl<T: Scalar> DeviceIlu<T> {
     /// The factors and their schedules, uploaded. Refused: an entry count past `u32`
     /// ([`Error::TooLarge`]), and while the stream captures a graph (it uploads).
     pub fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
-        let (offsets, cols, values) = factors.csr();
-        narrow("the entries of the ILU(0) factors", cols.len())?;
+        narrow("the entries of the ILU(0) factors", factors.csr().1.len())?;
         // The order and the entry count fit `u32` (the factors' own check, and the line above).
-        let indices = |v: &[usize]| v.iter().map(|&i| index32(i)).collect::<Vec<_>>();
-        let schedule = |levels: Levels| -> Result<DeviceSchedule> {
-            let starts = indices(&levels.starts);
+        let schedule = |levels: Levels, upper: bool| -> Result<DeviceSchedule<T>> {
+            let starts: Vec<u32> = levels.starts.iter().map(|&s| index32(s)).collect();
+            let triangle = Scheduled::new(factors, &levels, upper);
             Ok(DeviceSchedule {
                 rows: gpu.upload(&levels.rows)?,
                 starts: gpu.upload(&starts)?,
+                offsets: gpu.upload(&triangle.offsets)?,
+                cols: gpu.upload(&triangle.cols)?,
+                values: gpu.upload(&triangle.values)?,
+                pivots: gpu.upload(&triangle.pivots)?,
                 levels: levels.count(),
                 launches: ilu_launches(&starts),
             })
         };
         Ok(Self {
-            offsets: gpu.upload(&indices(offsets))?,
-            cols: gpu.upload(&indices(cols))?,
-            values: gpu.upload(values)?,
-            diagonal: gpu.upload(&indices(factors.diagonal_positions()))?,
-            lower: schedule(factors.lower_levels())?,
-            upper: schedule(factors.upper_levels())?,
+            lower: schedule(factors.lower_levels(), false)?,
+            upper: schedule(factors.upper_levels(), true)?,
             n: factors.n(),
         })
     }
@@ -566,32 +610,32 @@ impl<T: Scalar> DeviceIlu<T> {
     /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's launches ([`ilu_launches`]). Refused before anything
     /// is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
-        gpu.check_context("the ILU(0) factors", &self.values)?;
+        gpu.check_context("the ILU(0) factors", &self.lower.rows)?;
         gpu.check_operand("r", r, self.n)?;
         gpu.check_operand("z", z, self.n)?;
-        let base = IluSolveParams {
-            offsets: addr(&self.offsets, gpu),
-            cols: addr(&self.cols, gpu),
-            values: addr(&self.values, gpu),
-            diagonal: addr(&self.diagonal, gpu),
-            rows: AbiPtr::new(0),
-            starts: AbiPtr::new(0),
-            first_level: 0,
-            levels: 0,
-            r: addr(r.as_slice(), gpu),
-            z: addr(z.as_slice(), gpu),
-        };
-        for (entry, schedule) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
+        let (r, z) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
+        for (entry, s) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
             let kernel = gpu.kernel::<T>(entry)?;
-            let (rows, starts) = (addr(&schedule.rows, gpu), addr(&schedule.starts, gpu));
-            for l in &schedule.launches {
-                let params =
-                    IluSolveParams { rows, starts, first_level: l.first_level, levels: l.levels, ..base };
-                // SAFETY: the factors and schedules of one `IluFactors` (this type's only maker):
-                // valid CSR of order `n` with its diagonal positions, each level's rows distinct,
-                // below `n`, reading only rows of the levels before (launched before it on the
-                // stream, or in this launch before a barrier: `ilu_launches` gives a run of levels
-                // one block); `starts` holds the schedule's level starts; `r` and `z` hold `n`
+            let base = IluSolveParams {
+                rows: addr(&s.rows, gpu),
+                starts: addr(&s.starts, gpu),
+                offsets: addr(&s.offsets, gpu),
+                cols: addr(&s.cols, gpu),
+                values: addr(&s.values, gpu),
+                pivots: addr(&s.pivots, gpu),
+                first_level: 0,
+                levels: 0,
+                r,
+                z,
+            };
+            for l in &s.launches {
+                let params = IluSolveParams { first_level: l.first_level, levels: l.levels, ..base };
+                // SAFETY: the schedule and the triangle of one `IluFactors` (this type's only maker,
+                // through `Scheduled`): each level's rows distinct, below `n`, reading only rows of
+                // the levels before (launched before it on the stream, or in this launch before a
+                // barrier: `ilu_launches` gives a run of levels one block); `offsets` bound each
+                // position's entries, columns below `n`, and the upper solve has a pivot a
+                // position; `starts` holds the schedule's level starts; `r` and `z` hold `n`
                 // elements of `gpu`'s context (checked above) and are two vectors, so they do not
                 // overlap.
                 unsafe { launch(gpu, kernel, l.grid, l.block, 0, &params)? };
@@ -714,6 +758,76 @@ impl<T: Scalar> DeviceBasis<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::csr::CsrRef;
+    use crate::reference::problems::convection_diffusion;
+    use crate::reference::{negative, quotient};
+    use nalgebra_sparse::CsrMatrix;
+
+    /// `z = U⁻¹ L⁻¹ r` over the [`Scheduled`] triangles, a level at a time as the kernels solve
+    /// them: every row of a level computed from the values before the level, then all written.
+    fn solve_scheduled<T: Scalar>(factors: &IluFactors<T>, r: &[T]) -> Vec<T> {
+        let mut z = vec![T::from_f64(f64::NAN); r.len()];
+        for (levels, upper) in [(factors.lower_levels(), false), (factors.upper_levels(), true)] {
+            let t = Scheduled::new(factors, &levels, upper);
+            for level in levels.starts.windows(2) {
+                let solved: Vec<(usize, T)> = (level[0]..level[1])
+                    .map(|k| {
+                        let row = levels.rows[k] as usize;
+                        let mut sum = if upper { z[row] } else { r[row] };
+                        for e in t.offsets[k] as usize..t.offsets[k + 1] as usize {
+                            sum = negative(t.values[e]).mul_add(z[t.cols[e] as usize], sum);
+                        }
+                        (row, if upper { quotient(sum, t.pivots[k]) } else { sum })
+                    })
+                    .collect();
+                for (row, value) in solved {
+                    z[row] = value;
+                }
+            }
+        }
+        z
+    }
+
+    fn scheduled_solve_is_the_oracles<T: Scalar>(a: &CsrMatrix<T>) {
+        let a = CsrRef::from(a);
+        for factors in [IluFactors::new(a).unwrap(), IluFactors::incomplete_cholesky(a).unwrap()] {
+            let n = factors.n();
+            let r: Vec<T> = (0..n).map(|i| T::from_f64((i * 7 % 11) as f64 - 4.5)).collect();
+            let mut expected = vec![T::ZERO; n];
+            factors.apply(&r, &mut expected).unwrap();
+            let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&solve_scheduled(&factors, &r)), bits(&expected), "{} order {n}", T::NAME);
+            let (lower, upper) = (factors.lower_levels(), factors.upper_levels());
+            let (l, u) = (Scheduled::new(&factors, &lower, false), Scheduled::new(&factors, &upper, true));
+            // Each value once, the diagonal as the pivots: the CSR's entries, no more.
+            assert_eq!(l.values.len() + u.values.len() + u.pivots.len(), factors.csr().0[n], "order {n}");
+            assert_eq!((l.offsets.len(), l.pivots.len(), u.pivots.len()), (n + 1, 0, n));
+        }
+    }
+
+    #[test]
+    fn the_scheduled_triangles_solve_as_the_oracle_does() {
+        // A grid (2 entries a row each side), a single row and unknown, and Pe 0, symmetric, so that
+        // IC(0) exists too; convection only changes the values, the layout is the same.
+        for (nx, ny) in [(13, 9), (1, 1), (40, 1), (3, 17)] {
+            scheduled_solve_is_the_oracles(&convection_diffusion::<f64>(nx, ny, 0.0).unwrap());
+            scheduled_solve_is_the_oracles(&convection_diffusion::<f32>(nx, ny, 0.0).unwrap());
+        }
+        // Rows longer than a thread stages (`STAGED` in the kernels): a dense symmetric,
+        // diagonally dominant matrix of order 20.
+        let n = 20;
+        let dense = CsrMatrix::try_from_csr_data(
+            n,
+            n,
+            (0..=n).map(|i| i * n).collect(),
+            (0..n * n).map(|e| e % n).collect(),
+            (0..n * n)
+                .map(|e| if e / n == e % n { 4.0 * n as f64 } else { 1.0 / (1 + e / n + e % n) as f64 })
+                .collect(),
+        )
+        .unwrap();
+        scheduled_solve_is_the_oracles(&dense);
+    }
 
     /// The starts of levels of `widths` rows.
     fn starts(widths: &[u32]) -> Vec<u32> {
