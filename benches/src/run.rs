@@ -27,8 +27,8 @@ pub struct Record {
     pub family: String,
     /// `auto` only: the kernel Auto resolved to on this matrix and GPU for cold products (its key),
     /// so that a report can say which choice Auto's times measure. Its hot and graph times are of
-    /// the plans `Gpu::plan_for` makes for those regimes, which take the cold rule's tree until a
-    /// run with `--all-graph` has been fitted (`gpu_spmv::rule::rule_for`). Absent in runs before
+    /// the plans `Gpu::plan_for` makes for those regimes (`gpu_spmv::rule::rule_for`), whose kernel
+    /// differs where the hot rule widens the rows of a matrix the L2 holds. Absent in runs before
     /// it was recorded.
     #[serde(default)]
     pub resolved: Option<String>,

@@ -91,7 +91,7 @@ pub use enqueue::{
 /// features of the matrix and the GPU ([`Kernel::auto_for`]).
 pub mod rule {
     pub use crate::enqueue::{
-        COLD_RULE, Feature, Features, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+        COLD_RULE, Feature, Features, HOT_RULE, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
     };
 }
 pub use error::{CsrError, Error, FormatError, Result};

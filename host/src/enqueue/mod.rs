@@ -28,7 +28,7 @@ pub use assemble::CooAssembly;
 pub use compressed::CompressedKernel;
 pub(crate) use csr::auto_per_row;
 pub use csr::{
-    COLD_RULE, Feature, Features, Kernel, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+    COLD_RULE, Feature, Features, HOT_RULE, Kernel, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
 };
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use from_device::FromDeviceError;

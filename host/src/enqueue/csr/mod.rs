@@ -5,7 +5,9 @@ mod kernel;
 mod rule;
 
 pub use kernel::Kernel;
-pub use rule::{COLD_RULE, Feature, Features, Node, Rule, Target, resolve_leaf, rule_for, width_kernel};
+pub use rule::{
+    COLD_RULE, Feature, Features, HOT_RULE, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+};
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;

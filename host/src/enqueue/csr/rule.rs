@@ -383,12 +383,29 @@ pub const COLD_RULE: Rule<'static> = Rule { nodes: &COLD_NODES };
 
 const COLD_NODES: [Node; 1] = [Node::Width { entries_per_lane: 8 }];
 
-/// The rule for products in `regime`. The committed runs time every kernel only cold; until a run
-/// with `--all-graph` has been fitted, the hot and graph regimes take the cold tree (the tuner, which
-/// times in the regime asked for, is where they differ today).
+/// The rule of the hot and graph regimes, where products follow each other and a matrix that fits
+/// in the L2 is read from it (`docs/PERF.md`, section 17, "The hot and graph rule"). Its leaf for
+/// such a matrix is the tree the fit gives the hot timings of every kernel on the public real set
+/// (`docs/bench/2026-11-26-regimes-real-graph`, one H100): the plain row kernels at a lane per 3
+/// entries of the mean row, more lanes than cold, since from L2 a row's gathers cost less than the
+/// lanes left idle. Left one out it is the same tree (72% of the samples within 3% of the fastest).
+/// This rule, with the cold tree past the L2, hits 70% hot and 67% on the graph timings, which it
+/// was not fitted on, against 67% and 61% for the cold rule. Larger matrices stream from memory as
+/// a cold product does, and no run times them in these regimes yet, so they keep [`COLD_RULE`]: the
+/// threshold is the L2's size, not a fit.
+pub const HOT_RULE: Rule<'static> = Rule { nodes: &HOT_NODES };
+
+const HOT_NODES: [Node; 3] = [
+    Node::Split { feature: Feature::L2Share, threshold: 1.0, below: 1, above: 2 },
+    Node::Width { entries_per_lane: 3 },
+    COLD_NODES[0],
+];
+
+/// The rule for products in `regime`: [`COLD_RULE`] cold, [`HOT_RULE`] hot and in a graph.
 pub fn rule_for(regime: Regime) -> Rule<'static> {
     match regime {
-        Regime::Cold | Regime::Hot | Regime::Graph => COLD_RULE,
+        Regime::Cold => COLD_RULE,
+        Regime::Hot | Regime::Graph => HOT_RULE,
     }
 }
 
@@ -551,11 +568,27 @@ mod tests {
         // Few rows: the balanced kernel, as the hand rule gives them.
         let few = RowStats { max: 5200, ..regular(25, 5000) };
         assert_eq!(choose(COLD_RULE, &few, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
-        // Every regime takes the cold tree until a graph run has been fitted.
-        for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
-            assert_eq!(rule_for(regime), COLD_RULE);
-            let s = regular(729_000, 27);
-            assert_eq!(Kernel::auto_for(&s, 8, TARGET, regime), choose(COLD_RULE, &s, 8));
+        assert_eq!(rule_for(Regime::Cold), COLD_RULE);
+    }
+
+    /// The hot and graph rule: more lanes a row for a matrix the L2 holds, the cold tree otherwise.
+    #[test]
+    fn the_hot_rule_widens_the_rows_of_matrices_in_l2() {
+        for regime in [Regime::Hot, Regime::Graph] {
+            assert_eq!(rule_for(regime), HOT_RULE);
+            // fem3d-27-like, f64: 236 MB against 50 MiB of L2, so the cold tree's four lanes.
+            let large = regular(729_000, 27);
+            assert_eq!(Kernel::auto_for(&large, 8, TARGET, regime), choose(COLD_RULE, &large, 8));
+            assert_eq!(choose(HOT_RULE, &large, 8), Kernel::CsrVector { coop: 4, block_size: 128 });
+            // 100 k rows of 9, f32: 8 MB, read from L2 hot: a lane per 3 entries (4 lanes) where
+            // cold gives 2 (9 / 8 entries a lane, and half the GPU already filled).
+            let small = regular(100_000, 9);
+            assert_eq!(Kernel::auto_for(&small, 4, TARGET, regime), choose(HOT_RULE, &small, 4));
+            assert_eq!(choose(HOT_RULE, &small, 4), Kernel::CsrVector { coop: 4, block_size: 128 });
+            assert_eq!(choose(COLD_RULE, &small, 4), Kernel::CsrVector { coop: 2, block_size: 128 });
+            // Long and irregular rows go to the hand rule, as cold.
+            let irregular = RowStats { std_dev: 30.0, max: 3000, ..regular(100_000, 5) };
+            assert_eq!(choose(HOT_RULE, &irregular, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         }
     }
 
