@@ -1,6 +1,7 @@
 //! ILU(0) and IC(0) on the GPU: the incomplete LU (or Cholesky) factors of `A`, computed on the host
 //! by [`IluFactors`](crate::reference::ilu::IluFactors) and uploaded with their level schedules,
-//! applied by `kernels-gpu/src/ilu.rs` a level of rows a launch.
+//! applied by `kernels-gpu/src/ilu.rs`: a wide level a launch, a run of narrow levels one launch of
+//! one block, its levels software-pipelined (`docs/PERF.md`, section 22).
 
 use super::operator::Precondition;
 use crate::Result;
