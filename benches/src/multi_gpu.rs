@@ -150,6 +150,10 @@ pub struct MatrixRecord {
     pub exchange_hidden_peer: Option<f64>,
     pub cg_iteration_us_peer: Option<f64>,
     pub cg_speedup_peer: Option<f64>,
+    /// The product replayed from one graph over the GPUs (`DistributedPlan::capture`), one process,
+    /// by the NCCL and the peer route.
+    pub product_us_graph: Option<f64>,
+    pub product_us_peer_graph: Option<f64>,
 }
 
 /// `results.json` of a `gpus` run.
@@ -205,18 +209,28 @@ fn scatter(
     ranks.members().iter().enumerate().map(|(i, m)| Ok(m.gpu().upload_vector(&values[parts(i)])?)).collect()
 }
 
-/// The time of a distributed product (µs), and its exchange and arithmetic alone.
+/// The times of a distributed product (µs): enqueued call by call, its exchange and arithmetic
+/// alone, and replayed from one graph over the GPUs.
+struct ProductTimes {
+    product: f64,
+    exchange: f64,
+    arithmetic: f64,
+    graph: f64,
+}
+
 fn time_distributed(
     ranks: &Ranks,
     d: &DistributedCsr<f64>,
     plan: &mut DistributedPlan<'_, f64>,
-) -> Result<(f64, f64, f64)> {
+) -> Result<ProductTimes> {
     let x = scatter(ranks, &vec![1.0; d.ncols()], |i| d.cols(i))?;
     let mut y = scatter(ranks, &vec![0.0; d.nrows()], |i| d.rows(i))?;
     let product = time_us(|| Ok(plan.spmv(1.0, &x, 0.0, &mut y)?), || sync_all(ranks))?;
     let exchange = time_us(|| Ok(plan.exchange(&x)?), || sync_all(ranks))?;
     let arithmetic = time_us(|| Ok(plan.without_exchange(1.0, &x, 0.0, &mut y)?), || sync_all(ranks))?;
-    Ok((product, exchange, arithmetic))
+    let graph = plan.capture(1.0, &x, 0.0, &mut y)?;
+    let graph = time_us(|| Ok(graph.launch()?), || sync_all(ranks))?;
+    Ok(ProductTimes { product, exchange, arithmetic, graph })
 }
 
 /// CG options that never stop within a timing: a zero tolerance and no iteration limit in reach.
@@ -290,7 +304,9 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         r.ghost_entries = (0..ranks.members().len()).map(|i| d.ghosts(i)).sum();
         r.ghost_bytes = r.ghost_entries * 8;
         let mut plan = d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl)?;
-        (r.product_us, r.exchange_us, r.arithmetic_us) = time_distributed(&ranks, &d, &mut plan)?;
+        let t = time_distributed(&ranks, &d, &mut plan)?;
+        (r.product_us, r.exchange_us, r.arithmetic_us, r.product_us_graph) =
+            (t.product, t.exchange, t.arithmetic, Some(t.graph));
         drop(plan);
         r.speedup_over_one_gpu = r.product_us_one_gpu / r.product_us;
         r.exchange_hidden = hidden(r.arithmetic_us, r.exchange_us, r.product_us);
@@ -302,10 +318,11 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
             }
             Err(e) => return Err(e.into()),
         };
-        if let Some((product, exchange, arithmetic)) = peer {
-            (r.product_us_peer, r.speedup_peer) = (Some(product), Some(r.product_us_one_gpu / product));
+        if let Some(t) = &peer {
+            (r.product_us_peer, r.speedup_peer) = (Some(t.product), Some(r.product_us_one_gpu / t.product));
             (r.exchange_us_peer, r.exchange_hidden_peer) =
-                (Some(exchange), Some(hidden(arithmetic, exchange, product)));
+                (Some(t.exchange), Some(hidden(t.arithmetic, t.exchange, t.product)));
+            r.product_us_peer_graph = Some(t.graph);
         }
         r.predicted_speedup = predict(a, gpus)?;
         if m.spd {
@@ -426,7 +443,7 @@ fn run_rank(rank: usize, gpus: usize, only: &[String], dir: &Path) -> Result<()>
         let a = CsrRef::from(&m.a);
         let d = DistributedCsr::upload(&ranks, a)?;
         let mut plan = d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl)?;
-        times.product_us.push(time_distributed(&ranks, &d, &mut plan)?.0);
+        times.product_us.push(time_distributed(&ranks, &d, &mut plan)?.product);
         drop(plan);
         times.cg_iteration_us.push(if m.spd {
             Some(time_distributed_cg(&ranks, &d, &a.diagonal(), Exchange::Nccl)?)
@@ -483,6 +500,22 @@ fn report(r: &MultiGpuResults) -> String {
             opt(m.speedup_peer, 2),
             opt(m.exchange_us_peer, 1),
             m.exchange_hidden_peer.map_or("-".into(), |h| format!("{:.0}%", 100.0 * h))
+        );
+    }
+    s += &format!(
+        "\nThe product captured once into one graph over the {n} GPUs and replayed (one process; \
+         `DistributedPlan::capture`):\n\n\
+         | matrix | NCCL, graph (µs) | speedup | peer, graph (µs) | speedup |\n|---|---|---|---|---|\n"
+    );
+    let speedup = |one: f64, t: Option<f64>| opt(t.map(|t| one / t), 2);
+    for m in &r.matrices {
+        s += &format!(
+            "| {} | {} | {}x | {} | {}x |\n",
+            m.name,
+            opt(m.product_us_graph, 1),
+            speedup(m.product_us_one_gpu, m.product_us_graph),
+            opt(m.product_us_peer_graph, 1),
+            speedup(m.product_us_one_gpu, m.product_us_peer_graph)
         );
     }
     s += &format!(

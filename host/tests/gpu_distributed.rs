@@ -84,6 +84,43 @@ fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCh
     }
 }
 
+/// A product captured into one graph over the GPUs (`DistributedPlan::capture`), replayed twice
+/// with new `x` and `y` written between the replays on each GPU's stream, without waiting on the
+/// host: each replay against the reference.
+fn check_graph<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCha8Rng, exchange: Exchange) {
+    let d = DistributedCsr::upload(ranks, a.view()).unwrap();
+    let mut plan = d.plan_with(ranks, Kernel::Auto, exchange).unwrap();
+    let members = ranks.members();
+    let parts = |len: &dyn Fn(usize) -> usize| -> Vec<DeviceVector<T>> {
+        members.iter().enumerate().map(|(i, m)| m.gpu().zeros(len(i)).unwrap()).collect()
+    };
+    let mut xs = parts(&|i| d.cols(i).len());
+    let mut ys = parts(&|i| d.rows(i).len());
+    let (alpha, beta) = (T::from_f64(-0.75), T::from_f64(1.25));
+    let graph = plan.capture(alpha, &xs, beta, &mut ys).unwrap_or_else(|e| panic!("{name}: capture: {e}"));
+    for replay in 0..2 {
+        let x = random_vector::<T>(rng, a.ncols);
+        let y0 = random_vector::<T>(rng, a.nrows);
+        for (i, m) in members.iter().enumerate() {
+            xs[i].copy_from_host(m.gpu(), &x[d.cols(i)]).unwrap();
+            ys[i].copy_from_host(m.gpu(), &y0[d.rows(i)]).unwrap();
+        }
+        graph.launch().unwrap();
+        let case = Case::new(a, &x, alpha, beta, y0);
+        for (i, m) in members.iter().enumerate() {
+            let y = ys[i].to_host(m.gpu()).unwrap();
+            let rows = d.rows(i);
+            let err = max_relative_error(&y, &case.reference[rows.clone()], &case.scale[rows.clone()]);
+            let tol = tolerance::<T>(a.view().stats().max);
+            assert!(
+                err <= tol,
+                "{name}, replay {replay}, rank {}: relative error {err:e} over {tol:e}",
+                m.rank()
+            );
+        }
+    }
+}
+
 /// The 2D 5-point Laplacian of an `n` x `n` grid, row and column `r` scaled by `1 + r % 7` so that
 /// Jacobi matters: SPD (as in `gpu_solve.rs`).
 fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
@@ -150,6 +187,7 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange
     }
     for (name, a) in matrices::<f64>(rng) {
         check_parts(&format!("{test}: {name} (f64)"), ranks, &a, rng, exchange);
+        check_graph(&format!("{test}: {name} (f64), a graph"), ranks, &a, rng, exchange);
     }
     check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng, exchange);
     check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng, exchange);

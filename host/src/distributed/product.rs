@@ -249,7 +249,7 @@ fn send_list<T>(
     Ok(DeviceGather { indices, len, source_len: owner.pack.source_len })
 }
 
-impl<T: Scalar> DistributedPlan<'_, T> {
+impl<'a, T: Scalar> DistributedPlan<'a, T> {
     /// `y = alpha * A * x + beta * y` over the process's GPUs: `x[i]` and `y[i]` are the `i`-th
     /// member's parts (lengths [`DistributedCsr::cols`] and [`DistributedCsr::rows`]). As a product
     /// on one GPU: `y` not read when `beta == 0`, every check made before anything is enqueued, so an
@@ -478,7 +478,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
     }
 
     /// The GPUs the products run on.
-    pub fn ranks(&self) -> &Ranks {
+    pub fn ranks(&self) -> &'a Ranks {
         self.ranks
     }
 
