@@ -70,17 +70,25 @@ fn check_parts<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCh
         let mut ys: Vec<DeviceVector<T>> =
             members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&y0[d.rows(i)]).unwrap()).collect();
         plan.spmv(alpha, &xs, beta, &mut ys).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for (i, m) in members.iter().enumerate() {
-            let y = ys[i].to_host(m.gpu()).unwrap();
-            let rows = d.rows(i);
-            let err = max_relative_error(&y, &case.reference[rows.clone()], &case.scale[rows.clone()]);
-            let tol = tolerance::<T>(a.view().stats().max);
-            assert!(
-                err <= tol,
-                "{name}, rank {}, rows {rows:?}, alpha {alpha}, beta {beta}: relative error {err:e} over {tol:e}",
-                m.rank()
-            );
-        }
+        assert_parts(&format!("{name}, alpha {alpha}, beta {beta}"), ranks, &d, a, &ys, &case);
+    }
+}
+
+/// This process's parts of `ys` against `case`'s reference, within the products' tolerance.
+fn assert_parts<T: Scalar>(
+    what: &str,
+    ranks: &Ranks,
+    d: &DistributedCsr<T>,
+    a: &Csr<T>,
+    ys: &[DeviceVector<T>],
+    case: &Case<T>,
+) {
+    let tol = tolerance::<T>(a.view().stats().max);
+    for (i, m) in ranks.members().iter().enumerate() {
+        let y = ys[i].to_host(m.gpu()).unwrap();
+        let rows = d.rows(i);
+        let err = max_relative_error(&y, &case.reference[rows.clone()], &case.scale[rows.clone()]);
+        assert!(err <= tol, "{what}, rank {}, rows {rows:?}: relative error {err:e} over {tol:e}", m.rank());
     }
 }
 
@@ -107,17 +115,7 @@ fn check_graph<T: Scalar>(name: &str, ranks: &Ranks, a: &Csr<T>, rng: &mut ChaCh
         }
         graph.launch().unwrap();
         let case = Case::new(a, &x, alpha, beta, y0);
-        for (i, m) in members.iter().enumerate() {
-            let y = ys[i].to_host(m.gpu()).unwrap();
-            let rows = d.rows(i);
-            let err = max_relative_error(&y, &case.reference[rows.clone()], &case.scale[rows.clone()]);
-            let tol = tolerance::<T>(a.view().stats().max);
-            assert!(
-                err <= tol,
-                "{name}, replay {replay}, rank {}: relative error {err:e} over {tol:e}",
-                m.rank()
-            );
-        }
+        assert_parts(&format!("{name}, replay {replay}"), ranks, &d, a, &ys, &case);
     }
 }
 
