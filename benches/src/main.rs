@@ -98,7 +98,8 @@ struct RunArgs {
     /// Seed of the generated matrices and vectors
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Where report.md, results.json and the plots go [default: target/bench/<UTC start time>]
+    /// Where report.md, results.json and the plots go, and results.partial.json after each matrix
+    /// until the run ends [default: target/bench/<UTC start time>]
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// After the run, print what got faster or slower than in an earlier results.json
@@ -306,6 +307,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
         transpose: Vec::new(),
         spmm: Vec::new(),
     };
+    let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
     for m in list {
         bar.set_message(format!("{}: building", m.name));
         let a = (m.build)().with_context(|| format!("building {}", m.name))?;
@@ -330,6 +332,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
             }
         }
         results.matrices.push(info);
+        results.checkpoint(&dir)?;
     }
     bar.finish_and_clear();
     if let (Some(d), Some(gpu)) = (&mut device, &gpu) {
@@ -338,8 +341,8 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
     results.device = device;
     results.fill_speedups();
 
-    let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("target/bench").join(&results.started));
     results.write(&dir)?;
+    std::fs::remove_file(dir.join(Results::PARTIAL))?;
     let plots = plot::write_plots(&results, &dir)?;
     if !args.summary {
         println!("{}", results.summary());

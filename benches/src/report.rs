@@ -94,6 +94,23 @@ impl Results {
         Ok(())
     }
 
+    /// The file [`Results::checkpoint`] writes, beside where `results.json` will go.
+    pub const PARTIAL: &'static str = "results.partial.json";
+
+    /// Writes what the run has measured so far (speedups filled in a copy) to [`Results::PARTIAL`]
+    /// in `dir`, so that a run stopped before its end (a time limit on a lent GPU) leaves the
+    /// matrices it finished, readable by [`Results::read`] and `spmv-bench plot`. Through a
+    /// temporary file and a rename: an interrupted write leaves the last checkpoint whole.
+    pub fn checkpoint(&self, dir: &Path) -> Result<()> {
+        let mut partial = self.clone();
+        partial.fill_speedups();
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let temporary = dir.join(format!("{}.tmp", Self::PARTIAL));
+        std::fs::write(&temporary, serde_json::to_string_pretty(&partial)?)?;
+        std::fs::rename(&temporary, dir.join(Self::PARTIAL))?;
+        Ok(())
+    }
+
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
