@@ -112,9 +112,16 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
             };
             let Some(auto) = ours().find(|r| r.variant == "auto") else { continue };
             let Some(auto_us) = regime.time_us(auto) else { continue };
-            // A run before `resolved` was recorded ran the hand rule; a key no kernel here has (a
-            // kernel added since) leaves the sample out rather than guess.
-            let kernel = match auto.resolved.as_deref() {
+            // The kernel whose times these are: the regime's own where the run recorded it (runs
+            // before the hot rule planned every regime by the cold one). A run before `resolved`
+            // was recorded ran the hand rule; a key no kernel here has (a kernel added since)
+            // leaves the sample out rather than guess.
+            let in_regime = match regime {
+                Regime::Cold => None,
+                Regime::Hot => auto.resolved_hot.as_deref(),
+                Regime::Graph => auto.resolved_graph.as_deref(),
+            };
+            let kernel = match in_regime.or(auto.resolved.as_deref()) {
                 None => Kernel::auto(&stats, target.sm_count),
                 Some(key) => {
                     let known = gpu_kernels(true).into_iter().chain(per_row_kernels());

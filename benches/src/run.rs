@@ -26,12 +26,18 @@ pub struct Record {
     pub variant: String,
     pub family: String,
     /// `auto` only: the kernel Auto resolved to on this matrix and GPU for cold products (its key),
-    /// so that a report can say which choice Auto's times measure. Its hot and graph times are of
-    /// the plans `Gpu::plan_for` makes for those regimes (`gpu_spmv::rule::rule_for`), whose kernel
-    /// differs where the hot rule widens the rows of a matrix the L2 holds. Absent in runs before
-    /// it was recorded.
+    /// so that a report can say which choice Auto's times measure. Absent in runs before it was
+    /// recorded.
     #[serde(default)]
     pub resolved: Option<String>,
+    /// `auto` only: the kernels of the plans `Gpu::plan_for` makes for the hot and the graph regime,
+    /// whose times the record's `hot` and `graph` are (`gpu_spmv::rule::rule_for`: the hot rule
+    /// widens the rows of a matrix the L2 holds). Absent in runs before the hot rule, where they
+    /// were the cold kernel.
+    #[serde(default)]
+    pub resolved_hot: Option<String>,
+    #[serde(default)]
+    pub resolved_graph: Option<String>,
     pub timing: Timing,
     /// 2 nnz floating-point operations per product.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
@@ -248,6 +254,8 @@ pub fn bench_matrix<T: Scalar>(
         variant: variant.key(),
         family: variant.family().to_owned(),
         resolved: None,
+        resolved_hot: None,
+        resolved_graph: None,
         timing,
         gflops: flops / (timing.median_us * 1e3),
         gbps: bytes / (timing.median_us * 1e3),
@@ -305,9 +313,16 @@ pub fn bench_matrix<T: Scalar>(
         let timing = time_kernel(gpu, kernel, &mut sets)?;
         let err = check_kernel(gpu, kernel, &mut sets, &check)?;
         ours.push((kernel, records.len()));
-        let resolved = (kernel == Kernel::Auto).then(|| gpu.plan(&sets[0].a, kernel)).transpose()?;
+        let resolved = |regime| -> Result<Option<String>> {
+            Ok((kernel == Kernel::Auto)
+                .then(|| gpu.plan_for(&sets[0].a, kernel, regime))
+                .transpose()?
+                .map(|p| p.kernel().to_string()))
+        };
         records.push(Record {
-            resolved: resolved.map(|p| p.kernel().to_string()),
+            resolved: resolved(Regime::Cold)?,
+            resolved_hot: resolved(Regime::Hot)?,
+            resolved_graph: resolved(Regime::Graph)?,
             ..record(&variant, timing, err)
         });
     }

@@ -237,7 +237,12 @@ fn product_refuses_bad_operands_and_leaves_y() {
     let ranks = Ranks::all_local(count).unwrap();
     let a: Csr<f64> = five_point(50, |r, c| if r == c { 4.0 } else { -1.0 });
     let d = DistributedCsr::upload(&ranks, a.view()).unwrap();
-    for exchange in [Exchange::Nccl, Exchange::Auto] {
+    let peer = route(&ranks, Exchange::Peer).is_ok();
+    for exchange in [Exchange::Nccl, Exchange::Auto, Exchange::Peer] {
+        if exchange == Exchange::Peer && !peer {
+            skipped_without(&format!("{test}, Peer exchange"), "peer-access", "no peer access");
+            continue;
+        }
         refuses_bad_operands(test, &ranks, &d, exchange, &mut rng);
     }
 }

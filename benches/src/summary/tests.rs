@@ -23,6 +23,8 @@ fn record(matrix: &str, precision: Precision, variant: &str, (cold, hot, graph):
         variant: variant.into(),
         family: family.into(),
         resolved: None,
+        resolved_hot: None,
+        resolved_graph: None,
         timing: timing(cold),
         gflops: 1.0,
         gbps: 1.0,

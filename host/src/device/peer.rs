@@ -10,7 +10,10 @@ use std::sync::Arc;
 
 /// Proof that kernels of `reader`'s context may dereference addresses of `owner`'s: made only by
 /// [`PeerAccess::enable`], which asked the driver. Peer access stays enabled while both contexts
-/// live, and the token holds both.
+/// live, and the token holds both. It covers the buffers cudarc allocates in the owner's context
+/// (`cuMemAlloc`'s, by peer access, and `cuMemAllocAsync`'s from the device's current pool, by the
+/// pool's access list), which are all the crate's vectors; not memory from another pool, from
+/// `cuMemCreate` or from another process.
 #[derive(Debug, Clone)]
 pub(crate) struct PeerAccess {
     reader: Arc<CudaContext>,
@@ -18,13 +21,16 @@ pub(crate) struct PeerAccess {
 }
 
 impl PeerAccess {
-    /// Enables `reader`'s access to `owner`'s memory: `cuCtxEnablePeerAccess` (also needed on one
-    /// device when the contexts differ), and the reader's access to the owner's memory pool. `None` when the driver says the devices
+    /// Enables `reader`'s access to `owner`'s memory: `cuCtxEnablePeerAccess` between two contexts,
+    /// and the reader's access to the owner's memory pool between two devices; nothing when both are
+    /// one context (two `Gpu`s of one device share its primary context). `None` when the driver says the devices
     /// cannot (`cuDeviceCanAccessPeer`: no NVLink or PCIe peer path, or a platform that forbids it);
     /// an error when asking fails. Enabling twice is no error.
     pub(crate) fn enable(reader: &Gpu, owner: &Gpu) -> Result<Option<Self>> {
         let (reader_ctx, owner_ctx) = (reader.context(), owner.context());
-        if !Arc::ptr_eq(reader_ctx, owner_ctx) && reader_ctx.cu_device() != owner_ctx.cu_device() {
+        let same_context = reader_ctx.cu_ctx() == owner_ctx.cu_ctx();
+        let same_device = reader_ctx.cu_device() == owner_ctx.cu_device();
+        if !same_device {
             let mut can = 0;
             // SAFETY: `can` is a valid out-pointer; both devices are the live contexts' own.
             unsafe { sys::cuDeviceCanAccessPeer(&mut can, reader_ctx.cu_device(), owner_ctx.cu_device()) }
@@ -33,7 +39,7 @@ impl PeerAccess {
                 return Ok(None);
             }
         }
-        if !Arc::ptr_eq(reader_ctx, owner_ctx) {
+        if !same_context {
             // The call enables access for the thread's current context.
             reader_ctx.bind_to_thread()?;
             // SAFETY: `owner_ctx.cu_ctx()` is a live context (the `Arc` holds it); flags must be 0.
@@ -44,7 +50,7 @@ impl PeerAccess {
             }
         }
         let pools = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED;
-        if reader_ctx.cu_device() != owner_ctx.cu_device() && owner_ctx.attribute(pools)? > 0 {
+        if !same_device && owner_ctx.attribute(pools)? > 0 {
             // cudarc allocates from the device's memory pool (`cuMemAllocAsync`) where the device has
             // one, and the pool's own access list governs those buffers: peer access between the
             // contexts covers only `cuMemAlloc`'s (*CUDA Programming Guide*, "Stream Ordered Memory

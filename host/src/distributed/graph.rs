@@ -17,20 +17,23 @@ use crate::Result;
 use crate::device::{DeviceVector, Graph};
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaEvent, CudaStream};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A distributed product `y = alpha * A * x + beta * y` captured by [`DistributedPlan::capture`],
-/// replayed by [`DistributedGraph::launch`] with the same plan and the same `x` and `y` buffers
-/// (their contents may change between replays; as for [`Graph`], the buffers and the plan must
-/// outlive the graph, and nothing else may use the plan while replays run).
+/// replayed by [`DistributedGraph::launch`] with the same plan and the same `x` and `y` buffers.
+/// Their contents may change between replays (work enqueued on the members' streams is ordered
+/// with the replays); the graph borrows the plan, so that the ghost vectors and buffers the replays
+/// use outlive it, and, as for [`Graph`], `x` and `y` must outlive it too.
 #[derive(Debug)]
-pub struct DistributedGraph {
+pub struct DistributedGraph<'p> {
     graph: Graph,
     /// Each member's `Gpu` stream, the first one the graph's, with the event that marks the work
     /// enqueued on it before a replay.
     members: Vec<(Arc<CudaStream>, CudaEvent)>,
     /// Recorded on the first member's stream after a replay: the others wait for it.
     done: CudaEvent,
+    plan: PhantomData<&'p mut ()>,
 }
 
 impl<T: Scalar> DistributedPlan<'_, T> {
@@ -44,7 +47,7 @@ impl<T: Scalar> DistributedPlan<'_, T> {
         x: &[DeviceVector<T>],
         beta: T,
         y: &mut [DeviceVector<T>],
-    ) -> Result<DistributedGraph> {
+    ) -> Result<DistributedGraph<'_>> {
         self.check(x, y)?;
         let members = self.ranks().members();
         let first = members[0].gpu();
@@ -56,22 +59,28 @@ impl<T: Scalar> DistributedPlan<'_, T> {
             for m in &members[1..] {
                 m.gpu().stream().wait(&fork)?;
             }
-            self.spmv(alpha, x, beta, y)?;
+            // Joined back even when the product failed, so that the capture ends on every stream.
+            let product = self.spmv(alpha, x, beta, y);
             for (m, join) in members[1..].iter().zip(&joins) {
                 join.record(m.gpu().stream())?;
                 first.stream().wait(join)?;
             }
-            Ok(())
+            product
         })?;
         let mut streams = Vec::with_capacity(members.len());
         for m in members {
             streams.push((m.gpu().stream().clone(), m.gpu().context().new_event(None)?));
         }
-        Ok(DistributedGraph { graph, members: streams, done: first.context().new_event(None)? })
+        Ok(DistributedGraph {
+            graph,
+            members: streams,
+            done: first.context().new_event(None)?,
+            plan: PhantomData,
+        })
     }
 }
 
-impl DistributedGraph {
+impl DistributedGraph<'_> {
     /// Enqueues one replay, in order with the work already on every member's `Gpu` stream and
     /// before the work enqueued there after it; returns at once.
     pub fn launch(&self) -> Result<()> {

@@ -129,7 +129,8 @@ impl<T: Scalar> DistributedCsr<T> {
     /// and the route's own data (the NCCL route's send buffer; the peer route's index lists, copied
     /// from each owner to its reader, and peer access enabled between them). [`Exchange::Auto`]
     /// measures where both routes can run: it times three samples of five products by each (on
-    /// vectors of its own, after a warm-up sample; the host waits for the GPUs) and keeps the faster, since neither wins everywhere (`docs/PERF.md`, section 24: the peer route
+    /// vectors of its own, after a warm-up sample; the host waits for the GPUs) and keeps the faster
+    /// (the peer access it enabled stays on, as peer access does for the contexts' lifetime), since neither wins everywhere (`docs/PERF.md`, section 24: the peer route
     /// wins where the ghosts are few, NCCL's packed copy where they are many and scattered). Refused:
     /// other ranks than the matrix's ([`Error::ForeignBuffer`]), [`Exchange::Peer`] where it cannot
     /// run ([`Error::Unsupported`]).
@@ -149,7 +150,9 @@ impl<T: Scalar> DistributedCsr<T> {
                 ))?;
                 self.build(ranks, kernel, Some(pulls))
             }
-            Exchange::Auto => match self.peer_pulls(ranks)? {
+            // Where peer access cannot be had (a driver that refuses it, past its peer count), Auto
+            // takes NCCL's route; only an explicit `Exchange::Peer` reports why.
+            Exchange::Auto => match self.peer_pulls(ranks).ok().flatten() {
                 None => self.build(ranks, kernel, None),
                 Some(pulls) => {
                     let mut peer = self.build(ranks, kernel, Some(pulls))?;
@@ -264,8 +267,11 @@ impl<'a, T: Scalar> DistributedPlan<'a, T> {
     ) -> Result<()> {
         self.check(x, y)?;
         self.send_ghosts(x)?;
-        self.blocks(alpha, x, beta, y, true)?;
-        self.release_owners()
+        // The owners are released even when a block's launch failed, so that no owner's later
+        // write to its `x` goes unordered after pulls already enqueued.
+        let blocks = self.blocks(alpha, x, beta, y, true);
+        self.release_owners()?;
+        blocks
     }
 
     /// The arithmetic of a product alone: both blocks' products with the ghost vector as it is,
@@ -322,7 +328,7 @@ impl<'a, T: Scalar> DistributedPlan<'a, T> {
     }
 
     /// [`Exchange::Auto`]'s measure of this plan: the fastest of [`AUTO_SAMPLES`] samples of
-    /// [`AUTO_PRODUCTS`] products `y = x` on vectors of its own (zeros: the values do not change
+    /// [`AUTO_PRODUCTS`] products `y = A x` on vectors of its own (zeros: the values do not change
     /// the time), every GPU synchronised around each sample, after one warm-up sample.
     fn timed(&mut self) -> Result<Duration> {
         let members = self.ranks.members();

@@ -75,7 +75,7 @@ impl Gpu {
         // SAFETY: `stream`, `indices` and `out` (`map.len` elements each) are this context's; every
         // index is below `x.len()` (checked by `upload_gather`, whose source length is `x`'s, above);
         // `x` is `owner`'s, whose memory this context reads by `access`; `out` is a buffer of its
-        // own (`VectorMut` is a unique borrow) and of another context than `x`, so nothing overlaps.
+        // own (`VectorMut` is a unique borrow), so it overlaps neither `x` nor the indices.
         unsafe { gather::<T>(self, stream, AbiPtr::new(out), AbiPtr::new(x), AbiPtr::new(indices), map.len) }
     }
 
