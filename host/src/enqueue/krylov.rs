@@ -616,6 +616,12 @@ impl<T: Scalar> DeviceIlu<T> {
         let (r, z) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
         for (entry, s) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
             let kernel = gpu.kernel::<T>(entry)?;
+            // The driver's compiler sets the registers a thread, and with them the largest block it
+            // launches: 512 threads need at most 128 a thread, which ptxas gives sm_90 (96) but no
+            // rule promises elsewhere. The threads stride over a level, so a smaller block only
+            // takes more passes.
+            let most = u32::try_from(kernel.max_threads_per_block()?).unwrap_or(WARP_SIZE);
+            let most = (most / WARP_SIZE * WARP_SIZE).max(WARP_SIZE);
             let base = IluSolveParams {
                 rows: addr(&s.rows, gpu),
                 starts: addr(&s.starts, gpu),
@@ -637,8 +643,8 @@ impl<T: Scalar> DeviceIlu<T> {
                 // position's entries, columns below `n`, and the upper solve has a pivot a
                 // position; `starts` holds the schedule's level starts; `r` and `z` hold `n`
                 // elements of `gpu`'s context (checked above) and are two vectors, so they do not
-                // overlap.
-                unsafe { launch(gpu, kernel, l.grid, l.block, 0, &params)? };
+                // overlap. Any block size serves: the threads stride over each level.
+                unsafe { launch(gpu, kernel, l.grid, l.block.min(most), 0, &params)? };
             }
         }
         Ok(())
