@@ -1,4 +1,5 @@
 use super::*;
+use crate::run::Record;
 use crate::variants::gpu_kernels;
 
 const TARGET: Target = Target { sm_count: 132, l2_bytes: 50 << 20 };
@@ -131,4 +132,44 @@ fn the_hand_rule_is_a_leaf_where_it_is_fastest() {
     assert!(score_auto(&samples).iter().all(Scored::hit));
     let line = describe(&score_auto(&samples));
     assert!(line.starts_with("10/10 within 3%"), "{line}");
+}
+
+/// Auto's time in a regime belongs to the kernel the run planned for that regime (`resolved_hot`,
+/// `resolved_graph`), and a run that recorded only the cold kernel (before the hot rule, when every
+/// regime planned by the cold one) credits that one.
+#[test]
+fn samples_credit_autos_time_to_the_kernel_of_its_regime() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/bench/2026-11-26-regimes-real-graph/results.json");
+    let mut results = Results::read(&path).unwrap();
+    results.matrices.truncate(1);
+    let matrix = results.matrices[0].name.clone();
+    let timing = |us: f64| serde_json::json!({"median_us": us, "min_us": us, "max_us": us, "samples": 1, "launches_per_sample": 1});
+    let record = |variant: String, us: (f64, f64, f64), resolved: [Option<String>; 3]| -> Record {
+        serde_json::from_value(serde_json::json!({
+            "matrix": matrix, "precision": "f32", "variant": variant, "family": "gpu-spmv",
+            "resolved": resolved[0], "resolved_hot": resolved[1], "resolved_graph": resolved[2],
+            "timing": timing(us.0), "hot": timing(us.1), "graph": timing(us.2),
+            "gflops": 1.0, "gbps": 1.0, "floor_fraction": 1.0, "speedup_vs_cusparse": 1.0,
+            "max_rel_error": 0.0,
+        }))
+        .unwrap()
+    };
+    let (cold, hot, graph) = (scalar(), vector(4), vector(8));
+    let kernels = [cold, hot, graph].map(|k| Some(k.to_string()));
+    for (resolved, want) in
+        [(kernels.clone(), [cold, hot, graph]), ([kernels[0].clone(), None, None], [cold; 3])]
+    {
+        results.records = vec![
+            record("auto".into(), (5.0, 4.0, 3.0), resolved),
+            record(cold.to_string(), (5.0, 9.0, 9.0), [None, None, None]),
+            record(hot.to_string(), (9.0, 4.0, 9.0), [None, None, None]),
+            record(graph.to_string(), (9.0, 9.0, 3.0), [None, None, None]),
+        ];
+        for (regime, want) in [Regime::Cold, Regime::Hot, Regime::Graph].into_iter().zip(want) {
+            let samples = samples(&results, regime);
+            assert_eq!(samples.len(), 1, "{regime:?}");
+            assert_eq!(samples[0].auto.0, want, "{regime:?}");
+        }
+    }
 }
