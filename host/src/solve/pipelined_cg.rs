@@ -16,6 +16,15 @@
 //! The first iteration's `β = 0` and `δ - β γ / α` are the later iterations' formulas with the
 //! previous `γ` and `α` set to infinity at the start, so that every iteration runs the same
 //! launches and a captured batch serves from the first.
+//!
+//! In single precision the four extra recurrences carry their rounding errors forward without the
+//! damping CG's have (Cools, Yetkin, Agullo, Giraud & Vanroose, SIAM J. Matrix Anal. Appl. 39(1),
+//! 2018), and on the solver study's Poisson problems (condition numbers of 10⁴ and more) the iterate
+//! diverges and the solve ends in a `pᵀAp` breakdown before it converges: on every f32 problem of the
+//! study, and in the CPU oracle too (a 100 × 100 grid with Jacobi breaks down at iteration 131 where
+//! [`Pcg`](super::Pcg) converges to 1e-4 at 134). Replacing the recurrences by their definitions
+//! every 10 to 100 iterations did not prevent it in a CPU experiment (`docs/PERF.md`, section 23).
+//! In f32, use [`Pcg`](super::Pcg).
 
 use super::krylov::{Core, Precond, PrecondSource, RUNNING, STARTING, precondition};
 use super::operator::{Operator, Precondition};
