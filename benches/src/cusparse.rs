@@ -8,6 +8,7 @@ use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Precision, Scalar};
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
 /// The cuSPARSE algorithms the bench compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,6 +474,218 @@ impl Drop for PreparedSpmm<'_> {
             let _ = sys::cusparseDestroySpMat(self.mat);
             let _ = sys::cusparseDestroyDnMat(self.x);
             let _ = sys::cusparseDestroyDnMat(self.y);
+        }
+    }
+}
+
+/// One prepared apply of ILU(0) or IC(0) factors, `z = U⁻¹ L⁻¹ r`, through cuSPARSE's generic
+/// triangular solve (`cusparseSpSV`): the baseline of the library's level-scheduled solves
+/// (`gpu_spmv::solve::{Ilu0, Ic0}`) on the same factors.
+///
+/// The factors are one CSR matrix on `A`'s pattern, as
+/// `gpu_spmv::reference::ilu::IluFactors::csr` gives them: `L`'s entries left of the diagonal (its
+/// unit diagonal implied), `U`'s from the diagonal on. Two sparse-matrix descriptors share its
+/// arrays, one with fill mode lower and a unit diagonal, one with fill mode upper and a non-unit
+/// diagonal; the generic SpSV reads only the triangle its fill mode names (and not the diagonal
+/// where it is unit), as NVIDIA's ILU(0) samples use one `csrilu02` output for both solves. Each
+/// solve has its analysis and work buffer made once in [`PreparedIluApply::new`], so
+/// [`PreparedIluApply::run`] is two `cusparseSpSV_solve` calls: `L y = r`, then `U z = y`.
+#[derive(Debug)]
+pub struct PreparedIluApply<'h, T> {
+    handle: &'h Handle,
+    lower: sys::cusparseSpMatDescr_t,
+    upper: sys::cusparseSpMatDescr_t,
+    r: sys::cusparseDnVecDescr_t,
+    y: sys::cusparseDnVecDescr_t,
+    z: sys::cusparseDnVecDescr_t,
+    lower_solve: sys::cusparseSpSVDescr_t,
+    upper_solve: sys::cusparseSpSVDescr_t,
+    /// The work buffers of the analyses, which the solves use: kept until the descriptors go.
+    lower_buffer: Option<CudaSlice<u8>>,
+    upper_buffer: Option<CudaSlice<u8>>,
+    value_type: sys::cudaDataType,
+    scalar: PhantomData<T>,
+}
+
+impl<'h, T: Scalar> PreparedIluApply<'h, T> {
+    /// Describes the `n × n` factors `factors` and the vectors `r`, `y` (the intermediate `L⁻¹ r`)
+    /// and `z` (of `n` elements each) to cuSPARSE, and runs both solves' analysis. All buffers must
+    /// outlive the returned value, and hold still: the analyses recorded the factors' values.
+    pub fn new(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        factors: &DeviceCsr<T>,
+        r: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+        z: &DeviceVector<T>,
+    ) -> Result<Self> {
+        let n = factors.nrows();
+        anyhow::ensure!(factors.ncols() == n, "factors of {n} x {} are not square", factors.ncols());
+        for (what, v) in [("r", r), ("y", y), ("z", z)] {
+            anyhow::ensure!(v.len() == n, "{what} of {} elements, not {n}", v.len());
+        }
+        let ty = value_type::<T>();
+        let mut prepared = Self {
+            handle,
+            lower: std::ptr::null_mut(),
+            upper: std::ptr::null_mut(),
+            r: std::ptr::null_mut(),
+            y: std::ptr::null_mut(),
+            z: std::ptr::null_mut(),
+            lower_solve: std::ptr::null_mut(),
+            upper_solve: std::ptr::null_mut(),
+            lower_buffer: None,
+            upper_buffer: None,
+            value_type: ty,
+            scalar: PhantomData,
+        };
+        // From here on a failure drops `prepared`, which destroys what was created (null is skipped).
+        let i32_index = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let (offsets, col_indices, values) =
+            (addr(gpu, factors.row_offsets()), addr(gpu, factors.col_indices()), addr(gpu, factors.values()));
+        let triangles = [
+            (
+                &mut prepared.lower,
+                sys::cusparseFillMode_t::CUSPARSE_FILL_MODE_LOWER,
+                sys::cusparseDiagType_t::CUSPARSE_DIAG_TYPE_UNIT,
+            ),
+            (
+                &mut prepared.upper,
+                sys::cusparseFillMode_t::CUSPARSE_FILL_MODE_UPPER,
+                sys::cusparseDiagType_t::CUSPARSE_DIAG_TYPE_NON_UNIT,
+            ),
+        ];
+        for (mat, fill, diag) in triangles {
+            // SAFETY: the pointers are live device buffers of the factors, of `n + 1` offsets and
+            // `nnz` indices and values (u32 indices below 2^31, as the library's uploads narrow
+            // them, are valid 32-bit signed indices); cuSPARSE only records them here. The
+            // attributes are read from host values of the C enums' size (`repr(u32)`, as C's `int`
+            // enums) for the size passed, before the call returns.
+            unsafe {
+                check(
+                    sys::cusparseCreateCsr(
+                        mat,
+                        n as i64,
+                        n as i64,
+                        factors.nnz() as i64,
+                        offsets,
+                        col_indices,
+                        values,
+                        i32_index,
+                        i32_index,
+                        base,
+                        ty,
+                    ),
+                    "cusparseCreateCsr",
+                )?;
+                let mut fill = fill;
+                check(
+                    sys::cusparseSpMatSetAttribute(
+                        *mat,
+                        sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_FILL_MODE,
+                        &mut fill as *mut sys::cusparseFillMode_t as *mut c_void,
+                        std::mem::size_of::<sys::cusparseFillMode_t>(),
+                    ),
+                    "cusparseSpMatSetAttribute(CUSPARSE_SPMAT_FILL_MODE)",
+                )?;
+                let mut diag = diag;
+                check(
+                    sys::cusparseSpMatSetAttribute(
+                        *mat,
+                        sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_DIAG_TYPE,
+                        &mut diag as *mut sys::cusparseDiagType_t as *mut c_void,
+                        std::mem::size_of::<sys::cusparseDiagType_t>(),
+                    ),
+                    "cusparseSpMatSetAttribute(CUSPARSE_SPMAT_DIAG_TYPE)",
+                )?;
+            }
+        }
+        for (descr, v) in [(&mut prepared.r, r), (&mut prepared.y, y), (&mut prepared.z, z)] {
+            // SAFETY: a live device buffer of `n` elements of the value type; cuSPARSE records it.
+            let status = unsafe { sys::cusparseCreateDnVec(descr, n as i64, addr(gpu, v.as_slice()), ty) };
+            check(status, "cusparseCreateDnVec")?;
+        }
+        for descr in [&mut prepared.lower_solve, &mut prepared.upper_solve] {
+            // SAFETY: `descr` is a place for the new descriptor, which Drop destroys.
+            check(unsafe { sys::cusparseSpSV_createDescr(descr) }, "cusparseSpSV_createDescr")?;
+        }
+        let one = T::from_f64(1.0);
+        let alpha = &one as *const T as *const c_void;
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        let alg = sys::cusparseSpSVAlg_t::CUSPARSE_SPSV_ALG_DEFAULT;
+        let solves = [
+            (prepared.lower, prepared.r, prepared.y, prepared.lower_solve),
+            (prepared.upper, prepared.y, prepared.z, prepared.upper_solve),
+        ];
+        for (k, (mat, x, out, solve)) in solves.into_iter().enumerate() {
+            let mut size = 0usize;
+            // SAFETY: descriptors created above for the value type `ty`; alpha points at a host
+            // value of it (the handle's default host pointer mode), read before the call returns.
+            let status = unsafe {
+                sys::cusparseSpSV_bufferSize(handle.0, op, alpha, mat, x, out, ty, alg, solve, &mut size)
+            };
+            check(status, "cusparseSpSV_bufferSize")?;
+            let buffer = if size > 0 { Some(gpu.stream().alloc_zeros::<u8>(size)?) } else { None };
+            let buffer_ptr = buffer.as_ref().map_or(std::ptr::null_mut(), |b| addr(gpu, b));
+            // Kept in `prepared` before the analysis, so that the solves find it and Drop outlives it.
+            if k == 0 {
+                prepared.lower_buffer = buffer;
+            } else {
+                prepared.upper_buffer = buffer;
+            }
+            // SAFETY: as above, with the work buffer of the size cuSPARSE asked for, which `prepared`
+            // keeps as long as the SpSV descriptor that refers to it.
+            let status = unsafe {
+                sys::cusparseSpSV_analysis(handle.0, op, alpha, mat, x, out, ty, alg, solve, buffer_ptr)
+            };
+            check(status, "cusparseSpSV_analysis")?;
+        }
+        Ok(prepared)
+    }
+
+    /// Enqueues `L y = r`, then `U z = y`, on the handle's stream (the `Gpu`'s it was made with), in
+    /// the thread's current context (the one `Handle::new` bound).
+    pub fn run(&self) -> Result<()> {
+        let one = T::from_f64(1.0);
+        let alpha = &one as *const T as *const c_void;
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        let alg = sys::cusparseSpSVAlg_t::CUSPARSE_SPSV_ALG_DEFAULT;
+        for (mat, x, out, solve, name) in [
+            (self.lower, self.r, self.y, self.lower_solve, "cusparseSpSV_solve (L)"),
+            (self.upper, self.y, self.z, self.upper_solve, "cusparseSpSV_solve (U)"),
+        ] {
+            // SAFETY: descriptors, analyses and work buffers were prepared in `new` for this value
+            // type (`T`, the struct's); alpha is a host value of it, read before the call returns.
+            let status = unsafe {
+                sys::cusparseSpSV_solve(self.handle.0, op, alpha, mat, x, out, self.value_type, alg, solve)
+            };
+            check(status, name)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T> Drop for PreparedIluApply<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: each descriptor was created in `new` (or is null, if `new` failed first) and is
+        // destroyed once, the SpSV descriptors before the work buffers they use (dropped after this).
+        unsafe {
+            for solve in [self.lower_solve, self.upper_solve] {
+                if !solve.is_null() {
+                    let _ = sys::cusparseSpSV_destroyDescr(solve);
+                }
+            }
+            for mat in [self.lower, self.upper] {
+                if !mat.is_null() {
+                    let _ = sys::cusparseDestroySpMat(mat);
+                }
+            }
+            for v in [self.r, self.y, self.z] {
+                if !v.is_null() {
+                    let _ = sys::cusparseDestroyDnVec(v);
+                }
+            }
         }
     }
 }

@@ -463,6 +463,7 @@ fn solve_study(args: &SolveArgs) -> Result<()> {
         restart: args.restart,
         problems: Vec::new(),
         records: Vec::new(),
+        applies: Vec::new(),
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");

@@ -5,7 +5,9 @@
 //! and ours alone preconditioned by a Chebyshev polynomial, block-Jacobi and ILU(0)
 //! ([`OursOnly`]), to say which preconditioner wins where; on the symmetric positive definite
 //! problems (and the files' matrices that are symmetric with a positive diagonal) also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
-//! and IC(0) ([`OursOnly::SPD`]), and pipelined CG with Jacobi and IC(0).
+//! and IC(0) ([`OursOnly::SPD`]), and pipelined CG with Jacobi and IC(0). Per problem and precision
+//! also one apply of the ILU(0) factors (and the IC(0) ones on the SPD problems), ours against
+//! cuSPARSE's triangular solves on the same factors ([`ApplyRecord`]).
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -35,6 +37,7 @@
 use crate::cg_baseline::faster_algorithm;
 use crate::cg_study::{Devices, notes_section, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cublas::BlasScalar;
+use crate::cusparse::PreparedIluApply;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
 use crate::matrices;
@@ -43,6 +46,7 @@ use crate::solve_baseline::{BaselineBicgstab, BaselineGmres, End, Method};
 use anyhow::{Context, Result};
 use gpu_spmv::nalgebra_sparse::CsrMatrix;
 use gpu_spmv::reference::LinearOperator;
+use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{
     Bicgstab, BlockJacobi, Chebyshev, Gmres, Ic0, Ilu0, Jacobi, Pcg, PipelinedCg, Precondition,
@@ -279,8 +283,38 @@ pub struct SolveResults {
     pub restart: usize,
     pub problems: Vec<SolveProblem>,
     pub records: Vec<SolveRecord>,
+    /// One apply of ILU(0) (and IC(0) on the symmetric positive definite problems), ours against
+    /// cuSPARSE's triangular solves on the same factors (absent from the results of older runs).
+    #[serde(default)]
+    pub applies: Vec<ApplyRecord>,
     /// What did not run, or did not agree, and why.
     pub notes: Vec<String>,
+}
+
+/// The timed applies of [`ApplyRecord`]: the median over [`APPLY_SAMPLES`] samples of
+/// [`APPLIES_PER_SAMPLE`] applies each, between synchronisations, after one untimed apply.
+pub const APPLY_SAMPLES: usize = 5;
+
+/// See [`APPLY_SAMPLES`].
+pub const APPLIES_PER_SAMPLE: usize = 20;
+
+/// One apply `z = U⁻¹ L⁻¹ r` of a problem's ILU(0) or IC(0) factors (`r = b`), ours
+/// (`gpu_spmv::solve::{Ilu0, Ic0}`, level-scheduled) against cuSPARSE's generic triangular solve
+/// (`cusparseSpSV`, [`crate::cusparse::PreparedIluApply`]) on the same factors.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApplyRecord {
+    pub problem: String,
+    pub precision: Precision,
+    /// `ilu(0)` or `ic(0)`.
+    pub preconditioner: String,
+    /// The levels of our lower and upper solves: their sequential steps.
+    pub levels: (usize, usize),
+    /// Ours, µs per apply.
+    pub ours_us: f64,
+    /// cuSPARSE's, µs per apply (none where it did not run: see the notes).
+    pub cusparse_us: Option<f64>,
+    /// `max_i |z_ours,i - z_cusparse,i| / max_i |z_ours,i|` (none where cuSPARSE did not run).
+    pub max_relative_difference: Option<f64>,
 }
 
 /// The largest difference in iterations between ours and the baseline of `solver` (`bicgstab` or
@@ -454,7 +488,110 @@ fn study<T: BlasScalar>(
     }
     compare(&mut records, &mut results.notes);
     results.records.extend(records);
+    apply_comparison(&case, OursOnly::Ilu0, results, log)?;
+    if built.spd {
+        apply_comparison(&case, OursOnly::Ic0, results, log)?;
+    }
     Ok(())
+}
+
+/// Ours ([`OursOnly::Ilu0`] or [`OursOnly::Ic0`]) against cuSPARSE's SpSV, one apply each on the same
+/// factors, recorded in `results.applies`; factors that cannot be built, or a cuSPARSE that fails,
+/// are a note.
+fn apply_comparison<T: BlasScalar>(
+    case: &Case<'_, T>,
+    preconditioner: OursOnly,
+    results: &mut SolveResults,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    let (problem, precision, name) = (case.problem, Precision::of::<T>(), preconditioner.name());
+    let what = format!("{problem} {precision} {name} apply");
+    let gpu = case.devices.gpu;
+    let n = case.a.nrows();
+    let view = CsrRef::from(case.a);
+    // The same factors as ours builds from `a` (the factorisation is deterministic).
+    let built = match preconditioner {
+        OursOnly::Ic0 => IluFactors::incomplete_cholesky(view)
+            .and_then(|f| Ok((Box::new(Ic0::new(gpu, view)?) as Box<dyn Precondition<T>>, f))),
+        _ => IluFactors::new(view)
+            .and_then(|f| Ok((Box::new(Ilu0::new(gpu, view)?) as Box<dyn Precondition<T>>, f))),
+    };
+    let (mut ours, factors) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            results.notes.push(format!("{what}: not built: {e:#}"));
+            return Ok(());
+        }
+    };
+    let levels = (factors.lower_levels().count(), factors.upper_levels().count());
+    let r = case.b;
+    let mut z_ours = gpu.zeros::<T>(n)?;
+    let ours_us = median_apply_us(gpu, || Ok(ours.apply(gpu, r, &mut z_ours)?))?;
+    let z_ours = z_ours.to_host(gpu)?;
+    let cusparse = || -> Result<(f64, f64)> {
+        let (offsets, cols, values) = factors.csr();
+        let df = gpu.upload_csr_parts(n, n, offsets, cols, values)?;
+        let (y, z) = (gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?);
+        let prepared = PreparedIluApply::new(gpu, case.devices.sparse, &df, r, &y, &z)?;
+        let us = median_apply_us(gpu, || prepared.run())?;
+        let z = z.to_host(gpu)?;
+        Ok((us, max_relative_difference(&z_ours, &z)))
+    };
+    let (cusparse_us, difference) = match cusparse() {
+        Ok((us, difference)) => (Some(us), Some(difference)),
+        Err(e) => {
+            results.notes.push(format!("{what}: cuSPARSE SpSV did not run: {e:#}"));
+            (None, None)
+        }
+    };
+    log(&format!(
+        "{what}: ours {ours_us:.1} µs, cuSPARSE SpSV {} µs, levels {levels:?}, max rel. difference {}",
+        or_na(cusparse_us, |v| format!("{v:.1}")),
+        or_na(difference, |v| format!("{v:.2e}")),
+    ));
+    results.applies.push(ApplyRecord {
+        problem: problem.to_owned(),
+        precision,
+        preconditioner: name,
+        levels,
+        ours_us,
+        cusparse_us,
+        max_relative_difference: difference,
+    });
+    Ok(())
+}
+
+/// The median over [`APPLY_SAMPLES`] of the host-clock time of [`APPLIES_PER_SAMPLE`] calls of
+/// `apply` between synchronisations, after one untimed call, per call, in µs.
+fn median_apply_us(gpu: &gpu_spmv::Gpu, mut apply: impl FnMut() -> Result<()>) -> Result<f64> {
+    apply()?;
+    let mut samples = Vec::with_capacity(APPLY_SAMPLES);
+    for _ in 0..APPLY_SAMPLES {
+        gpu.synchronize()?;
+        let start = std::time::Instant::now();
+        for _ in 0..APPLIES_PER_SAMPLE {
+            apply()?;
+        }
+        gpu.synchronize()?;
+        samples.push(start.elapsed().as_secs_f64() * 1e6 / APPLIES_PER_SAMPLE as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+/// `max_i |a_i - b_i| / max_i |a_i|` in f64: 0 where both are zero, and NaN where either holds one
+/// (an element left unwritten shows).
+pub fn max_relative_difference<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+    let scale = a.iter().map(|v| v.to_f64().abs()).fold(0.0f64, f64::max);
+    let mut diff = 0.0f64;
+    for (u, v) in a.iter().zip(b) {
+        let d = (u.to_f64() - v.to_f64()).abs();
+        if d.is_nan() {
+            return f64::NAN;
+        }
+        diff = diff.max(d);
+    }
+    if diff == 0.0 { 0.0 } else { diff / scale }
 }
 
 /// One solve from `x = 0`, after a warm-up solve of [`WARMUP_ITERATIONS`].
@@ -808,6 +945,9 @@ impl SolveResults {
         if !self.records.is_empty() {
             self.preconditioners(&mut out);
         }
+        if !self.applies.is_empty() {
+            self.applies_table(&mut out);
+        }
         notes_section(&self.notes, &mut out);
         out
     }
@@ -850,6 +990,36 @@ impl SolveResults {
                 or_na(r.relative_residual, |v| format!("{v:.2e}")),
                 r.true_residual,
                 or_na(r.speedup_vs_baseline, |v| format!("{v:.2}x")),
+            );
+        }
+        out.push('\n');
+    }
+
+    /// One ILU(0)/IC(0) apply, ours against cuSPARSE's SpSV.
+    fn applies_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## ILU(0) and IC(0) apply: ours against cuSPARSE SpSV\n\n             One apply `z = U⁻¹ L⁻¹ b` of the same factors: ours (level-scheduled, `solve::Ilu0`/`Ic0`) \
+             and cuSPARSE's generic triangular solve (`cusparseSpSV_solve` with `L`, unit diagonal, then \
+             `U`, on one CSR matrix; analysis not timed). µs per apply: the median of {APPLY_SAMPLES} \
+             samples of {APPLIES_PER_SAMPLE} applies between synchronisations, by the host clock, after \
+             an untimed one. *speedup* is cuSPARSE's time over ours; *max rel. difference* is \
+             `max |z_ours - z_cusparse| / max |z_ours|`.\n\n             | problem | prec | precond. | levels L/U | ours µs/apply | cuSPARSE µs/apply | speedup | \
+             max rel. difference |\n|---|---|---|---:|---:|---:|---:|---:|"
+        );
+        for a in &self.applies {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {}/{} | {:.1} | {} | {} | {} |",
+                a.problem,
+                a.precision,
+                a.preconditioner,
+                a.levels.0,
+                a.levels.1,
+                a.ours_us,
+                or_na(a.cusparse_us, |v| format!("{v:.1}")),
+                or_na(a.cusparse_us, |v| format!("{:.2}x", v / a.ours_us)),
+                or_na(a.max_relative_difference, |v| format!("{v:.2e}")),
             );
         }
         out.push('\n');

@@ -35,6 +35,7 @@ fn results(problems: Vec<SolveProblem>, records: Vec<SolveRecord>) -> SolveResul
         restart: DEFAULT_RESTART,
         problems,
         records,
+        applies: Vec::new(),
         notes: Vec::new(),
     }
 }
@@ -205,4 +206,35 @@ fn cg_runs_on_the_symmetric_problems_only() {
         assert_eq!(built.spd, expected, "{}", spec.name);
         assert_eq!(built.spd, symmetric_with_positive_diagonal(&built.a), "{}", spec.name);
     }
+}
+
+#[test]
+fn results_without_applies_still_parse_and_applies_render_as_a_table() {
+    let mut results = results(vec![problem("cd-pe0", Precision::F64, 1.0)], Vec::new());
+    let mut json: serde_json::Value = serde_json::to_value(&results).unwrap();
+    json.as_object_mut().unwrap().remove("applies");
+    let back: SolveResults = serde_json::from_value(json).unwrap();
+    assert!(back.applies.is_empty());
+    let apply = |preconditioner: &str, cusparse_us: Option<f64>| ApplyRecord {
+        problem: "cd-pe0".to_owned(),
+        precision: Precision::F64,
+        preconditioner: preconditioner.to_owned(),
+        levels: (631, 631),
+        ours_us: 1170.0,
+        cusparse_us,
+        max_relative_difference: cusparse_us.map(|_| 3e-16),
+    };
+    results.applies = vec![apply("ilu(0)", Some(2340.0)), apply("ic(0)", None)];
+    let md = results.markdown();
+    assert!(md.contains("## ILU(0) and IC(0) apply: ours against cuSPARSE SpSV"), "{md}");
+    assert!(md.contains("| cd-pe0 | f64 | ilu(0) | 631/631 | 1170.0 | 2340.0 | 2.00x | 3.00e-16 |"), "{md}");
+    assert!(md.contains("| cd-pe0 | f64 | ic(0) | 631/631 | 1170.0 | n/a | n/a | n/a |"), "{md}");
+}
+
+#[test]
+fn max_relative_difference_is_relative_to_the_largest_element_and_shows_nan() {
+    assert_eq!(max_relative_difference(&[2.0f64, -4.0], &[2.0, -4.0]), 0.0);
+    assert_eq!(max_relative_difference(&[2.0f64, -4.0], &[2.5, -4.0]), 0.125);
+    assert_eq!(max_relative_difference(&[0.0f64; 3], &[0.0; 3]), 0.0);
+    assert!(max_relative_difference(&[1.0f64, 2.0], &[1.0, f64::NAN]).is_nan());
 }
