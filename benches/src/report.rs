@@ -443,13 +443,15 @@ impl Results {
         let _ = writeln!(
             out,
             "## Upload\n\nCSR arrays alone, from a `CsrMatrix`'s `usize` indices (`upload_csr`: narrowed and \
-             checked) and from `u32` indices (`upload_csr_u32`: checked), GB/s of the device arrays; and from \
-             `usize` with the long-row split and the balanced kernel's row tasks built and uploaded too; timed \
-             to completion. The host link's own pinned host-to-device rate, measured at the start of this run: \
+             checked) and from `u32` indices (`upload_csr_u32`: checked), GB/s of the device arrays; the \
+             `u32` arrays checked in parallel and copied from the caller's memory pinned in place for the \
+             copy (not a library path: what pinning instead of staging would cost); and from `usize` with \
+             the long-row split and the balanced kernel's row tasks built and uploaded too; timed to \
+             completion. The host link's own pinned host-to-device rate, measured at the start of this run: \
              {link_text}.\n\n\
              | matrix | prec | CSR MB | from usize ms | GB/s | of the link | from u32 ms | GB/s | of the link \
-             | with strategies ms | with strategies MB |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             | u32, pinned in place ms | GB/s | of the link | with strategies ms | with strategies MB |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {
             let mb = |bytes: usize| bytes as f64 / 1e6;
@@ -459,14 +461,16 @@ impl Results {
                 format!("{ms:.2} | {gbps:.1} | {share}")
             };
             let from_u32 = u.from_u32_ms.map_or_else(|| "- | - | -".to_owned(), rate);
+            let pinned = u.pinned_in_place_ms.map_or_else(|| "- | - | -".to_owned(), rate);
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.1} | {} | {} | {:.2} | {:.1} |",
+                "| {} | {} | {:.1} | {} | {} | {} | {:.2} | {:.1} |",
                 u.matrix,
                 u.precision,
                 mb(u.csr_bytes),
                 rate(u.csr_ms),
                 from_u32,
+                pinned,
                 u.with_strategies_ms,
                 mb(u.with_strategies_bytes)
             );

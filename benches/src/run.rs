@@ -131,6 +131,11 @@ pub struct Upload {
     /// narrow), timed to completion; absent from runs before it was measured.
     #[serde(default)]
     pub from_u32_ms: Option<f64>,
+    /// The same `u32` arrays checked in parallel, then copied straight from the caller's memory
+    /// pinned in place for the copy (see [`pinned_in_place_ms`]): what issue 27's untried route
+    /// would cost, measured beside the library's staged upload; absent from runs before it was.
+    #[serde(default)]
+    pub pinned_in_place_ms: Option<f64>,
 }
 
 /// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
@@ -177,6 +182,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     gpu.synchronize()?;
     let from_u32_ms = Some(start.elapsed().as_secs_f64() * 1e3);
     drop(from_u32);
+    let pinned_in_place_ms = pinned_in_place_ms(gpu, view.ncols(), &offsets, &cols, view.values())?;
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),
@@ -185,7 +191,66 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
         with_strategies_ms,
         with_strategies_bytes,
         from_u32_ms,
+        pinned_in_place_ms,
     })
+}
+
+/// The time (ms, to completion) of the upload route issue 27 has not tried: the `u32` offsets
+/// checked non-decreasing and the columns below `ncols` in parallel (the checks `upload_csr_u32`
+/// makes while it stages), then each array pinned where it lies (`cuMemHostRegister`), copied to the
+/// device by the copy engine straight from it, and unpinned once the copies completed. Whether
+/// pinning costs less than the staging copies it saves decides if the library should take it
+/// (`docs/PERF.md`, section 20). The arrays are the bench's own, valid by construction; a failed
+/// check is an error. `None` where the driver refuses to pin one of them (two small arrays sharing
+/// a page: a page is pinned once).
+fn pinned_in_place_ms<T: Scalar>(
+    gpu: &Gpu,
+    ncols: usize,
+    offsets: &[u32],
+    cols: &[u32],
+    values: &[T],
+) -> Result<Option<f64>> {
+    use cudarc::driver::sys;
+    use rayon::prelude::*;
+    /// Pins `data` for the copy engine, unpinned on drop.
+    struct Pinned(*mut std::ffi::c_void);
+    impl Pinned {
+        fn new<E>(data: &[E]) -> Result<Self> {
+            let ptr = data.as_ptr().cast_mut().cast::<std::ffi::c_void>();
+            // SAFETY: `data` is a live host allocation of `size_of_val(data)` bytes, borrowed for
+            // as long as this value lives (its caller drops it before the borrow ends); registering
+            // only pins its pages, it writes nothing.
+            unsafe { sys::cuMemHostRegister_v2(ptr, std::mem::size_of_val(data), 0) }
+                .result()
+                .context("cuMemHostRegister")?;
+            Ok(Self(ptr))
+        }
+    }
+    impl Drop for Pinned {
+        fn drop(&mut self) {
+            // SAFETY: the pointer was registered by `new`, once; a failure here has nowhere to go.
+            let _ = unsafe { sys::cuMemHostUnregister(self.0) };
+        }
+    }
+    gpu.synchronize()?;
+    gpu.context().bind_to_thread()?;
+    let start = std::time::Instant::now();
+    let (ordered, in_range) = rayon::join(
+        || offsets.par_windows(2).all(|w| w[0] <= w[1]),
+        || cols.par_iter().all(|&c| (c as usize) < ncols),
+    );
+    anyhow::ensure!(ordered && in_range, "the bench's own CSR arrays failed the check");
+    // On a refusal the arrays already pinned are unpinned as their values drop.
+    let pinned =
+        || -> Result<[Pinned; 3]> { Ok([Pinned::new(offsets)?, Pinned::new(cols)?, Pinned::new(values)?]) };
+    let Ok(pins) = pinned() else { return Ok(None) };
+    let stream = gpu.stream();
+    let device = (stream.clone_htod(offsets)?, stream.clone_htod(cols)?, stream.clone_htod(values)?);
+    gpu.synchronize()?;
+    drop(pins);
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    drop(device);
+    Ok(Some(ms))
 }
 
 /// The fewest bytes a CSR product moves: row offsets, column indices and values read once, x read
