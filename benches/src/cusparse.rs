@@ -507,6 +507,23 @@ pub struct PreparedIluApply<'h, T> {
     scalar: PhantomData<T>,
 }
 
+/// `cusparseSpMatSetAttribute(mat, attribute, &value, size_of value)`: the attribute's value is a
+/// host C enum (`repr(u32)`, as C's `int` enums), read before the call returns.
+///
+/// # Safety
+/// `mat` is a live sparse-matrix descriptor and `V` the type cuSPARSE reads for `attribute`.
+unsafe fn set_attribute<V>(
+    mat: sys::cusparseSpMatDescr_t,
+    attribute: sys::cusparseSpMatAttribute_t,
+    mut value: V,
+) -> Result<()> {
+    let size = std::mem::size_of::<V>();
+    // SAFETY: the caller's contract; `value` lives across the call.
+    let status =
+        unsafe { sys::cusparseSpMatSetAttribute(mat, attribute, (&raw mut value).cast::<c_void>(), size) };
+    check(status, &format!("cusparseSpMatSetAttribute({attribute:?})"))
+}
+
 impl<'h, T: Scalar> PreparedIluApply<'h, T> {
     /// Describes the `n × n` factors `factors` and the vectors `r`, `y` (the intermediate `L⁻¹ r`)
     /// and `z` (of `n` elements each) to cuSPARSE, and runs both solves' analysis. All buffers must
@@ -579,26 +596,8 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
                     ),
                     "cusparseCreateCsr",
                 )?;
-                let mut fill = fill;
-                check(
-                    sys::cusparseSpMatSetAttribute(
-                        *mat,
-                        sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_FILL_MODE,
-                        &mut fill as *mut sys::cusparseFillMode_t as *mut c_void,
-                        std::mem::size_of::<sys::cusparseFillMode_t>(),
-                    ),
-                    "cusparseSpMatSetAttribute(CUSPARSE_SPMAT_FILL_MODE)",
-                )?;
-                let mut diag = diag;
-                check(
-                    sys::cusparseSpMatSetAttribute(
-                        *mat,
-                        sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_DIAG_TYPE,
-                        &mut diag as *mut sys::cusparseDiagType_t as *mut c_void,
-                        std::mem::size_of::<sys::cusparseDiagType_t>(),
-                    ),
-                    "cusparseSpMatSetAttribute(CUSPARSE_SPMAT_DIAG_TYPE)",
-                )?;
+                set_attribute(*mat, sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_FILL_MODE, fill)?;
+                set_attribute(*mat, sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_DIAG_TYPE, diag)?;
             }
         }
         for (descr, v) in [(&mut prepared.r, r), (&mut prepared.y, y), (&mut prepared.z, z)] {
