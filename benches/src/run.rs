@@ -132,8 +132,9 @@ pub struct Upload {
     #[serde(default)]
     pub from_u32_ms: Option<f64>,
     /// The same `u32` arrays checked in parallel, then copied straight from the caller's memory
-    /// pinned in place for the copy (see [`pinned_in_place_ms`]): what issue 27's untried route
-    /// would cost, measured beside the library's staged upload; absent from runs before it was.
+    /// pinned in place for the copy (the function `pinned_in_place_ms`): what issue 27's untried
+    /// route would cost, measured beside the library's staged upload; absent from runs before it
+    /// was.
     #[serde(default)]
     pub pinned_in_place_ms: Option<f64>,
 }

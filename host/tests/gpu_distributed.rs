@@ -1,8 +1,9 @@
 //! The distributed product against the f64 reference, and the distributed CG against the CPU CG, in
-//! both run modes and by both routes of the exchange: one process driving every GPU (its ghosts over
-//! NCCL, and gathered in place by peer access), and one process per GPU (NCCL only) (this test binary re-executes itself once per rank,
-//! the ranks joining through an NCCL unique id in a file). Needs at least two GPUs: with fewer the
-//! tests print why and pass, unless `SPMV_REQUIRE_GPU=2` (or more), which makes them fail instead.
+//! both run modes and by both routes of the exchange: one process driving every GPU (its ghosts
+//! over NCCL, and gathered in place by peer access), and one process per GPU (NCCL only; this test
+//! binary re-executes itself once per rank, the ranks joining through an NCCL unique id in a file).
+//! Needs at least two GPUs: with fewer the tests print why and pass, unless `SPMV_REQUIRE_GPU=2`
+//! (or more), which makes them fail instead.
 //! Run with `NCCL_NVLS_ENABLE=0` on machines whose NVLink multicast must stay off.
 
 mod common;
