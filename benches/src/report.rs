@@ -298,9 +298,13 @@ impl Results {
         }
         let _ = writeln!(
             out,
-            "## Speedup over cuSPARSE by regime
-
-             *cold*: operands rotated out of L2 (HBM); *hot*: the same operands back to back (L2 where              they fit); *graph*: {} hot products captured in a CUDA graph and replayed, per product              (cuSPARSE's captured the same way after its preprocess). Against the better of cuSPARSE CSR              ALG1 and ALG2 in the same regime.\n\n             | speedup of | regime | prec | matrices | geomean | below 1x | worst matrix |\n             |---|---|---|---:|---:|---:|---|",
+            "## Speedup over cuSPARSE by regime\n\n\
+             *cold*: operands rotated out of L2 (HBM); *hot*: the same operands back to back (L2 where \
+             they fit); *graph*: {} hot products captured in a CUDA graph and replayed, per product \
+             (cuSPARSE's captured the same way after its preprocess). Against the better of cuSPARSE CSR \
+             ALG1 and ALG2 in the same regime.\n\n\
+             | speedup of | regime | prec | matrices | geomean | below 1x | worst matrix |\n\
+             |---|---|---|---:|---:|---:|---|",
             crate::regimes::GRAPH_PRODUCTS
         );
         for l in &lines {

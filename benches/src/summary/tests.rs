@@ -108,7 +108,11 @@ fn summary_lines_give_the_geomean_and_the_worst_matrix() {
         text.contains("2.00 µs with a plan, 3.00 µs one-shot (gpu.spmv), 9.00 µs cusparseSpMV"),
         "{text}"
     );
-    assert!(r.markdown().contains("## Speedup over cuSPARSE by regime"));
+    let report = r.markdown();
+    assert!(report.contains("## Speedup over cuSPARSE by regime"));
+    // The table's header starts its line: indented, Markdown would show it as code.
+    assert!(report.contains("\n| speedup of | regime | prec |"), "{report}");
+    assert!(!report.contains("where              they"), "{report}");
 }
 
 #[test]
