@@ -41,6 +41,7 @@ use crate::cusparse::PreparedIluApply;
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
 use crate::matrices;
+use crate::measure::time_gpu;
 use crate::precision::Precision;
 use crate::solve_baseline::{BaselineBicgstab, BaselineGmres, End, Method};
 use anyhow::{Context, Result};
@@ -291,13 +292,6 @@ pub struct SolveResults {
     pub notes: Vec<String>,
 }
 
-/// The timed applies of [`ApplyRecord`]: the median over [`APPLY_SAMPLES`] samples of
-/// [`APPLIES_PER_SAMPLE`] applies each, between synchronisations, after one untimed apply.
-pub const APPLY_SAMPLES: usize = 5;
-
-/// See [`APPLY_SAMPLES`].
-pub const APPLIES_PER_SAMPLE: usize = 20;
-
 /// One apply `z = U⁻¹ L⁻¹ r` of a problem's ILU(0) or IC(0) factors (`r = b`), ours
 /// (`gpu_spmv::solve::{Ilu0, Ic0}`, level-scheduled) against cuSPARSE's generic triangular solve
 /// (`cusparseSpSV`, [`crate::cusparse::PreparedIluApply`]) on the same factors.
@@ -526,14 +520,14 @@ fn apply_comparison<T: BlasScalar>(
     let levels = (factors.lower_levels().count(), factors.upper_levels().count());
     let r = case.b;
     let mut z_ours = gpu.zeros::<T>(n)?;
-    let ours_us = median_apply_us(gpu, || Ok(ours.apply(gpu, r, &mut z_ours)?))?;
+    let ours_us = time_gpu(gpu, |_| Ok(ours.apply(gpu, r, &mut z_ours)?))?.median_us;
     let z_ours = z_ours.to_host(gpu)?;
     let cusparse = || -> Result<(f64, f64)> {
         let (offsets, cols, values) = factors.csr();
         let df = gpu.upload_csr_parts(n, n, offsets, cols, values)?;
         let (y, z) = (gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?);
         let prepared = PreparedIluApply::new(gpu, case.devices.sparse, &df, r, &y, &z)?;
-        let us = median_apply_us(gpu, || prepared.run())?;
+        let us = time_gpu(gpu, |_| prepared.run())?.median_us;
         let z = z.to_host(gpu)?;
         Ok((us, max_relative_difference(&z_ours, &z)))
     };
@@ -559,24 +553,6 @@ fn apply_comparison<T: BlasScalar>(
         max_relative_difference: difference,
     });
     Ok(())
-}
-
-/// The median over [`APPLY_SAMPLES`] of the host-clock time of [`APPLIES_PER_SAMPLE`] calls of
-/// `apply` between synchronisations, after one untimed call, per call, in µs.
-fn median_apply_us(gpu: &gpu_spmv::Gpu, mut apply: impl FnMut() -> Result<()>) -> Result<f64> {
-    apply()?;
-    let mut samples = Vec::with_capacity(APPLY_SAMPLES);
-    for _ in 0..APPLY_SAMPLES {
-        gpu.synchronize()?;
-        let start = std::time::Instant::now();
-        for _ in 0..APPLIES_PER_SAMPLE {
-            apply()?;
-        }
-        gpu.synchronize()?;
-        samples.push(start.elapsed().as_secs_f64() * 1e6 / APPLIES_PER_SAMPLE as f64);
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(samples[samples.len() / 2])
 }
 
 /// `max_i |a_i - b_i| / max_i |a_i|` in f64: 0 where both are zero, and NaN where either holds one
@@ -999,12 +975,14 @@ impl SolveResults {
     fn applies_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "## ILU(0) and IC(0) apply: ours against cuSPARSE SpSV\n\n             One apply `z = U⁻¹ L⁻¹ b` of the same factors: ours (level-scheduled, `solve::Ilu0`/`Ic0`) \
+            "## ILU(0) and IC(0) apply: ours against cuSPARSE SpSV\n\n\
+             One apply `z = U⁻¹ L⁻¹ b` of the same factors: ours (level-scheduled, `solve::Ilu0`/`Ic0`) \
              and cuSPARSE's generic triangular solve (`cusparseSpSV_solve` with `L`, unit diagonal, then \
-             `U`, on one CSR matrix; analysis not timed). µs per apply: the median of {APPLY_SAMPLES} \
-             samples of {APPLIES_PER_SAMPLE} applies between synchronisations, by the host clock, after \
-             an untimed one. *speedup* is cuSPARSE's time over ours; *max rel. difference* is \
-             `max |z_ours - z_cusparse| / max |z_ours|`.\n\n             | problem | prec | precond. | levels L/U | ours µs/apply | cuSPARSE µs/apply | speedup | \
+             `U`, on one CSR matrix; analysis not timed). µs per apply: the median of the samples \
+             `measure::time_gpu` takes with CUDA events on the stream, after its warm-up, as the products \
+             are timed. *speedup* is cuSPARSE's time over ours; *max rel. difference* is \
+             `max |z_ours - z_cusparse| / max |z_ours|`.\n\n\
+             | problem | prec | precond. | levels L/U | ours µs/apply | cuSPARSE µs/apply | speedup | \
              max rel. difference |\n|---|---|---|---:|---:|---:|---:|---:|"
         );
         for a in &self.applies {

@@ -227,6 +227,9 @@ fn results_without_applies_still_parse_and_applies_render_as_a_table() {
     results.applies = vec![apply("ilu(0)", Some(2340.0)), apply("ic(0)", None)];
     let md = results.markdown();
     assert!(md.contains("## ILU(0) and IC(0) apply: ours against cuSPARSE SpSV"), "{md}");
+    // The table's header starts its line: indented, Markdown would show it as code.
+    assert!(md.contains("\n| problem | prec | precond. | levels L/U |"), "{md}");
+    assert!(!md.lines().any(|l| l.starts_with("    ")), "{md}");
     assert!(md.contains("| cd-pe0 | f64 | ilu(0) | 631/631 | 1170.0 | 2340.0 | 2.00x | 3.00e-16 |"), "{md}");
     assert!(md.contains("| cd-pe0 | f64 | ic(0) | 631/631 | 1170.0 | n/a | n/a | n/a |"), "{md}");
 }
