@@ -11,6 +11,7 @@ mod cg;
 mod graph;
 mod matrix;
 mod product;
+mod space;
 
 pub use crate::device::{Member, Ranks, UniqueId};
 pub use crate::formats::{Block, Part, RowPartition, Split};
@@ -18,3 +19,4 @@ pub use cg::DistributedCg;
 pub use graph::DistributedGraph;
 pub use matrix::DistributedCsr;
 pub use product::{BlockPlan, DistributedPlan, Exchange};
+pub use space::{DistributedPcg, DistributedPipelinedCg};

@@ -11,7 +11,7 @@ use crate::iterative::SolveError;
 use crate::reference::ilu::{IluFactors, Levels};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{
     self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, ILU_RUN_ROWS,
     IluSolveParams, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS,
@@ -113,6 +113,15 @@ impl<T: Scalar> KrylovDevice<T> {
         self.check_slot(first)?;
         self.check_slot(last)?;
         Ok(gpu.stream().clone_dtoh(&self.scalars.slice(first as usize..=last as usize))?)
+    }
+
+    /// The scalars `first..first + len`, writable in place by another stream's work: a reduction
+    /// over GPUs (an NCCL all-reduce) between the pass of dot products that left a GPU's sums
+    /// there and the program that reads the whole ones.
+    pub fn slots_mut(&mut self, first: u32, len: u32) -> Result<CudaViewMut<'_, T>> {
+        let end = first.checked_add(len).filter(|&end| end as usize <= self.scalars.len());
+        let end = end.ok_or_else(|| Error::InvalidKernel(format!("scalar slots {first}+{len}")))?;
+        Ok(self.scalars.slice_mut(first as usize..end as usize))
     }
 
     /// The basis columns the partial sums have room for.

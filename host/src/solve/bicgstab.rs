@@ -13,6 +13,7 @@ use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
 };
+use super::space::{OneGpu, Space};
 use super::{Outcome, SolverOptions, Stop};
 use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
@@ -81,7 +82,7 @@ struct Preconditioned<T> {
 /// ```
 #[derive(Debug)]
 pub struct Bicgstab<'a, T: Scalar, A: Operator<T>> {
-    core: Core<'a, T, A>,
+    core: Core<T, OneGpu<'a, T, A>>,
     r: DeviceVector<T>,
     r_hat: DeviceVector<T>,
     p: DeviceVector<T>,
@@ -116,8 +117,8 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
         let core = Core::new(op, options, source, (SLOTS, 0), BREAKDOWNS, DiagonalNeed::NonZero)?;
-        let (gpu, n) = (core.op.gpu(), core.n());
-        let preconditioned = match core.precond {
+        let (gpu, n) = (core.space.op.gpu(), core.n());
+        let preconditioned = match core.space.precond {
             super::krylov::Precond::None => None,
             _ => Some(Preconditioned { p_hat: gpu.zeros(n)?, s_hat: gpu.zeros(n)? }),
         };
@@ -181,10 +182,10 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     /// started, with the iterations left after `done`.
     fn recur(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
-        let (d, one, minus_one) = (&c.device, T::from_f64(1.0), T::from_f64(-1.0));
+        let gpu = c.space.op.gpu();
+        let (d, one, minus_one) = (&c.space.device, T::from_f64(1.0), T::from_f64(-1.0));
         d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
-        c.op.apply(&c.x, &mut self.t)?;
+        c.space.op.apply(&c.x, &mut self.t)?;
         d.axpy(gpu, STARTING, constant(minus_one), &self.t, &mut self.r)?;
         d.scale(gpu, STARTING, constant(one), Some(&self.r), &mut self.r_hat)?;
         gpu.stream().memset_zeros(self.p.as_mut_slice())?;
@@ -223,9 +224,9 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     /// One iteration's launches (see the module doc).
     fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
+        let gpu = c.space.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        c.device.program(
+        c.space.device.program(
             gpu,
             RUNNING,
             &[
@@ -234,7 +235,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
                 mul(RATIO_RHO, RATIO_ALPHA, BETA),
             ],
         )?;
-        c.device.p_update(
+        c.space.device.p_update(
             gpu,
             RUNNING,
             (coef(one, BETA), coef(minus_one, OMEGA)),
@@ -243,35 +244,35 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             &mut self.p,
         )?;
         let p_hat = preconditioned(
-            &mut c.precond,
+            &mut c.space.precond,
             gpu,
             &self.p,
             self.preconditioned.as_mut().map(|pre| &mut pre.p_hat),
         )?;
-        c.op.apply(p_hat, &mut self.v)?;
-        c.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.v, RV)])?;
-        c.device.program(gpu, RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
-        c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
-        c.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
-        c.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
-        c.device.program(gpu, RUNNING, &[c.record(SS, 1), converged(SS, Ends::SolveCounting)])?;
+        c.space.op.apply(p_hat, &mut self.v)?;
+        c.space.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.v, RV)])?;
+        c.space.device.program(gpu, RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
+        c.space.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
+        c.space.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
+        c.space.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
+        c.space.device.program(gpu, RUNNING, &[c.record(SS, 1), converged(SS, Ends::SolveCounting)])?;
         let s_hat = preconditioned(
-            &mut c.precond,
+            &mut c.space.precond,
             gpu,
             &self.r,
             self.preconditioned.as_mut().map(|pre| &mut pre.s_hat),
         )?;
-        c.op.apply(s_hat, &mut self.t)?;
-        c.device.dots(gpu, RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
-        c.device.program(
+        c.space.op.apply(s_hat, &mut self.t)?;
+        c.space.device.dots(gpu, RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
+        c.space.device.program(
             gpu,
             RUNNING,
             &[div(TS, TT, OMEGA, TT_TAG), nonzero(OMEGA, OMEGA_TAG), copy(RHO, RHO_PREV)],
         )?;
-        c.device.axpy(gpu, RUNNING, coef(one, OMEGA), s_hat, &mut c.x)?;
-        c.device.axpy(gpu, RUNNING, coef(minus_one, OMEGA), &self.t, &mut self.r)?;
-        c.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR)])?;
-        c.device.program(
+        c.space.device.axpy(gpu, RUNNING, coef(one, OMEGA), s_hat, &mut c.x)?;
+        c.space.device.axpy(gpu, RUNNING, coef(minus_one, OMEGA), &self.t, &mut self.r)?;
+        c.space.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR)])?;
+        c.space.device.program(
             gpu,
             RUNNING,
             &[
@@ -297,7 +298,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             match self.core.outcome(self.done)? {
                 Some(out) if out.stop == Stop::Converged && out.iterations > self.done => {
                     self.done = out.iterations;
-                    self.core.device.reset(self.core.op.gpu())?;
+                    self.core.space.reset()?;
                     self.recur()?;
                 }
                 other => return Ok(other),

@@ -22,6 +22,7 @@ use super::program::{
     BB, Ends, FIRST_FREE, ONE, ZERO, add_range, backsolve, columns, converged, converged_if_at_most, copy,
     count, div, end_cycle, finite, givens, limit, sqrt, start,
 };
+use super::space::OneGpu;
 use super::{Outcome, SolveError, SolverOptions};
 use crate::Result;
 use crate::device::{DeviceVector, VectorMut, VectorRef};
@@ -93,7 +94,7 @@ impl Layout {
 /// ```
 #[derive(Debug)]
 pub struct Gmres<'a, T: Scalar, A: Operator<T>> {
-    core: Core<'a, T, A>,
+    core: Core<T, OneGpu<'a, T, A>>,
     layout: Layout,
     basis: DeviceBasis<T>,
     r: DeviceVector<T>,
@@ -148,8 +149,8 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             BREAKDOWNS,
             DiagonalNeed::NonZero,
         )?;
-        let (gpu, n) = (core.op.gpu(), core.n());
-        let z = match core.precond {
+        let (gpu, n) = (core.space.op.gpu(), core.n());
+        let z = match core.space.precond {
             super::krylov::Precond::None => None,
             _ => Some(gpu.zeros(n)?),
         };
@@ -204,12 +205,12 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     {
         self.core.begin(b, x)?;
         let c = &self.core;
-        let gpu = c.op.gpu();
-        c.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
+        let gpu = c.space.op.gpu();
+        c.space.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
         program.push(start(max, 0));
-        c.device.program(gpu, STARTING, &program)
+        c.space.device.program(gpu, STARTING, &program)
     }
 
     /// Enqueues `cycles` cycles (restart, `m` steps, update) on the solve [`Gmres::start`] began,
@@ -228,14 +229,14 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     fn cycle(&mut self) -> Result<()> {
         let layout = self.layout;
         let c = &mut self.core;
-        let gpu = c.op.gpu();
+        let gpu = c.space.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         // The restart: r = b - A x, β = |r|, v₀ = r / β, g = (β, 0, ...).
-        c.device.scale(gpu, RUNNING, constant(one), Some(&c.b), &mut self.r)?;
-        c.op.apply(&c.x, &mut self.w)?;
-        c.device.axpy(gpu, RUNNING, constant(minus_one), &self.w, &mut self.r)?;
-        c.device.dots(gpu, RUNNING, &[(&self.r, &self.r, RR)])?;
-        c.device.program(
+        c.space.device.scale(gpu, RUNNING, constant(one), Some(&c.b), &mut self.r)?;
+        c.space.op.apply(&c.x, &mut self.w)?;
+        c.space.device.axpy(gpu, RUNNING, constant(minus_one), &self.w, &mut self.r)?;
+        c.space.device.dots(gpu, RUNNING, &[(&self.r, &self.r, RR)])?;
+        c.space.device.program(
             gpu,
             RUNNING,
             &[
@@ -248,15 +249,15 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
                 copy(BETA, layout.g()),
             ],
         )?;
-        c.device.scale(gpu, RUNNING, coef(one, INV_BETA), Some(&self.r), self.basis.column_mut(0))?;
+        c.space.device.scale(gpu, RUNNING, coef(one, INV_BETA), Some(&self.r), self.basis.column_mut(0))?;
         for j in 0..layout.m {
             self.step(j)?;
         }
         // The update: y = H⁻¹ g, x += M⁻¹ V y (V y in r, free until the next restart).
         let c = &mut self.core;
-        let gpu = c.op.gpu();
-        c.device.program(gpu, UPDATING, &[backsolve(layout.m, BASE)])?;
-        c.device.basis_combine(
+        let gpu = c.space.op.gpu();
+        c.space.device.program(gpu, UPDATING, &[backsolve(layout.m, BASE)])?;
+        c.space.device.basis_combine(
             gpu,
             UPDATING,
             &self.basis,
@@ -266,9 +267,9 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
             false,
             &mut self.r,
         )?;
-        let u = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
-        c.device.axpy(gpu, UPDATING, constant(one), u, &mut c.x)?;
-        c.device.program(gpu, UPDATING, &[end_cycle()])
+        let u = preconditioned(&mut c.space.precond, gpu, &self.r, self.z.as_mut())?;
+        c.space.device.axpy(gpu, UPDATING, constant(one), u, &mut c.x)?;
+        c.space.device.program(gpu, UPDATING, &[end_cycle()])
     }
 
     /// Arnoldi step `j`: `w = A M⁻¹ v_j`, orthogonalised against `v_0 .. v_j` twice, `H`'s column
@@ -276,18 +277,27 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     fn step(&mut self, j: u32) -> Result<()> {
         let (layout, ju) = (self.layout, j as usize);
         let c = &mut self.core;
-        let gpu = c.op.gpu();
+        let gpu = c.space.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         let v_j = self.basis.column(ju);
-        let z = preconditioned(&mut c.precond, gpu, v_j, self.z.as_mut())?;
-        c.op.apply(z, &mut self.w)?;
+        let z = preconditioned(&mut c.space.precond, gpu, v_j, self.z.as_mut())?;
+        c.space.op.apply(z, &mut self.w)?;
         let (cols, h) = (Columns::First(j + 1), layout.h(0, j));
         for slot in [h, layout.y()] {
-            c.device.basis_dots(gpu, RUNNING, &self.basis, cols, slot, &self.w)?;
-            c.device.basis_combine(gpu, RUNNING, &self.basis, cols, slot, minus_one, true, &mut self.w)?;
+            c.space.device.basis_dots(gpu, RUNNING, &self.basis, cols, slot, &self.w)?;
+            c.space.device.basis_combine(
+                gpu,
+                RUNNING,
+                &self.basis,
+                cols,
+                slot,
+                minus_one,
+                true,
+                &mut self.w,
+            )?;
         }
-        c.device.dots(gpu, RUNNING, &[(&self.w, &self.w, HH)])?;
-        c.device.program(
+        c.space.device.dots(gpu, RUNNING, &[(&self.w, &self.w, HH)])?;
+        c.space.device.program(
             gpu,
             RUNNING,
             &[
@@ -305,7 +315,7 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
                 div(ONE, HN, INV_H, KRYLOV_NO_TAG),
             ],
         )?;
-        c.device.scale(gpu, RUNNING, coef(one, INV_H), Some(&self.w), self.basis.column_mut(ju + 1))
+        c.space.device.scale(gpu, RUNNING, coef(one, INV_H), Some(&self.w), self.basis.column_mut(ju + 1))
     }
 
     /// Where the solve stands, read from the device (waits for the stream).

@@ -1,10 +1,13 @@
-//! What preconditioned CG, BiCGSTAB and GMRES share: the operator and the preconditioner, the device
-//! state of a solve with its right-hand side and iterate, the checks, the loop of batches between
-//! convergence checks, and the reading of the outcome. The solvers differ only in the launches of
-//! their start and their iteration (`pcg.rs`, `bicgstab.rs`, `gmres.rs`).
+//! What preconditioned CG, BiCGSTAB and GMRES share: the space of a solve (`space.rs`: where its
+//! vectors live, with the operator, the preconditioner and the device state), its right-hand side
+//! and iterate, the checks, the loop of batches between convergence checks, and the reading of the
+//! outcome. The solvers differ only in the launches of their start and their iteration (`pcg.rs`,
+//! `bicgstab.rs`, `gmres.rs`); the CGs are written over any [`Space`], BiCGSTAB and GMRES (whose
+//! basis kernels are one GPU's) over [`OneGpu`]'s device state directly.
 
 use super::operator::{Jacobi, Operator, Precondition};
 use super::program::{BB, ONE, TOL, ZERO, mul, record, set};
+use super::space::{OneGpu, Space};
 use super::{Outcome, Preconditioner, SolveError, SolverOptions, Stop};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
 use crate::enqueue::krylov::{KrylovDevice, copy_in, copy_out};
@@ -39,25 +42,24 @@ impl<T: Scalar> std::fmt::Debug for Precond<'_, T> {
     }
 }
 
-/// The state of a solve on one GPU, shared by the solvers.
+/// The state of a solve, shared by the solvers: the space its vectors live in (with the operator,
+/// the preconditioner and the device state), the options, and the solve's own `b` and iterate.
 #[derive(Debug)]
-pub(crate) struct Core<'a, T: Scalar, A: Operator<T>> {
-    pub op: A,
-    pub precond: Precond<'a, T>,
-    pub device: KrylovDevice<T>,
+pub(crate) struct Core<T: Scalar, S: Space<T>> {
+    pub space: S,
     pub options: SolverOptions,
     pub check_every: u32,
     /// The solve's own copies of `b` and of the iterate, which `iterate` copies out.
-    pub b: DeviceVector<T>,
-    pub x: DeviceVector<T>,
+    pub b: S::Vector,
+    pub x: S::Vector,
+    /// The solve's length.
+    n: usize,
     breakdowns: Breakdowns,
-    /// What the recurrence needs of a Jacobi diagonal: CG a positive one, the others a non-zero one.
-    need: DiagonalNeed,
     /// The residual history's first slot (past the solver's own) and its capacity, 0 for none.
     history: (u32, u32),
 }
 
-impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
+impl<'a, T: Scalar, A: Operator<T>> Core<T, OneGpu<'a, T, A>> {
     /// Checks the options and the operator, builds the preconditioner (a Jacobi diagonal checked
     /// against `need`), and allocates the state with `scalars` slots and room for a basis of
     /// `columns`.
@@ -90,22 +92,78 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
                 ));
             }
         };
-        let gpu = op.gpu();
-        let device = KrylovDevice::new(gpu, n, scalars, columns)?;
-        let (b, x) = (gpu.zeros(n)?, gpu.zeros(n)?);
+        let device = KrylovDevice::new(op.gpu(), n, scalars, columns)?;
+        let space = OneGpu { op, precond, device, n, need };
+        Self::on(space, n, options, scalars, breakdowns)
+    }
+
+    /// The refusals every solver makes first, in its oracle's order: options out of their ranges,
+    /// an operator that is not square. Returns the order.
+    pub fn check(op: &A, options: &SolverOptions) -> Result<usize> {
+        options.check()?;
+        square_order(op.nrows(), op.ncols())
+    }
+
+    /// The start every solver shares, before its own: the caller's checked `b` and `x` copied in,
+    /// and the state reset. Nothing is enqueued when a check fails.
+    pub fn begin<B, X>(&mut self, b: &B, x: &X) -> Result<()>
+    where
+        B: VectorRef<T> + ?Sized,
+        X: VectorRef<T> + ?Sized,
+    {
+        self.check_fresh()?;
+        let gpu = self.space.op.gpu();
+        gpu.check_operand("b", b, self.n())?;
+        self.check_x(x)?;
+        copy_in(gpu, "b", b, &mut self.b)?;
+        copy_in(gpu, "x", x, &mut self.x)?;
+        self.space.reset()
+    }
+
+    /// The iterate out to the caller's `x`, after a batch.
+    pub fn finish_batch<X: VectorMut<T> + ?Sized>(&self, x: &mut X) -> Result<()> {
+        copy_out(self.space.op.gpu(), "x", &self.x, x)
+    }
+
+    /// Refuses a batch whose `x` is not the solve's (length and context), before enqueueing it.
+    pub fn check_x<X: VectorRef<T> + ?Sized>(&self, x: &X) -> Result<()> {
+        self.space.op.gpu().check_operand("x", x, self.n())
+    }
+
+    /// Refuses to run with a Jacobi diagonal older than the operator's values.
+    pub fn check_fresh(&self) -> Result<()> {
+        match &self.space.precond {
+            Precond::Jacobi(j) => {
+                j.check_fresh(self.space.op.values_generation(), "give the new one with set_diagonal")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The diagonal of the operator's current values for the built Jacobi preconditioner.
+    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
+        let space = &mut self.space;
+        let generation = space.op.values_generation();
+        match &mut space.precond {
+            Precond::Jacobi(j) => j.set(space.op.gpu(), diagonal, space.need, generation),
+            _ => Err(Error::Unsupported("a diagonal for a solver without the Jacobi preconditioner")),
+        }
+    }
+}
+
+impl<T: Scalar, S: Space<T>> Core<T, S> {
+    /// The state of a solve of `n` unknowns in `space`, whose scalars hold the solver's `scalars`
+    /// slots: the solve's `b` and iterate allocated there.
+    pub fn on(
+        space: S,
+        n: usize,
+        options: SolverOptions,
+        scalars: u32,
+        breakdowns: Breakdowns,
+    ) -> Result<Self> {
+        let (b, x) = (space.zeros()?, space.zeros()?);
         let history = (scalars, 0);
-        Ok(Self {
-            op,
-            precond,
-            device,
-            options,
-            check_every: super::CHECK_EVERY,
-            b,
-            x,
-            breakdowns,
-            need,
-            history,
-        })
+        Ok(Self { space, options, check_every: super::CHECK_EVERY, b, x, n, breakdowns, history })
     }
 
     /// Makes room for a residual history of `capacity` entries (the start's residual, then one an
@@ -113,7 +171,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     /// ([`Error::TooLarge`]), before anything is allocated, and while the stream captures a graph.
     /// Graphs captured from this solver before it refer to the old state and must not be replayed.
     pub fn keep_history(&mut self, capacity: usize) -> Result<()> {
-        let (base, columns) = (self.history.0, self.device.columns());
+        let base = self.history.0;
         // The slots past the solver's own, as a `u32` count: past MAX_HISTORY refused first.
         let added = u32::try_from(capacity).ok().and_then(|c| base.checked_add(c).map(|s| (c, s)));
         let (capacity, scalars) = match added {
@@ -123,7 +181,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
                 return Err(Error::TooLarge { what: "the residual history", value: capacity, limit });
             }
         };
-        self.device = KrylovDevice::new(self.op.gpu(), self.n(), scalars, columns)?;
+        self.space.keep_scalars(scalars)?;
         self.history = (base, capacity);
         Ok(())
     }
@@ -139,8 +197,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
     /// most the capacity given to [`Core::keep_history`]; empty without one or before a start.
     /// Waits for the stream.
     pub fn residual_history(&self) -> Result<Vec<f64>> {
-        let gpu = self.op.gpu();
-        let state = self.device.snapshot(gpu)?.state;
+        let state = self.space.snapshot()?.state;
         let (base, capacity) = self.history;
         if capacity == 0 || state.status == KRYLOV_NOT_STARTED {
             return Ok(Vec::new());
@@ -148,36 +205,13 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         let recorded = (u64::from(state.done) + u64::from(state.iterations) + 1).min(u64::from(capacity));
         // At most `capacity`, a u32.
         #[allow(clippy::cast_possible_truncation)]
-        let squares = self.device.scalars(gpu, base, recorded as u32)?;
-        let bb = self.device.scalar(gpu, BB)?.to_f64();
+        let squares = self.space.scalars(base, recorded as u32)?;
+        let bb = self.space.scalar(BB)?.to_f64();
         Ok(squares.into_iter().map(|rr| relative_residual(rr.to_f64(), bb)).collect())
     }
 
-    /// The refusals every solver makes first, in its oracle's order: options out of their ranges,
-    /// an operator that is not square. Returns the order.
-    pub fn check(op: &A, options: &SolverOptions) -> Result<usize> {
-        options.check()?;
-        square_order(op.nrows(), op.ncols())
-    }
-
     pub fn n(&self) -> usize {
-        self.b.len()
-    }
-
-    /// The start every solver shares, before its own: the caller's checked `b` and `x` copied in,
-    /// and the state reset. Nothing is enqueued when a check fails.
-    pub fn begin<B, X>(&mut self, b: &B, x: &X) -> Result<()>
-    where
-        B: VectorRef<T> + ?Sized,
-        X: VectorRef<T> + ?Sized,
-    {
-        self.check_fresh()?;
-        let gpu = self.op.gpu();
-        gpu.check_operand("b", b, self.n())?;
-        self.check_x(x)?;
-        copy_in(gpu, "b", b, &mut self.b)?;
-        copy_in(gpu, "x", x, &mut self.x)?;
-        self.device.reset(gpu)
+        self.n
     }
 
     /// The ops that set the constant slots and `TOL`, once `BB` is summed, as the CPU oracles
@@ -193,40 +227,10 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
         ]
     }
 
-    /// The iterate out to the caller's `x`, after a batch.
-    pub fn finish_batch<X: VectorMut<T> + ?Sized>(&self, x: &mut X) -> Result<()> {
-        copy_out(self.op.gpu(), "x", &self.x, x)
-    }
-
-    /// Refuses a batch whose `x` is not the solve's (length and context), before enqueueing it.
-    pub fn check_x<X: VectorRef<T> + ?Sized>(&self, x: &X) -> Result<()> {
-        self.op.gpu().check_operand("x", x, self.n())
-    }
-
-    /// Refuses to run with a Jacobi diagonal older than the operator's values.
-    pub fn check_fresh(&self) -> Result<()> {
-        match &self.precond {
-            Precond::Jacobi(j) => {
-                j.check_fresh(self.op.values_generation(), "give the new one with set_diagonal")
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// The diagonal of the operator's current values for the built Jacobi preconditioner.
-    pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
-        let generation = self.op.values_generation();
-        match &mut self.precond {
-            Precond::Jacobi(j) => j.set(self.op.gpu(), diagonal, self.need, generation),
-            _ => Err(Error::Unsupported("a diagonal for a solver without the Jacobi preconditioner")),
-        }
-    }
-
     /// Where the solve stands (waits for the stream): `None` while it runs. `done` iterations
     /// before the state's last start count in the outcome too.
     pub fn outcome(&self, done: usize) -> Result<Option<Outcome>> {
-        let gpu = self.op.gpu();
-        let snap = self.device.snapshot(gpu)?;
+        let snap = self.space.snapshot()?;
         let iterations = done + snap.state.iterations as usize;
         let stop = match snap.state.status {
             KRYLOV_CONVERGED => Stop::Converged,
@@ -240,7 +244,7 @@ impl<'a, T: Scalar, A: Operator<T>> Core<'a, T, A> {
             KRYLOV_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call start")),
             _ => return Ok(None),
         };
-        let bb = self.device.scalar(gpu, BB)?.to_f64();
+        let bb = self.space.scalar(BB)?.to_f64();
         let relative_residual = relative_residual(snap.residual.to_f64(), bb);
         Ok(Some(Outcome { iterations, relative_residual, stop }))
     }

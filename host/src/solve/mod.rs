@@ -30,6 +30,7 @@ mod operator;
 mod pcg;
 mod pipelined_cg;
 mod program;
+mod space;
 
 pub use crate::iterative::{
     EigenBounds, MAX_CHEBYSHEV_DEGREE, MAX_HISTORY, MAX_POWER_STEPS, Outcome, Preconditioner, SolveError,
@@ -42,9 +43,14 @@ pub(crate) use cg::outcome_of;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
 pub use ilu::{Ic0, Ilu0};
+pub(crate) use krylov::Core;
 pub use operator::{Jacobi, Operator, Precondition};
 pub use pcg::Pcg;
+pub(crate) use pcg::PcgIn;
 pub use pipelined_cg::PipelinedCg;
+pub(crate) use pipelined_cg::PipelinedCgIn;
+pub(crate) use program::copy as copy_scalar;
+pub(crate) use space::Space;
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read
 /// waits for the GPU (one round trip, ~10-20 µs), so 32 iterations of even the smallest problem

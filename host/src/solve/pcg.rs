@@ -11,12 +11,13 @@
 //! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
 //! [`Chebyshev`](super::Chebyshev), a caller's own), which must be symmetric positive definite.
 
-use super::krylov::{Breakdowns, Core, Precond, PrecondSource, RUNNING, STARTING, preconditioned};
+use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING};
 use super::operator::{Operator, Precondition};
 use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, positive, start};
+use super::space::{OneGpu, Space};
 use super::{Outcome, SolverOptions};
 use crate::Result;
-use crate::device::{DeviceVector, VectorMut, VectorRef};
+use crate::device::{VectorMut, VectorRef};
 use crate::enqueue::krylov::{coef, constant};
 use crate::iterative::{NOT_SPD, why};
 use crate::reference::DiagonalNeed;
@@ -65,12 +66,19 @@ pub(super) const CG_BREAKDOWNS: Breakdowns = &[("rᵀr", why::NOT_FINITE), ("r�
 /// ```
 #[derive(Debug)]
 pub struct Pcg<'a, T: Scalar, A: Operator<T>> {
-    core: Core<'a, T, A>,
-    r: DeviceVector<T>,
-    p: DeviceVector<T>,
-    q: DeviceVector<T>,
+    cg: PcgIn<T, OneGpu<'a, T, A>>,
+}
+
+/// Preconditioned CG in any [`Space`]: the recurrence's vectors and state, and its launches, the
+/// one source of [`Pcg`] (one GPU) and of the distributed tier's solver (several).
+#[derive(Debug)]
+pub(crate) struct PcgIn<T: Scalar, S: Space<T>> {
+    pub core: Core<T, S>,
+    r: S::Vector,
+    p: S::Vector,
+    q: S::Vector,
     /// `M⁻¹ r`, with a preconditioner only.
-    z: Option<DeviceVector<T>>,
+    z: Option<S::Vector>,
 }
 
 impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
@@ -98,23 +106,18 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
         let core = Core::new(op, options, source, (SLOTS, 0), CG_BREAKDOWNS, DiagonalNeed::Positive)?;
-        let (gpu, n) = (core.op.gpu(), core.n());
-        let z = match core.precond {
-            Precond::None => None,
-            _ => Some(gpu.zeros(n)?),
-        };
-        Ok(Self { r: gpu.zeros(n)?, p: gpu.zeros(n)?, q: gpu.zeros(n)?, z, core })
+        Ok(Self { cg: PcgIn::new(core)? })
     }
 
     /// Iterations between two reads of the state in [`Pcg::solve`] (at least 1).
     pub fn set_check_every(&mut self, iterations: u32) {
-        self.core.check_every = iterations.max(1);
+        self.cg.core.check_every = iterations.max(1);
     }
 
     /// Gives a Jacobi solver the diagonal of the operator's current values, after an update of
     /// them (until then it refuses to start or iterate, with `Error::StaleValues`).
     pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
-        self.core.set_diagonal(diagonal)
+        self.cg.core.set_diagonal(diagonal)
     }
 
     /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: [`start`],
@@ -133,7 +136,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
     {
         self.start(b, x)?;
         loop {
-            self.iterate(x, self.core.check_every)?;
+            self.iterate(x, self.cg.core.check_every)?;
             if let Some(outcome) = self.outcome()? {
                 return Ok(outcome);
             }
@@ -147,16 +150,80 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.core.begin(b, x)?;
+        self.cg.core.begin(b, x)?;
+        self.cg.start()
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`Pcg::start`] began, then copies the iterate
+    /// to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.cg.core.check_x(x)?;
+        self.cg.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.cg.iteration()?;
+        }
+        self.cg.core.finish_batch(x)
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.cg.core.outcome(0)
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Pcg::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.cg.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Pcg::with_history`] (empty without one). The
+    /// recurrence's residuals, which CG's convergence test reads.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.cg.core.residual_history()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.cg.core.options
+    }
+}
+
+impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
+    /// The scalar slots of the solver's own, which a space's state must hold.
+    pub const SLOTS: u32 = SLOTS;
+
+    /// A solver of `n` unknowns in `space`, whose state holds [`Self::SLOTS`] scalars (the options
+    /// checked by the caller).
+    pub fn on(space: S, n: usize, options: SolverOptions) -> Result<Self> {
+        Self::new(Core::on(space, n, options, SLOTS, CG_BREAKDOWNS)?)
+    }
+
+    /// The recurrence's vectors, in the core's space.
+    pub fn new(core: Core<T, S>) -> Result<Self> {
+        let space = &core.space;
+        let z = if space.has_preconditioner() { Some(space.zeros()?) } else { None };
+        Ok(Self { r: space.zeros()?, p: space.zeros()?, q: space.zeros()?, z, core })
+    }
+
+    /// The start's launches, after the core's `b` and `x` were set and its state reset:
+    /// `r = b - A x`, `z = M⁻¹ r`, `p = z`, the sums and the first tests.
+    pub fn start(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
-        let (d, one, minus_one) = (&c.device, T::from_f64(1.0), T::from_f64(-1.0));
-        d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
-        c.op.apply(&c.x, &mut self.q)?;
-        d.axpy(gpu, STARTING, constant(minus_one), &self.q, &mut self.r)?;
-        let z = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
-        d.scale(gpu, STARTING, constant(one), Some(z), &mut self.p)?;
-        d.dots(gpu, STARTING, &[(&self.r, z, RZ), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        c.space.scale(STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.space.apply(&c.x, &mut self.q)?;
+        c.space.axpy(STARTING, constant(minus_one), &self.q, &mut self.r)?;
+        let z = c.space.preconditioned(&self.r, self.z.as_mut())?;
+        c.space.scale(STARTING, constant(one), Some(z), &mut self.p)?;
+        c.space.dots(STARTING, &[(&self.r, z, RZ), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
         let mut program = c.constants().to_vec();
         program.extend([
@@ -167,39 +234,22 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
             finite(RR, RR_TAG),
             limit(RR, Ends::Solve),
         ]);
-        d.program(gpu, STARTING, &program)
-    }
-
-    /// Enqueues `iterations` iterations on the solve [`Pcg::start`] began, then copies the iterate
-    /// to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
-    /// replayed. Iterations after the solve stopped change nothing.
-    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.core.check_x(x)?;
-        self.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.iteration()?;
-        }
-        self.core.finish_batch(x)
+        c.space.program(STARTING, &program)
     }
 
     /// One iteration's launches (see the module doc), in the oracle's order.
-    fn iteration(&mut self) -> Result<()> {
+    pub fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        c.op.apply(&self.p, &mut self.q)?;
-        c.device.dots(gpu, RUNNING, &[(&self.p, &self.q, PQ)])?;
-        c.device.program(
-            gpu,
-            RUNNING,
-            &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG), finite(ALPHA, PQ_TAG)],
-        )?;
-        c.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
-        let z = preconditioned(&mut c.precond, gpu, &self.r, self.z.as_mut())?;
-        c.device.dots(gpu, RUNNING, &[(&self.r, z, RZ_NEW), (&self.r, &self.r, RR)])?;
-        c.device.axpy(gpu, RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
-        c.device.program(
-            gpu,
+        c.space.apply(&self.p, &mut self.q)?;
+        c.space.dots(RUNNING, &[(&self.p, &self.q, PQ)])?;
+        c.space
+            .program(RUNNING, &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG), finite(ALPHA, PQ_TAG)])?;
+        c.space.axpy(RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
+        let z = c.space.preconditioned(&self.r, self.z.as_mut())?;
+        c.space.dots(RUNNING, &[(&self.r, z, RZ_NEW), (&self.r, &self.r, RR)])?;
+        c.space.axpy(RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
+        c.space.program(
             RUNNING,
             &[
                 div(RZ_NEW, RZ, BETA, KRYLOV_NO_TAG),
@@ -211,36 +261,7 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         )?;
         // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while `z` is finite; a
         // non-finite `z` makes `rᵀz` so, and the program below stops the solve before `p` is used.
-        c.device.p_update(gpu, RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)?;
-        c.device.program(gpu, RUNNING, &[positive(RZ, RZ_TAG), finite(RR, RR_TAG), limit(RR, Ends::Solve)])
-    }
-
-    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
-    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
-    pub fn outcome(&self) -> Result<Option<Outcome>> {
-        self.core.outcome(0)
-    }
-
-    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
-    /// start's first), for [`Pcg::residual_history`]: refused past
-    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
-    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
-    /// state: call it before capturing any of its work.
-    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
-        self.core.keep_history(capacity)?;
-        Ok(self)
-    }
-
-    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
-    /// iteration, at most the capacity given to [`Pcg::with_history`] (empty without one). The
-    /// recurrence's residuals, which CG's convergence test reads.
-    /// Waits for the stream.
-    pub fn residual_history(&self) -> Result<Vec<f64>> {
-        self.core.residual_history()
-    }
-
-    /// The options the solver was made with.
-    pub fn options(&self) -> &SolverOptions {
-        &self.core.options
+        c.space.p_update(RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)?;
+        c.space.program(RUNNING, &[positive(RZ, RZ_TAG), finite(RR, RR_TAG), limit(RR, Ends::Solve)])
     }
 }

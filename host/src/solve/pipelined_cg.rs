@@ -26,16 +26,17 @@
 //! every 10 to 100 iterations did not prevent it in a CPU experiment (`docs/PERF.md`, section 23).
 //! In f32, use [`Pcg`](super::Pcg).
 
-use super::krylov::{Core, Precond, PrecondSource, RUNNING, STARTING, precondition};
+use super::krylov::{Core, PrecondSource, RUNNING, STARTING};
 use super::operator::{Operator, Precondition};
 use super::pcg::{CG_BREAKDOWNS, PQ_TAG, RR_TAG, RZ_TAG};
 use super::program::{
     BB, Ends, FIRST_FREE, add_range, converged, copy, count, div, finite, limit, mul, positive, set, start,
 };
+use super::space::{OneGpu, Space};
 use super::{Outcome, SolverOptions};
 use crate::Result;
-use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef};
-use crate::enqueue::krylov::{KrylovDevice, coef, constant};
+use crate::device::{VectorMut, VectorRef};
+use crate::enqueue::krylov::{coef, constant};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::KRYLOV_NO_TAG;
@@ -56,20 +57,28 @@ const SLOTS: u32 = FIRST_FREE + 10;
 /// solves, allocated once. Made and run as [`Pcg`](super::Pcg) is.
 #[derive(Debug)]
 pub struct PipelinedCg<'a, T: Scalar, A: Operator<T>> {
-    core: Core<'a, T, A>,
-    r: DeviceVector<T>,
+    cg: PipelinedCgIn<T, OneGpu<'a, T, A>>,
+}
+
+/// Pipelined CG in any [`Space`]: the recurrence's vectors and state, and its launches, the one
+/// source of [`PipelinedCg`] (one GPU) and of the distributed tier's solver (several), where its one
+/// reduction an iteration is the point.
+#[derive(Debug)]
+pub(crate) struct PipelinedCgIn<T: Scalar, S: Space<T>> {
+    pub core: Core<T, S>,
+    r: S::Vector,
     /// `M⁻¹ r`.
-    u: DeviceVector<T>,
+    u: S::Vector,
     /// `A u`.
-    w: DeviceVector<T>,
+    w: S::Vector,
     /// `M⁻¹ w`.
-    m: DeviceVector<T>,
+    m: S::Vector,
     /// `A m`.
-    n: DeviceVector<T>,
-    z: DeviceVector<T>,
-    q: DeviceVector<T>,
-    s: DeviceVector<T>,
-    p: DeviceVector<T>,
+    n: S::Vector,
+    z: S::Vector,
+    q: S::Vector,
+    s: S::Vector,
+    p: S::Vector,
 }
 
 impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
@@ -90,29 +99,17 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
         let core = Core::new(op, options, source, (SLOTS, 0), CG_BREAKDOWNS, DiagonalNeed::Positive)?;
-        let (gpu, n) = (core.op.gpu(), core.n());
-        Ok(Self {
-            r: gpu.zeros(n)?,
-            u: gpu.zeros(n)?,
-            w: gpu.zeros(n)?,
-            m: gpu.zeros(n)?,
-            n: gpu.zeros(n)?,
-            z: gpu.zeros(n)?,
-            q: gpu.zeros(n)?,
-            s: gpu.zeros(n)?,
-            p: gpu.zeros(n)?,
-            core,
-        })
+        Ok(Self { cg: PipelinedCgIn::new(core)? })
     }
 
     /// Iterations between two reads of the state in [`PipelinedCg::solve`] (at least 1).
     pub fn set_check_every(&mut self, iterations: u32) {
-        self.core.check_every = iterations.max(1);
+        self.cg.core.check_every = iterations.max(1);
     }
 
     /// As [`Pcg::set_diagonal`](super::Pcg::set_diagonal).
     pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
-        self.core.set_diagonal(diagonal)
+        self.cg.core.set_diagonal(diagonal)
     }
 
     /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: as
@@ -124,7 +121,7 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
     {
         self.start(b, x)?;
         loop {
-            self.iterate(x, self.core.check_every)?;
+            self.iterate(x, self.cg.core.check_every)?;
             if let Some(outcome) = self.outcome()? {
                 return Ok(outcome);
             }
@@ -139,21 +136,89 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.core.begin(b, x)?;
+        self.cg.core.begin(b, x)?;
+        self.cg.start()
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`PipelinedCg::start`] began, then copies the
+    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.cg.core.check_x(x)?;
+        self.cg.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.cg.iteration()?;
+        }
+        self.cg.core.finish_batch(x)
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.cg.core.outcome(0)
+    }
+
+    /// As [`Pcg::with_history`](super::Pcg::with_history).
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.cg.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// As [`Pcg::residual_history`](super::Pcg::residual_history): the recurrence's residuals.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.cg.core.residual_history()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.cg.core.options
+    }
+}
+
+impl<T: Scalar, S: Space<T>> PipelinedCgIn<T, S> {
+    /// The scalar slots of the solver's own, which a space's state must hold.
+    pub const SLOTS: u32 = SLOTS;
+
+    /// A solver of `n` unknowns in `space`, whose state holds [`Self::SLOTS`] scalars (the options
+    /// checked by the caller).
+    pub fn on(space: S, n: usize, options: SolverOptions) -> Result<Self> {
+        Self::new(Core::on(space, n, options, SLOTS, CG_BREAKDOWNS)?)
+    }
+
+    /// The recurrence's vectors, in the core's space.
+    pub fn new(core: Core<T, S>) -> Result<Self> {
+        let space = &core.space;
+        Ok(Self {
+            r: space.zeros()?,
+            u: space.zeros()?,
+            w: space.zeros()?,
+            m: space.zeros()?,
+            n: space.zeros()?,
+            z: space.zeros()?,
+            q: space.zeros()?,
+            s: space.zeros()?,
+            p: space.zeros()?,
+            core,
+        })
+    }
+
+    /// The start's launches, after the core's `b` and `x` were set and its state reset:
+    /// `r = b - A x`, `u = M⁻¹ r`, `w = A u`, the recurrences' other vectors zeroed, the first
+    /// reduction and its tests.
+    pub fn start(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        c.device.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
-        c.op.apply(&c.x, &mut self.w)?;
-        c.device.axpy(gpu, STARTING, constant(minus_one), &self.w, &mut self.r)?;
-        apply_or_copy(&mut c.precond, &c.device, gpu, STARTING, &self.r, &mut self.u)?;
-        c.op.apply(&self.u, &mut self.w)?;
+        c.space.scale(STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.space.apply(&c.x, &mut self.w)?;
+        c.space.axpy(STARTING, constant(minus_one), &self.w, &mut self.r)?;
+        c.space.precondition_or_copy(STARTING, &self.r, &mut self.u)?;
+        c.space.apply(&self.u, &mut self.w)?;
         for v in [&mut self.z, &mut self.q, &mut self.s, &mut self.p] {
-            gpu.stream().memset_zeros(v.as_mut_slice())?;
+            c.space.zero(v)?;
         }
         let (r, u, w) = (&self.r, &self.u, &self.w);
-        c.device.dots(gpu, STARTING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
-        c.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
+        c.space.dots(STARTING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
+        c.space.dots(STARTING, &[(&c.b, &c.b, BB)])?;
         let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
         let infinity = T::from_f64(f64::INFINITY);
         let mut program = c.constants().to_vec();
@@ -168,32 +233,18 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
             finite(RR, RR_TAG),
             limit(RR, Ends::Solve),
         ]);
-        c.device.program(gpu, STARTING, &program)
-    }
-
-    /// Enqueues `iterations` iterations on the solve [`PipelinedCg::start`] began, then copies the
-    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
-    /// replayed. Iterations after the solve stopped change nothing.
-    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.core.check_x(x)?;
-        self.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.iteration()?;
-        }
-        self.core.finish_batch(x)
+        c.space.program(STARTING, &program)
     }
 
     /// One iteration's launches, in the oracle's order: `m`, `n`, the scalars, the eight updates,
     /// then the next reduction and its tests.
-    fn iteration(&mut self) -> Result<()> {
+    pub fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        apply_or_copy(&mut c.precond, &c.device, gpu, RUNNING, &self.w, &mut self.m)?;
-        c.op.apply(&self.m, &mut self.n)?;
+        c.space.precondition_or_copy(RUNNING, &self.w, &mut self.m)?;
+        c.space.apply(&self.m, &mut self.n)?;
         // β = γ / γ_prev, then δ - β γ / α_prev as δ + (-1)(β γ / α_prev), and α = γ / that.
-        c.device.program(
-            gpu,
+        c.space.program(
             RUNNING,
             &[
                 div(GAMMA, GAMMA_PREV, BETA, KRYLOV_NO_TAG),
@@ -212,65 +263,28 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         // `v = fma(β, fma(0, a, v), a) = β v + a` for z, q, s, p (as in `Pcg`, exact while `a` is
         // finite; a non-finite one stops the solve at the tests below before it is used).
         let beta = (coef(one, BETA), constant(T::ZERO));
-        let d = &c.device;
-        d.p_update(gpu, RUNNING, beta, &self.n, &self.n, &mut self.z)?;
-        d.p_update(gpu, RUNNING, beta, &self.m, &self.m, &mut self.q)?;
-        d.p_update(gpu, RUNNING, beta, &self.w, &self.w, &mut self.s)?;
-        d.p_update(gpu, RUNNING, beta, &self.u, &self.u, &mut self.p)?;
-        d.axpy(gpu, RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
-        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.s, &mut self.r)?;
-        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.u)?;
-        d.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.z, &mut self.w)?;
+        let d = &mut c.space;
+        d.p_update(RUNNING, beta, &self.n, &self.n, &mut self.z)?;
+        d.p_update(RUNNING, beta, &self.m, &self.m, &mut self.q)?;
+        d.p_update(RUNNING, beta, &self.w, &self.w, &mut self.s)?;
+        d.p_update(RUNNING, beta, &self.u, &self.u, &mut self.p)?;
+        d.axpy(RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
+        d.axpy(RUNNING, coef(minus_one, ALPHA), &self.s, &mut self.r)?;
+        d.axpy(RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.u)?;
+        d.axpy(RUNNING, coef(minus_one, ALPHA), &self.z, &mut self.w)?;
         let (r, u, w) = (&self.r, &self.u, &self.w);
-        d.dots(gpu, RUNNING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
-        d.program(
-            gpu,
+        d.dots(RUNNING, &[(r, u, GAMMA), (w, u, DELTA), (r, r, RR)])?;
+        let record = c.record(RR, 0);
+        c.space.program(
             RUNNING,
             &[
                 count(),
-                c.record(RR, 0),
+                record,
                 converged(RR, Ends::Solve),
                 positive(GAMMA, RZ_TAG),
                 finite(RR, RR_TAG),
                 limit(RR, Ends::Solve),
             ],
         )
-    }
-
-    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
-    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
-    pub fn outcome(&self) -> Result<Option<Outcome>> {
-        self.core.outcome(0)
-    }
-
-    /// As [`Pcg::with_history`](super::Pcg::with_history).
-    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
-        self.core.keep_history(capacity)?;
-        Ok(self)
-    }
-
-    /// As [`Pcg::residual_history`](super::Pcg::residual_history): the recurrence's residuals.
-    pub fn residual_history(&self) -> Result<Vec<f64>> {
-        self.core.residual_history()
-    }
-
-    /// The options the solver was made with.
-    pub fn options(&self) -> &SolverOptions {
-        &self.core.options
-    }
-}
-
-/// `out = M⁻¹ v`, or a copy of `v` without a preconditioner (the recurrence keeps both vectors).
-fn apply_or_copy<T: Scalar>(
-    precond: &mut Precond<'_, T>,
-    device: &KrylovDevice<T>,
-    gpu: &Gpu,
-    gate: u32,
-    v: &DeviceVector<T>,
-    out: &mut DeviceVector<T>,
-) -> Result<()> {
-    match precond {
-        Precond::None => device.scale(gpu, gate, constant(T::from_f64(1.0)), Some(v), out),
-        _ => precondition(precond, gpu, v, out),
     }
 }

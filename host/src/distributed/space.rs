@@ -1,0 +1,385 @@
+//! The solver tier's [`Space`] over the GPUs of a [`DistributedPlan`] ([`Parts`]), and the CGs
+//! written over it: [`DistributedPcg`] and [`DistributedPipelinedCg`] run the launches of
+//! `solve::Pcg` and `solve::PipelinedCg`, from the same source, on every GPU's rows.
+//!
+//! A vector is a part per GPU, distributed like the product's `y` (for a square matrix, also like
+//! its `x`). The vector ops and the scalar programs run on every GPU's own device state; a pass of
+//! dot products sums each GPU's rows into slots of its own past the solver's (the stage), all-reduces
+//! the stage over the GPUs with one NCCL call on the communicators' streams (a few elements: one
+//! all-reduce's latency), then copies the whole sums into the solver's slots by a scalar program,
+//! so every GPU's scalars are equal and every GPU's state takes the same path (each all-reduce
+//! gives every rank the same bits). The operator is the plan's product, whose exchange of ghost
+//! entries is its own; the preconditioner is Jacobi on each GPU's rows, or none.
+
+use super::product::DistributedPlan;
+use crate::device::DeviceVector;
+use crate::enqueue::krylov::{KrylovDevice, Snapshot, diag_scale};
+use crate::iterative::square_order;
+use crate::reference::{DiagonalNeed, inverse_diagonal};
+use crate::scalar::Scalar;
+use crate::solve::{Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, SolverOptions, Space, copy_scalar};
+use crate::{Error, Result};
+use cudarc::driver::{CudaEvent, CudaSlice};
+use cudarc::nccl::{ReduceOp, group_end, group_start};
+use kernels_gpu::abi::{Coef, KRYLOV_MAX_DOTS, ScalarOp};
+
+/// One GPU's device state of a solve, and the events that order its two streams around an
+/// all-reduce.
+#[derive(Debug)]
+struct MemberState<T> {
+    device: KrylovDevice<T>,
+    /// `1 / diagonal` of the GPU's rows, for Jacobi.
+    inv_diag: Option<CudaSlice<T>>,
+    summed: CudaEvent,
+    all_reduced: CudaEvent,
+}
+
+/// The GPUs of one [`DistributedPlan`] as a solver's [`Space`] (see the module doc). Every process
+/// of the ranks must make the same calls.
+#[derive(Debug)]
+pub(crate) struct Parts<'a, T: Scalar> {
+    plan: DistributedPlan<'a, T>,
+    members: Vec<MemberState<T>>,
+    /// The first of the [`KRYLOV_MAX_DOTS`] slots, past the solver's own, where a pass leaves a
+    /// GPU's sums for the all-reduce.
+    stage: u32,
+}
+
+impl<'a, T: Scalar> Parts<'a, T> {
+    /// The space of a solver with `scalars` slots of its own on the plan's GPUs, with the Jacobi
+    /// preconditioner of `diagonal` (the whole `A`'s, checked positive) where the options ask for it.
+    /// Refused as `solve::Pcg::new` refuses. Returns the solve's length too.
+    fn new(
+        plan: DistributedPlan<'a, T>,
+        options: &SolverOptions,
+        diagonal: Option<&[T]>,
+        scalars: u32,
+    ) -> Result<(Self, usize)> {
+        options.check()?;
+        let matrix = plan.matrix();
+        let n = square_order(matrix.nrows(), matrix.ncols())?;
+        let inverse = match options.preconditioner {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => {
+                let diagonal = diagonal.unwrap_or_default();
+                if diagonal.len() != n {
+                    let got = diagonal.len();
+                    return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got });
+                }
+                Some(inverse_diagonal(diagonal, DiagonalNeed::Positive)?)
+            }
+        };
+        let mut members = Vec::new();
+        for (i, member) in plan.ranks().members().iter().enumerate() {
+            let gpu = member.gpu();
+            let rows = matrix.rows(i);
+            members.push(MemberState {
+                device: KrylovDevice::new(gpu, rows.len(), scalars + KRYLOV_MAX_DOTS, 0)?,
+                inv_diag: inverse.as_ref().map(|d| gpu.upload(&d[rows])).transpose()?,
+                summed: gpu.context().new_event(None)?,
+                all_reduced: gpu.context().new_event(None)?,
+            });
+        }
+        Ok((Self { plan, members, stage: scalars }, n))
+    }
+
+    /// Each member's GPU with its state and its parts of the vectors.
+    fn each(
+        &self,
+        mut f: impl FnMut(usize, &crate::device::Gpu, &MemberState<T>) -> Result<()>,
+    ) -> Result<()> {
+        for (i, (member, m)) in self.plan.ranks().members().iter().zip(&self.members).enumerate() {
+            f(i, member.gpu(), m)?;
+        }
+        Ok(())
+    }
+
+    /// The stage's first `count` slots of every GPU, all-reduced in place, in order with both
+    /// streams: the communicator's stream waits for the pass that left them, the `Gpu`'s stream for
+    /// the all-reduce (as `DistributedCg`'s).
+    fn all_reduce(&mut self, count: u32) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for (member, m) in members.iter().zip(&self.members) {
+            m.summed.record(member.gpu().stream())?;
+            member.comm_stream().wait(&m.summed)?;
+        }
+        group_start().map_err(Error::nccl("ncclGroupStart"))?;
+        let mut result = Ok(());
+        for (member, m) in members.iter().zip(&mut self.members) {
+            let reduced = m.device.slots_mut(self.stage, count).and_then(|mut stage| {
+                member
+                    .comm()
+                    .all_reduce_in_place(&mut stage, &ReduceOp::Sum)
+                    .map_err(Error::nccl("ncclAllReduce"))
+            });
+            if let Err(e) = reduced {
+                result = Err(e);
+                break;
+            }
+        }
+        // The group is closed whatever happened inside it, so that NCCL is usable after an error.
+        let end = group_end().map_err(Error::nccl("ncclGroupEnd"));
+        result.and(end.map(drop))?;
+        for (member, m) in members.iter().zip(&self.members) {
+            m.all_reduced.record(&member.comm_stream())?;
+            member.gpu().stream().wait(&m.all_reduced)?;
+        }
+        Ok(())
+    }
+
+    /// The first GPU's state, which every GPU's equals.
+    fn first(&self) -> Result<(&crate::device::Gpu, &KrylovDevice<T>)> {
+        match (self.plan.ranks().members().first(), self.members.first()) {
+            (Some(member), Some(m)) => Ok((member.gpu(), &m.device)),
+            _ => Err(Error::Unsupported("the solver has no GPU in this process")),
+        }
+    }
+
+    /// Refuses parts that are not the solve's (one per GPU, each of its rows and context).
+    fn check(&self, what: &[DeviceVector<T>], like: &[DeviceVector<T>]) -> Result<()> {
+        self.plan.check(what, like)
+    }
+}
+
+impl<T: Scalar> Space<T> for Parts<'_, T> {
+    type Vector = Vec<DeviceVector<T>>;
+
+    fn zeros(&self) -> Result<Self::Vector> {
+        let matrix = self.plan.matrix();
+        let members = self.plan.ranks().members();
+        members.iter().enumerate().map(|(i, member)| member.gpu().zeros(matrix.rows(i).len())).collect()
+    }
+
+    fn zero(&self, v: &mut Self::Vector) -> Result<()> {
+        for (member, v) in self.plan.ranks().members().iter().zip(v) {
+            member.gpu().stream().memset_zeros(v.as_mut_slice())?;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, x: &Self::Vector, y: &mut Self::Vector) -> Result<()> {
+        self.plan.spmv(T::from_f64(1.0), x, T::ZERO, y)
+    }
+
+    fn has_preconditioner(&self) -> bool {
+        self.members.first().is_some_and(|m| m.inv_diag.is_some())
+    }
+
+    fn precondition(&mut self, r: &Self::Vector, z: &mut Self::Vector) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for (((member, m), r), z) in members.iter().zip(&self.members).zip(r).zip(z.iter_mut()) {
+            if let Some(d) = &m.inv_diag {
+                diag_scale(member.gpu(), d, r, z)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn scale(&self, gate: u32, a: Coef<T>, x: Option<&Self::Vector>, out: &mut Self::Vector) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for (i, ((member, m), out)) in members.iter().zip(&self.members).zip(out.iter_mut()).enumerate() {
+            m.device.scale(member.gpu(), gate, a, x.map(|x| &x[i]), out)?;
+        }
+        Ok(())
+    }
+
+    fn axpy(&self, gate: u32, a: Coef<T>, x: &Self::Vector, y: &mut Self::Vector) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for (((member, m), x), y) in members.iter().zip(&self.members).zip(x).zip(y.iter_mut()) {
+            m.device.axpy(member.gpu(), gate, a, x, y)?;
+        }
+        Ok(())
+    }
+
+    fn p_update(
+        &self,
+        gate: u32,
+        ab: (Coef<T>, Coef<T>),
+        v: &Self::Vector,
+        r: &Self::Vector,
+        p: &mut Self::Vector,
+    ) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for ((((member, m), v), r), p) in members.iter().zip(&self.members).zip(v).zip(r).zip(p.iter_mut()) {
+            m.device.p_update(member.gpu(), gate, ab, v, r, p)?;
+        }
+        Ok(())
+    }
+
+    fn dots(&mut self, gate: u32, pairs: &[(&Self::Vector, &Self::Vector, u32)]) -> Result<()> {
+        if pairs.is_empty() || pairs.len() > KRYLOV_MAX_DOTS as usize {
+            return Err(Error::InvalidKernel(format!("{} dot products in one pass", pairs.len())));
+        }
+        let stage = self.stage;
+        self.each(|i, gpu, m| {
+            let staged: Vec<_> = (0..).zip(pairs).map(|(k, &(x, y, _))| (&x[i], &y[i], stage + k)).collect();
+            m.device.dots(gpu, gate, &staged)
+        })?;
+        #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_DOTS, checked above
+        self.all_reduce(pairs.len() as u32)?;
+        let copies: Vec<_> =
+            (0..).zip(pairs).map(|(k, &(_, _, slot))| copy_scalar(stage + k, slot)).collect();
+        self.program(gate, &copies)
+    }
+
+    fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
+        self.each(|_, gpu, m| m.device.program(gpu, gate, ops))
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        let members = self.plan.ranks().members();
+        for (member, m) in members.iter().zip(&mut self.members) {
+            m.device.reset(member.gpu())?;
+        }
+        Ok(())
+    }
+
+    fn keep_scalars(&mut self, scalars: u32) -> Result<()> {
+        let matrix = self.plan.matrix();
+        let members = self.plan.ranks().members();
+        let slots =
+            scalars.checked_add(KRYLOV_MAX_DOTS).ok_or(Error::InvalidKernel("scalar slots".into()))?;
+        for (i, (member, m)) in members.iter().zip(&mut self.members).enumerate() {
+            m.device = KrylovDevice::new(member.gpu(), matrix.rows(i).len(), slots, 0)?;
+        }
+        self.stage = scalars;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Result<Snapshot<T>> {
+        let (gpu, device) = self.first()?;
+        device.snapshot(gpu)
+    }
+
+    fn scalar(&self, slot: u32) -> Result<T> {
+        let (gpu, device) = self.first()?;
+        device.scalar(gpu, slot)
+    }
+
+    fn scalars(&self, first: u32, len: u32) -> Result<Vec<T>> {
+        let (gpu, device) = self.first()?;
+        device.scalars(gpu, first, len)
+    }
+}
+
+/// The start every distributed solver shares before its own launches: the caller's checked parts of
+/// `b` and `x` copied into the solve's, and every GPU's state reset. Nothing is enqueued when a check
+/// fails.
+fn begin<T: Scalar>(
+    core: &mut Core<T, Parts<'_, T>>,
+    b: &[DeviceVector<T>],
+    x: &[DeviceVector<T>],
+) -> Result<()> {
+    core.space.check(b, &core.b)?;
+    core.space.check(x, &core.x)?;
+    let members = core.space.plan.ranks().members();
+    for (((member, b), x), (own_b, own_x)) in
+        members.iter().zip(b).zip(x).zip(core.b.iter_mut().zip(&mut core.x))
+    {
+        let stream = member.gpu().stream();
+        stream.memcpy_dtod(b.as_slice(), own_b.as_mut_slice())?;
+        stream.memcpy_dtod(x.as_slice(), own_x.as_mut_slice())?;
+    }
+    core.space.reset()
+}
+
+/// The iterate out to the caller's parts of `x`, after a batch.
+fn finish_batch<T: Scalar>(core: &Core<T, Parts<'_, T>>, x: &mut [DeviceVector<T>]) -> Result<()> {
+    for ((member, own), x) in core.space.plan.ranks().members().iter().zip(&core.x).zip(x) {
+        member.gpu().stream().memcpy_dtod(own.as_slice(), x.as_mut_slice())?;
+    }
+    Ok(())
+}
+
+/// The public face of a CG written over [`Space`], on [`Parts`]: the same methods for both CGs.
+macro_rules! distributed_cg {
+    ($(#[$doc:meta])* $name:ident, $inner:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<'a, T: Scalar> {
+            cg: $inner<T, Parts<'a, T>>,
+        }
+
+        impl<'a, T: Scalar> $name<'a, T> {
+            /// A solver for the plan's square matrix. `diagonal`, the diagonal of the whole `A`, is
+            /// needed for [`Preconditioner::Jacobi`] and ignored otherwise. Refused as the one-GPU
+            /// solver refuses.
+            pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
+                let (space, n) = Parts::new(plan, &options, diagonal, $inner::<T, Parts<'a, T>>::SLOTS)?;
+                Ok(Self { cg: $inner::on(space, n, options)? })
+            }
+
+            /// Iterations between two reads of the state in `solve` (at least 1).
+            pub fn set_check_every(&mut self, iterations: u32) {
+                self.cg.core.check_every = iterations.max(1);
+            }
+
+            /// Solves `A x = b` from the initial guess in `x` (each the process's parts, as the
+            /// plan's product takes them), leaving the last iterate there: `start`, then `iterate`
+            /// in batches until `outcome` says it has stopped.
+            pub fn solve(&mut self, b: &[DeviceVector<T>], x: &mut [DeviceVector<T>]) -> Result<Outcome> {
+                self.start(b, x)?;
+                loop {
+                    self.iterate(x, self.cg.core.check_every)?;
+                    if let Some(outcome) = self.outcome()? {
+                        return Ok(outcome);
+                    }
+                }
+            }
+
+            /// Enqueues the start of a solve on every GPU. Checks `b` and `x` first: on error
+            /// nothing is enqueued.
+            pub fn start(&mut self, b: &[DeviceVector<T>], x: &[DeviceVector<T>]) -> Result<()> {
+                begin(&mut self.cg.core, b, x)?;
+                self.cg.start()
+            }
+
+            /// Enqueues `iterations` iterations on the solve `start` began, then copies the iterate
+            /// to `x`. Allocates nothing, waits for nothing; iterations after the solve stopped
+            /// change nothing.
+            pub fn iterate(&mut self, x: &mut [DeviceVector<T>], iterations: u32) -> Result<()> {
+                self.cg.core.space.check(x, &self.cg.core.x)?;
+                for _ in 0..iterations {
+                    self.cg.iteration()?;
+                }
+                finish_batch(&self.cg.core, x)
+            }
+
+            /// Where the solve stands, read from the process's first GPU (waits for its stream;
+            /// every GPU holds the same state): `None` while it runs.
+            pub fn outcome(&self) -> Result<Option<Outcome>> {
+                self.cg.core.outcome(0)
+            }
+
+            /// Keeps the residual of each iteration, as the one-GPU solver's `with_history`.
+            pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+                self.cg.core.keep_history(capacity)?;
+                Ok(self)
+            }
+
+            /// The relative residuals of the last solve, as the one-GPU solver's.
+            pub fn residual_history(&self) -> Result<Vec<f64>> {
+                self.cg.core.residual_history()
+            }
+
+            /// The options the solver was made with.
+            pub fn options(&self) -> &SolverOptions {
+                &self.cg.core.options
+            }
+        }
+    };
+}
+
+distributed_cg!(
+    /// Preconditioned CG over the GPUs of one distributed plan: `solve::Pcg`'s launches on every
+    /// GPU's rows, two all-reduces an iteration (see the module doc). NOT yet run on a GPU.
+    DistributedPcg,
+    PcgIn
+);
+
+distributed_cg!(
+    /// Pipelined CG over the GPUs of one distributed plan: `solve::PipelinedCg`'s launches on every
+    /// GPU's rows, one all-reduce an iteration (see the module doc). NOT yet run on a GPU.
+    DistributedPipelinedCg,
+    PipelinedCgIn
+);

@@ -1,0 +1,188 @@
+//! The seam between a Krylov solver's recurrence and where its vectors live ([`Space`]): the
+//! solvers written over it (`pcg.rs`, `pipelined_cg.rs`) are one source for one GPU ([`OneGpu`],
+//! here) and for several (the distributed tier's space, over a `DistributedPlan`), which differ only
+//! in how a dot product's sums reduce and how the operator reaches the other GPUs' entries.
+
+use super::krylov::{Precond, precondition};
+use super::operator::Operator;
+use crate::Result;
+use crate::device::DeviceVector;
+use crate::enqueue::krylov::{KrylovDevice, Snapshot, constant};
+use crate::reference::DiagonalNeed;
+use crate::scalar::Scalar;
+use kernels_gpu::abi::{Coef, ScalarOp};
+
+/// Where a solve's vectors live, with the device state of its scalars: what a Krylov recurrence
+/// asks of them, and nothing of how they are laid out.
+///
+/// Every method enqueues on the space's streams and neither allocates nor waits for the host, but
+/// for [`Space::zeros`], [`Space::keep_scalars`] and the reads ([`Space::snapshot`],
+/// [`Space::scalar`], [`Space::scalars`]), so that a batch of iterations can be captured. A gated
+/// op (the `gate` of `enqueue/krylov.rs`) runs only while the solve's status is in its gate; the
+/// status changes only in [`Space::program`], whose inputs are the same wherever it runs, so every
+/// copy of the state (one per GPU) takes the same path.
+pub(crate) trait Space<T: Scalar> {
+    /// A vector of the solve's length: one `DeviceVector` on one GPU, a part per GPU on several.
+    type Vector: std::fmt::Debug;
+
+    /// A zeroed vector of the solve's length.
+    fn zeros(&self) -> Result<Self::Vector>;
+    /// Enqueues `v = 0`, ungated.
+    fn zero(&self, v: &mut Self::Vector) -> Result<()>;
+
+    /// Enqueues `y = A x` with the solve's operator, ungated.
+    fn apply(&mut self, x: &Self::Vector, y: &mut Self::Vector) -> Result<()>;
+    /// Whether the solve has a preconditioner (without one, `M⁻¹` is the identity and a solver
+    /// uses `r` itself, or copies it where its recurrence keeps both).
+    fn has_preconditioner(&self) -> bool;
+    /// Enqueues `z = M⁻¹ r`, ungated; nothing without a preconditioner.
+    fn precondition(&mut self, r: &Self::Vector, z: &mut Self::Vector) -> Result<()>;
+
+    /// `out = a * x`; `x` may be `out` (`None`).
+    fn scale(&self, gate: u32, a: Coef<T>, x: Option<&Self::Vector>, out: &mut Self::Vector) -> Result<()>;
+    /// `y = fma(a, x, y)`.
+    fn axpy(&self, gate: u32, a: Coef<T>, x: &Self::Vector, y: &mut Self::Vector) -> Result<()>;
+    /// `p = fma(a, fma(b, v, p), r)`.
+    fn p_update(
+        &self,
+        gate: u32,
+        ab: (Coef<T>, Coef<T>),
+        v: &Self::Vector,
+        r: &Self::Vector,
+        p: &mut Self::Vector,
+    ) -> Result<()>;
+    /// `scalars[slot] = xᵀy` for each `(x, y, slot)`, in one pass: on several GPUs, every GPU's
+    /// sums of its rows, then one reduction over the GPUs, so that every copy of the scalars holds
+    /// the whole sums before the next [`Space::program`] reads them.
+    fn dots(&mut self, gate: u32, pairs: &[(&Self::Vector, &Self::Vector, u32)]) -> Result<()>;
+    /// Enqueues a scalar program on every copy of the scalars.
+    fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()>;
+
+    /// Enqueues the reset of the state to not started, before a solve's start program.
+    fn reset(&mut self) -> Result<()>;
+    /// Replaces the state by one of `scalars` slots (a residual history's room), zeroed.
+    fn keep_scalars(&mut self, scalars: u32) -> Result<()>;
+    /// Reads the state and the scalars an outcome needs; waits for the stream.
+    fn snapshot(&self) -> Result<Snapshot<T>>;
+    /// Reads scalar `slot`; waits for the stream.
+    fn scalar(&self, slot: u32) -> Result<T>;
+    /// Reads `len` scalars from `first`; waits for the stream.
+    fn scalars(&self, first: u32, len: u32) -> Result<Vec<T>>;
+
+    /// `M⁻¹ v` into `out`, which a solver holds exactly when the space has a preconditioner; without
+    /// one, `v` itself. The vector the recurrence goes on with.
+    fn preconditioned<'v>(
+        &mut self,
+        v: &'v Self::Vector,
+        out: Option<&'v mut Self::Vector>,
+    ) -> Result<&'v Self::Vector> {
+        match out {
+            Some(out) => {
+                self.precondition(v, out)?;
+                Ok(out)
+            }
+            None => Ok(v),
+        }
+    }
+
+    /// `out = M⁻¹ v`, or a copy of `v` (a gated `scale` by one) without a preconditioner, for a
+    /// recurrence that keeps both vectors.
+    fn precondition_or_copy(&mut self, gate: u32, v: &Self::Vector, out: &mut Self::Vector) -> Result<()> {
+        if self.has_preconditioner() {
+            self.precondition(v, out)
+        } else {
+            self.scale(gate, constant(T::from_f64(1.0)), Some(v), out)
+        }
+    }
+}
+
+/// One GPU: the operator's, with the solve's preconditioner and device state
+/// (`enqueue/krylov.rs`'s `KrylovDevice`, whose launches each method is).
+#[derive(Debug)]
+pub(crate) struct OneGpu<'a, T: Scalar, A: Operator<T>> {
+    pub op: A,
+    pub precond: Precond<'a, T>,
+    pub device: KrylovDevice<T>,
+    /// The solve's length.
+    pub n: usize,
+    /// What the recurrence needs of a Jacobi diagonal: CG a positive one, the others a non-zero one.
+    pub need: DiagonalNeed,
+}
+
+impl<T: Scalar, A: Operator<T>> Space<T> for OneGpu<'_, T, A> {
+    type Vector = DeviceVector<T>;
+
+    fn zeros(&self) -> Result<DeviceVector<T>> {
+        self.op.gpu().zeros(self.n)
+    }
+
+    fn zero(&self, v: &mut DeviceVector<T>) -> Result<()> {
+        Ok(self.op.gpu().stream().memset_zeros(v.as_mut_slice())?)
+    }
+
+    fn apply(&mut self, x: &DeviceVector<T>, y: &mut DeviceVector<T>) -> Result<()> {
+        self.op.apply(x, y)
+    }
+
+    fn has_preconditioner(&self) -> bool {
+        !matches!(self.precond, Precond::None)
+    }
+
+    fn precondition(&mut self, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
+        precondition(&mut self.precond, self.op.gpu(), r, z)
+    }
+
+    fn scale(
+        &self,
+        gate: u32,
+        a: Coef<T>,
+        x: Option<&DeviceVector<T>>,
+        out: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        self.device.scale(self.op.gpu(), gate, a, x, out)
+    }
+
+    fn axpy(&self, gate: u32, a: Coef<T>, x: &DeviceVector<T>, y: &mut DeviceVector<T>) -> Result<()> {
+        self.device.axpy(self.op.gpu(), gate, a, x, y)
+    }
+
+    fn p_update(
+        &self,
+        gate: u32,
+        ab: (Coef<T>, Coef<T>),
+        v: &DeviceVector<T>,
+        r: &DeviceVector<T>,
+        p: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        self.device.p_update(self.op.gpu(), gate, ab, v, r, p)
+    }
+
+    fn dots(&mut self, gate: u32, pairs: &[(&DeviceVector<T>, &DeviceVector<T>, u32)]) -> Result<()> {
+        self.device.dots(self.op.gpu(), gate, pairs)
+    }
+
+    fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
+        self.device.program(self.op.gpu(), gate, ops)
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        self.device.reset(self.op.gpu())
+    }
+
+    fn keep_scalars(&mut self, scalars: u32) -> Result<()> {
+        self.device = KrylovDevice::new(self.op.gpu(), self.n, scalars, self.device.columns())?;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Result<Snapshot<T>> {
+        self.device.snapshot(self.op.gpu())
+    }
+
+    fn scalar(&self, slot: u32) -> Result<T> {
+        self.device.scalar(self.op.gpu(), slot)
+    }
+
+    fn scalars(&self, first: u32, len: u32) -> Result<Vec<T>> {
+        self.device.scalars(self.op.gpu(), first, len)
+    }
+}
