@@ -15,7 +15,10 @@
 //! whose events could time it.
 
 use anyhow::{Context, Result, bail};
-use gpu_spmv::distributed::{DistributedCg, DistributedCsr, DistributedPlan, Exchange, Ranks, UniqueId};
+use gpu_spmv::distributed::{
+    DistributedCg, DistributedCsr, DistributedPcg, DistributedPipelinedCg, DistributedPlan, Exchange, Ranks,
+    UniqueId,
+};
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
@@ -150,6 +153,16 @@ pub struct MatrixRecord {
     pub exchange_hidden_peer: Option<f64>,
     pub cg_iteration_us_peer: Option<f64>,
     pub cg_speedup_peer: Option<f64>,
+    /// A Jacobi-PCG and a Jacobi-pipelined-CG iteration of the solver tier over the distributed
+    /// space (`DistributedPcg`, `DistributedPipelinedCg`), NCCL route, one process, and the
+    /// pipelined one with one process per GPU; the `cg_iteration_*` fields are the twin
+    /// `DistributedCg`'s.
+    #[serde(default)]
+    pub pcg_iteration_us: Option<f64>,
+    #[serde(default)]
+    pub pipelined_iteration_us: Option<f64>,
+    #[serde(default)]
+    pub pipelined_iteration_us_process_per_gpu: Option<f64>,
     /// The product replayed from one graph over the GPUs (`DistributedPlan::capture`), one process,
     /// by the NCCL and the peer route.
     pub product_us_graph: Option<f64>,
@@ -172,6 +185,7 @@ pub struct MultiGpuResults {
 struct RankTimes {
     product_us: Vec<f64>,
     cg_iteration_us: Vec<Option<f64>>,
+    pipelined_iteration_us: Vec<Option<f64>>,
 }
 
 /// The median over [`SAMPLES`] of the time per call of `call` (µs), `sync` waiting for every GPU
@@ -238,18 +252,46 @@ fn endless() -> SolverOptions {
     SolverOptions { rel_tol: 0.0, max_iterations: u32::MAX as usize, preconditioner: Preconditioner::Jacobi }
 }
 
-/// The time of a distributed Jacobi-CG iteration (µs), its ghosts by `exchange`.
+/// Which distributed CG [`time_distributed_cg`] times.
+#[derive(Debug, Clone, Copy)]
+enum DistributedSolver {
+    /// `DistributedCg`, the twin of the one-GPU fused CG.
+    Twin,
+    /// `DistributedPcg`: the solver tier's PCG over the distributed space.
+    Pcg,
+    /// `DistributedPipelinedCg`: one all-reduce an iteration.
+    Pipelined,
+}
+
+/// The time of a distributed Jacobi-CG iteration (µs) of `solver`, its ghosts by `exchange`.
 fn time_distributed_cg(
     ranks: &Ranks,
     d: &DistributedCsr<f64>,
     diagonal: &[f64],
     exchange: Exchange,
+    solver: DistributedSolver,
 ) -> Result<f64> {
-    let mut cg = DistributedCg::new(d.plan_with(ranks, Kernel::Auto, exchange)?, endless(), Some(diagonal))?;
+    let plan = d.plan_with(ranks, Kernel::Auto, exchange)?;
     let b = scatter(ranks, &vec![1.0; d.nrows()], |i| d.rows(i))?;
     let mut x = scatter(ranks, &vec![0.0; d.nrows()], |i| d.rows(i))?;
-    cg.start(&b, &mut x)?;
-    time_us(|| Ok(cg.iterate(&mut x, 1)?), || sync_all(ranks))
+    let sync = || sync_all(ranks);
+    match solver {
+        DistributedSolver::Twin => {
+            let mut cg = DistributedCg::new(plan, endless(), Some(diagonal))?;
+            cg.start(&b, &mut x)?;
+            time_us(|| Ok(cg.iterate(&mut x, 1)?), sync)
+        }
+        DistributedSolver::Pcg => {
+            let mut cg = DistributedPcg::new(plan, endless(), Some(diagonal))?;
+            cg.start(&b, &x)?;
+            time_us(|| Ok(cg.iterate(&mut x, 1)?), sync)
+        }
+        DistributedSolver::Pipelined => {
+            let mut cg = DistributedPipelinedCg::new(plan, endless(), Some(diagonal))?;
+            cg.start(&b, &x)?;
+            time_us(|| Ok(cg.iterate(&mut x, 1)?), sync)
+        }
+    }
 }
 
 /// The predicted speedup on the partition `d` describes (all parts, computed on the host): one GPU
@@ -328,11 +370,21 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         if m.spd {
             let diagonal = a.diagonal();
             let single = time_one_gpu_cg(one, a, &diagonal)?;
-            let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl)?;
+            let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl, DistributedSolver::Twin)?;
             (r.cg_iteration_us_one_gpu, r.cg_iteration_us, r.cg_speedup) =
                 (Some(single), Some(many), Some(single / many));
+            r.pcg_iteration_us =
+                Some(time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl, DistributedSolver::Pcg)?);
+            r.pipelined_iteration_us = Some(time_distributed_cg(
+                &ranks,
+                &d,
+                &diagonal,
+                Exchange::Nccl,
+                DistributedSolver::Pipelined,
+            )?);
             if peer.is_some() {
-                let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Peer)?;
+                let many =
+                    time_distributed_cg(&ranks, &d, &diagonal, Exchange::Peer, DistributedSolver::Twin)?;
                 (r.cg_iteration_us_peer, r.cg_speedup_peer) = (Some(many), Some(single / many));
             }
         }
@@ -359,6 +411,10 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         r.speedup_process_per_gpu = Some(r.product_us_one_gpu / product);
         r.cg_iteration_us_process_per_gpu =
             per_rank.iter().map(|t| t.cg_iteration_us[k]).try_fold(0.0, |m: f64, t| t.map(|t| m.max(t)));
+        r.pipelined_iteration_us_process_per_gpu = per_rank
+            .iter()
+            .map(|t| t.pipelined_iteration_us[k])
+            .try_fold(0.0, |m: f64, t| t.map(|t| m.max(t)));
     }
     let results = MultiGpuResults {
         git_commit,
@@ -438,18 +494,23 @@ fn rank_file(dir: &Path, rank: usize) -> PathBuf {
 fn run_rank(rank: usize, gpus: usize, only: &[String], dir: &Path) -> Result<()> {
     let id = UniqueId::from_bytes(&std::fs::read(std::env::var(ID_FILE).context(ID_FILE)?)?)?;
     let ranks = Ranks::one_of(rank, rank, gpus, &id)?;
-    let mut times = RankTimes { product_us: Vec::new(), cg_iteration_us: Vec::new() };
+    let mut times =
+        RankTimes { product_us: Vec::new(), cg_iteration_us: Vec::new(), pipelined_iteration_us: Vec::new() };
     for m in matrices(only) {
         let a = CsrRef::from(&m.a);
         let d = DistributedCsr::upload(&ranks, a)?;
         let mut plan = d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl)?;
         times.product_us.push(time_distributed(&ranks, &d, &mut plan)?.product);
         drop(plan);
-        times.cg_iteration_us.push(if m.spd {
-            Some(time_distributed_cg(&ranks, &d, &a.diagonal(), Exchange::Nccl)?)
-        } else {
-            None
-        });
+        let cg = |solver| -> Result<Option<f64>> {
+            Ok(if m.spd {
+                Some(time_distributed_cg(&ranks, &d, &a.diagonal(), Exchange::Nccl, solver)?)
+            } else {
+                None
+            })
+        };
+        times.cg_iteration_us.push(cg(DistributedSolver::Twin)?);
+        times.pipelined_iteration_us.push(cg(DistributedSolver::Pipelined)?);
     }
     std::fs::write(rank_file(dir, rank), serde_json::to_string(&times)?)?;
     Ok(())
@@ -531,6 +592,19 @@ fn report(r: &MultiGpuResults) -> String {
             opt(m.cg_iteration_us_peer, 1),
             opt(m.cg_speedup_peer, 2),
             opt(m.cg_iteration_us_process_per_gpu, 1)
+        );
+    }
+    s += "\nThe solver tier's CGs over the distributed space, NCCL route (µs an iteration; the twin above \
+         and PCG all-reduce twice an iteration, pipelined CG once):\n\n\
+         | matrix | twin `DistributedCg` | `DistributedPcg` | `DistributedPipelinedCg` | pipelined, 1 process/GPU |\n|---|---|---|---|---|\n";
+    for m in r.matrices.iter().filter(|m| m.cg_iteration_us.is_some()) {
+        s += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            m.name,
+            opt(m.cg_iteration_us, 1),
+            opt(m.pcg_iteration_us, 1),
+            opt(m.pipelined_iteration_us, 1),
+            opt(m.pipelined_iteration_us_process_per_gpu, 1)
         );
     }
     s

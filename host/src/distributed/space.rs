@@ -372,14 +372,14 @@ macro_rules! distributed_cg {
 
 distributed_cg!(
     /// Preconditioned CG over the GPUs of one distributed plan: `solve::Pcg`'s launches on every
-    /// GPU's rows, two all-reduces an iteration (see the module doc). NOT yet run on a GPU.
+    /// GPU's rows, two all-reduces an iteration (see the module doc).
     DistributedPcg,
     PcgIn
 );
 
 distributed_cg!(
     /// Pipelined CG over the GPUs of one distributed plan: `solve::PipelinedCg`'s launches on every
-    /// GPU's rows, one all-reduce an iteration (see the module doc). NOT yet run on a GPU.
+    /// GPU's rows, one all-reduce an iteration (see the module doc).
     DistributedPipelinedCg,
     PipelinedCgIn
 );
