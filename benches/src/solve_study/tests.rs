@@ -21,6 +21,7 @@ fn record(
         relative_residual: Some(9e-7),
         true_residual: 1.1e-6,
         speedup_vs_baseline: None,
+        iterations_permuted: Vec::new(),
     }
 }
 
@@ -96,6 +97,41 @@ fn compare_fills_speedups_and_notes_what_differs() {
     assert!(!is_disagreement(&notes[1]) && notes[1].contains("f32"), "{}", notes[1]);
     assert!(notes[1].contains("ours 400") && notes[1].contains("cusparse+cublas 500"), "{}", notes[1]);
     assert!(is_disagreement(&notes[2]) && notes[2].contains("far above the tolerance"), "{}", notes[2]);
+}
+
+#[test]
+fn an_f64_difference_within_the_spread_of_summation_orders_is_a_note_and_beyond_it_a_failure() {
+    use Implementation::{Baseline, Ours};
+    let gmres = |imp, iterations, permuted: &[usize]| {
+        let mut r = record("fem-q2", Precision::F64, "gmres(30)", "jacobi", imp);
+        (r.iterations, r.iterations_permuted) = (iterations, permuted.to_vec());
+        r
+    };
+    // As measured on the H100: ours 3,794 and the baseline 4,257, 463 apart (tolerance 381).
+    let (ours, base) = (gmres(Ours, 3794, &[]), gmres(Baseline, 4257, &[]));
+    assert!(needs_spread(&ours, &base));
+    let mut notes = Vec::new();
+    compare(&mut [ours, base], &mut notes);
+    assert!(is_disagreement(&notes[0]), "{notes:?}");
+    // Ranges 3,700-4,100 and 4,000-4,257 overlap: a note, not a failure.
+    let mut notes = Vec::new();
+    compare(
+        &mut [gmres(Ours, 3794, &[3700, 4100, 3900]), gmres(Baseline, 4257, &[4000, 4100, 4200])],
+        &mut notes,
+    );
+    assert!(!is_disagreement(&notes[0]) && notes[0].contains("are 0 apart"), "{notes:?}");
+    // Ranges 3,700-3,800 and 4,257-4,300, 457 apart: still a failure.
+    let mut notes = Vec::new();
+    compare(&mut [gmres(Ours, 3794, &[3700, 3800]), gmres(Baseline, 4257, &[4300, 4280])], &mut notes);
+    assert!(is_disagreement(&notes[0]), "{notes:?}");
+    // Within the tolerance, or in f32, or not converged: no spread is measured.
+    assert!(!needs_spread(&gmres(Ours, 3794, &[]), &gmres(Baseline, 4000, &[])));
+    let (mut f32_ours, mut f32_base) = (gmres(Ours, 3794, &[]), gmres(Baseline, 4257, &[]));
+    (f32_ours.precision, f32_base.precision) = (Precision::F32, Precision::F32);
+    assert!(!needs_spread(&f32_ours, &f32_base));
+    let mut stopped = gmres(Baseline, 4257, &[]);
+    stopped.converged = false;
+    assert!(!needs_spread(&gmres(Ours, 3794, &[]), &stopped));
 }
 
 #[test]
