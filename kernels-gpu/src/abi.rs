@@ -1347,7 +1347,8 @@ pub struct CooSumParams<T> {
 /// one of the `KRYLOV_*` vector ops), up to [`KRYLOV_MAX_DOTS`] dot products in one pass
 /// (`krylov_dots_*`), the dot products of a vector with columns of a basis and the combination of
 /// those columns (`krylov_basis_dots_*`, `krylov_basis_combine_*`: GMRES's Gram-Schmidt), and a short
-/// program on the solve's scalars (`krylov_scalars_*`, one thread).
+/// program on the solve's scalars (`krylov_scalars_*`, one thread); and preconditioned CG's update
+/// in one pass (`krylov_cg_update_*`).
 /// `block_jacobi_*` (`kernels-gpu/src/block_jacobi.rs`).
 pub const BLOCK_JACOBI: Entry = entry!("block_jacobi");
 /// `ilu_lower_*` and `ilu_upper_*` (`kernels-gpu/src/ilu.rs`).
@@ -1358,6 +1359,7 @@ pub const KRYLOV_DOTS: Entry = entry!("krylov_dots");
 pub const KRYLOV_BASIS_DOTS: Entry = entry!("krylov_basis_dots");
 pub const KRYLOV_BASIS_COMBINE: Entry = entry!("krylov_basis_combine");
 pub const KRYLOV_SCALARS: Entry = entry!("krylov_scalars");
+pub const KRYLOV_CG_UPDATE: Entry = entry!("krylov_cg_update");
 
 /// Threads per block of every Krylov kernel but `krylov_scalars_*`, which runs one block of
 /// [`WARP_SIZE`]; the grid of the others is `index::cg_blocks(n)`, so that every rounding of their
@@ -1532,6 +1534,28 @@ pub struct KrylovDotsParams<T> {
     pub partials: DevicePtr<T>,
 }
 
+/// `krylov_cg_update_*`: preconditioned CG's update after `α`, in one pass over the vectors:
+/// `r = fma(-α, q, r)`, then `z = d r` (Jacobi, `d` the inverse diagonal) or `z = r` (`d` and `z`
+/// null: no preconditioner), `x = fma(α, p, x)`, and `scalars[out[0]] = rᵀz`,
+/// `scalars[out[1]] = rᵀr`, summed as `krylov_dots_*` sums (its grid, its order).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KrylovCgUpdateParams<T> {
+    pub common: KrylovCommon<T>,
+    /// `α` and `-α`, each a coefficient of one slot.
+    pub alpha: Coef<T>,
+    pub minus_alpha: Coef<T>,
+    pub p: DevicePtr<T>,
+    pub q: DevicePtr<T>,
+    pub x: DevicePtr<T>,
+    pub r: DevicePtr<T>,
+    pub inv_diag: DevicePtr<T>,
+    pub z: DevicePtr<T>,
+    pub out: [u32; 2],
+    /// [`krylov_partials`] of the solve's basis.
+    pub partials: DevicePtr<T>,
+}
+
 /// Read the basis' column count from [`KrylovState::columns`].
 pub const KRYLOV_STATE_COLUMNS: u32 = u32::MAX;
 
@@ -1692,7 +1716,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &COMPRESSED_F32,
     &COMPRESSED_F16,
     &COMPRESSED_BF16,
-    &[KRYLOV_VECTOR, KRYLOV_DOTS, KRYLOV_BASIS_DOTS, KRYLOV_BASIS_COMBINE, KRYLOV_SCALARS],
+    &[KRYLOV_VECTOR, KRYLOV_DOTS, KRYLOV_BASIS_DOTS, KRYLOV_BASIS_COMBINE, KRYLOV_SCALARS, KRYLOV_CG_UPDATE],
     &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER],
 ];
 

@@ -48,8 +48,8 @@ use crate::abi::{
     KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
     KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
     KRYLOV_P_UPDATE, KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
-    KRYLOV_UNGATED, KrylovBasisParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
-    KrylovVectorParams, ScalarOp, WARP_SIZE,
+    KRYLOV_UNGATED, KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams,
+    KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
 };
 use crate::arch::{
     block_dim, dynamic_shared, fence_acq_rel_gpu, global_thread, grid_dim, grid_threads, sync_threads,
@@ -173,6 +173,62 @@ unsafe fn dots<T: Real>(p: KrylovDotsParams<T>) {
         for k in 0..count {
             // SAFETY: the out slots are in the scalars; only this thread writes them.
             unsafe { c.scalars.as_mut_ptr().add(p.out[k] as usize).write_volatile(totals[k]) };
+        }
+    }
+}
+
+/// `krylov_cg_update_*`: preconditioned CG's update after `α` ([`KrylovCgUpdateParams`]): what
+/// `krylov_vector_*` (`r -= α q`, Jacobi's `z = d r`, `x += α p`) and `krylov_dots_*` (`rᵀz`,
+/// `rᵀr`) do in four launches, in one, each element read and written once. The same operations in
+/// the same order on the same grid, so the results equal the four launches' bit for bit; it saves
+/// three launches and the re-reads of `r`, `z` and the second pass over `r` (`docs/PERF.md`,
+/// section 24).
+///
+/// # Safety
+/// `p`, `q`, `x`, `r` and, unless null, `inv_diag` and `z` hold `n` elements; `r`, `x` and `z`
+/// overlap no other vector; the slots of `alpha`, `minus_alpha` and `out` are in the scalars;
+/// launched as [`dots`] is.
+#[inline(always)]
+unsafe fn cg_update<T: Real>(p: KrylovCgUpdateParams<T>) {
+    let c = &p.common;
+    // SAFETY: the caller's contract.
+    if !unsafe { open(c) } {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (alpha, minus_alpha) = unsafe { (coef(c, p.alpha), coef(c, p.minus_alpha)) };
+    let jacobi = p.inv_diag.addr() != 0;
+    let mut sums = [T::ZERO; KRYLOV_MAX_DOTS as usize];
+    let (mut i, stride) = (global_thread(), grid_threads());
+    while i < u64::from(c.n) {
+        let i_ = i as usize;
+        // SAFETY: `i < n`; element `i` of every vector is this thread's alone.
+        unsafe {
+            let r = p.r.as_mut_ptr().add(i_);
+            let residual = minus_alpha.fma(T::load_nc(p.q.as_ptr().add(i_)), *r);
+            *r = residual;
+            let z = if jacobi {
+                let z = T::load_nc(p.inv_diag.as_ptr().add(i_)) * residual;
+                *p.z.as_mut_ptr().add(i_) = z;
+                z
+            } else {
+                residual
+            };
+            let x = p.x.as_mut_ptr().add(i_);
+            *x = alpha.fma(T::load_nc(p.p.as_ptr().add(i_)), *x);
+            sums[0] = residual.fma(z, sums[0]);
+            sums[1] = residual.fma(residual, sums[1]);
+        }
+        i += stride;
+    }
+    let arrivals = c.state.as_mut_ptr().cast::<u32>().wrapping_add(ARRIVALS);
+    // SAFETY: the caller's contract; the gate test above is uniform across the grid.
+    if let Some(totals) = unsafe { grid_sums(sums, p.partials.as_mut_ptr(), arrivals) }
+        && thread_idx() == 0
+    {
+        for (k, &slot) in p.out.iter().enumerate() {
+            // SAFETY: the out slots are in the scalars; only this thread writes them.
+            unsafe { c.scalars.as_mut_ptr().add(slot as usize).write_volatile(totals[k]) };
         }
     }
 }
@@ -605,3 +661,5 @@ crate::ptx_entry!(krylov_basis_combine_f32, KrylovBasisParams<f32>, basis_combin
 crate::ptx_entry!(krylov_basis_combine_f64, KrylovBasisParams<f64>, basis_combine::<f64>);
 crate::ptx_entry!(krylov_scalars_f32, KrylovScalarParams<f32>, run::<f32>);
 crate::ptx_entry!(krylov_scalars_f64, KrylovScalarParams<f64>, run::<f64>);
+crate::ptx_entry!(krylov_cg_update_f32, KrylovCgUpdateParams<f32>, cg_update::<f32>);
+crate::ptx_entry!(krylov_cg_update_f64, KrylovCgUpdateParams<f64>, cg_update::<f64>);

@@ -226,6 +226,42 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         self.each(|_, gpu, m| m.device.program(gpu, gate, ops))
     }
 
+    fn cg_update(
+        &mut self,
+        gate: u32,
+        alpha: u32,
+        (p, q): (&Self::Vector, &Self::Vector),
+        x: &mut Self::Vector,
+        r: &mut Self::Vector,
+        mut z: Option<&mut Self::Vector>,
+        out: (u32, u32),
+    ) -> Result<()> {
+        // Each GPU's pass leaves its sums in the stage, all-reduced and copied out as `dots`'s.
+        let stage = self.stage;
+        let members = self.plan.ranks().members();
+        for (i, ((member, m), (x, r))) in
+            members.iter().zip(&self.members).zip(x.iter_mut().zip(r.iter_mut())).enumerate()
+        {
+            let jacobi = match (&m.inv_diag, z.as_deref_mut()) {
+                (Some(d), Some(z)) => Some((d, &mut z[i])),
+                (None, None) => None,
+                _ => return Err(Error::InvalidKernel("CG's z without its Jacobi diagonal".into())),
+            };
+            m.device.cg_update(
+                member.gpu(),
+                gate,
+                alpha,
+                (&p[i], &q[i]),
+                x,
+                r,
+                jacobi,
+                (stage, stage + 1),
+            )?;
+        }
+        self.all_reduce(2)?;
+        self.program(gate, &[copy_scalar(stage, out.0), copy_scalar(stage + 1, out.1)])
+    }
+
     fn reset(&mut self) -> Result<()> {
         let members = self.plan.ranks().members();
         for (member, m) in members.iter().zip(&mut self.members) {

@@ -20,8 +20,9 @@ use kernels_gpu::abi::{
     KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL, KRYLOV_OP_NONZERO,
     KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
     KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
-    KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState, KrylovVectorParams, ScalarOp, WARP_SIZE,
-    gmres_scalars, krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
+    KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
+    krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
 
@@ -241,6 +242,54 @@ impl<T: Scalar> KrylovDevice<T> {
             params.count += 1;
         }
         self.sums(gpu, gpu.kernel::<T>(abi::KRYLOV_DOTS)?, &params)
+    }
+
+    /// Preconditioned CG's update after `α` (slot `alpha`) in one launch: `r -= α q`, `z = d r`
+    /// with Jacobi's inverse diagonal `d` (`jacobi`, `d` and `z`) or `z = r` (`None`), `x += α p`,
+    /// then `scalars[out.0] = rᵀz`, `scalars[out.1] = rᵀr`: bit for bit what [`Self::axpy`],
+    /// [`diag_scale`], [`Self::dots`] and [`Self::axpy`] give in four (`krylov_cg_update_*`).
+    #[allow(clippy::too_many_arguments)] // CG's six vectors and its slots, each named
+    pub fn cg_update(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        alpha: u32,
+        (p, q): (&DeviceVector<T>, &DeviceVector<T>),
+        x: &mut DeviceVector<T>,
+        r: &mut DeviceVector<T>,
+        jacobi: Option<(&CudaSlice<T>, &mut DeviceVector<T>)>,
+        out: (u32, u32),
+    ) -> Result<()> {
+        for slot in [alpha, out.0, out.1] {
+            self.check_slot(slot)?;
+        }
+        let (p, q) = (self.check_vector(gpu, p)?, self.check_vector(gpu, q)?);
+        let (x, r) = (self.check_vector(gpu, x)?, self.check_vector(gpu, r)?);
+        let (inv_diag, z) = match jacobi {
+            Some((d, z)) => {
+                if d.len() != self.n as usize {
+                    let (expected, got) = (self.n as usize, d.len());
+                    return Err(Error::DimensionMismatch { what: "the inverse diagonal", expected, got });
+                }
+                gpu.check_context("the inverse diagonal", d)?;
+                (addr(d, gpu), self.check_vector(gpu, z)?)
+            }
+            None => (AbiPtr::new(0), AbiPtr::new(0)),
+        };
+        let params = KrylovCgUpdateParams {
+            common: self.common(gpu, gate),
+            alpha: coef(T::from_f64(1.0), alpha),
+            minus_alpha: coef(T::from_f64(-1.0), alpha),
+            p,
+            q,
+            x,
+            r,
+            inv_diag,
+            z,
+            out: [out.0, out.1],
+            partials: addr(&self.partials, gpu),
+        };
+        self.sums(gpu, gpu.kernel::<T>(abi::KRYLOV_CG_UPDATE)?, &params)
     }
 
     /// Launches a kernel of two-stage sums on `cg_blocks(n)` blocks.

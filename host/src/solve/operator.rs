@@ -138,6 +138,11 @@ impl<T: Scalar> Jacobi<T> {
         Ok(())
     }
 
+    /// `1 / diagonal` on the device, for a fused pass that applies it (`Space::cg_update`).
+    pub(crate) fn inverse(&self) -> &CudaSlice<T> {
+        &self.inv_diag
+    }
+
     /// Refuses a diagonal given before the operator's last update of its values.
     pub(crate) fn check_fresh(&self, generation: u64, refresh: &'static str) -> Result<()> {
         if self.generation != generation {

@@ -3,9 +3,11 @@
 //! [`crate::reference::cg`], written once as the sequence of its launches over the Krylov core that
 //! BiCGSTAB and GMRES share, every scalar on the device.
 //!
-//! An iteration is one product, one preconditioner application, two passes of dot products (`pᵀq`;
-//! `rᵀz` with `rᵀr`), three vector updates (`x`, `r`, then `p = z + β p` in one fused pass) and
-//! three short scalar programs. Without a preconditioner `z` is `r` itself. [`Cg`](super::Cg) is the faster
+//! An iteration is one product, the pass of `pᵀq`, a scalar program (`α`), the update
+//! ([`Space::cg_update`]: `r -= α q`, `z = M⁻¹ r`, `x += α p`, `rᵀz` and `rᵀr`), a scalar program
+//! (`β`, the tests) and `p = z + β p`: six launches with no preconditioner or Jacobi, whose update is
+//! one pass, and with a caller's preconditioner its apply between three passes instead (`docs/PERF.md`,
+//! section 24). Without a preconditioner `z` is `r` itself. [`Cg`](super::Cg) is the faster
 //! choice where it applies (no preconditioner or Jacobi, on a plan): its vector passes are one
 //! cooperative launch an iteration; this one takes the preconditioners that make CG worth running on
 //! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
@@ -240,28 +242,30 @@ impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
     /// One iteration's launches (see the module doc), in the oracle's order.
     pub fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        let one = T::from_f64(1.0);
         c.space.apply(&self.p, &mut self.q)?;
         c.space.dots(RUNNING, &[(&self.p, &self.q, PQ)])?;
         c.space
             .program(RUNNING, &[positive(PQ, PQ_TAG), div(RZ, PQ, ALPHA, PQ_TAG), finite(ALPHA, PQ_TAG)])?;
-        c.space.axpy(RUNNING, coef(minus_one, ALPHA), &self.q, &mut self.r)?;
-        let z = c.space.preconditioned(&self.r, self.z.as_mut())?;
-        c.space.dots(RUNNING, &[(&self.r, z, RZ_NEW), (&self.r, &self.r, RR)])?;
-        c.space.axpy(RUNNING, coef(one, ALPHA), &self.p, &mut c.x)?;
+        let (p, q) = (&self.p, &self.q);
+        c.space.cg_update(RUNNING, ALPHA, (p, q), &mut c.x, &mut self.r, self.z.as_mut(), (RZ_NEW, RR))?;
+        let record = c.record(RR, 0);
         c.space.program(
             RUNNING,
             &[
                 div(RZ_NEW, RZ, BETA, KRYLOV_NO_TAG),
                 copy(RZ_NEW, RZ),
                 count(),
-                c.record(RR, 0),
+                record,
                 converged(RR, Ends::Solve),
+                positive(RZ, RZ_TAG),
+                finite(RR, RR_TAG),
+                limit(RR, Ends::Solve),
             ],
         )?;
-        // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while `z` is finite; a
-        // non-finite `z` makes `rᵀz` so, and the program below stops the solve before `p` is used.
-        c.space.p_update(RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)?;
-        c.space.program(RUNNING, &[positive(RZ, RZ_TAG), finite(RR, RR_TAG), limit(RR, Ends::Solve)])
+        // p = fma(β, fma(0, z, p), z) = fma(β, p, z), the oracle's update, while the solve runs; a
+        // non-finite `z` makes `rᵀz` so, and the program above stops the solve before `p` changes.
+        let z = self.z.as_ref().unwrap_or(&self.r);
+        c.space.p_update(RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)
     }
 }

@@ -7,7 +7,7 @@ use super::krylov::{Precond, precondition};
 use super::operator::Operator;
 use crate::Result;
 use crate::device::DeviceVector;
-use crate::enqueue::krylov::{KrylovDevice, Snapshot, constant};
+use crate::enqueue::krylov::{KrylovDevice, Snapshot, coef, constant};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{Coef, ScalarOp};
@@ -85,6 +85,25 @@ pub(crate) trait Space<T: Scalar> {
         }
     }
 
+    /// Preconditioned CG's update after `α` (slot `alpha`): `r -= α q`, `z = M⁻¹ r` (into `z`,
+    /// which the solver holds exactly when the space has a preconditioner), `x += α p`, then
+    /// `scalars[out.0] = rᵀz` and `scalars[out.1] = rᵀr` as one [`Space::dots`] pass. These ops in
+    /// this order; a space whose preconditioner allows it (none, or Jacobi) overrides it with one
+    /// pass that gives the same bits.
+    #[allow(clippy::too_many_arguments)] // CG's five vectors and its slots, each named
+    fn cg_update(
+        &mut self,
+        gate: u32,
+        alpha: u32,
+        (p, q): (&Self::Vector, &Self::Vector),
+        x: &mut Self::Vector,
+        r: &mut Self::Vector,
+        z: Option<&mut Self::Vector>,
+        out: (u32, u32),
+    ) -> Result<()> {
+        cg_update_in_passes(self, gate, alpha, (p, q), x, r, z, out)
+    }
+
     /// `out = M⁻¹ v`, or a copy of `v` (a gated `scale` by one) without a preconditioner, for a
     /// recurrence that keeps both vectors.
     fn precondition_or_copy(&mut self, gate: u32, v: &Self::Vector, out: &mut Self::Vector) -> Result<()> {
@@ -94,6 +113,25 @@ pub(crate) trait Space<T: Scalar> {
             self.scale(gate, constant(T::from_f64(1.0)), Some(v), out)
         }
     }
+}
+
+/// [`Space::cg_update`] as its ops, one pass each: `r -= α q`, `z = M⁻¹ r`, the sums, `x += α p`.
+#[allow(clippy::too_many_arguments)] // as `Space::cg_update`
+fn cg_update_in_passes<T: Scalar, S: Space<T> + ?Sized>(
+    space: &mut S,
+    gate: u32,
+    alpha: u32,
+    (p, q): (&S::Vector, &S::Vector),
+    x: &mut S::Vector,
+    r: &mut S::Vector,
+    z: Option<&mut S::Vector>,
+    out: (u32, u32),
+) -> Result<()> {
+    let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+    space.axpy(gate, coef(minus_one, alpha), q, r)?;
+    let z = space.preconditioned(r, z)?;
+    space.dots(gate, &[(r, z, out.0), (r, r, out.1)])?;
+    space.axpy(gate, coef(one, alpha), p, x)
 }
 
 /// One GPU: the operator's, with the solve's preconditioner and device state
@@ -163,6 +201,25 @@ impl<T: Scalar, A: Operator<T>> Space<T> for OneGpu<'_, T, A> {
 
     fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
         self.device.program(self.op.gpu(), gate, ops)
+    }
+
+    fn cg_update(
+        &mut self,
+        gate: u32,
+        alpha: u32,
+        pq: (&DeviceVector<T>, &DeviceVector<T>),
+        x: &mut DeviceVector<T>,
+        r: &mut DeviceVector<T>,
+        z: Option<&mut DeviceVector<T>>,
+        out: (u32, u32),
+    ) -> Result<()> {
+        let jacobi = match (&self.precond, z) {
+            (Precond::None, None) => None,
+            (Precond::Jacobi(j), Some(z)) => Some((j.inverse(), z)),
+            // A caller's preconditioner runs between the update of `r` and the sums.
+            (_, z) => return cg_update_in_passes(self, gate, alpha, pq, x, r, z, out),
+        };
+        self.device.cg_update(self.op.gpu(), gate, alpha, pq, x, r, jacobi, out)
     }
 
     fn reset(&mut self) -> Result<()> {
