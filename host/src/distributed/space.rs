@@ -6,8 +6,9 @@
 //! its `x`). The vector ops and the scalar programs run on every GPU's own device state; a pass of
 //! dot products sums each GPU's rows into slots of its own past the solver's (the stage), all-reduces
 //! the stage over the GPUs with one NCCL call on the communicators' streams (a few elements: one
-//! all-reduce's latency), then copies the whole sums into the solver's slots by a scalar program,
-//! so every GPU's scalars are equal and every GPU's state takes the same path (each all-reduce
+//! all-reduce's latency), then copies the whole sums into the solver's slots at the start of the
+//! next scalar program (the one every solver runs after a pass, so the copies cost no launch of
+//! their own), so every GPU's scalars are equal and every GPU's state takes the same path (each all-reduce
 //! gives every rank the same bits). The operator is the plan's product, whose exchange of ghost
 //! entries is its own; the preconditioner is Jacobi on each GPU's rows, or none.
 
@@ -21,7 +22,8 @@ use crate::solve::{Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, SolverOp
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{ReduceOp, group_end, group_start};
-use kernels_gpu::abi::{Coef, KRYLOV_MAX_DOTS, ScalarOp};
+use kernels_gpu::abi::{Coef, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS, ScalarOp};
+use std::cell::Cell;
 
 /// One GPU's device state of a solve, and the events that order its two streams around an
 /// all-reduce.
@@ -43,6 +45,19 @@ pub(crate) struct Parts<'a, T: Scalar> {
     /// The first of the [`KRYLOV_MAX_DOTS`] slots, past the solver's own, where a pass leaves a
     /// GPU's sums for the all-reduce.
     stage: u32,
+    /// The copies of the last pass's all-reduced sums into the solver's slots, not yet enqueued:
+    /// they join the next scalar program of their gate, which every solver runs right after a
+    /// pass, saving a launch a pass on every GPU; anything else that reads the scalars or stages
+    /// new sums enqueues them first ([`Parts::flush`]).
+    pending: Cell<Option<Copies<T>>>,
+}
+
+/// The copies of a pass's sums from the stage into their slots, and the pass's gate.
+#[derive(Debug, Clone, Copy)]
+struct Copies<T> {
+    gate: u32,
+    ops: [ScalarOp<T>; KRYLOV_MAX_DOTS as usize],
+    count: usize,
 }
 
 impl<'a, T: Scalar> Parts<'a, T> {
@@ -80,7 +95,7 @@ impl<'a, T: Scalar> Parts<'a, T> {
                 all_reduced: gpu.context().new_event(None)?,
             });
         }
-        Ok((Self { plan, members, stage: scalars }, n))
+        Ok((Self { plan, members, stage: scalars, pending: Cell::new(None) }, n))
     }
 
     /// Each member's GPU with its state and its parts of the vectors.
@@ -125,6 +140,26 @@ impl<'a, T: Scalar> Parts<'a, T> {
             member.gpu().stream().wait(&m.all_reduced)?;
         }
         Ok(())
+    }
+
+    /// Leaves the copies of the sums just all-reduced into `slots` to the next scalar program.
+    fn defer_copies(&self, gate: u32, slots: impl IntoIterator<Item = u32>) {
+        let stage = self.stage;
+        let mut ops = [copy_scalar(stage, stage); KRYLOV_MAX_DOTS as usize];
+        let mut count = 0;
+        for ((op, k), slot) in ops.iter_mut().zip(0..).zip(slots) {
+            *op = copy_scalar(stage + k, slot);
+            count += 1;
+        }
+        self.pending.set(Some(Copies { gate, ops, count }));
+    }
+
+    /// Enqueues the pending copies, if any, as a program of their own.
+    fn flush(&self) -> Result<()> {
+        match self.pending.take() {
+            Some(c) => self.each(|_, gpu, m| m.device.program(gpu, c.gate, &c.ops[..c.count])),
+            None => Ok(()),
+        }
     }
 
     /// The first GPU's state, which every GPU's equals.
@@ -176,6 +211,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn scale(&self, gate: u32, a: Coef<T>, x: Option<&Self::Vector>, out: &mut Self::Vector) -> Result<()> {
+        self.flush()?;
         let members = self.plan.ranks().members();
         for (i, ((member, m), out)) in members.iter().zip(&self.members).zip(out.iter_mut()).enumerate() {
             m.device.scale(member.gpu(), gate, a, x.map(|x| &x[i]), out)?;
@@ -184,6 +220,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn axpy(&self, gate: u32, a: Coef<T>, x: &Self::Vector, y: &mut Self::Vector) -> Result<()> {
+        self.flush()?;
         let members = self.plan.ranks().members();
         for (((member, m), x), y) in members.iter().zip(&self.members).zip(x).zip(y.iter_mut()) {
             m.device.axpy(member.gpu(), gate, a, x, y)?;
@@ -199,6 +236,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         r: &Self::Vector,
         p: &mut Self::Vector,
     ) -> Result<()> {
+        self.flush()?;
         let members = self.plan.ranks().members();
         for ((((member, m), v), r), p) in members.iter().zip(&self.members).zip(v).zip(r).zip(p.iter_mut()) {
             m.device.p_update(member.gpu(), gate, ab, v, r, p)?;
@@ -210,6 +248,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         if pairs.is_empty() || pairs.len() > KRYLOV_MAX_DOTS as usize {
             return Err(Error::InvalidKernel(format!("{} dot products in one pass", pairs.len())));
         }
+        self.flush()?;
         let stage = self.stage;
         self.each(|i, gpu, m| {
             let staged: Vec<_> = (0..).zip(pairs).map(|(k, &(x, y, _))| (&x[i], &y[i], stage + k)).collect();
@@ -217,13 +256,24 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         })?;
         #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_DOTS, checked above
         self.all_reduce(pairs.len() as u32)?;
-        let copies: Vec<_> =
-            (0..).zip(pairs).map(|(k, &(_, _, slot))| copy_scalar(stage + k, slot)).collect();
-        self.program(gate, &copies)
+        self.defer_copies(gate, pairs.iter().map(|&(_, _, slot)| slot));
+        Ok(())
     }
 
     fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
-        self.each(|_, gpu, m| m.device.program(gpu, gate, ops))
+        match self.pending.get() {
+            Some(c) if c.gate == gate && c.count + ops.len() <= KRYLOV_MAX_OPS => {
+                self.pending.set(None);
+                let mut joined = [c.ops[0]; KRYLOV_MAX_OPS];
+                joined[..c.count].copy_from_slice(&c.ops[..c.count]);
+                joined[c.count..c.count + ops.len()].copy_from_slice(ops);
+                self.each(|_, gpu, m| m.device.program(gpu, gate, &joined[..c.count + ops.len()]))
+            }
+            _ => {
+                self.flush()?;
+                self.each(|_, gpu, m| m.device.program(gpu, gate, ops))
+            }
+        }
     }
 
     fn cg_update(
@@ -237,6 +287,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         out: (u32, u32),
     ) -> Result<()> {
         // Each GPU's pass leaves its sums in the stage, all-reduced and copied out as `dots`'s.
+        self.flush()?;
         let stage = self.stage;
         let members = self.plan.ranks().members();
         for (i, ((member, m), (x, r))) in
@@ -259,10 +310,12 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
             )?;
         }
         self.all_reduce(2)?;
-        self.program(gate, &[copy_scalar(stage, out.0), copy_scalar(stage + 1, out.1)])
+        self.defer_copies(gate, [out.0, out.1]);
+        Ok(())
     }
 
     fn reset(&mut self) -> Result<()> {
+        self.flush()?;
         let members = self.plan.ranks().members();
         for (member, m) in members.iter().zip(&mut self.members) {
             m.device.reset(member.gpu())?;
@@ -271,6 +324,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn keep_scalars(&mut self, scalars: u32) -> Result<()> {
+        self.flush()?;
         let matrix = self.plan.matrix();
         let members = self.plan.ranks().members();
         let slots =
@@ -283,16 +337,19 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn snapshot(&self) -> Result<Snapshot<T>> {
+        self.flush()?;
         let (gpu, device) = self.first()?;
         device.snapshot(gpu)
     }
 
     fn scalar(&self, slot: u32) -> Result<T> {
+        self.flush()?;
         let (gpu, device) = self.first()?;
         device.scalar(gpu, slot)
     }
 
     fn scalars(&self, first: u32, len: u32) -> Result<Vec<T>> {
+        self.flush()?;
         let (gpu, device) = self.first()?;
         device.scalars(gpu, first, len)
     }
