@@ -28,11 +28,20 @@
 //! writes (`z[row]` of a later level is written by the thread that stages it, when it solves it),
 //! so the results are those of the unpipelined solve. A one-level launch (a wide level) runs the
 //! same code with nothing to stage ahead.
+//!
+//! Few instructions a level, since one warp's dependent instructions cost as much as its trip
+//! (PERF.md section 22: about 220 issued a level at 8.5 cycles each, half the stalls the trip's).
+//! Positions, levels and the thread's index are 32-bit, so a level's offsets are one `mul.wide`
+//! from a base, not 64-bit sums; stage one walks `starts` with a [`Cursor`] and loads one word a
+//! level (a level's end is the next one's start); a row's columns and values are addressed from one
+//! base, `cols + begin` and `values + begin`, each entry a constant offset from it; and a row costs
+//! its own entries ([`each`]: a test past the last, straight-line code before it), not six
+//! predicated slots with a select each whatever its length. The loads of a row still go out
+//! together before its first `fma`, so a level is still one trip.
 
 use crate::abi::IluSolveParams;
 use crate::arch::{Load, global_thread, grid_threads, sync_threads};
 use crate::real::Real;
-use core::mem::MaybeUninit;
 use core::ops::{Div, Neg};
 
 /// The columns of a row a thread holds in registers ahead of its level, and the width of a chunk of
@@ -40,20 +49,21 @@ use core::ops::{Div, Neg};
 /// triangle of a 5-, 7- or 9-point stencil's row (2 to 4 entries), and a Q2 element's rows (4, 7 or
 /// 12) in at most two. The values wait for the gathers, which they join after the barrier
 /// (independent loads, the same trip), rather than hold two more registers an entry in f64. Register
-/// counts (ptxas 13.5, sm_90, f64, before the slots became a row's count; PERF.md section 22): 96
-/// as it was, 118 with eight columns, 128 with eight columns and their values staged; a run's block
-/// may have 512 threads, which allows 128 a thread, so this leaves a margin for the driver's own
-/// compiler.
+/// counts (ptxas 13.5, sm_90, f64; PERF.md section 22): 96 (lower) and 104 (upper) as it is, 118
+/// with eight columns, 128 with eight columns and their values staged (the last two measured with
+/// six predicated slots); a run's block may have 512 threads, which allows 128 a thread, so this
+/// leaves a margin for the driver's own compiler.
 const STAGED: usize = 6;
 
 /// Up to [`STAGED`] consecutive entries' columns, from entry `begin`: the first `count` are set,
-/// the others never read (uninitialised, so that a row shorter than [`STAGED`] costs no zeroing
-/// moves on the paths that skip them).
+/// the others zero and never read. Zero rather than uninitialised: with `MaybeUninit` here and in
+/// [`Gathered`], ptxas 13.5 (sm_90, f64) gave the kernel 152 registers instead of 96, past the 128
+/// a 512-thread block allows (undefined values live around the level loop).
 #[derive(Clone, Copy)]
 struct Columns {
     begin: u32,
     count: u32,
-    cols: [MaybeUninit<u32>; STAGED],
+    cols: [u32; STAGED],
 }
 
 /// `f(j)` for `j` in `0 .. min(count, STAGED)`, in order, unrolled by hand: a test and a branch
@@ -119,11 +129,11 @@ struct Body<T> {
 }
 
 /// What a row's sum needs after the barrier, loaded together: the `z` of some of its entries'
-/// columns, those entries' values (the first `count` of each set, as in [`Columns`]) and (upper
-/// solve) its pivot.
+/// columns, those entries' values (the first `count` of each set, the rest zero, as in
+/// [`Columns`]) and (upper solve) its pivot.
 struct Gathered<T> {
-    z: [MaybeUninit<T>; STAGED],
-    values: [MaybeUninit<T>; STAGED],
+    z: [T; STAGED],
+    values: [T; STAGED],
     pivot: T,
 }
 
@@ -212,11 +222,11 @@ unsafe fn body<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, head: Head) ->
 #[inline(always)]
 unsafe fn columns<T>(p: &IluSolveParams<T>, begin: u32, end: u32) -> Columns {
     let count = (end - begin).min(STAGED as u32);
-    let mut cols = [MaybeUninit::uninit(); STAGED];
+    let mut cols = [0; STAGED];
     // SAFETY: `begin` is an entry or the end of the entries (the caller's contract).
     let base = unsafe { p.cols.as_ptr().add(begin as usize) };
     // SAFETY: `begin + j < end`, inside the entries (the caller's contract).
-    each(count, |j| _ = cols[j].write(unsafe { u32::load_nc(base.add(j)) }));
+    each(count, |j| cols[j] = unsafe { u32::load_nc(base.add(j)) });
     Columns { begin, count, cols }
 }
 
@@ -229,19 +239,15 @@ unsafe fn columns<T>(p: &IluSolveParams<T>, begin: u32, end: u32) -> Columns {
 /// barrier ([`solve`]'s contract): ordinary loads of `z`, not the read-only path; `k` is a position.
 #[inline(always)]
 unsafe fn gathered<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, c: &Columns, k: u32) -> Gathered<T> {
-    let mut g = Gathered {
-        z: [MaybeUninit::uninit(); STAGED],
-        values: [MaybeUninit::uninit(); STAGED],
-        pivot: T::ZERO,
-    };
+    let mut g = Gathered { z: [T::ZERO; STAGED], values: [T::ZERO; STAGED], pivot: T::ZERO };
     // SAFETY: `begin` is an entry or the end of the entries (the caller's contract).
     let values = unsafe { p.values.as_ptr().add(c.begin as usize) };
     each(c.count, |j| {
         // SAFETY: the caller's contract; `cols[j]` is one of the first `count`, set by `columns`,
         // a column below `n`; `begin + j` an entry.
         unsafe {
-            g.z[j].write(p.z.as_ptr().add(c.cols[j].assume_init() as usize).read());
-            g.values[j].write(T::load_nc(values.add(j)));
+            g.z[j] = p.z.as_ptr().add(c.cols[j] as usize).read();
+            g.values[j] = T::load_nc(values.add(j));
         }
     });
     if UPPER {
@@ -256,7 +262,7 @@ unsafe fn gathered<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, c: &Column
 #[inline(always)]
 fn accumulate<T: Real + Neg<Output = T>>(c: &Columns, g: &Gathered<T>, mut sum: T) -> T {
     // SAFETY: the first `count` values and `z` are set ([`gathered`] over the same `c`).
-    each(c.count, |j| sum = unsafe { (-g.values[j].assume_init()).fma(g.z[j].assume_init(), sum) });
+    each(c.count, |j| sum = (-g.values[j]).fma(g.z[j], sum));
     sum
 }
 
