@@ -28,6 +28,16 @@
 //! writes (`z[row]` of a later level is written by the thread that stages it, when it solves it),
 //! so the results are those of the unpipelined solve. A one-level launch (a wide level) runs the
 //! same code with nothing to stage ahead.
+//!
+//! Few instructions a level, since one warp's dependent instructions cost as much as its trip
+//! (PERF.md section 22: about 220 issued a level at 8.5 cycles each, half the stalls the trip's).
+//! Positions, levels and the thread's index are 32-bit, so a level's offsets are one `mul.wide`
+//! from a base, not 64-bit sums; stage one walks `starts` with a [`Cursor`] and loads one word a
+//! level (a level's end is the next one's start); a row's columns and values are addressed from one
+//! base, `cols + begin` and `values + begin`, each entry a constant offset from it; and a row costs
+//! its own entries ([`each`]: a test past the last, straight-line code before it), not six
+//! predicated slots with a select each whatever its length. The loads of a row still go out
+//! together before its first `fma`, so a level is still one trip.
 
 use crate::abi::IluSolveParams;
 use crate::arch::{Load, global_thread, grid_threads, sync_threads};
@@ -39,12 +49,16 @@ use core::ops::{Div, Neg};
 /// triangle of a 5-, 7- or 9-point stencil's row (2 to 4 entries), and a Q2 element's rows (4, 7 or
 /// 12) in at most two. The values wait for the gathers, which they join after the barrier
 /// (independent loads, the same trip), rather than hold two more registers an entry in f64. Register
-/// counts (ptxas 13.5, sm_90, f64): 96 as it is, 118 with eight columns, 128 with eight columns and
-/// their values staged; a run's block may have 512 threads, which allows 128 a thread, so this
+/// counts (ptxas 13.5, sm_90, f64; PERF.md section 22): 96 (lower) and 104 (upper) as it is, 118
+/// with eight columns, 128 with eight columns and their values staged (the last two measured with
+/// six predicated slots); a run's block may have 512 threads, which allows 128 a thread, so this
 /// leaves a margin for the driver's own compiler.
 const STAGED: usize = 6;
 
-/// Up to [`STAGED`] consecutive entries' columns, from entry `begin`: the first `count` are set.
+/// Up to [`STAGED`] consecutive entries' columns, from entry `begin`: the first `count` are set,
+/// the others zero and never read. Zero rather than uninitialised: with `MaybeUninit` here and in
+/// [`Gathered`], ptxas 13.5 (sm_90, f64) gave the kernel 152 registers instead of 96, past the 128
+/// a 512-thread block allows (undefined values live around the level loop).
 #[derive(Clone, Copy)]
 struct Columns {
     begin: u32,
@@ -52,11 +66,48 @@ struct Columns {
     cols: [u32; STAGED],
 }
 
+/// `f(j)` for `j` in `0 .. min(count, STAGED)`, in order, unrolled by hand: a test and a branch
+/// past the last entry, then straight-line code, so that a row of two entries (a 5-point
+/// stencil's triangle) costs two entries' instructions and three tests, not [`STAGED`] predicated
+/// slots. Written out because LLVM turns a loop with a `break` at `count` into a counted loop it
+/// does not unroll, and the slots' arrays then go to local memory.
+#[inline(always)]
+fn each(count: u32, mut f: impl FnMut(usize)) {
+    const { assert!(STAGED == 6) };
+    if count > 0 {
+        f(0);
+        if count > 1 {
+            f(1);
+            if count > 2 {
+                f(2);
+                if count > 3 {
+                    f(3);
+                    if count > 4 {
+                        f(4);
+                        if count > 5 {
+                            f(5);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The calling thread's first position of a level, `k`, below `end`, the level's end: stage one.
 #[derive(Clone, Copy)]
 struct Slot {
     k: u32,
     end: u32,
+}
+
+/// Stage one's walk over the launch's levels: the next level's start, a pointer to its end, and
+/// how many of the launch's levels are left from it. A level's end is the next one's start, so a
+/// level costs one load of `starts`, not two.
+struct Cursor {
+    start: u32,
+    end: *const u32,
+    left: u32,
 }
 
 /// A position's row and its entries `begin .. end`: stage two.
@@ -78,30 +129,53 @@ struct Body<T> {
 }
 
 /// What a row's sum needs after the barrier, loaded together: the `z` of some of its entries'
-/// columns, those entries' values and (upper solve) its pivot.
+/// columns, those entries' values (the first `count` of each set, the rest zero, as in
+/// [`Columns`]) and (upper solve) its pivot.
 struct Gathered<T> {
     z: [T; STAGED],
     values: [T; STAGED],
     pivot: T,
 }
 
-/// Stage one: the calling thread's first position of `level`, `None` past the launch's levels or
-/// the level's end.
-///
-/// # Safety
-/// [`solve`]'s contract for `starts`.
-#[inline(always)]
-unsafe fn slot<T>(p: &IluSolveParams<T>, level: u64) -> Option<Slot> {
-    if level >= u64::from(p.first_level) + u64::from(p.levels) {
-        return None;
+impl Cursor {
+    /// At the launch's first level.
+    ///
+    /// # Safety
+    /// [`solve`]'s contract for `starts`.
+    #[inline(always)]
+    unsafe fn new<T>(p: &IluSolveParams<T>) -> Self {
+        // SAFETY: the caller's contract: `starts[first_level ..= first_level + levels]` are the
+        // schedule's, so `first_level + 1` is inside it or one past its end.
+        unsafe {
+            let first = p.starts.as_ptr().add(p.first_level as usize);
+            Self { start: u32::load_nc(first), end: first.add(1), left: p.levels }
+        }
     }
-    // SAFETY: the caller's contract: `starts[level]` and `starts[level + 1]` are the schedule's.
-    let (begin, end) = unsafe {
-        let starts = p.starts.as_ptr().add(level as usize);
-        (u32::load_nc(starts), u32::load_nc(starts.add(1)))
-    };
-    let k = u64::from(begin) + global_thread();
-    (k < u64::from(end)).then_some(Slot { k: k as u32, end })
+
+    /// Stage one: the calling thread's (`thread`, its index in the grid) position of the next
+    /// level, `None` past the launch's levels or the level's end; then the cursor moves on.
+    ///
+    /// # Safety
+    /// The cursor is [`Cursor::new`]'s, moved on only by this.
+    #[inline(always)]
+    unsafe fn next(&mut self, thread: u32) -> Option<Slot> {
+        if self.left == 0 {
+            return None;
+        }
+        // SAFETY: a level left, so `end` points at its end in `starts`, and one past it stays
+        // inside the array or one past its end ([`Cursor::new`]).
+        let end = unsafe {
+            let end = u32::load_nc(self.end);
+            self.end = self.end.add(1);
+            end
+        };
+        self.left -= 1;
+        // `starts` is non-decreasing: `end - start` is the level's width, and `start + thread` a
+        // position below `end` when `thread` is below it (no 32-bit overflow either way).
+        let slot = (thread < end - self.start).then_some(Slot { k: self.start + thread, end });
+        self.start = end;
+        slot
+    }
 }
 
 /// Stage two: the row at position `slot.k` and its entries' extent.
@@ -138,24 +212,27 @@ unsafe fn body<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, head: Head) ->
     }
 }
 
-/// The columns of entries `begin .. min(end, begin + STAGED)`, loaded together.
+/// The columns of entries `begin .. min(end, begin + STAGED)`, loaded together: addressed from one
+/// base, `cols + begin`, so that each is the base and a constant offset (no 64-bit arithmetic an
+/// entry), and only the row's own (a 5-point stencil's triangle has two), not [`STAGED`] guarded
+/// slots whatever the row.
 ///
 /// # Safety
 /// `begin <= end`, both inside the entries ([`solve`]'s contract).
 #[inline(always)]
 unsafe fn columns<T>(p: &IluSolveParams<T>, begin: u32, end: u32) -> Columns {
-    let mut c = Columns { begin, count: (end - begin).min(STAGED as u32), cols: [0; STAGED] };
-    for (j, col) in (0..).zip(c.cols.iter_mut()) {
-        if j < c.count {
-            // SAFETY: `begin + j < end`, inside the entries (the caller's contract).
-            *col = unsafe { u32::load_nc(p.cols.as_ptr().add((begin + j) as usize)) };
-        }
-    }
-    c
+    let count = (end - begin).min(STAGED as u32);
+    let mut cols = [0; STAGED];
+    // SAFETY: `begin` is an entry or the end of the entries (the caller's contract).
+    let base = unsafe { p.cols.as_ptr().add(begin as usize) };
+    // SAFETY: `begin + j < end`, inside the entries (the caller's contract).
+    each(count, |j| cols[j] = unsafe { u32::load_nc(base.add(j)) });
+    Columns { begin, count, cols }
 }
 
 /// The `z` of `c`'s columns and `c`'s values, and for the upper solve the pivot of position `k`:
 /// every load issued before any is used, so a row's gathers make one trip to memory, not one each.
+/// The values are addressed from one base, `values + begin`, as [`columns`] does.
 ///
 /// # Safety
 /// `c`'s columns are rows of earlier levels, written before this launch or before the last
@@ -163,15 +240,16 @@ unsafe fn columns<T>(p: &IluSolveParams<T>, begin: u32, end: u32) -> Columns {
 #[inline(always)]
 unsafe fn gathered<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, c: &Columns, k: u32) -> Gathered<T> {
     let mut g = Gathered { z: [T::ZERO; STAGED], values: [T::ZERO; STAGED], pivot: T::ZERO };
-    for (j, (z, value)) in (0..).zip(g.z.iter_mut().zip(g.values.iter_mut())) {
-        if j < c.count {
-            // SAFETY: the caller's contract; the columns are below `n`, `begin + j` an entry.
-            unsafe {
-                *z = p.z.as_ptr().add(c.cols[j as usize] as usize).read();
-                *value = T::load_nc(p.values.as_ptr().add((c.begin + j) as usize));
-            }
+    // SAFETY: `begin` is an entry or the end of the entries (the caller's contract).
+    let values = unsafe { p.values.as_ptr().add(c.begin as usize) };
+    each(c.count, |j| {
+        // SAFETY: the caller's contract; `cols[j]` is one of the first `count`, set by `columns`,
+        // a column below `n`; `begin + j` an entry.
+        unsafe {
+            g.z[j] = p.z.as_ptr().add(c.cols[j] as usize).read();
+            g.values[j] = T::load_nc(values.add(j));
         }
-    }
+    });
     if UPPER {
         // SAFETY: `pivots` holds every position's (the caller's contract).
         g.pivot = unsafe { T::load_nc(p.pivots.as_ptr().add(k as usize)) };
@@ -179,14 +257,12 @@ unsafe fn gathered<T: Real, const UPPER: bool>(p: &IluSolveParams<T>, c: &Column
     g
 }
 
-/// `sum - Σ value_j z_j` over `c`'s entries, one `fma` each in column order (the oracle's).
+/// `sum - Σ value_j z_j` over `c`'s entries, one `fma` each in column order (the oracle's): only
+/// the row's `count`, not a predicated `fma` and select for each of [`STAGED`] slots.
 #[inline(always)]
 fn accumulate<T: Real + Neg<Output = T>>(c: &Columns, g: &Gathered<T>, mut sum: T) -> T {
-    for j in 0..STAGED {
-        if (j as u32) < c.count {
-            sum = (-g.values[j]).fma(g.z[j], sum);
-        }
-    }
+    // SAFETY: the first `count` values and `z` are set ([`gathered`] over the same `c`).
+    each(c.count, |j| sum = (-g.values[j]).fma(g.z[j], sum));
     sum
 }
 
@@ -211,8 +287,8 @@ unsafe fn finish<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>
         unsafe {
             let rest = columns(p, e, end);
             sum = accumulate(&rest, &gathered::<T, false>(p, &rest, slot.k), sum);
+            e += rest.count;
         }
-        e += STAGED as u32;
     }
     // SAFETY: row `row` is this thread's alone, below `n`.
     unsafe { *p.z.as_mut_ptr().add(row as usize) = if UPPER { sum / first.pivot } else { sum } };
@@ -222,7 +298,10 @@ unsafe fn finish<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>
 /// positions, and with several levels (one block, the host's contract) the block waits at a
 /// barrier before the next, so that a row reads only rows written before it. A thread's first
 /// position of a level is staged three levels ahead (the module's pipeline); any further one (a
-/// grid narrower than its level) is loaded and solved on the spot.
+/// grid narrower than its level) is loaded and solved on the spot. Positions, levels and the
+/// thread's index are 32-bit (the host's schedule is indexed by `u32`); a grid of more than
+/// `u32::MAX` threads is read as `u32::MAX` of them, which changes nothing, since no level is that
+/// wide.
 ///
 /// # Safety
 /// `rows` holds the schedule's positions, distinct rows below `n`; `offsets` (positions `+ 1`),
@@ -233,30 +312,29 @@ unsafe fn finish<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>
 /// overlap; with `levels > 1` the grid is one block, every thread of which calls this.
 #[inline(always)]
 unsafe fn solve<T: Real + Neg<Output = T> + Div<Output = T>, const UPPER: bool>(p: IluSolveParams<T>) {
-    let (first, stride, levels) = (u64::from(p.first_level), grid_threads(), u64::from(p.levels));
+    let thread = global_thread().min(u64::from(u32::MAX)) as u32;
+    let stride = grid_threads().min(u64::from(u32::MAX)) as u32;
     // SAFETY: the contract above, which each stage states for its part; the barrier is reached by
     // every thread of the one block (the level loop's count is the launch's).
     unsafe {
-        let mut ahead2 = slot(&p, first + 2);
-        let mut ahead1 = slot(&p, first + 1).map(|s| head(&p, s));
-        let mut now = slot(&p, first).map(|s| body::<T, UPPER>(&p, head(&p, s)));
-        for l in 0..levels {
+        let mut cursor = Cursor::new(&p);
+        let mut now = cursor.next(thread).map(|s| body::<T, UPPER>(&p, head(&p, s)));
+        let mut ahead1 = cursor.next(thread).map(|s| head(&p, s));
+        let mut ahead2 = cursor.next(thread);
+        for l in 0..p.levels {
             let g = now.as_ref().map(|b| gathered::<T, UPPER>(&p, &b.first, b.head.slot.k));
-            let next = (
-                ahead1.map(|h| body::<T, UPPER>(&p, h)),
-                ahead2.map(|s| head(&p, s)),
-                slot(&p, first + l + 3),
-            );
+            let next =
+                (ahead1.map(|h| body::<T, UPPER>(&p, h)), ahead2.map(|s| head(&p, s)), cursor.next(thread));
             if let (Some(b), Some(g)) = (&now, &g) {
                 finish::<T, UPPER>(&p, b, g);
-                let mut k = u64::from(b.head.slot.k) + stride;
-                while k < u64::from(b.head.slot.end) {
-                    let b = body::<T, UPPER>(&p, head(&p, Slot { k: k as u32, ..b.head.slot }));
-                    finish::<T, UPPER>(&p, &b, &gathered::<T, UPPER>(&p, &b.first, b.head.slot.k));
+                let Slot { mut k, end } = b.head.slot;
+                while end - k > stride {
                     k += stride;
+                    let b = body::<T, UPPER>(&p, head(&p, Slot { k, end }));
+                    finish::<T, UPPER>(&p, &b, &gathered::<T, UPPER>(&p, &b.first, k));
                 }
             }
-            if l + 1 < levels {
+            if l + 1 < p.levels {
                 sync_threads();
             }
             (now, ahead1, ahead2) = next;
