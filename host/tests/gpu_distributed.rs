@@ -13,13 +13,16 @@ use common::{
     Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, skipped_without, tolerance,
 };
 use gpu_spmv::distributed::{
-    DistributedCg, DistributedCsr, DistributedPcg, DistributedPipelinedCg, Exchange, Ranks, UniqueId,
+    DistributedBicgstab, DistributedCg, DistributedCsr, DistributedPcg, DistributedPipelinedCg, Exchange,
+    Ranks, UniqueId,
 };
 use gpu_spmv::reference::LinearOperator;
+use gpu_spmv::reference::bicgstab::bicgstab;
 use gpu_spmv::reference::cg::{cg, pipelined_cg};
 use gpu_spmv::reference::max_relative_error;
+use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
-use gpu_spmv::{DeviceVector, Error, Gpu, Kernel, Scalar};
+use gpu_spmv::{CsrRef, DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;
 use std::sync::Mutex;
@@ -217,6 +220,46 @@ fn check_cg<T: Scalar>(
     }
 }
 
+/// `DistributedBicgstab` on `ranks` against the CPU oracle, on a convection-diffusion system (not
+/// symmetric), plain and with Jacobi: both converge, iterations within BiCGSTAB's slack (its
+/// residual is far from monotone, so the summation order moves the count more than CG's), this
+/// process's parts of the solution close to the CPU's.
+fn check_bicgstab(what: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange) {
+    let a = convection_diffusion::<f64>(47, 41, 50.0).unwrap();
+    let view = CsrRef::from(&a);
+    let b = random_vector::<f64>(rng, a.nrows());
+    let d = DistributedCsr::upload(ranks, view).unwrap();
+    let rel_tol = 1e-10;
+    for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
+        let what = format!("{what}, BiCGSTAB, {preconditioner:?}");
+        let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner };
+        let mut x_cpu = vec![0.0; a.nrows()];
+        let cpu = bicgstab(&view, &b, &mut x_cpu, &options).unwrap();
+        let members = ranks.members();
+        let db: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&b[d.rows(i)]).unwrap()).collect();
+        let mut dx: Vec<_> =
+            members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<f64>(d.rows(i).len()).unwrap()).collect();
+        let plan = d.plan_with(ranks, Kernel::Auto, exchange).unwrap();
+        let mut s = DistributedBicgstab::new(plan, options, Some(&view.diagonal())).unwrap();
+        s.set_check_every(7);
+        let outcome = s.solve(&db, &mut dx).unwrap();
+        assert_eq!(outcome.stop, Stop::Converged, "{what}: {outcome:?}");
+        assert!(
+            outcome.iterations.abs_diff(cpu.iterations) <= 3 + cpu.iterations / 8,
+            "{what}: GPUs {outcome:?}, CPU {cpu:?}"
+        );
+        let norm = x_cpu.iter().map(|v| v * v).sum::<f64>().sqrt();
+        for (i, m) in members.iter().enumerate() {
+            let x = dx[i].to_host(m.gpu()).unwrap();
+            let diff = x.iter().zip(&x_cpu[d.rows(i)]).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
+            let bound = 50.0 * rel_tol * norm;
+            assert!(diff <= bound, "{what}, rank {}: |x - x_cpu| = {diff:e} over {bound:e}", m.rank());
+        }
+        say(&format!("{what}: {} iterations (CPU {})", outcome.iterations, cpu.iterations));
+    }
+}
+
 /// Every product and solve of one run mode on `ranks`, the ghosts by `exchange`.
 fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange) {
     let test = format!("{test}, {exchange:?} exchange");
@@ -235,6 +278,7 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange
         }
         check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng, (exchange, solver));
     }
+    check_bicgstab(&format!("{test}: (f64)"), ranks, rng, exchange);
 }
 
 /// The route `exchange` resolves to on `ranks` for a stencil, or the reason it is refused.

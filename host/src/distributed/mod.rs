@@ -19,4 +19,4 @@ pub use cg::DistributedCg;
 pub use graph::DistributedGraph;
 pub use matrix::DistributedCsr;
 pub use product::{BlockPlan, DistributedPlan, Exchange};
-pub use space::{DistributedPcg, DistributedPipelinedCg};
+pub use space::{DistributedBicgstab, DistributedPcg, DistributedPipelinedCg};

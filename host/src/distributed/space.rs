@@ -1,6 +1,7 @@
-//! The solver tier's [`Space`] over the GPUs of a [`DistributedPlan`] ([`Parts`]), and the CGs
-//! written over it: [`DistributedPcg`] and [`DistributedPipelinedCg`] run the launches of
-//! `solve::Pcg` and `solve::PipelinedCg`, from the same source, on every GPU's rows.
+//! The solver tier's [`Space`] over the GPUs of a [`DistributedPlan`] ([`Parts`]), and the solvers
+//! written over it: [`DistributedPcg`], [`DistributedPipelinedCg`] and [`DistributedBicgstab`] run
+//! the launches of `solve::Pcg`, `solve::PipelinedCg` and `solve::Bicgstab`, from the same source,
+//! on every GPU's rows. (GMRES is not on the seam: its basis kernels take a `DeviceBasis`.)
 //!
 //! A vector is a part per GPU, distributed like the product's `y` (for a square matrix, also like
 //! its `x`). The vector ops and the scalar programs run on every GPU's own device state; a pass of
@@ -18,7 +19,9 @@ use crate::enqueue::krylov::{KrylovDevice, Snapshot, diag_scale};
 use crate::iterative::square_order;
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
-use crate::solve::{Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, SolverOptions, Space, copy_scalar};
+use crate::solve::{
+    BicgstabIn, Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, SolverOptions, Space, copy_scalar,
+};
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{ReduceOp, group_end, group_start};
@@ -62,12 +65,13 @@ struct Copies<T> {
 
 impl<'a, T: Scalar> Parts<'a, T> {
     /// The space of a solver with `scalars` slots of its own on the plan's GPUs, with the Jacobi
-    /// preconditioner of `diagonal` (the whole `A`'s, checked positive) where the options ask for it.
-    /// Refused as `solve::Pcg::new` refuses. Returns the solve's length too.
+    /// preconditioner of `diagonal` (the whole `A`'s, checked as the solver `need`s it: positive for
+    /// the CGs, non-zero for BiCGSTAB) where the options ask for it. Refused as the one-GPU solver
+    /// refuses. Returns the solve's length too.
     fn new(
         plan: DistributedPlan<'a, T>,
         options: &SolverOptions,
-        diagonal: Option<&[T]>,
+        (diagonal, need): (Option<&[T]>, DiagonalNeed),
         scalars: u32,
     ) -> Result<(Self, usize)> {
         options.check()?;
@@ -81,7 +85,7 @@ impl<'a, T: Scalar> Parts<'a, T> {
                     let got = diagonal.len();
                     return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got });
                 }
-                Some(inverse_diagonal(diagonal, DiagonalNeed::Positive)?)
+                Some(inverse_diagonal(diagonal, need)?)
             }
         };
         let mut members = Vec::new();
@@ -384,13 +388,14 @@ fn finish_batch<T: Scalar>(core: &Core<T, Parts<'_, T>>, x: &mut [DeviceVector<T
     Ok(())
 }
 
-/// The public face of a CG written over [`Space`], on [`Parts`]: the same methods for both CGs.
-macro_rules! distributed_cg {
-    ($(#[$doc:meta])* $name:ident, $inner:ident) => {
+/// The public face of a solver written over [`Space`], on [`Parts`]: the same methods for each,
+/// its diagonal checked as `$need`.
+macro_rules! distributed_solver {
+    ($(#[$doc:meta])* $name:ident, $inner:ident, $need:expr) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<'a, T: Scalar> {
-            cg: $inner<T, Parts<'a, T>>,
+            it: $inner<T, Parts<'a, T>>,
         }
 
         impl<'a, T: Scalar> $name<'a, T> {
@@ -398,13 +403,13 @@ macro_rules! distributed_cg {
             /// needed for [`Preconditioner::Jacobi`] and ignored otherwise. Refused as the one-GPU
             /// solver refuses.
             pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
-                let (space, n) = Parts::new(plan, &options, diagonal, $inner::<T, Parts<'a, T>>::SLOTS)?;
-                Ok(Self { cg: $inner::on(space, n, options)? })
+                let (space, n) = Parts::new(plan, &options, (diagonal, $need), $inner::<T, Parts<'a, T>>::SLOTS)?;
+                Ok(Self { it: $inner::on(space, n, options)? })
             }
 
             /// Iterations between two reads of the state in `solve` (at least 1).
             pub fn set_check_every(&mut self, iterations: u32) {
-                self.cg.core.check_every = iterations.max(1);
+                self.it.core.check_every = iterations.max(1);
             }
 
             /// Solves `A x = b` from the initial guess in `x` (each the process's parts, as the
@@ -413,7 +418,7 @@ macro_rules! distributed_cg {
             pub fn solve(&mut self, b: &[DeviceVector<T>], x: &mut [DeviceVector<T>]) -> Result<Outcome> {
                 self.start(b, x)?;
                 loop {
-                    self.iterate(x, self.cg.core.check_every)?;
+                    self.iterate(x, self.it.core.check_every)?;
                     if let Some(outcome) = self.outcome()? {
                         return Ok(outcome);
                     }
@@ -423,56 +428,68 @@ macro_rules! distributed_cg {
             /// Enqueues the start of a solve on every GPU. Checks `b` and `x` first: on error
             /// nothing is enqueued.
             pub fn start(&mut self, b: &[DeviceVector<T>], x: &[DeviceVector<T>]) -> Result<()> {
-                begin(&mut self.cg.core, b, x)?;
-                self.cg.start()
+                begin(&mut self.it.core, b, x)?;
+                self.it.start()
             }
 
             /// Enqueues `iterations` iterations on the solve `start` began, then copies the iterate
             /// to `x`. Allocates nothing, waits for nothing; iterations after the solve stopped
             /// change nothing.
             pub fn iterate(&mut self, x: &mut [DeviceVector<T>], iterations: u32) -> Result<()> {
-                self.cg.core.space.check(x, &self.cg.core.x)?;
+                self.it.core.space.check(x, &self.it.core.x)?;
                 for _ in 0..iterations {
-                    self.cg.iteration()?;
+                    self.it.iteration()?;
                 }
-                finish_batch(&self.cg.core, x)
+                finish_batch(&self.it.core, x)
             }
 
             /// Where the solve stands, read from the process's first GPU (waits for its stream;
-            /// every GPU holds the same state): `None` while it runs.
-            pub fn outcome(&self) -> Result<Option<Outcome>> {
-                self.cg.core.outcome(0)
+            /// every GPU holds the same state): `None` while it runs. As the one-GPU solver's
+            /// `outcome` (BiCGSTAB's restarts from a converged recurrence's iterate).
+            pub fn outcome(&mut self) -> Result<Option<Outcome>> {
+                self.it.outcome()
             }
 
             /// Keeps the residual of each iteration, as the one-GPU solver's `with_history`.
             pub fn with_history(mut self, capacity: usize) -> Result<Self> {
-                self.cg.core.keep_history(capacity)?;
+                self.it.core.keep_history(capacity)?;
                 Ok(self)
             }
 
             /// The relative residuals of the last solve, as the one-GPU solver's.
             pub fn residual_history(&self) -> Result<Vec<f64>> {
-                self.cg.core.residual_history()
+                self.it.core.residual_history()
             }
 
             /// The options the solver was made with.
             pub fn options(&self) -> &SolverOptions {
-                &self.cg.core.options
+                &self.it.core.options
             }
         }
     };
 }
 
-distributed_cg!(
+distributed_solver!(
     /// Preconditioned CG over the GPUs of one distributed plan: `solve::Pcg`'s launches on every
     /// GPU's rows, two all-reduces an iteration (see the module doc).
     DistributedPcg,
-    PcgIn
+    PcgIn,
+    DiagonalNeed::Positive
 );
 
-distributed_cg!(
+distributed_solver!(
     /// Pipelined CG over the GPUs of one distributed plan: `solve::PipelinedCg`'s launches on every
     /// GPU's rows, one all-reduce an iteration (see the module doc).
     DistributedPipelinedCg,
-    PipelinedCgIn
+    PipelinedCgIn,
+    DiagonalNeed::Positive
+);
+
+distributed_solver!(
+    /// BiCGSTAB over the GPUs of one distributed plan: `solve::Bicgstab`'s launches on every GPU's
+    /// rows, four all-reduces an iteration, and its restart from the iterate when the recurrence
+    /// converges (see the module doc). Jacobi's diagonal must be non-zero.
+    DistributedBicgstab,
+    BicgstabIn,
+    DiagonalNeed::NonZero
 );

@@ -8,7 +8,7 @@
 //! preconditioner `p̂` and `ŝ` are `p` and `s` themselves, so the solve holds `r`, `r̂`, `p`, `v`, `t`
 //! (and `p̂`, `ŝ` with one) besides its `b` and `x`.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, preconditioned};
+use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING};
 use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
@@ -16,7 +16,7 @@ use super::program::{
 use super::space::{OneGpu, Space};
 use super::{Outcome, SolverOptions, Stop};
 use crate::Result;
-use crate::device::{DeviceVector, VectorMut, VectorRef};
+use crate::device::{VectorMut, VectorRef};
 use crate::enqueue::krylov::{coef, constant};
 use crate::iterative::why;
 use crate::reference::DiagonalNeed;
@@ -55,9 +55,9 @@ pub(crate) const BREAKDOWNS: Breakdowns = &[
 
 /// The scratch vectors of a preconditioned solve.
 #[derive(Debug)]
-struct Preconditioned<T> {
-    p_hat: DeviceVector<T>,
-    s_hat: DeviceVector<T>,
+struct Preconditioned<V> {
+    p_hat: V,
+    s_hat: V,
 }
 
 /// A BiCGSTAB solver for one operator, with the vectors and device state of its solves, allocated
@@ -82,13 +82,20 @@ struct Preconditioned<T> {
 /// ```
 #[derive(Debug)]
 pub struct Bicgstab<'a, T: Scalar, A: Operator<T>> {
-    core: Core<T, OneGpu<'a, T, A>>,
-    r: DeviceVector<T>,
-    r_hat: DeviceVector<T>,
-    p: DeviceVector<T>,
-    v: DeviceVector<T>,
-    t: DeviceVector<T>,
-    preconditioned: Option<Preconditioned<T>>,
+    it: BicgstabIn<T, OneGpu<'a, T, A>>,
+}
+
+/// BiCGSTAB in any [`Space`]: the recurrence's vectors and state, and its launches, the one source
+/// of [`Bicgstab`] (one GPU) and of the distributed tier's solver (several).
+#[derive(Debug)]
+pub(crate) struct BicgstabIn<T: Scalar, S: Space<T>> {
+    pub core: Core<T, S>,
+    r: S::Vector,
+    r_hat: S::Vector,
+    p: S::Vector,
+    v: S::Vector,
+    t: S::Vector,
+    preconditioned: Option<Preconditioned<S::Vector>>,
     /// Iterations done before the recurrence's last restart (see [`Bicgstab::outcome`]).
     done: usize,
 }
@@ -117,32 +124,18 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
 
     fn build(op: A, options: SolverOptions, source: Option<PrecondSource<'a, '_, T>>) -> Result<Self> {
         let core = Core::new(op, options, source, (SLOTS, 0), BREAKDOWNS, DiagonalNeed::NonZero)?;
-        let (gpu, n) = (core.space.op.gpu(), core.n());
-        let preconditioned = match core.space.precond {
-            super::krylov::Precond::None => None,
-            _ => Some(Preconditioned { p_hat: gpu.zeros(n)?, s_hat: gpu.zeros(n)? }),
-        };
-        Ok(Self {
-            r: gpu.zeros(n)?,
-            r_hat: gpu.zeros(n)?,
-            p: gpu.zeros(n)?,
-            v: gpu.zeros(n)?,
-            t: gpu.zeros(n)?,
-            preconditioned,
-            core,
-            done: 0,
-        })
+        Ok(Self { it: BicgstabIn::new(core)? })
     }
 
     /// Iterations between two reads of the state in [`Bicgstab::solve`] (at least 1).
     pub fn set_check_every(&mut self, iterations: u32) {
-        self.core.check_every = iterations.max(1);
+        self.it.core.check_every = iterations.max(1);
     }
 
     /// Gives a Jacobi solver the diagonal of the operator's current values, after an update of
     /// them (until then it refuses to start or iterate, with `Error::StaleValues`).
     pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
-        self.core.set_diagonal(diagonal)
+        self.it.core.set_diagonal(diagonal)
     }
 
     /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there: [`start`],
@@ -159,7 +152,7 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     {
         self.start(b, x)?;
         loop {
-            self.iterate(x, self.core.check_every)?;
+            self.iterate(x, self.it.core.check_every)?;
             if let Some(outcome) = self.outcome()? {
                 return Ok(outcome);
             }
@@ -173,7 +166,91 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.core.begin(b, x)?;
+        self.it.core.begin(b, x)?;
+        self.it.start()
+    }
+
+    /// Enqueues `iterations` iterations on the solve [`Bicgstab::start`] began, then copies the
+    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
+    /// replayed. Iterations after the solve stopped change nothing.
+    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
+        self.it.core.check_x(x)?;
+        self.it.core.check_fresh()?;
+        for _ in 0..iterations {
+            self.it.iteration()?;
+        }
+        self.it.core.finish_batch(x)
+    }
+
+    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
+    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
+    ///
+    /// Only a true residual is believed converged (`crate::reference::bicgstab`, module doc): when
+    /// the recurrence says it converged, this enqueues a restart from the iterate, `r = b - A x`
+    /// and `r̂ = r` with the iterations left, and reads it. If that residual meets the tolerance the
+    /// outcome is converged, with its norm; otherwise the solve runs on (`None`), and the
+    /// iterations of a batch captured before go on from the restart.
+    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
+        self.it.outcome()
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Bicgstab::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.it.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Bicgstab::with_history`] (empty without one). The
+    /// recurrence's residuals (the half step's where it converged), and at a restart from the
+    /// iterate the true residual it computed.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.it.core.residual_history()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.it.core.options
+    }
+}
+
+impl<T: Scalar, S: Space<T>> BicgstabIn<T, S> {
+    /// The scalar slots of the solver's own, which a space's state must hold.
+    pub const SLOTS: u32 = SLOTS;
+
+    /// A solver of `n` unknowns in `space`, whose state holds [`Self::SLOTS`] scalars (the options
+    /// checked by the caller).
+    pub fn on(space: S, n: usize, options: SolverOptions) -> Result<Self> {
+        Self::new(Core::on(space, n, options, SLOTS, BREAKDOWNS)?)
+    }
+
+    /// The recurrence's vectors, in the core's space.
+    pub fn new(core: Core<T, S>) -> Result<Self> {
+        let space = &core.space;
+        let preconditioned = if space.has_preconditioner() {
+            Some(Preconditioned { p_hat: space.zeros()?, s_hat: space.zeros()? })
+        } else {
+            None
+        };
+        Ok(Self {
+            r: space.zeros()?,
+            r_hat: space.zeros()?,
+            p: space.zeros()?,
+            v: space.zeros()?,
+            t: space.zeros()?,
+            preconditioned,
+            core,
+            done: 0,
+        })
+    }
+
+    /// The start's launches, after the core's `b` and `x` were set and its state reset.
+    pub fn start(&mut self) -> Result<()> {
         self.done = 0;
         self.recur()
     }
@@ -182,15 +259,14 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     /// started, with the iterations left after `done`.
     fn recur(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.space.op.gpu();
-        let (d, one, minus_one) = (&c.space.device, T::from_f64(1.0), T::from_f64(-1.0));
-        d.scale(gpu, STARTING, constant(one), Some(&c.b), &mut self.r)?;
-        c.space.op.apply(&c.x, &mut self.t)?;
-        d.axpy(gpu, STARTING, constant(minus_one), &self.t, &mut self.r)?;
-        d.scale(gpu, STARTING, constant(one), Some(&self.r), &mut self.r_hat)?;
-        gpu.stream().memset_zeros(self.p.as_mut_slice())?;
-        gpu.stream().memset_zeros(self.v.as_mut_slice())?;
-        d.dots(gpu, STARTING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        c.space.scale(STARTING, constant(one), Some(&c.b), &mut self.r)?;
+        c.space.apply(&c.x, &mut self.t)?;
+        c.space.axpy(STARTING, constant(minus_one), &self.t, &mut self.r)?;
+        c.space.scale(STARTING, constant(one), Some(&self.r), &mut self.r_hat)?;
+        c.space.zero(&mut self.p)?;
+        c.space.zero(&mut self.v)?;
+        c.space.dots(STARTING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR), (&c.b, &c.b, BB)])?;
         let left = c.options.max_iterations - self.done;
         let max = u32::try_from(left).unwrap_or(u32::MAX);
         let done = u32::try_from(self.done).unwrap_or(u32::MAX);
@@ -206,28 +282,14 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
             nonzero(RHO, RHO_TAG),
             limit(RR, Ends::Solve),
         ]);
-        d.program(gpu, STARTING, &program)
-    }
-
-    /// Enqueues `iterations` iterations on the solve [`Bicgstab::start`] began, then copies the
-    /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
-    /// replayed. Iterations after the solve stopped change nothing.
-    pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.core.check_x(x)?;
-        self.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.iteration()?;
-        }
-        self.core.finish_batch(x)
+        c.space.program(STARTING, &program)
     }
 
     /// One iteration's launches (see the module doc).
-    fn iteration(&mut self) -> Result<()> {
+    pub fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
-        let gpu = c.space.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        c.space.device.program(
-            gpu,
+        c.space.program(
             RUNNING,
             &[
                 div(RHO, RHO_PREV, RATIO_RHO, KRYLOV_NO_TAG),
@@ -235,64 +297,43 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
                 mul(RATIO_RHO, RATIO_ALPHA, BETA),
             ],
         )?;
-        c.space.device.p_update(
-            gpu,
+        c.space.p_update(
             RUNNING,
             (coef(one, BETA), coef(minus_one, OMEGA)),
             &self.v,
             &self.r,
             &mut self.p,
         )?;
-        let p_hat = preconditioned(
-            &mut c.space.precond,
-            gpu,
-            &self.p,
-            self.preconditioned.as_mut().map(|pre| &mut pre.p_hat),
-        )?;
-        c.space.op.apply(p_hat, &mut self.v)?;
-        c.space.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.v, RV)])?;
-        c.space.device.program(gpu, RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
-        c.space.device.axpy(gpu, RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
-        c.space.device.axpy(gpu, RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
-        c.space.device.dots(gpu, RUNNING, &[(&self.r, &self.r, SS)])?;
-        c.space.device.program(gpu, RUNNING, &[c.record(SS, 1), converged(SS, Ends::SolveCounting)])?;
-        let s_hat = preconditioned(
-            &mut c.space.precond,
-            gpu,
-            &self.r,
-            self.preconditioned.as_mut().map(|pre| &mut pre.s_hat),
-        )?;
-        c.space.op.apply(s_hat, &mut self.t)?;
-        c.space.device.dots(gpu, RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
-        c.space.device.program(
-            gpu,
+        let p_hat =
+            c.space.preconditioned(&self.p, self.preconditioned.as_mut().map(|pre| &mut pre.p_hat))?;
+        c.space.apply(p_hat, &mut self.v)?;
+        c.space.dots(RUNNING, &[(&self.r_hat, &self.v, RV)])?;
+        c.space.program(RUNNING, &[div(RHO, RV, ALPHA, RV_TAG)])?;
+        c.space.axpy(RUNNING, coef(minus_one, ALPHA), &self.v, &mut self.r)?;
+        c.space.axpy(RUNNING, coef(one, ALPHA), p_hat, &mut c.x)?;
+        c.space.dots(RUNNING, &[(&self.r, &self.r, SS)])?;
+        let record = c.record(SS, 1);
+        c.space.program(RUNNING, &[record, converged(SS, Ends::SolveCounting)])?;
+        let s_hat =
+            c.space.preconditioned(&self.r, self.preconditioned.as_mut().map(|pre| &mut pre.s_hat))?;
+        c.space.apply(s_hat, &mut self.t)?;
+        c.space.dots(RUNNING, &[(&self.t, &self.r, TS), (&self.t, &self.t, TT)])?;
+        c.space.program(
             RUNNING,
             &[div(TS, TT, OMEGA, TT_TAG), nonzero(OMEGA, OMEGA_TAG), copy(RHO, RHO_PREV)],
         )?;
-        c.space.device.axpy(gpu, RUNNING, coef(one, OMEGA), s_hat, &mut c.x)?;
-        c.space.device.axpy(gpu, RUNNING, coef(minus_one, OMEGA), &self.t, &mut self.r)?;
-        c.space.device.dots(gpu, RUNNING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR)])?;
-        c.space.device.program(
-            gpu,
+        c.space.axpy(RUNNING, coef(one, OMEGA), s_hat, &mut c.x)?;
+        c.space.axpy(RUNNING, coef(minus_one, OMEGA), &self.t, &mut self.r)?;
+        c.space.dots(RUNNING, &[(&self.r_hat, &self.r, RHO), (&self.r, &self.r, RR)])?;
+        let record = c.record(RR, 0);
+        c.space.program(
             RUNNING,
-            &[
-                count(),
-                c.record(RR, 0),
-                converged(RR, Ends::Solve),
-                nonzero(RHO, RHO_TAG),
-                limit(RR, Ends::Solve),
-            ],
+            &[count(), record, converged(RR, Ends::Solve), nonzero(RHO, RHO_TAG), limit(RR, Ends::Solve)],
         )
     }
 
-    /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
-    /// the outcome once it converged or reached the limit, and the breakdown if it broke down.
-    ///
-    /// Only a true residual is believed converged (`crate::reference::bicgstab`, module doc): when
-    /// the recurrence says it converged, this enqueues a restart from the iterate, `r = b - A x`
-    /// and `r̂ = r` with the iterations left, and reads it. If that residual meets the tolerance the
-    /// outcome is converged, with its norm; otherwise the solve runs on (`None`), and the
-    /// iterations of a batch captured before go on from the restart.
+    /// Where the solve stands ([`Bicgstab::outcome`]): a converged recurrence is restarted from the
+    /// iterate, and believed only once that true residual meets the tolerance.
     pub fn outcome(&mut self) -> Result<Option<Outcome>> {
         loop {
             match self.core.outcome(self.done)? {
@@ -304,29 +345,5 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
                 other => return Ok(other),
             }
         }
-    }
-
-    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
-    /// start's first), for [`Bicgstab::residual_history`]: refused past
-    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
-    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
-    /// state: call it before capturing any of its work.
-    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
-        self.core.keep_history(capacity)?;
-        Ok(self)
-    }
-
-    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
-    /// iteration, at most the capacity given to [`Bicgstab::with_history`] (empty without one). The
-    /// recurrence's residuals (the half step's where it converged), and at a restart from the
-    /// iterate the true residual it computed.
-    /// Waits for the stream.
-    pub fn residual_history(&self) -> Result<Vec<f64>> {
-        self.core.residual_history()
-    }
-
-    /// The options the solver was made with.
-    pub fn options(&self) -> &SolverOptions {
-        &self.core.options
     }
 }

@@ -37,6 +37,7 @@ pub use crate::iterative::{
     SolverOptions, Stop,
 };
 pub use bicgstab::Bicgstab;
+pub(crate) use bicgstab::BicgstabIn;
 pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
 pub(crate) use cg::outcome_of;

@@ -208,6 +208,11 @@ impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
         Self::new(Core::on(space, n, options, SLOTS, CG_BREAKDOWNS)?)
     }
 
+    /// Where the solve stands: `None` while it runs (the state read from the device).
+    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
+        self.core.outcome(0)
+    }
+
     /// The recurrence's vectors, in the core's space.
     pub fn new(core: Core<T, S>) -> Result<Self> {
         let space = &core.space;

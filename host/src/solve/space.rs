@@ -1,5 +1,5 @@
 //! The seam between a Krylov solver's recurrence and where its vectors live ([`Space`]): the
-//! solvers written over it (`pcg.rs`, `pipelined_cg.rs`) are one source for one GPU ([`OneGpu`],
+//! solvers written over it (`pcg.rs`, `pipelined_cg.rs`, `bicgstab.rs`) are one source for one GPU ([`OneGpu`],
 //! here) and for several (the distributed tier's space, over a `DistributedPlan`), which differ only
 //! in how a dot product's sums reduce and how the operator reaches the other GPUs' entries.
 
