@@ -39,7 +39,6 @@ pub use crate::iterative::{
 pub use bicgstab::Bicgstab;
 pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
-pub(crate) use cg::outcome_of;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
 pub use ilu::{Ic0, Ilu0};
