@@ -16,8 +16,7 @@
 
 use anyhow::{Context, Result, bail};
 use gpu_spmv::distributed::{
-    DistributedCg, DistributedCsr, DistributedPcg, DistributedPipelinedCg, DistributedPlan, Exchange, Ranks,
-    UniqueId,
+    DistributedCsr, DistributedPcg, DistributedPipelinedCg, DistributedPlan, Exchange, Ranks, UniqueId,
 };
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::solve::Cg;
@@ -143,6 +142,8 @@ pub struct MatrixRecord {
     /// `(arithmetic + exchange - product) / exchange`, clamped to [0, 1].
     pub exchange_hidden: f64,
     pub predicted_speedup: f64,
+    /// A Jacobi-CG iteration: `solve::Cg` on one GPU, and the solver tier's PCG over the
+    /// distributed space (`DistributedPcg`) on `N`.
     pub cg_iteration_us_one_gpu: Option<f64>,
     pub cg_iteration_us: Option<f64>,
     pub cg_speedup: Option<f64>,
@@ -156,12 +157,8 @@ pub struct MatrixRecord {
     pub exchange_hidden_peer: Option<f64>,
     pub cg_iteration_us_peer: Option<f64>,
     pub cg_speedup_peer: Option<f64>,
-    /// A Jacobi-PCG and a Jacobi-pipelined-CG iteration of the solver tier over the distributed
-    /// space (`DistributedPcg`, `DistributedPipelinedCg`), NCCL route, one process, and the
-    /// pipelined one with one process per GPU; the `cg_iteration_*` fields are the twin
-    /// `DistributedCg`'s.
-    #[serde(default)]
-    pub pcg_iteration_us: Option<f64>,
+    /// A Jacobi-pipelined-CG iteration of the solver tier over the distributed space
+    /// (`DistributedPipelinedCg`), NCCL route, one process, and with one process per GPU.
     #[serde(default)]
     pub pipelined_iteration_us: Option<f64>,
     #[serde(default)]
@@ -258,8 +255,6 @@ fn endless() -> SolverOptions {
 /// Which distributed CG [`time_distributed_cg`] times.
 #[derive(Debug, Clone, Copy)]
 enum DistributedSolver {
-    /// `DistributedCg`, the twin of the one-GPU fused CG.
-    Twin,
     /// `DistributedPcg`: the solver tier's PCG over the distributed space.
     Pcg,
     /// `DistributedPipelinedCg`: one all-reduce an iteration.
@@ -279,16 +274,6 @@ fn time_distributed_cg(
     let mut x = scatter(ranks, &vec![0.0; d.nrows()], |i| d.rows(i))?;
     let sync = || sync_all(ranks);
     match solver {
-        DistributedSolver::Twin => {
-            let mut cg = DistributedCg::new(plan, endless(), Some(diagonal))?;
-            time_iterations_us(
-                |step| match step {
-                    Step::Start => Ok(cg.start(&b, &mut x)?),
-                    Step::Iterate => Ok(cg.iterate(&mut x, CG_BATCH)?),
-                },
-                sync,
-            )
-        }
         DistributedSolver::Pcg => {
             let mut cg = DistributedPcg::new(plan, endless(), Some(diagonal))?;
             time_iterations_us(
@@ -421,11 +406,9 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
         if m.spd {
             let diagonal = a.diagonal();
             let single = time_one_gpu_cg(one, a, &diagonal)?;
-            let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl, DistributedSolver::Twin)?;
+            let many = time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl, DistributedSolver::Pcg)?;
             (r.cg_iteration_us_one_gpu, r.cg_iteration_us, r.cg_speedup) =
                 (Some(single), Some(many), Some(single / many));
-            r.pcg_iteration_us =
-                Some(time_distributed_cg(&ranks, &d, &diagonal, Exchange::Nccl, DistributedSolver::Pcg)?);
             r.pipelined_iteration_us = Some(time_distributed_cg(
                 &ranks,
                 &d,
@@ -435,7 +418,7 @@ pub fn run(gpus: usize, only: &[String], dir: &Path, git_commit: String, started
             )?);
             if peer.is_some() {
                 let many =
-                    time_distributed_cg(&ranks, &d, &diagonal, Exchange::Peer, DistributedSolver::Twin)?;
+                    time_distributed_cg(&ranks, &d, &diagonal, Exchange::Peer, DistributedSolver::Pcg)?;
                 (r.cg_iteration_us_peer, r.cg_speedup_peer) = (Some(many), Some(single / many));
             }
         }
@@ -565,7 +548,7 @@ fn run_rank(rank: usize, gpus: usize, only: &[String], dir: &Path) -> Result<()>
                 None
             })
         };
-        times.cg_iteration_us.push(cg(DistributedSolver::Twin)?);
+        times.cg_iteration_us.push(cg(DistributedSolver::Pcg)?);
         times.pipelined_iteration_us.push(cg(DistributedSolver::Pipelined)?);
     }
     std::fs::write(rank_file(dir, rank), serde_json::to_string(&times)?)?;
@@ -637,7 +620,7 @@ fn report(r: &MultiGpuResults) -> String {
         );
     }
     s += &format!(
-        "\n## Jacobi-CG iteration\n\n| matrix | 1 GPU (µs) | {n} GPUs, NCCL (µs) | speedup | {n} GPUs, peer (µs) | speedup | 1 process/GPU (µs) |\n|---|---|---|---|---|---|---|\n"
+        "\n## Jacobi-CG iteration\n\n`solve::Cg` on 1 GPU, `DistributedPcg` on {n}.\n\n| matrix | 1 GPU (µs) | {n} GPUs, NCCL (µs) | speedup | {n} GPUs, peer (µs) | speedup | 1 process/GPU (µs) |\n|---|---|---|---|---|---|---|\n"
     );
     for m in r.matrices.iter().filter(|m| m.cg_iteration_us.is_some()) {
         s += &format!(
@@ -651,15 +634,14 @@ fn report(r: &MultiGpuResults) -> String {
             opt(m.cg_iteration_us_process_per_gpu, 1)
         );
     }
-    s += "\nThe solver tier's CGs over the distributed space, NCCL route (µs an iteration; the twin above \
-         and PCG all-reduce twice an iteration, pipelined CG once):\n\n\
-         | matrix | twin `DistributedCg` | `DistributedPcg` | `DistributedPipelinedCg` | pipelined, 1 process/GPU |\n|---|---|---|---|---|\n";
+    s += "\nThe solver tier's CGs over the distributed space, NCCL route (µs an iteration; PCG all-reduces \
+         twice an iteration, pipelined CG once):\n\n\
+         | matrix | `DistributedPcg` | `DistributedPipelinedCg` | pipelined, 1 process/GPU |\n|---|---|---|---|\n";
     for m in r.matrices.iter().filter(|m| m.cg_iteration_us.is_some()) {
         s += &format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} |\n",
             m.name,
             opt(m.cg_iteration_us, 1),
-            opt(m.pcg_iteration_us, 1),
             opt(m.pipelined_iteration_us, 1),
             opt(m.pipelined_iteration_us_process_per_gpu, 1)
         );

@@ -277,7 +277,7 @@ pub struct SolveRecord {
     /// The same solve's iteration counts on [`SPREAD_PERMUTATIONS`] random symmetric permutations
     /// of the system (`P A Pᵀ`, `P b`: the same iterates in exact arithmetic, other summation orders
     /// everywhere), taken only for an f64 pair of ours and the baseline that both converged and
-    /// differ by more than [`iteration_tolerance`]; empty otherwise (see [`agreement`]).
+    /// differ by more than [`iteration_tolerance`]; empty otherwise (see `agreement`).
     #[serde(default)]
     pub iterations_permuted: Vec<usize>,
 }

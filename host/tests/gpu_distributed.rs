@@ -1,5 +1,5 @@
-//! The distributed product against the f64 reference, and the distributed CGs (the twin and the
-//! solver tier's PCG and pipelined CG over the distributed space) against the CPU oracles, in
+//! The distributed product against the f64 reference, and the distributed CGs (the solver tier's
+//! PCG and pipelined CG over the distributed space) against the CPU oracles, in
 //! both run modes and by both routes of the exchange: one process driving every GPU (its ghosts
 //! over NCCL, and gathered in place by peer access), and one process per GPU (NCCL only; this test
 //! binary re-executes itself once per rank, the ranks joining through an NCCL unique id in a file).
@@ -13,8 +13,7 @@ use common::{
     Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, skipped_without, tolerance,
 };
 use gpu_spmv::distributed::{
-    DistributedBicgstab, DistributedCg, DistributedCsr, DistributedPcg, DistributedPipelinedCg, Exchange,
-    Ranks, UniqueId,
+    DistributedBicgstab, DistributedCsr, DistributedPcg, DistributedPipelinedCg, Exchange, Ranks, UniqueId,
 };
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::bicgstab::bicgstab;
@@ -134,11 +133,10 @@ fn laplacian<T: Scalar>(n: usize) -> Csr<T> {
     five_point(n, |r, c| T::from_f64(if c == r { 4.0 * s(r) * s(r) } else { -s(r) * s(c) }))
 }
 
-/// The distributed CGs: the twin (`DistributedCg`), and the one-GPU recurrences run over the
-/// distributed space (`DistributedPcg`, `DistributedPipelinedCg`).
+/// The distributed CGs: the one-GPU recurrences run over the distributed space (`DistributedPcg`,
+/// `DistributedPipelinedCg`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Solver {
-    Twin,
     Pcg,
     Pipelined,
 }
@@ -175,11 +173,6 @@ fn check_cg<T: Scalar>(
         let mut dx: Vec<_> =
             members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<T>(d.rows(i).len()).unwrap()).collect();
         let outcome = match solver {
-            Solver::Twin => {
-                let mut s = DistributedCg::new(plan, options, Some(&diagonal)).unwrap();
-                s.set_check_every(7);
-                s.solve(&db, &mut dx)
-            }
             Solver::Pcg => {
                 let mut s = DistributedPcg::new(plan, options, Some(&diagonal)).unwrap();
                 s.set_check_every(7);
@@ -272,7 +265,7 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange
     }
     // Pipelined CG in f32 loses its accuracy before 1e-4 on this grid (`solve::PipelinedCg`'s doc):
     // f64 only.
-    for solver in [Solver::Twin, Solver::Pcg, Solver::Pipelined] {
+    for solver in [Solver::Pcg, Solver::Pipelined] {
         if solver != Solver::Pipelined {
             check_cg::<f32>(&format!("{test}: CG (f32)"), ranks, 1e-4, rng, (exchange, solver));
         }

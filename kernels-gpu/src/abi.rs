@@ -612,33 +612,6 @@ pub const CG_INIT_JACOBI: Entry = entry!("cg_init_jacobi");
 /// cooperative launch.
 pub const CG_ITERATE_PLAIN: Entry = entry!("cg_iterate_plain");
 pub const CG_ITERATE_JACOBI: Entry = entry!("cg_iterate_jacobi");
-/// The distributed solve's kernels (`cg.rs`, "On several GPUs"): `cg_init_*_local_*` as `cg_init_*`
-/// and the passes of `cg_iterate_*` as separate launches (`cg_pq_local_*`, `cg_update_*_local_*`,
-/// `cg_step_*`), whose sums over the grid are left in [`CgParams::sums`] for an all-reduce over the
-/// GPUs instead of being applied to the state; `cg_finish_{init,pq,update_plain,update_jacobi}_*`
-/// then apply the reduced sums, one thread (launch one block of [`CG_FINISH_THREADS`]).
-pub const CG_INIT_PLAIN_LOCAL: Entry = entry!("cg_init_plain_local");
-pub const CG_INIT_JACOBI_LOCAL: Entry = entry!("cg_init_jacobi_local");
-pub const CG_PQ_LOCAL: Entry = entry!("cg_pq_local");
-pub const CG_UPDATE_PLAIN_LOCAL: Entry = entry!("cg_update_plain_local");
-pub const CG_UPDATE_JACOBI_LOCAL: Entry = entry!("cg_update_jacobi_local");
-pub const CG_STEP_PLAIN: Entry = entry!("cg_step_plain");
-pub const CG_STEP_JACOBI: Entry = entry!("cg_step_jacobi");
-pub const CG_FINISH_INIT: Entry = entry!("cg_finish_init");
-pub const CG_FINISH_PQ: Entry = entry!("cg_finish_pq");
-pub const CG_FINISH_UPDATE_PLAIN: Entry = entry!("cg_finish_update_plain");
-pub const CG_FINISH_UPDATE_JACOBI: Entry = entry!("cg_finish_update_jacobi");
-
-/// Threads of the one block of a `cg_finish_*` launch; thread 0 does the work.
-pub const CG_FINISH_THREADS: u32 = WARP_SIZE;
-
-/// The sums each `*_local` kernel leaves in [`CgParams::sums`]: `cg_init_*` rᵀz, rᵀr, bᵀb;
-/// `cg_pq_local` pᵀq; `cg_update_jacobi_local` rᵀz, rᵀr; `cg_update_plain_local` rᵀr.
-pub const CG_INIT_SUMS: u32 = 3;
-pub const CG_PQ_SUMS: u32 = 1;
-pub const CG_UPDATE_SUMS_JACOBI: u32 = 2;
-pub const CG_UPDATE_SUMS_PLAIN: u32 = 1;
-
 /// [`CgState::status`] before `cg_init_*` ran: the host allocates the state zeroed.
 pub const CG_NOT_STARTED: u32 = 0;
 /// [`CgState::status`]: iterating; the only status in which `cg_iterate_*` does anything.
@@ -670,22 +643,17 @@ pub struct CgState<T> {
     pub rr: T,
     /// `bᵀb`, so that the relative residual is `sqrt(rr / bb)` (`cg_init_*`).
     pub bb: T,
-    /// `pᵀAp` of the latest iteration (`cg_iterate_*`, `cg_finish_pq_*`), kept for the breakdown
-    /// report.
+    /// `pᵀAp` of the latest iteration (`cg_iterate_*`), kept for the breakdown report.
     pub pq: T,
-    /// `rz / pq` of the latest iteration (`cg_iterate_*`, `cg_finish_pq_*`).
+    /// `rz / pq` of the latest iteration (`cg_iterate_*`).
     pub alpha: T,
-    /// `rz_new / rz` of the latest iteration (`cg_iterate_*`, `cg_finish_update_*`).
+    /// `rz_new / rz` of the latest iteration (`cg_iterate_*`).
     pub beta: T,
     /// Iterations done: updates of `r`, each with its update of `x`.
     pub iterations: u32,
     /// One of `CG_NOT_STARTED`, `CG_RUNNING`, `CG_CONVERGED`, `CG_MAX_ITERATIONS`,
     /// `CG_BREAKDOWN_PAP`, `CG_BREAKDOWN_RZ`.
     pub status: u32,
-    /// In a distributed solve, 1 from an update of `r` (`cg_finish_update_*`) to the update of `x`
-    /// and `p` that completes its iteration (`cg_step_*`), 0 otherwise: the step runs once per
-    /// iteration even after the solve stopped. `cg_iterate_*` does both at once and leaves it 0.
-    pub step_pending: u32,
     /// Blocks of the running kernel that have stored their partial sums (or reached a grid
     /// barrier); the last one to arrive resets it to 0 (`atom.inc` wraps), so it is 0 between
     /// launches and barriers. Zeroed with the state.
@@ -695,13 +663,12 @@ pub struct CgState<T> {
     pub epoch: u32,
 }
 
-/// Every CG kernel (`cg.rs`): the vectors of one CG solve of `n` unknowns (a GPU's share of them in a
-/// distributed solve), its scratch and its state. Every kernel takes the same struct, so one value
-/// serves the whole captured iteration. Launch `cg_iterate_*` cooperatively with at most
-/// [`crate::index::cg_blocks`]`(n)` blocks (as many as the GPU keeps resident), `cg_finish_*` with
-/// one block of [`CG_FINISH_THREADS`], and the others with `cg_blocks(n)` blocks, of
-/// [`CG_BLOCK_THREADS`] threads and [`cg_shared_bytes`] of dynamic shared memory; the sums are
-/// reduced in an order fixed by `n` alone, the same on every run and every GPU.
+/// Every CG kernel (`cg.rs`): the vectors of one CG solve of `n` unknowns, its scratch and its state.
+/// Every kernel takes the same struct, so one value serves the whole captured iteration. Launch
+/// `cg_iterate_*` cooperatively with at most [`crate::index::cg_blocks`]`(n)` blocks (as many as the
+/// GPU keeps resident) and `cg_init_*` with `cg_blocks(n)` blocks, of [`CG_BLOCK_THREADS`] threads
+/// and [`cg_shared_bytes`] of dynamic shared memory; the sums are reduced in an order fixed by `n`
+/// alone, the same on every run and every GPU.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CgParams<T> {
@@ -722,10 +689,6 @@ pub struct CgParams<T> {
     pub partials: DevicePtr<T>,
     /// One [`CgState`], zeroed before `cg_init_*`.
     pub state: DevicePtr<CgState<T>>,
-    /// [`CG_MAX_SUMS`] elements: the sums over this GPU's rows that the `*_local` kernels of a
-    /// distributed solve leave for the all-reduce, and that `cg_finish_*` read back reduced. Unused
-    /// (0) on one GPU.
-    pub sums: DevicePtr<T>,
     /// The residual history: `rᵀr` of the start and of each iteration, at `history[k]` for
     /// iteration `k` below `history_capacity` (0: none kept).
     pub history: DevicePtr<T>,
@@ -1702,9 +1665,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
     &[ELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
-    &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI, CG_STEP_PLAIN, CG_STEP_JACOBI],
-    &[CG_INIT_PLAIN_LOCAL, CG_INIT_JACOBI_LOCAL, CG_PQ_LOCAL, CG_UPDATE_PLAIN_LOCAL, CG_UPDATE_JACOBI_LOCAL],
-    &[CG_FINISH_INIT, CG_FINISH_PQ, CG_FINISH_UPDATE_PLAIN, CG_FINISH_UPDATE_JACOBI],
+    &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC,
     &LMA_COLOUR,
     &CSRT_ATOMIC,

@@ -58,14 +58,11 @@
 //! so all blocks of a launch see the same state.
 //!
 //! # On several GPUs
-//! A distributed solve (`host/src/distributed/cg.rs`) runs the same passes on each GPU's rows, but a
-//! sum over its rows is not the sum over the unknowns, and the sums must cross the GPUs between the
-//! passes: so the passes are separate launches there, `cg_pq_local_*`, `cg_update_*_local_*` and
-//! `cg_step_*`, and the `*_local` kernels (with `cg_init_*_local_*`) leave their sums in
-//! `CgParams::sums` instead of applying them. The host all-reduces those few elements over the GPUs
-//! with NCCL, and `cg_finish_*` (one thread) applies the reduced sums with the very code
-//! `cg_init_*` and `cg_iterate_*` apply theirs with. Every GPU then holds the same scalars and
-//! status, so all stop at the same iteration.
+//! These kernels are one GPU's: a sum over a GPU's rows is not the sum over the unknowns, and the
+//! cooperative `cg_iterate_*` has no point between its passes at which sums could cross the GPUs. A
+//! distributed solve instead runs the solver tier's `solve::Pcg` (or `solve::PipelinedCg`) over the
+//! distributed space (`host/src/distributed/space.rs`), whose passes leave their sums for one NCCL
+//! all-reduce each.
 //!
 //! Thread mapping: [`CG_BLOCK_THREADS`] threads per block, one element per thread per grid-stride
 //! step.
@@ -195,55 +192,13 @@ unsafe fn precondition<T: Real, const JACOBI: bool>(inv_diag: *const T, i: usize
     if JACOBI { unsafe { T::load_nc(inv_diag.add(i)) * r } } else { r }
 }
 
-/// Leaves a kernel's sums over this GPU's rows in `p.sums`, for the all-reduce over the GPUs of a
-/// distributed solve (`cg_finish_*` then applies the reduced sums).
-///
-/// # Safety
-/// `p.sums` holds `N` elements; one thread calls it.
-#[inline(always)]
-unsafe fn leave_sums<T: CgReal, const N: usize>(p: &CgParams<T>, totals: [T; N]) {
-    for (k, &t) in totals.iter().enumerate() {
-        // SAFETY: `k < N`, within `sums` (the caller's contract); only this thread writes it.
-        unsafe { p.sums.as_mut_ptr().add(k).write_volatile(t) };
-    }
-}
-
-/// The end of a kernel's sums over the grid, in thread 0 of its last block: on one GPU (`LOCAL`
-/// false) `apply` them to the state; in a distributed solve leave them for the all-reduce.
-///
-/// # Safety
-/// `p.sums` holds `N` elements when `LOCAL`; `apply`'s own contract.
-#[inline(always)]
-unsafe fn conclude<T: CgReal, const N: usize, const LOCAL: bool>(
-    p: &CgParams<T>,
-    totals: [T; N],
-    apply: impl FnOnce([T; N]),
-) {
-    if LOCAL {
-        // SAFETY: the caller's contract.
-        unsafe { leave_sums(p, totals) };
-    } else {
-        apply(totals);
-    }
-}
-
-/// The reduced sums of a distributed solve, as `cg_finish_*` reads them.
-///
-/// # Safety
-/// `p.sums` holds `N` elements, all written before the launch.
-#[inline(always)]
-unsafe fn reduced<T: CgReal, const N: usize>(p: &CgParams<T>) -> [T; N] {
-    // SAFETY: `k < N`, within `sums` (the caller's contract).
-    core::array::from_fn(|k| unsafe { p.sums.as_ptr().add(k).read_volatile() })
-}
-
 /// `cg_init_*`: `p = z = D⁻¹ r` and the state: `rz`, `rr`, `bb`, `tol_rr`, the status.
 ///
 /// # Safety
 /// `p` describes one solve: vectors of `n` elements (`r = b - A x0`), scratch and a zeroed state;
 /// launched as [`CgParams`] says.
 #[inline(always)]
-unsafe fn init<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>) {
+unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     let (mut i, stride) = (global_thread(), grid_threads());
     let (mut rz, mut rr, mut bb) = (T::ZERO, T::ZERO, T::ZERO);
     while i < p.n as u64 {
@@ -266,7 +221,7 @@ unsafe fn init<T: CgReal, const JACOBI: bool, const LOCAL: bool>(p: CgParams<T>)
         && thread_idx() == 0
     {
         // SAFETY: `state` is valid; only this thread writes it in this launch.
-        unsafe { conclude::<T, 3, LOCAL>(&p, totals, |totals| init_scalars(&p, totals)) };
+        unsafe { init_scalars(&p, totals) };
     }
 }
 
@@ -295,7 +250,6 @@ unsafe fn init_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr, bb]: [T; 3]) {
         store!(s, rr, rr);
         store!(s, bb, bb);
         store!(s, iterations, 0);
-        store!(s, step_pending, 0);
         store!(s, status, status);
         record(p, 0, rr);
     }
@@ -310,36 +264,6 @@ unsafe fn record<T: CgReal>(p: &CgParams<T>, k: u32, rr: T) {
     if k < p.history_capacity {
         // SAFETY: the caller's contract, `k` below the capacity.
         unsafe { *p.history.as_mut_ptr().add(k as usize) = rr };
-    }
-}
-
-/// `cg_pq_local_*`: this GPU's share of `pq = pᵀq`, left for the all-reduce (`cg_finish_pq_*` then
-/// applies it).
-///
-/// # Safety
-/// As [`init`], after it.
-#[inline(always)]
-unsafe fn pq_local<T: CgReal>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: `state` is valid; written in this launch only after every block read it.
-    if unsafe { load!(s, status) } != CG_RUNNING {
-        return;
-    }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    let mut pq = T::ZERO;
-    while i < p.n as u64 {
-        // SAFETY: `i < n`; `p` and `q` are read-only here.
-        unsafe {
-            pq = T::load_nc(p.p.as_ptr().add(i as usize)).fma(T::load_nc(p.q.as_ptr().add(i as usize)), pq);
-        }
-        i += stride;
-    }
-    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid.
-    if let Some(totals) = unsafe { grid_sums([pq], p.partials.as_mut_ptr(), &raw mut (*s).arrivals) }
-        && thread_idx() == 0
-    {
-        // SAFETY: as in `init`.
-        unsafe { leave_sums(&p, totals) };
     }
 }
 
@@ -358,51 +282,6 @@ unsafe fn pq_scalars<T: CgReal>(p: &CgParams<T>, pq: T) {
             store!(s, alpha, alpha);
         } else {
             store!(s, status, CG_BREAKDOWN_PAP);
-        }
-    }
-}
-
-/// `cg_update_*_local_*`: `r -= alpha q`, and this GPU's share of `rz` and `rr`, left for the
-/// all-reduce (`cg_finish_update_*` then applies them and marks the step pending).
-///
-/// # Safety
-/// As [`pq`], after it.
-#[inline(always)]
-unsafe fn update_local<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: as in `pq`.
-    let (status, alpha) = unsafe { (load!(s, status), load!(s, alpha)) };
-    if status != CG_RUNNING {
-        return;
-    }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    let (mut rz, mut rr) = (T::ZERO, T::ZERO);
-    while i < p.n as u64 {
-        let i_ = i as usize;
-        // SAFETY: `i < n`; `r[i]` is this thread's; `q` and `inv_diag` are read-only here.
-        unsafe {
-            let ri = p.r.as_mut_ptr().add(i_);
-            let r = (-alpha).fma(T::load_nc(p.q.as_ptr().add(i_)), *ri);
-            *ri = r;
-            rz = r.fma(precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, r), rz);
-            rr = r.fma(r, rr);
-        }
-        i += stride;
-    }
-    // Without the preconditioner `rz` and `rr` are the same sum: reduce it once.
-    // SAFETY: launched as `CgParams` says; the status test above is uniform across the grid. As in
-    // `init` for the state.
-    unsafe {
-        if JACOBI {
-            if let Some(totals) = grid_sums([rz, rr], p.partials.as_mut_ptr(), &raw mut (*s).arrivals)
-                && thread_idx() == 0
-            {
-                leave_sums(&p, totals);
-            }
-        } else if let Some(totals) = grid_sums([rr], p.partials.as_mut_ptr(), &raw mut (*s).arrivals)
-            && thread_idx() == 0
-        {
-            leave_sums(&p, totals);
         }
     }
 }
@@ -433,86 +312,6 @@ unsafe fn update_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr]: [T; 2]) {
         store!(s, iterations, iterations);
         store!(s, status, status);
         record(p, iterations, rr);
-    }
-}
-
-/// `cg_step_*`: `x += alpha p` and `p = z + beta p` with the old `p`, once per update of `r`.
-///
-/// # Safety
-/// As [`pq`], after [`update`].
-#[inline(always)]
-unsafe fn step<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: as in `pq`.
-    let (pending, alpha, beta) = unsafe { (load!(s, step_pending), load!(s, alpha), load!(s, beta)) };
-    if pending == 0 {
-        return;
-    }
-    let (mut i, stride) = (global_thread(), grid_threads());
-    while i < p.n as u64 {
-        let i_ = i as usize;
-        // SAFETY: `i < n`; `x[i]` and `p[i]` are this thread's; `r` and `inv_diag` are read-only here.
-        unsafe {
-            let (xi, pi) = (p.x.as_mut_ptr().add(i_), p.p.as_mut_ptr().add(i_));
-            let old_p = *pi;
-            *xi = alpha.fma(old_p, *xi);
-            let z = precondition::<T, JACOBI>(p.inv_diag.as_ptr(), i_, T::load_nc(p.r.as_ptr().add(i_)));
-            *pi = beta.fma(old_p, z);
-        }
-        i += stride;
-    }
-    // No sums: the arrival only finds the last block, which clears the flag once all have read it.
-    // SAFETY: launched as `CgParams` says; the flag test above is uniform across the grid.
-    if unsafe { grid_sums::<T, 0>([], p.partials.as_mut_ptr(), &raw mut (*s).arrivals) }.is_some()
-        && thread_idx() == 0
-    {
-        // SAFETY: as in `init`.
-        unsafe { store!(s, step_pending, 0) };
-    }
-}
-
-/// `cg_finish_init_*`: the state from the reduced sums of `cg_init_*_local`.
-///
-/// # Safety
-/// As [`init`], after `cg_init_*_local` and the all-reduce of its [`CG_INIT_SUMS`] sums; one block.
-#[inline(always)]
-unsafe fn finish_init<T: CgReal>(p: CgParams<T>) {
-    if thread_idx() == 0 {
-        // SAFETY: the caller's contract; the only thread of the launch that works.
-        unsafe { init_scalars(&p, reduced(&p)) };
-    }
-}
-
-/// `cg_finish_pq_*`: `alpha` from the reduced `pq` of `cg_pq_local_*`.
-///
-/// # Safety
-/// As [`finish_init`], after `cg_pq_local_*` and its all-reduce.
-#[inline(always)]
-unsafe fn finish_pq<T: CgReal>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: as `finish_init`; a stopped solve left no sums to apply, as in `pq`.
-    if thread_idx() == 0 && unsafe { load!(s, status) } == CG_RUNNING {
-        let [pq] = unsafe { reduced(&p) };
-        // SAFETY: as above.
-        unsafe { pq_scalars(&p, pq) };
-    }
-}
-
-/// `cg_finish_update_*`: the state from the reduced sums of `cg_update_*_local`.
-///
-/// # Safety
-/// As [`finish_pq`], after `cg_update_*_local` and its all-reduce.
-#[inline(always)]
-unsafe fn finish_update<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
-    let s = p.state.as_mut_ptr();
-    // SAFETY: as `finish_pq`.
-    if thread_idx() == 0 && unsafe { load!(s, status) } == CG_RUNNING {
-        // SAFETY: as above; without the preconditioner the one sum is both `rz` and `rr`.
-        unsafe {
-            let totals = if JACOBI { reduced(&p) } else { [reduced::<T, 1>(&p)[0]; 2] };
-            update_scalars(&p, totals);
-            store!(s, step_pending, 1);
-        }
     }
 }
 
@@ -636,34 +435,11 @@ unsafe fn iterate<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
     }
 }
 
-crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false, false>);
-crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true, false>);
+crate::ptx_entry!(cg_init_plain_f32, CgParams<f32>, init::<f32, false>);
+crate::ptx_entry!(cg_init_jacobi_f32, CgParams<f32>, init::<f32, true>);
 crate::ptx_entry!(cg_iterate_plain_f32, CgParams<f32>, iterate::<f32, false>);
 crate::ptx_entry!(cg_iterate_jacobi_f32, CgParams<f32>, iterate::<f32, true>);
-crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false, false>);
-crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true, false>);
+crate::ptx_entry!(cg_init_plain_f64, CgParams<f64>, init::<f64, false>);
+crate::ptx_entry!(cg_init_jacobi_f64, CgParams<f64>, init::<f64, true>);
 crate::ptx_entry!(cg_iterate_plain_f64, CgParams<f64>, iterate::<f64, false>);
 crate::ptx_entry!(cg_iterate_jacobi_f64, CgParams<f64>, iterate::<f64, true>);
-
-crate::ptx_entry!(cg_init_plain_local_f32, CgParams<f32>, init::<f32, false, true>);
-crate::ptx_entry!(cg_init_jacobi_local_f32, CgParams<f32>, init::<f32, true, true>);
-crate::ptx_entry!(cg_pq_local_f32, CgParams<f32>, pq_local::<f32>);
-crate::ptx_entry!(cg_update_plain_local_f32, CgParams<f32>, update_local::<f32, false>);
-crate::ptx_entry!(cg_update_jacobi_local_f32, CgParams<f32>, update_local::<f32, true>);
-crate::ptx_entry!(cg_step_plain_f32, CgParams<f32>, step::<f32, false>);
-crate::ptx_entry!(cg_step_jacobi_f32, CgParams<f32>, step::<f32, true>);
-crate::ptx_entry!(cg_finish_init_f32, CgParams<f32>, finish_init::<f32>);
-crate::ptx_entry!(cg_finish_pq_f32, CgParams<f32>, finish_pq::<f32>);
-crate::ptx_entry!(cg_finish_update_plain_f32, CgParams<f32>, finish_update::<f32, false>);
-crate::ptx_entry!(cg_finish_update_jacobi_f32, CgParams<f32>, finish_update::<f32, true>);
-crate::ptx_entry!(cg_init_plain_local_f64, CgParams<f64>, init::<f64, false, true>);
-crate::ptx_entry!(cg_init_jacobi_local_f64, CgParams<f64>, init::<f64, true, true>);
-crate::ptx_entry!(cg_pq_local_f64, CgParams<f64>, pq_local::<f64>);
-crate::ptx_entry!(cg_update_plain_local_f64, CgParams<f64>, update_local::<f64, false>);
-crate::ptx_entry!(cg_update_jacobi_local_f64, CgParams<f64>, update_local::<f64, true>);
-crate::ptx_entry!(cg_step_plain_f64, CgParams<f64>, step::<f64, false>);
-crate::ptx_entry!(cg_step_jacobi_f64, CgParams<f64>, step::<f64, true>);
-crate::ptx_entry!(cg_finish_init_f64, CgParams<f64>, finish_init::<f64>);
-crate::ptx_entry!(cg_finish_pq_f64, CgParams<f64>, finish_pq::<f64>);
-crate::ptx_entry!(cg_finish_update_plain_f64, CgParams<f64>, finish_update::<f64, false>);
-crate::ptx_entry!(cg_finish_update_jacobi_f64, CgParams<f64>, finish_update::<f64, true>);

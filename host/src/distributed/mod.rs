@@ -4,10 +4,9 @@
 //! runs beside the local block's product, called by call or replayed from one graph over the GPUs
 //! ([`DistributedGraph`]). The GPUs and their communicators are a [`Ranks`]: one process for all GPUs of a host
 //! ([`Ranks::all_local`]) or one process per GPU ([`Ranks::one_of`] with a [`UniqueId`] handed over
-//! by the launcher), on the same code. [`DistributedCg`] is conjugate gradients on a distributed
-//! plan, its sums all-reduced over the GPUs.
+//! by the launcher), on the same code. [`DistributedPcg`] and [`DistributedPipelinedCg`] are the
+//! solver tier's CGs run over the GPUs of a distributed plan, their sums all-reduced over the GPUs.
 
-mod cg;
 mod graph;
 mod matrix;
 mod product;
@@ -15,7 +14,6 @@ mod space;
 
 pub use crate::device::{Member, Ranks, UniqueId};
 pub use crate::formats::{Block, Part, RowPartition, Split};
-pub use cg::DistributedCg;
 pub use graph::DistributedGraph;
 pub use matrix::DistributedCsr;
 pub use product::{BlockPlan, DistributedPlan, Exchange};

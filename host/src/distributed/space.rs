@@ -115,7 +115,7 @@ impl<'a, T: Scalar> Parts<'a, T> {
 
     /// The stage's first `count` slots of every GPU, all-reduced in place, in order with both
     /// streams: the communicator's stream waits for the pass that left them, the `Gpu`'s stream for
-    /// the all-reduce (as `DistributedCg`'s).
+    /// the all-reduce, so the host waits for neither.
     fn all_reduce(&mut self, count: u32) -> Result<()> {
         let members = self.plan.ranks().members();
         for (member, m) in members.iter().zip(&self.members) {

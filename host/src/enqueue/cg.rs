@@ -1,9 +1,7 @@
 //! The launches of a conjugate-gradient solve (`kernels-gpu/src/cg.rs`, whose module doc gives the
-//! iteration): the state the kernels keep on the device; on one GPU the prepared launch of the
-//! solve's start and the one cooperative launch of an iteration besides its product
-//! ([`CgLaunches`]); for one GPU's rows of a distributed solve the passes as separate launches, whose
-//! sums an all-reduce joins before [`CgFinish`] applies them ([`CgPasses`]). The solvers themselves
-//! (`crate::solve`, `crate::distributed`) own the buffers and decide when to read the state.
+//! iteration): the state the kernels keep on the device, the prepared launch of the solve's start and
+//! the one cooperative launch of an iteration besides its product ([`CgLaunches`]). The solver itself
+//! (`crate::solve::Cg`) owns the buffers and decides when to read the state.
 
 use super::launch::{Prepared, WithOperands, copy};
 use crate::Result;
@@ -11,8 +9,7 @@ use crate::device::Gpu;
 use crate::scalar::Scalar;
 use cudarc::driver::{CudaFunction, DeviceRepr, ValidAsZeroBits, sys};
 use kernels_gpu::abi::{
-    self as abi, CG_BLOCK_THREADS, CG_FINISH_THREADS, CG_UPDATE_SUMS_JACOBI, CG_UPDATE_SUMS_PLAIN, CgParams,
-    CgState, DevicePtr as AbiPtr, cg_shared_bytes,
+    self as abi, CG_BLOCK_THREADS, CgParams, CgState, DevicePtr as AbiPtr, cg_shared_bytes,
 };
 use kernels_gpu::index::cg_blocks;
 
@@ -124,135 +121,5 @@ impl<T: Scalar> CgLaunches<T> {
     pub unsafe fn after_product(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
         // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
         unsafe { self.iterate.enqueue(gpu, (AbiPtr::new(0), x)) }
-    }
-}
-
-/// The CG kernels of one GPU's rows of a distributed solve, prepared once: the passes of an
-/// iteration as separate launches, because their sums must cross the GPUs between them.
-#[derive(Debug)]
-pub(crate) struct CgPasses<T> {
-    init: Prepared<CgParams<T>>,
-    pq: Prepared<CgParams<T>>,
-    update: Prepared<CgParams<T>>,
-    step: Prepared<CgParams<T>>,
-}
-
-impl<T: Scalar> CgPasses<T> {
-    /// The launches of one GPU's rows of a distributed solve: `init`, `pq` and `update` leave their
-    /// sums in `params.sums` (the `*_local` kernels) for an all-reduce, after which the [`CgFinish`]
-    /// launches apply the reduced sums, read from `reduced`.
-    ///
-    /// # Safety
-    /// As [`CgLaunches::new`]; `params.sums` and `reduced` hold `CG_MAX_SUMS` elements of `gpu`'s
-    /// context and live as long as the launches, and `reduced` holds the all-reduced sums of every
-    /// `*_local` launch before the [`CgFinish`] launch that follows it.
-    pub unsafe fn new(
-        gpu: &Gpu,
-        params: CgParams<T>,
-        reduced: AbiPtr<T>,
-        jacobi: bool,
-    ) -> Result<(Self, CgFinish<T>)> {
-        let pick = |plain, preconditioned| gpu.kernel::<T>(if jacobi { preconditioned } else { plain });
-        let finish_params = CgParams { sums: reduced, ..params };
-        // SAFETY: the `cg_finish_*` kernels take one block of `CG_FINISH_THREADS` and read `sums`
-        // (here the reduced copy) and the state only, under the caller's contract.
-        let finish = |f: &CudaFunction| unsafe { Prepared::new(f, 1, CG_FINISH_THREADS, 0, finish_params) };
-        let grid = cg_blocks(params.n);
-        #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
-        let shared = cg_shared_bytes(size_of::<T>() as u32);
-        // SAFETY: the caller's contract for the buffers; these kernels take `cg_blocks(n)` blocks of
-        // `CG_BLOCK_THREADS` threads with `cg_shared_bytes` of dynamic shared memory, as here, and the
-        // `*_local` ones write `params.sums` besides; `b` and `x` are set at each launch, under their
-        // contract.
-        let prepare = |f: &CudaFunction| unsafe { Prepared::new(f, grid, CG_BLOCK_THREADS, shared, params) };
-        let launches = Self {
-            init: prepare(pick(abi::CG_INIT_PLAIN_LOCAL, abi::CG_INIT_JACOBI_LOCAL)?),
-            pq: prepare(gpu.kernel::<T>(abi::CG_PQ_LOCAL)?),
-            update: prepare(pick(abi::CG_UPDATE_PLAIN_LOCAL, abi::CG_UPDATE_JACOBI_LOCAL)?),
-            step: prepare(pick(abi::CG_STEP_PLAIN, abi::CG_STEP_JACOBI)?),
-        };
-        let finish = CgFinish {
-            init: finish(gpu.kernel::<T>(abi::CG_FINISH_INIT)?),
-            pq: finish(gpu.kernel::<T>(abi::CG_FINISH_PQ)?),
-            update: finish(pick(abi::CG_FINISH_UPDATE_PLAIN, abi::CG_FINISH_UPDATE_JACOBI)?),
-            update_sums: if jacobi { CG_UPDATE_SUMS_JACOBI } else { CG_UPDATE_SUMS_PLAIN },
-        };
-        Ok((launches, finish))
-    }
-
-    /// Enqueues `cg_init_*_local_*`: `p = z`, and this GPU's sums of the state from `r = b - A x0`.
-    ///
-    /// # Safety
-    /// `b` and `x` hold `n` elements of `gpu`'s context; `r` holds `b - A x`; the state is zeroed.
-    pub unsafe fn init(&self, gpu: &Gpu, b: AbiPtr<T>, x: AbiPtr<T>) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { self.init.enqueue(gpu, (b, x)) }
-    }
-
-    /// Enqueues `cg_pq_local_*`, after the product `q = A p`.
-    ///
-    /// # Safety
-    /// As [`CgLaunches::after_product`], and the state's all-reduced sums applied before.
-    pub unsafe fn pq(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
-        // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
-        unsafe { self.pq.enqueue(gpu, (AbiPtr::new(0), x)) }
-    }
-
-    /// Enqueues `cg_update_*_local_*`, after [`CgPasses::pq`] and its [`CgFinish::pq`].
-    ///
-    /// # Safety
-    /// As [`CgLaunches::after_product`], and the state's all-reduced sums applied before.
-    pub unsafe fn update(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
-        // SAFETY: as `pq`.
-        unsafe { self.update.enqueue(gpu, (AbiPtr::new(0), x)) }
-    }
-
-    /// Enqueues `cg_step_*`, after [`CgPasses::update`] and its [`CgFinish::update`].
-    ///
-    /// # Safety
-    /// As [`CgLaunches::after_product`], and the state's all-reduced sums applied before.
-    pub unsafe fn step(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
-        // SAFETY: as `pq`.
-        unsafe { self.step.enqueue(gpu, (AbiPtr::new(0), x)) }
-    }
-}
-
-/// The launches that apply the all-reduced sums of a distributed solve's `*_local` kernels
-/// (`cg_finish_*`), one per kernel that sums.
-#[derive(Debug)]
-pub(crate) struct CgFinish<T> {
-    init: Prepared<CgParams<T>>,
-    pq: Prepared<CgParams<T>>,
-    update: Prepared<CgParams<T>>,
-    /// The sums `cg_update_*_local` leaves: 2 with the preconditioner (rᵀz, rᵀr), else 1.
-    pub update_sums: u32,
-}
-
-impl<T: Scalar> CgFinish<T> {
-    /// Enqueues `cg_finish_init_*`.
-    ///
-    /// # Safety
-    /// [`CgPasses::new`]'s contract: the reduced sums of the `init` before it are in place.
-    pub unsafe fn init(&self, gpu: &Gpu) -> Result<()> {
-        // SAFETY: the caller's contract; `b` and `x` are not read.
-        unsafe { self.init.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
-    }
-
-    /// Enqueues `cg_finish_pq_*`.
-    ///
-    /// # Safety
-    /// As [`CgFinish::init`], after a `pq`.
-    pub unsafe fn pq(&self, gpu: &Gpu) -> Result<()> {
-        // SAFETY: as `init`.
-        unsafe { self.pq.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
-    }
-
-    /// Enqueues `cg_finish_update_*`.
-    ///
-    /// # Safety
-    /// As [`CgFinish::init`], after an `update`.
-    pub unsafe fn update(&self, gpu: &Gpu) -> Result<()> {
-        // SAFETY: as `init`.
-        unsafe { self.update.enqueue(gpu, (AbiPtr::new(0), AbiPtr::new(0))) }
     }
 }

@@ -108,7 +108,6 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             inv_diag: inv_diag.as_ref().map_or(AbiPtr::new(0), |d| addr(d, gpu)),
             partials: addr(&partials, gpu),
             state: AbiPtr::new(addr(&state, gpu).addr()),
-            sums: AbiPtr::new(0),
             history: AbiPtr::new(0),
             history_capacity: 0,
             rel_tol: T::from_f64(options.rel_tol),
@@ -281,7 +280,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// [`SolveError::Breakdown`] if it broke down.
     pub fn outcome(&self) -> Result<Option<Outcome>> {
         let DeviceCgState(state) = self.plan.gpu().stream().clone_dtoh(&self.state)?[0];
-        outcome_of(&state, "the solve was not started: call Cg::start")
+        outcome_of(&state)
     }
 
     /// The options the solver was made with.
@@ -307,13 +306,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
 }
 
 /// What a solve's device state says: `None` while it runs, the outcome once it has converged or
-/// reached the iteration limit, [`SolveError::Breakdown`] if it broke down, and `not_started` (an
-/// [`Error::Unsupported`]) before its start. Shared with the distributed solver, whose GPUs all hold
-/// the same state.
-pub(crate) fn outcome_of<T: Scalar>(
-    state: &CgState<T>,
-    not_started: &'static str,
-) -> Result<Option<Outcome>> {
+/// reached the iteration limit, [`SolveError::Breakdown`] if it broke down, and
+/// [`Error::Unsupported`] before its start.
+fn outcome_of<T: Scalar>(state: &CgState<T>) -> Result<Option<Outcome>> {
     let iterations = state.iterations as usize;
     let stop = match state.status {
         CG_CONVERGED => Stop::Converged,
@@ -330,7 +325,7 @@ pub(crate) fn outcome_of<T: Scalar>(
                 SolveError::Breakdown { iteration: iterations, what: "rᵀz", value, why: NOT_SPD }.into()
             );
         }
-        CG_NOT_STARTED => return Err(Error::Unsupported(not_started)),
+        CG_NOT_STARTED => return Err(Error::Unsupported("the solve was not started: call Cg::start")),
         _ => return Ok(None),
     };
     let (rr, bb) = (state.rr.to_f64(), state.bb.to_f64());

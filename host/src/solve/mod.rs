@@ -40,7 +40,6 @@ pub use bicgstab::Bicgstab;
 pub(crate) use bicgstab::BicgstabIn;
 pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
-pub(crate) use cg::outcome_of;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
 pub use ilu::{Ic0, Ilu0};
