@@ -31,6 +31,10 @@ pub struct DeviceInfo {
     /// no library on the driver API can go below. Absent in older runs.
     #[serde(default)]
     pub launch_us: Option<f64>,
+    /// Host time of one launch of a graph holding that one kernel, captured once (`Graph::launch`):
+    /// the cheaper host path a hot plan could take if it is (issue 23, item 4). Absent in older runs.
+    #[serde(default)]
+    pub graph_launch_us: Option<f64>,
     /// The host link: `cuMemcpyHtoD` from pinned host memory, bytes per second (GB/s), what an
     /// upload is measured against. Absent in older runs.
     #[serde(default)]
@@ -51,6 +55,7 @@ impl DeviceInfo {
             read_gbps: read_bandwidth(gpu)?,
             copy_gbps: copy_bandwidth(gpu)?,
             launch_us: Some(launch_cost(gpu)?),
+            graph_launch_us: Some(graph_launch_cost(gpu)?),
             h2d_pinned_gbps: Some(h2d_pinned_bandwidth(gpu)?),
         })
     }
@@ -110,6 +115,13 @@ fn launch_cost(gpu: &Gpu) -> Result<f64> {
     let data = gpu.upload_vector(&[1.0f32; 4])?;
     let mut sink = gpu.zeros::<f32>(1)?;
     host_enqueue_us(gpu, || Ok(probe::stream_read(gpu, &data, &mut sink)?))
+}
+
+fn graph_launch_cost(gpu: &Gpu) -> Result<f64> {
+    let data = gpu.upload_vector(&[1.0f32; 4])?;
+    let mut sink = gpu.zeros::<f32>(1)?;
+    let graph = gpu.capture(|| probe::stream_read(gpu, &data, &mut sink))?;
+    host_enqueue_us(gpu, || Ok(graph.launch()?))
 }
 
 /// Bytes of the host link probe: 256 MiB, long enough that the copy's start-up is noise.

@@ -278,6 +278,9 @@ pub fn text(results: &Results) -> String {
     if let Some(launch) = results.device.as_ref().and_then(|d| d.launch_us) {
         let _ = writeln!(out, "host cost of one bare kernel launch (the driver's floor): {launch:.2} µs");
     }
+    if let Some(graph) = results.device.as_ref().and_then(|d| d.graph_launch_us) {
+        let _ = writeln!(out, "host cost of one launch of a one-kernel graph: {graph:.2} µs");
+    }
     out
 }
 
