@@ -666,38 +666,51 @@ fn permuted_counts<T: BlasScalar>(
     options: SolverOptions,
     implementation: Implementation,
 ) -> Result<Vec<usize>> {
-    use rand::SeedableRng;
-    use rand::seq::SliceRandom;
     let gpu = case.devices.gpu;
-    let n = case.a.nrows();
     (1..=SPREAD_PERMUTATIONS)
         .map(|seed| {
-            let mut new_to_old: Vec<usize> = (0..n).collect();
-            new_to_old.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
-            let mut old_to_new = vec![0; n];
-            for (new, &old) in new_to_old.iter().enumerate() {
-                old_to_new[old] = new;
-            }
-            let mut entries: Vec<(usize, usize, T)> =
-                case.a.triplet_iter().map(|(i, j, &v)| (old_to_new[i], old_to_new[j], v)).collect();
-            entries.sort_unstable_by_key(|&(i, j, _)| (i, j));
-            let mut offsets = vec![0; n + 1];
-            for &(i, _, _) in &entries {
-                offsets[i + 1] += 1;
-            }
-            for i in 0..n {
-                offsets[i + 1] += offsets[i];
-            }
-            let (cols, values) = entries.iter().map(|&(_, j, v)| (j, v)).unzip();
-            let a = CsrMatrix::try_from_csr_data(n, n, offsets, cols, values)
-                .map_err(|e| anyhow::anyhow!("{} permuted: {e}", case.problem))?;
-            let b_host: Vec<T> = new_to_old.iter().map(|&old| case.b_host[old]).collect();
-            let diagonal: Vec<T> = new_to_old.iter().map(|&old| case.diagonal[old]).collect();
+            let (a, b_host, diagonal) = permuted_system(case.a, case.b_host, case.diagonal, seed)
+                .with_context(|| format!("{} permuted", case.problem))?;
             let (da, b) = (gpu.upload_csr(&a)?, gpu.upload_vector(&b_host)?);
             let permuted = Case { a: &a, da: &da, b_host: &b_host, b: &b, diagonal: &diagonal, ..*case };
             Ok(solve(&permuted, method, options, implementation)?.end.iterations())
         })
         .collect()
+}
+
+/// `P A Pᵀ`, `P b` and `P d` for the random permutation `P` of `seed` (ChaCha8): row and column
+/// `new` of the result are row and column `new_to_old[new]` of `a`, each row's entries sorted by
+/// column.
+fn permuted_system<T: Copy>(
+    a: &CsrMatrix<T>,
+    b: &[T],
+    diagonal: &[T],
+    seed: u64,
+) -> Result<(CsrMatrix<T>, Vec<T>, Vec<T>)> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let n = a.nrows();
+    let mut new_to_old: Vec<usize> = (0..n).collect();
+    new_to_old.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    let mut old_to_new = vec![0; n];
+    for (new, &old) in new_to_old.iter().enumerate() {
+        old_to_new[old] = new;
+    }
+    let mut entries: Vec<(usize, usize, T)> =
+        a.triplet_iter().map(|(i, j, &v)| (old_to_new[i], old_to_new[j], v)).collect();
+    entries.sort_unstable_by_key(|&(i, j, _)| (i, j));
+    let mut offsets = vec![0; n + 1];
+    for &(i, _, _) in &entries {
+        offsets[i + 1] += 1;
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let (cols, values) = entries.iter().map(|&(_, j, v)| (j, v)).unzip();
+    let permuted = CsrMatrix::try_from_csr_data(n, n, offsets, cols, values)
+        .map_err(|e| anyhow::anyhow!("a permuted matrix: {e}"))?;
+    let gather = |v: &[T]| new_to_old.iter().map(|&old| v[old]).collect();
+    Ok((permuted, gather(b), gather(diagonal)))
 }
 
 /// The solver of an ours-alone row: one of the nonsymmetric methods, or preconditioned CG.

@@ -134,6 +134,35 @@ fn an_f64_difference_within_the_spread_of_summation_orders_is_a_note_and_beyond_
     assert!(!needs_spread(&gmres(Ours, 3794, &[]), &stopped));
 }
 
+/// The permuted system of the spread measurement is the same system renumbered: `(P A Pᵀ)(P x)`
+/// equals `P (A x)` for any `x`, with `P b` and `P d` alike, and a seed gives one permutation.
+#[test]
+fn a_permuted_system_is_the_system_renumbered() {
+    use gpu_spmv::CsrRef;
+    use gpu_spmv::reference::problems::convection_diffusion;
+    use gpu_spmv::reference::spmv_f64;
+    let a: CsrMatrix<f64> = convection_diffusion(7, 5, 10.0).unwrap();
+    let n = a.nrows();
+    let x: Vec<f64> = (0..n).map(|i| 1.0 + (i * 7 % 11) as f64).collect();
+    let b: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let diagonal = CsrRef::from(&a).diagonal();
+    let (pa, pb, pd) = permuted_system(&a, &b, &diagonal, 2).unwrap();
+    assert_eq!(permuted_system(&a, &b, &diagonal, 2).unwrap().1, pb, "one permutation a seed");
+    // P b holds every element of b once: recover P from it (b_i = i).
+    let new_to_old: Vec<usize> = pb.iter().map(|&v| v as usize).collect();
+    assert_ne!(new_to_old, (0..n).collect::<Vec<_>>(), "seed 2 permutes");
+    let px: Vec<f64> = new_to_old.iter().map(|&old| x[old]).collect();
+    let zeros = vec![0.0; n];
+    let product = |m: &CsrMatrix<f64>, v: &[f64]| spmv_f64(1.0, CsrRef::from(m), v, 0.0, &zeros).unwrap();
+    let (ax, pax) = (product(&a, &x), product(&pa, &px));
+    for (new, &old) in new_to_old.iter().enumerate() {
+        // The row's entries are summed in another order: equal to rounding.
+        assert!((pax[new] - ax[old]).abs() <= 1e-13 * ax[old].abs().max(1.0), "row {new}");
+        assert_eq!(pd[new], diagonal[old], "diagonal {new}");
+    }
+    assert_eq!(CsrRef::from(&pa).diagonal(), pd, "the permuted diagonal is P A Pᵀ's");
+}
+
 #[test]
 fn the_winner_of_each_solve_and_why() {
     use Implementation::Ours;
