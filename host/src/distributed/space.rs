@@ -20,7 +20,8 @@ use crate::iterative::square_order;
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
 use crate::solve::{
-    BicgstabIn, Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, SolverOptions, Space, copy_scalar,
+    BicgstabIn, Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, Recurrence, SolverOptions, Space,
+    copy_scalar,
 };
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};

@@ -8,7 +8,9 @@
 //! preconditioner `p̂` and `ŝ` are `p` and `s` themselves, so the solve holds `r`, `r̂`, `p`, `v`, `t`
 //! (and `p̂`, `ŝ` with one) besides its `b` and `x`.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING};
+use super::krylov::{
+    Breakdowns, Core, PrecondSource, RUNNING, Recurrence, STARTING, iterate_on, solve_on, start_on,
+};
 use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, mul, nonzero, set, start,
@@ -150,13 +152,8 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
     {
-        self.start(b, x)?;
-        loop {
-            self.iterate(x, self.it.core.check_every)?;
-            if let Some(outcome) = self.outcome()? {
-                return Ok(outcome);
-            }
-        }
+        let every = self.it.core.check_every;
+        solve_on(&mut self.it, b, x, every)
     }
 
     /// Enqueues the start of a solve: `r = b - A x`, `r̂ = r`, the sums and the first tests. Checks
@@ -166,20 +163,14 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.it.core.begin(b, x)?;
-        self.it.start()
+        start_on(&mut self.it, b, x)
     }
 
     /// Enqueues `iterations` iterations on the solve [`Bicgstab::start`] began, then copies the
     /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
     /// replayed. Iterations after the solve stopped change nothing.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.it.core.check_x(x)?;
-        self.it.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.it.iteration()?;
-        }
-        self.it.core.finish_batch(x)
+        iterate_on(&mut self.it, x, iterations)
     }
 
     /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
@@ -249,12 +240,6 @@ impl<T: Scalar, S: Space<T>> BicgstabIn<T, S> {
         })
     }
 
-    /// The start's launches, after the core's `b` and `x` were set and its state reset.
-    pub fn start(&mut self) -> Result<()> {
-        self.done = 0;
-        self.recur()
-    }
-
     /// Enqueues a start of the recurrence from the solve's iterate, on a state reset to not
     /// started, with the iterations left after `done`.
     fn recur(&mut self) -> Result<()> {
@@ -284,9 +269,21 @@ impl<T: Scalar, S: Space<T>> BicgstabIn<T, S> {
         ]);
         c.space.program(STARTING, &program)
     }
+}
+
+impl<T: Scalar, S: Space<T>> Recurrence<T, S> for BicgstabIn<T, S> {
+    fn core(&mut self) -> &mut Core<T, S> {
+        &mut self.core
+    }
+
+    /// The start's launches, after the core's `b` and `x` were set and its state reset.
+    fn start(&mut self) -> Result<()> {
+        self.done = 0;
+        self.recur()
+    }
 
     /// One iteration's launches (see the module doc).
-    pub fn iteration(&mut self) -> Result<()> {
+    fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         c.space.program(
@@ -334,7 +331,7 @@ impl<T: Scalar, S: Space<T>> BicgstabIn<T, S> {
 
     /// Where the solve stands ([`Bicgstab::outcome`]): a converged recurrence is restarted from the
     /// iterate, and believed only once that true residual meets the tolerance.
-    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
+    fn outcome(&mut self) -> Result<Option<Outcome>> {
         loop {
             match self.core.outcome(self.done)? {
                 Some(out) if out.stop == Stop::Converged && out.iterations > self.done => {

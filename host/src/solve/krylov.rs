@@ -2,8 +2,8 @@
 //! vectors live, with the operator, the preconditioner and the device state), its right-hand side
 //! and iterate, the checks, the loop of batches between convergence checks, and the reading of the
 //! outcome. The solvers differ only in the launches of their start and their iteration (`pcg.rs`,
-//! `bicgstab.rs`, `gmres.rs`); the CGs are written over any [`Space`], BiCGSTAB and GMRES (whose
-//! basis kernels are one GPU's) over [`OneGpu`]'s device state directly.
+//! `bicgstab.rs`, `gmres.rs`); the CGs and BiCGSTAB are written over any [`Space`] ([`Recurrence`]),
+//! GMRES (whose basis kernels are one GPU's) over [`OneGpu`]'s device state directly.
 
 use super::operator::{Jacobi, Operator, Precondition};
 use super::program::{BB, ONE, TOL, ZERO, mul, record, set};
@@ -19,6 +19,70 @@ use crate::{Error, Result};
 use kernels_gpu::abi::{
     KRYLOV_BREAKDOWN, KRYLOV_CONVERGED, KRYLOV_MAX_ITERATIONS, KRYLOV_NOT_STARTED, ScalarOp, krylov_gate,
 };
+
+/// A solver's recurrence as its batches drive it: the core it runs in, the launches of its start
+/// (after the core's `begin`), those of one iteration (a cycle for GMRES), and where the solve
+/// stands. One GPU's facades ([`solve_on`], [`start_on`], [`iterate_on`]) and the distributed
+/// tier's drive every solver through it.
+pub(crate) trait Recurrence<T: Scalar, S: Space<T>> {
+    fn core(&mut self) -> &mut Core<T, S>;
+    /// Enqueues the start's launches, after the core's `b` and `x` were set and its state reset.
+    fn start(&mut self) -> Result<()>;
+    /// Enqueues one iteration's launches.
+    fn iteration(&mut self) -> Result<()>;
+    /// Where the solve stands, read from the device: `None` while it runs.
+    fn outcome(&mut self) -> Result<Option<Outcome>>;
+}
+
+/// A one-GPU facade's `start`: `b` and `x` checked and copied in (nothing enqueued if a check
+/// fails), then the recurrence's start.
+pub(crate) fn start_on<'a, T, A, R, B, X>(r: &mut R, b: &B, x: &X) -> Result<()>
+where
+    T: Scalar,
+    A: Operator<T>,
+    R: Recurrence<T, OneGpu<'a, T, A>>,
+    B: VectorRef<T> + ?Sized,
+    X: VectorRef<T> + ?Sized,
+{
+    r.core().begin(b, x)?;
+    r.start()
+}
+
+/// A one-GPU facade's `iterate`: `x` and the Jacobi diagonal checked, `iterations` iterations
+/// enqueued, the iterate copied out to `x`.
+pub(crate) fn iterate_on<'a, T, A, R, X>(r: &mut R, x: &mut X, iterations: u32) -> Result<()>
+where
+    T: Scalar,
+    A: Operator<T>,
+    R: Recurrence<T, OneGpu<'a, T, A>>,
+    X: VectorMut<T> + ?Sized,
+{
+    r.core().check_x(x)?;
+    r.core().check_fresh()?;
+    for _ in 0..iterations {
+        r.iteration()?;
+    }
+    r.core().finish_batch(x)
+}
+
+/// A one-GPU facade's `solve`: the start, then batches of `every` iterations until the outcome
+/// says the solve stopped.
+pub(crate) fn solve_on<'a, T, A, R, B, X>(r: &mut R, b: &B, x: &mut X, every: u32) -> Result<Outcome>
+where
+    T: Scalar,
+    A: Operator<T>,
+    R: Recurrence<T, OneGpu<'a, T, A>>,
+    B: VectorRef<T> + ?Sized,
+    X: VectorMut<T> + ?Sized,
+{
+    start_on(r, b, x)?;
+    loop {
+        iterate_on(r, x, every)?;
+        if let Some(outcome) = r.outcome()? {
+            return Ok(outcome);
+        }
+    }
+}
 
 /// The breakdowns a solver names: the scalar (`what`) and the cause (`why`) of each tag, where the
 /// value is zero or too small; a value that is not finite gives `why::NOT_FINITE`.

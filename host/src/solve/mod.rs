@@ -43,7 +43,7 @@ pub use cg::Cg;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
 pub use ilu::{Ic0, Ilu0};
-pub(crate) use krylov::Core;
+pub(crate) use krylov::{Core, Recurrence};
 pub use operator::{Jacobi, Operator, Precondition};
 pub use pcg::Pcg;
 pub(crate) use pcg::PcgIn;

@@ -13,7 +13,9 @@
 //! hard problems ([`Ic0`](super::Ic0), [`BlockJacobi`](super::BlockJacobi),
 //! [`Chebyshev`](super::Chebyshev), a caller's own), which must be symmetric positive definite.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING};
+use super::krylov::{
+    Breakdowns, Core, PrecondSource, RUNNING, Recurrence, STARTING, iterate_on, solve_on, start_on,
+};
 use super::operator::{Operator, Precondition};
 use super::program::{BB, Ends, FIRST_FREE, converged, copy, count, div, finite, limit, positive, start};
 use super::space::{OneGpu, Space};
@@ -136,13 +138,8 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
     {
-        self.start(b, x)?;
-        loop {
-            self.iterate(x, self.cg.core.check_every)?;
-            if let Some(outcome) = self.outcome()? {
-                return Ok(outcome);
-            }
-        }
+        let every = self.cg.core.check_every;
+        solve_on(&mut self.cg, b, x, every)
     }
 
     /// Enqueues the start of a solve: `r = b - A x`, `z = M⁻¹ r`, `p = z`, the sums and the first
@@ -152,20 +149,14 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.cg.core.begin(b, x)?;
-        self.cg.start()
+        start_on(&mut self.cg, b, x)
     }
 
     /// Enqueues `iterations` iterations on the solve [`Pcg::start`] began, then copies the iterate
     /// to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
     /// replayed. Iterations after the solve stopped change nothing.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.cg.core.check_x(x)?;
-        self.cg.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.cg.iteration()?;
-        }
-        self.cg.core.finish_batch(x)
+        iterate_on(&mut self.cg, x, iterations)
     }
 
     /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
@@ -208,21 +199,22 @@ impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
         Self::new(Core::on(space, n, options, SLOTS, CG_BREAKDOWNS)?)
     }
 
-    /// Where the solve stands: `None` while it runs (the state read from the device).
-    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
-        self.core.outcome(0)
-    }
-
     /// The recurrence's vectors, in the core's space.
     pub fn new(core: Core<T, S>) -> Result<Self> {
         let space = &core.space;
         let z = if space.has_preconditioner() { Some(space.zeros()?) } else { None };
         Ok(Self { r: space.zeros()?, p: space.zeros()?, q: space.zeros()?, z, core })
     }
+}
+
+impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PcgIn<T, S> {
+    fn core(&mut self) -> &mut Core<T, S> {
+        &mut self.core
+    }
 
     /// The start's launches, after the core's `b` and `x` were set and its state reset:
     /// `r = b - A x`, `z = M⁻¹ r`, `p = z`, the sums and the first tests.
-    pub fn start(&mut self) -> Result<()> {
+    fn start(&mut self) -> Result<()> {
         let c = &mut self.core;
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         c.space.scale(STARTING, constant(one), Some(&c.b), &mut self.r)?;
@@ -245,7 +237,7 @@ impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
     }
 
     /// One iteration's launches (see the module doc), in the oracle's order.
-    pub fn iteration(&mut self) -> Result<()> {
+    fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
         let one = T::from_f64(1.0);
         c.space.apply(&self.p, &mut self.q)?;
@@ -272,5 +264,10 @@ impl<T: Scalar, S: Space<T>> PcgIn<T, S> {
         // non-finite `z` makes `rᵀz` so, and the program above stops the solve before `p` changes.
         let z = self.z.as_ref().unwrap_or(&self.r);
         c.space.p_update(RUNNING, (coef(one, BETA), constant(T::ZERO)), z, z, &mut self.p)
+    }
+
+    /// Where the solve stands: `None` while it runs (the state read from the device).
+    fn outcome(&mut self) -> Result<Option<Outcome>> {
+        self.core.outcome(0)
     }
 }

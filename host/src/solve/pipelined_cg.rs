@@ -26,7 +26,7 @@
 //! every 10 to 100 iterations did not prevent it in a CPU experiment (`docs/PERF.md`, section 23).
 //! In f32, use [`Pcg`](super::Pcg).
 
-use super::krylov::{Core, PrecondSource, RUNNING, STARTING};
+use super::krylov::{Core, PrecondSource, RUNNING, Recurrence, STARTING, iterate_on, solve_on, start_on};
 use super::operator::{Operator, Precondition};
 use super::pcg::{CG_BREAKDOWNS, PQ_TAG, RR_TAG, RZ_TAG};
 use super::program::{
@@ -119,13 +119,8 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
     {
-        self.start(b, x)?;
-        loop {
-            self.iterate(x, self.cg.core.check_every)?;
-            if let Some(outcome) = self.outcome()? {
-                return Ok(outcome);
-            }
-        }
+        let every = self.cg.core.check_every;
+        solve_on(&mut self.cg, b, x, every)
     }
 
     /// Enqueues the start of a solve: `r = b - A x`, `u = M⁻¹ r`, `w = A u`, the recurrences' other
@@ -136,20 +131,14 @@ impl<'a, T: Scalar, A: Operator<T>> PipelinedCg<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.cg.core.begin(b, x)?;
-        self.cg.start()
+        start_on(&mut self.cg, b, x)
     }
 
     /// Enqueues `iterations` iterations on the solve [`PipelinedCg::start`] began, then copies the
     /// iterate to `x`. Allocates nothing, waits for nothing: may be captured into a CUDA graph and
     /// replayed. Iterations after the solve stopped change nothing.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, iterations: u32) -> Result<()> {
-        self.cg.core.check_x(x)?;
-        self.cg.core.check_fresh()?;
-        for _ in 0..iterations {
-            self.cg.iteration()?;
-        }
-        self.cg.core.finish_batch(x)
+        iterate_on(&mut self.cg, x, iterations)
     }
 
     /// Where the solve stands, read from the device (waits for the stream): `None` while it runs,
@@ -185,11 +174,6 @@ impl<T: Scalar, S: Space<T>> PipelinedCgIn<T, S> {
         Self::new(Core::on(space, n, options, SLOTS, CG_BREAKDOWNS)?)
     }
 
-    /// Where the solve stands: `None` while it runs (the state read from the device).
-    pub fn outcome(&mut self) -> Result<Option<Outcome>> {
-        self.core.outcome(0)
-    }
-
     /// The recurrence's vectors, in the core's space.
     pub fn new(core: Core<T, S>) -> Result<Self> {
         let space = &core.space;
@@ -206,11 +190,17 @@ impl<T: Scalar, S: Space<T>> PipelinedCgIn<T, S> {
             core,
         })
     }
+}
+
+impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PipelinedCgIn<T, S> {
+    fn core(&mut self) -> &mut Core<T, S> {
+        &mut self.core
+    }
 
     /// The start's launches, after the core's `b` and `x` were set and its state reset:
     /// `r = b - A x`, `u = M⁻¹ r`, `w = A u`, the recurrences' other vectors zeroed, the first
     /// reduction and its tests.
-    pub fn start(&mut self) -> Result<()> {
+    fn start(&mut self) -> Result<()> {
         let c = &mut self.core;
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         c.space.scale(STARTING, constant(one), Some(&c.b), &mut self.r)?;
@@ -243,7 +233,7 @@ impl<T: Scalar, S: Space<T>> PipelinedCgIn<T, S> {
 
     /// One iteration's launches, in the oracle's order: `m`, `n`, the scalars, the eight updates,
     /// then the next reduction and its tests.
-    pub fn iteration(&mut self) -> Result<()> {
+    fn iteration(&mut self) -> Result<()> {
         let c = &mut self.core;
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
         c.space.precondition_or_copy(RUNNING, &self.w, &mut self.m)?;
@@ -291,5 +281,10 @@ impl<T: Scalar, S: Space<T>> PipelinedCgIn<T, S> {
                 limit(RR, Ends::Solve),
             ],
         )
+    }
+
+    /// Where the solve stands: `None` while it runs (the state read from the device).
+    fn outcome(&mut self) -> Result<Option<Outcome>> {
+        self.core.outcome(0)
     }
 }
