@@ -191,16 +191,39 @@ struct RankTimes {
 /// The median over [`SAMPLES`] of the time per call of `call` (µs), `sync` waiting for every GPU
 /// before and after each sample of [`REPEATS`] calls, after one warm-up sample.
 fn time_us(mut call: impl FnMut() -> Result<()>, sync: impl Fn() -> Result<()>) -> Result<f64> {
+    let step = |step| match step {
+        Step::Start => Ok(()),
+        Step::Iterate => call(),
+    };
+    time_samples(step, sync, 1)
+}
+
+/// What a timing asks of the work it times: to get ready for a sample (untimed), or one call.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Start,
+    Iterate,
+}
+
+/// The median over [`SAMPLES`] of the time of one of the `units` a call does (µs): each sample
+/// `Step::Start` (untimed), `sync`, [`REPEATS`] `Step::Iterate` calls and `sync`, after one warm-up
+/// sample.
+fn time_samples(
+    mut step: impl FnMut(Step) -> Result<()>,
+    sync: impl Fn() -> Result<()>,
+    units: u32,
+) -> Result<f64> {
     let mut samples = Vec::with_capacity(SAMPLES);
     for sample in 0..=SAMPLES {
+        step(Step::Start)?;
         sync()?;
         let start = Instant::now();
         for _ in 0..REPEATS {
-            call()?;
+            step(Step::Iterate)?;
         }
         sync()?;
         if sample > 0 {
-            samples.push(start.elapsed().as_secs_f64() * 1e6 / REPEATS as f64);
+            samples.push(start.elapsed().as_secs_f64() * 1e6 / (REPEATS as f64 * f64::from(units)));
         }
     }
     samples.sort_by(f64::total_cmp);
@@ -297,37 +320,13 @@ fn time_distributed_cg(
     }
 }
 
-/// What [`time_iterations_us`] asks of a solver: a fresh start, or a batch of iterations.
-#[derive(Debug, Clone, Copy)]
-enum Step {
-    Start,
-    Iterate,
-}
-
 /// The median time of one CG iteration (µs): as [`time_us`], each call a batch of [`CG_BATCH`]
 /// iterations, but every sample from a fresh start (untimed). The study's matrices but FEM are
 /// diagonally dominant, so a CG with no tolerance drives `rᵀr` to exactly 0 in a few hundred
 /// iterations and stops, after which its iterations are gated off and cost only the product: a
 /// sample of [`REPEATS`] batches from a start stays far from that.
-fn time_iterations_us(
-    mut solver: impl FnMut(Step) -> Result<()>,
-    sync: impl Fn() -> Result<()>,
-) -> Result<f64> {
-    let mut samples = Vec::with_capacity(SAMPLES);
-    for sample in 0..=SAMPLES {
-        solver(Step::Start)?;
-        sync()?;
-        let start = Instant::now();
-        for _ in 0..REPEATS {
-            solver(Step::Iterate)?;
-        }
-        sync()?;
-        if sample > 0 {
-            samples.push(start.elapsed().as_secs_f64() * 1e6 / (REPEATS as f64 * f64::from(CG_BATCH)));
-        }
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(samples[SAMPLES / 2])
+fn time_iterations_us(solver: impl FnMut(Step) -> Result<()>, sync: impl Fn() -> Result<()>) -> Result<f64> {
+    time_samples(solver, sync, CG_BATCH)
 }
 
 /// The predicted speedup on the partition `d` describes (all parts, computed on the host): one GPU
