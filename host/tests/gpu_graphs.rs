@@ -6,7 +6,7 @@ mod common;
 
 use common::{Csr, check, gpu_or_skip, random_vector, rng};
 use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_model_b2};
-use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, Kernel, Plan, Scalar};
+use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, Kernel, Plan, Regime, Scalar};
 
 /// Captures `per_replay` products `y = A x + y` with `plan`, replays the graph twice, and checks
 /// `y = y0 + 2 per_replay A x`.
@@ -99,4 +99,119 @@ fn gpu_capture_refuses_what_cannot_be_captured() {
     let mut y = gpu.zeros::<f32>(1).unwrap();
     gpu.spmv(1.0, &a, &x, 0.0, &mut y).unwrap();
     assert_eq!(y.to_host(&gpu).unwrap(), [6.0]);
+}
+
+/// A plan of the hot regime replays its products from graphs it captures itself (`Regime::Hot`):
+/// every product is checked against the reference (`y` poisoned first where `beta == 0`) while `x`'s
+/// contents change under a kept graph, two operand sets alternate, `alpha` and `beta` change, the
+/// matrix's values are updated in place, and the plan runs inside a caller's capture. Kernels of
+/// one launch and of several (the long rows' split, the balanced kernel's fix-up, merge path).
+#[test]
+fn gpu_hot_plans_replay_their_products() {
+    let test = "gpu_hot_plans_replay_their_products";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let mut a =
+        Csr::<f64>::random(&mut rng, 5_003, 4_001, true, |r| if r % 997 == 5 { 3_000 } else { r % 23 });
+    let csr = gpu.upload_csr_ref(a.view()).unwrap();
+    let (one, zero) = (1.0, 0.0);
+    let poison = vec![f64::NAN; a.nrows];
+    for kernel in [
+        Kernel::Auto,
+        Kernel::CsrVector { coop: 4, block_size: 128 },
+        Kernel::CsrParam { coop: 2, repeat: 2, block_size: 128, split_long_rows: true },
+        Kernel::CsrBalanced { block_size: 256 },
+        Kernel::CsrMerge { block_size: 128 },
+    ] {
+        let what = format!("{kernel:?}");
+        let hot = gpu.plan_for(&csr, kernel, Regime::Hot).unwrap();
+        let mut sets: Vec<_> = (0..2)
+            .map(|_| (gpu.zeros::<f64>(a.ncols).unwrap(), gpu.upload_vector(&poison).unwrap()))
+            .collect();
+        // Past the second product of a set its graph is replayed: new `x` each time, `y` poisoned.
+        for step in 0..6 {
+            for (s, (dx, dy)) in sets.iter_mut().enumerate() {
+                let x = random_vector::<f64>(&mut rng, a.ncols);
+                dx.copy_from_host(&gpu, &x).unwrap();
+                dy.copy_from_host(&gpu, &poison).unwrap();
+                hot.spmv(one, &*dx, zero, dy).unwrap();
+                check(
+                    &format!("{what} set {s} step {step}"),
+                    &a,
+                    one,
+                    &x,
+                    zero,
+                    &poison,
+                    &dy.to_host(&gpu).unwrap(),
+                );
+            }
+        }
+        // Other scalars are other operands; replayed from their second product on.
+        let (dx, dy) = &mut sets[0];
+        let x = dx.to_host(&gpu).unwrap();
+        let (alpha, beta) = (-1.5, 0.25);
+        for step in 0..3 {
+            let y0 = random_vector::<f64>(&mut rng, a.nrows);
+            dy.copy_from_host(&gpu, &y0).unwrap();
+            hot.spmv(alpha, &*dx, beta, dy).unwrap();
+            check(
+                &format!("{what} alpha, beta step {step}"),
+                &a,
+                alpha,
+                &x,
+                beta,
+                &y0,
+                &dy.to_host(&gpu).unwrap(),
+            );
+        }
+        // New values in place: the kept graphs read them.
+        for v in &mut a.vals {
+            *v = -0.5 * *v + 1.0;
+        }
+        csr.update_values(&gpu, &a.vals).unwrap();
+        dy.copy_from_host(&gpu, &poison).unwrap();
+        hot.spmv(one, &*dx, zero, dy).unwrap();
+        check(&format!("{what} new values"), &a, one, &x, zero, &poison, &dy.to_host(&gpu).unwrap());
+        // In a caller's capture the products join the caller's graph.
+        let y0 = random_vector::<f64>(&mut rng, a.nrows);
+        dy.copy_from_host(&gpu, &y0).unwrap();
+        let graph = gpu.capture(|| (0..3).try_for_each(|_| hot.spmv(one, &*dx, one, dy))).unwrap();
+        assert_eq!(dy.to_host(&gpu).unwrap(), y0, "{what}: the caller's capture ran the products");
+        graph.launch().unwrap();
+        graph.launch().unwrap();
+        check(&format!("{what} in a caller's graph"), &a, 6.0, &x, one, &y0, &dy.to_host(&gpu).unwrap());
+    }
+}
+
+/// A hot plan captures on a stream of its own, so products that another thread enqueues on the
+/// `Gpu`'s stream meanwhile run, once each, and are not taken into the hot plan's graphs.
+#[test]
+fn gpu_hot_plan_captures_take_no_other_threads_work() {
+    let test = "gpu_hot_plan_captures_take_no_other_threads_work";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = Csr::<f32>::random(&mut rng, 3_001, 3_001, true, |r| r % 17);
+    let csr = gpu.upload_csr_ref(a.view()).unwrap();
+    let x = random_vector::<f32>(&mut rng, a.ncols);
+    let y0 = random_vector::<f32>(&mut rng, a.nrows);
+    let dx = gpu.upload_vector(&x).unwrap();
+    let (mut hot_y, mut cold_y) = (gpu.zeros::<f32>(a.nrows).unwrap(), gpu.upload_vector(&y0).unwrap());
+    const PRODUCTS: usize = 200;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let hot = gpu.plan_for(&csr, Kernel::Auto, Regime::Hot).unwrap();
+            for _ in 0..PRODUCTS {
+                hot.spmv(1.0, &dx, 0.0, &mut hot_y).unwrap();
+            }
+        });
+        s.spawn(|| {
+            let cold = gpu.plan(&csr, Kernel::Auto).unwrap();
+            for _ in 0..PRODUCTS {
+                cold.spmv(1.0, &dx, 1.0, &mut cold_y).unwrap();
+            }
+        });
+    });
+    let what = "products of another thread";
+    check(what, &a, PRODUCTS as f32, &x, 1.0, &y0, &cold_y.to_host(&gpu).unwrap());
+    check("the hot plan's", &a, 1.0, &x, 0.0, &y0, &hot_y.to_host(&gpu).unwrap());
 }

@@ -135,6 +135,22 @@ impl Gpu {
         })
     }
 
+    /// A `Gpu` of the same context and kernels on a stream of its own, with nothing staged: where a
+    /// plan captures the graphs it replays (`enqueue/replay.rs`), so that no other thread's work on
+    /// this `Gpu`'s stream can land in a capture.
+    pub(crate) fn sibling(&self) -> Result<Gpu> {
+        Ok(Self {
+            stream: self.ctx.new_stream()?,
+            kernels: self.kernels.clone(),
+            stream_kernels: self.stream_kernels.clone(),
+            staging: Staging::default(),
+            sm_count: self.sm_count,
+            l2_bytes: self.l2_bytes,
+            name: self.name.clone(),
+            ctx: self.ctx.clone(),
+        })
+    }
+
     /// The device's name, as the driver reports it.
     pub fn name(&self) -> &str {
         &self.name

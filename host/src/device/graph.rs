@@ -3,8 +3,8 @@
 
 use super::Gpu;
 use crate::{Error, Result};
-use cudarc::driver::CudaGraph;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaGraph, result};
 
 /// Work captured from a [`Gpu`]'s stream by [`Gpu::capture`], replayed by [`Graph::launch`] on the
 /// same stream with the same buffers (their contents may change between replays; the buffers, and
@@ -19,10 +19,25 @@ impl std::fmt::Debug for Graph {
     }
 }
 
+// SAFETY: a graph and its executable are driver handles that any thread of the process may use; the
+// driver asks only that calls on one graph be serialised, which `&mut`/`&` borrows across threads do
+// not allow without `Sync`, which `Graph` is not.
+unsafe impl Send for Graph {}
+
 impl Graph {
     /// Enqueues one replay of the captured work on the stream it was captured from; returns at once.
     pub fn launch(&self) -> Result<()> {
         Ok(self.graph.launch()?)
+    }
+
+    /// Enqueues one replay on `gpu`'s stream, which need not be the stream it was captured from; the
+    /// graph must have been captured from a `Gpu` of the same context (a [`Gpu::sibling`]).
+    pub(crate) fn launch_on(&self, gpu: &Gpu) -> Result<()> {
+        gpu.context().bind_to_thread()?;
+        // SAFETY: the executable graph is live (owned by `self.graph`), and its kernels and buffers
+        // are of `gpu`'s context (the caller's contract), on whose stream it is launched.
+        unsafe { result::graph::launch(self.graph.cu_graph_exec(), gpu.stream().cu_stream()) }?;
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// The streaming engine's entry of one element type, from the sm_90 module, with the launch facts
 /// the driver knows: it takes more than the 48 KiB of shared memory a block gets without opting in.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct StreamKernel {
     pub csr: CudaFunction,
     /// Blocks of `csr` an SM holds at once (shared memory and registers allow), at least 1, for each
@@ -20,7 +20,7 @@ pub(crate) struct StreamKernel {
 }
 
 /// The sm_90 module's entries (`kernels-gpu/src/stream/`), both element types.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct StreamKernels {
     f32: StreamKernel,
     f64: StreamKernel,
@@ -60,7 +60,7 @@ impl StreamKernels {
 /// All are looked up when the module loads, so a build whose PTX lacks one fails at
 /// [`Gpu::new`](crate::Gpu::new) and not at a product. Where a plan prepared a launch it holds the
 /// function; other launches (the solvers', the scaling) pay a lookup of tens of nanoseconds.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Kernels {
     by_name: HashMap<&'static str, CudaFunction>,
 }

@@ -15,10 +15,14 @@ impl Gpu {
     /// allocation or a copy from host memory would be recorded to replay later, reading host memory
     /// the caller may have freed by then.
     pub(crate) fn not_capturing(&self, what: &'static str) -> Result<()> {
-        match self.stream().capture_status()? {
-            sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
-            _ => Err(Error::Unsupported(what)),
-        }
+        if self.capturing()? { Err(Error::Unsupported(what)) } else { Ok(()) }
+    }
+
+    /// Whether [`Gpu::stream`] is capturing a graph (or its capture was invalidated and not yet
+    /// ended), by any thread.
+    pub(crate) fn capturing(&self) -> Result<bool> {
+        let status = self.stream().capture_status()?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
     /// Copies `data` to a new device buffer. Empty data gets cudarc's empty slice: the driver refuses

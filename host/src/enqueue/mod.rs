@@ -20,6 +20,7 @@ mod launch;
 mod plan;
 pub mod probe;
 mod product;
+mod replay;
 mod spmm;
 mod transpose;
 mod update;

@@ -3,6 +3,7 @@
 
 use super::DeviceMatrix;
 use super::product::run;
+use super::replay::Replays;
 use crate::device::{Gpu, VectorMut, VectorRef};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -18,9 +19,16 @@ pub enum Regime {
     Cold,
     /// Products back to back with the same operands: a matrix that fits in L2 is read from it, and
     /// the host's enqueue overlaps the previous product.
+    ///
+    /// A plan made for it ([`Gpu::plan_for`](crate::Gpu::plan_for)) also replays its products from
+    /// CUDA graphs, which costs the host about a third of a product's launch (PERF section 17): the
+    /// second product with the same `x`, `y`, `alpha` and `beta` captures one (on a stream of its
+    /// own), and every later one replays it; the plan keeps the graphs of its last four sets of
+    /// operands. Inside a caller's capture its products are enqueued as any plan's.
     Hot,
     /// Products captured in a CUDA graph and replayed: hot, and the host's cost gone, so only the
-    /// kernels and the GPU's gaps between them count.
+    /// kernels and the GPU's gaps between them count. Outside a capture, a plan made for it runs as
+    /// a [`Regime::Hot`] one.
     Graph,
 }
 
@@ -38,6 +46,8 @@ pub struct Plan<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     matrix: &'a A,
     kernel: A::Kernel,
     launch: A::Launch,
+    /// The graphs a plan of the hot or graph regime replays its products from (`replay.rs`).
+    replays: Option<Box<Replays>>,
 }
 
 impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
@@ -49,7 +59,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
         X: VectorRef<T> + ?Sized,
         Y: VectorMut<T> + ?Sized,
     {
-        run(self.gpu, self.matrix, &self.launch, alpha, x, beta, y)
+        run(self.gpu, self.matrix, &self.launch, self.replays.as_deref(), alpha, x, beta, y)
     }
 
     /// The strategy the products run, resolved: never [`Kernel::Auto`](crate::Kernel::Auto).
@@ -70,11 +80,22 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
     pub(crate) fn prepared(&self) -> &A::Launch {
         &self.launch
     }
+
+    /// The plan for products in `regime`: one that replays them from graphs, but for
+    /// [`Regime::Cold`].
+    pub(crate) fn in_regime(self, regime: Regime) -> Self {
+        let replays = (regime != Regime::Cold).then(Box::default);
+        Self { replays, ..self }
+    }
 }
 
 impl<T: Scalar, A: DeviceMatrix<T> + ?Sized> fmt::Debug for Plan<'_, T, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Plan").field("kernel", &self.kernel).field("launch", &self.launch).finish()
+        f.debug_struct("Plan")
+            .field("kernel", &self.kernel)
+            .field("launch", &self.launch)
+            .field("replays", &self.replays.is_some())
+            .finish()
     }
 }
 
@@ -92,7 +113,7 @@ impl Gpu {
             return Err(Error::ForeignBuffer("the matrix"));
         }
         let (kernel, launch) = a.prepare(self, kernel)?;
-        Ok(Plan { gpu: self, matrix: a, kernel, launch })
+        Ok(Plan { gpu: self, matrix: a, kernel, launch, replays: None })
     }
 
     /// `y = alpha * A * x + beta * y` with the format's default strategy ([`Kernel::Auto`](

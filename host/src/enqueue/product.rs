@@ -3,6 +3,7 @@
 
 use super::DeviceMatrix;
 use super::launch::scale;
+use super::replay::{Operands, Replays};
 use crate::Result;
 use crate::device::{Gpu, VectorMut, VectorRef};
 use crate::formats::convert::narrow;
@@ -43,11 +44,14 @@ impl<T: Scalar> Product<T> {
 /// when it was made, and holds both): the operands' checks first, so that an error leaves `y` as it
 /// was and launches nothing; then nothing at all for a matrix without rows, and
 /// `y = beta * y` alone when `A * x` contributes nothing (`alpha == 0`, where BLAS reads neither `A`
-/// nor `x`, or a matrix without entries); otherwise the format's launches.
+/// nor `x`, or a matrix without entries); otherwise the format's launches, replayed from a graph
+/// where the plan keeps `replays` (a hot plan's).
+#[allow(clippy::too_many_arguments)] // a plan's parts and a product's operands, each named
 pub(crate) fn run<T, A, X, Y>(
     gpu: &Gpu,
     a: &A,
     launch: &A::Launch,
+    replays: Option<&Replays>,
     alpha: T,
     x: &X,
     beta: T,
@@ -69,5 +73,14 @@ where
     let (x, _x_guard) = x.read(gpu.stream());
     let (y, _y_guard) = y.write(gpu.stream());
     let p = Product { alpha, beta, x: AbiPtr::new(x), y: AbiPtr::new(y), rows };
-    if alpha == T::ZERO || a.nnz() == 0 { p.scale_y(gpu) } else { a.enqueue(gpu, launch, &p) }
+    if alpha == T::ZERO || a.nnz() == 0 {
+        return p.scale_y(gpu);
+    }
+    match replays {
+        Some(replays) => {
+            let operands = Operands { x, y, alpha: alpha.to_f64().to_bits(), beta: beta.to_f64().to_bits() };
+            replays.run(gpu, operands, |on| a.enqueue(on, launch, &p))
+        }
+        None => a.enqueue(gpu, launch, &p),
+    }
 }

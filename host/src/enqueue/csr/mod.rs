@@ -240,7 +240,8 @@ impl Gpu {
     }
 
     /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
-    /// regime's choice ([`Gpu::auto_kernel`]); any other kernel is planned as it is.
+    /// regime's choice ([`Gpu::auto_kernel`]); any other kernel is planned as it is. A plan of the
+    /// hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
@@ -248,7 +249,7 @@ impl Gpu {
         regime: Regime,
     ) -> Result<Plan<'a, T, DeviceCsr<T>>> {
         let kernel = if kernel == Kernel::Auto { self.auto_kernel::<T>(a.stats(), regime) } else { kernel };
-        self.plan(a, kernel)
+        Ok(self.plan(a, kernel)?.in_regime(regime))
     }
 }
 
