@@ -7,7 +7,7 @@ use cudarc::cusparse::sys;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice, DevicePtr};
 use gpu_spmv::{DeviceCsr, DeviceVector, Gpu, Precision, Scalar};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
 
 /// The cuSPARSE algorithms the bench compares against.
@@ -686,5 +686,395 @@ impl<T> Drop for PreparedIluApply<'_, T> {
                 }
             }
         }
+    }
+}
+
+/// Which incomplete factorisation of cuSPARSE's legacy preconditioners a [`PreparedFactorisation`]
+/// computes (cuSPARSE documentation, "cuSPARSE Preconditioners Reference").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Factorisation {
+    /// `cusparse<t>csrilu02` ("Incomplete LU Factorization: level 0"): `A ≈ L U` on `A`'s pattern,
+    /// `L`'s entries left of the diagonal (its unit diagonal implied) and `U`'s from the diagonal
+    /// on, written over `A`'s values: `IluFactors::new`'s layout.
+    Ilu0,
+    /// `cusparse<t>csric02` ("Incomplete Cholesky Factorization: level 0"): `A ≈ L Lᵀ`, reading only
+    /// `A`'s lower triangle and writing `L` (its diagonal included) over it; the upper triangle is
+    /// left as it was.
+    Ic0,
+}
+
+impl Factorisation {
+    /// The routine's name, as errors and reports give it.
+    pub fn routine(self) -> &'static str {
+        match self {
+            Factorisation::Ilu0 => "csrilu02",
+            Factorisation::Ic0 => "csric02",
+        }
+    }
+}
+
+/// A zero pivot that cuSPARSE reported (`cusparseXcsrilu02_zeroPivot`, `cusparseXcsric02_zeroPivot`):
+/// a structural one (a row without its diagonal entry) after the analysis, or a numerical one after
+/// the factorisation, at `row` (0-based, the descriptor's index base).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZeroPivot {
+    pub routine: &'static str,
+    pub row: usize,
+}
+
+impl std::fmt::Display for ZeroPivot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: zero pivot at row {}", self.routine, self.row)
+    }
+}
+
+impl std::error::Error for ZeroPivot {}
+
+/// The opaque structure of a factorisation's analysis, one type per routine.
+#[derive(Debug, Clone, Copy)]
+enum Info {
+    Ilu0(sys::csrilu02Info_t),
+    Ic0(sys::csric02Info_t),
+}
+
+/// `$call` with `$f` bound to the one of `[ilu f32, ilu f64, ic f32, ic f64]` that fits `$info`'s
+/// routine and the `precision`, `$i` to the routine's info and `$v` to `$values` cast to the
+/// precision's element pointer: the legacy API has one C function per routine and element type,
+/// where the generic API takes a `cudaDataType`.
+macro_rules! per_routine {
+    ($info:expr, $precision:expr, $values:expr, [$ilu_s:path, $ilu_d:path, $ic_s:path, $ic_d:path],
+     |$f:ident, $i:ident, $v:ident| $call:expr) => {
+        match ($info, $precision) {
+            (Info::Ilu0($i), Precision::Single) => {
+                let ($f, $v) = ($ilu_s, $values.cast::<f32>());
+                $call
+            }
+            (Info::Ilu0($i), Precision::Double) => {
+                let ($f, $v) = ($ilu_d, $values.cast::<f64>());
+                $call
+            }
+            (Info::Ic0($i), Precision::Single) => {
+                let ($f, $v) = ($ic_s, $values.cast::<f32>());
+                $call
+            }
+            (Info::Ic0($i), Precision::Double) => {
+                let ($f, $v) = ($ic_d, $values.cast::<f64>());
+                $call
+            }
+        }
+    };
+}
+
+/// cuSPARSE's device ILU(0) or IC(0) factorisation of a square `A` ([`Factorisation`]), the baseline
+/// of the library's, which factorises on the CPU (`gpu_spmv::reference::ilu::IluFactors`) and
+/// uploads (`gpu_spmv::solve::{Ilu0, Ic0}`). The legacy API with 32-bit indices, as NVIDIA's ILU(0)
+/// and IC(0) samples call it: a general matrix descriptor of index base zero (the routines'
+/// "The matrix type must be CUSPARSE_MATRIX_TYPE_GENERAL"), and the level policy
+/// (`CUSPARSE_SOLVE_POLICY_USE_LEVEL`) in the analysis and the factorisation, which schedules the
+/// rows by level as the library's solves do.
+///
+/// The routines factorise in place, so the factors are a copy of `A`'s values, which
+/// [`PreparedFactorisation::run`] refreshes before each factorisation. [`PreparedFactorisation::new`]
+/// makes the descriptor, the info and the work buffer and runs the analysis once; `run` is what a
+/// Newton loop would repeat on new values of the same pattern. `A`'s columns must be sorted within
+/// each row without repeats (the routines take "csrSorted" arrays), as the matrices the bench
+/// uploads from `nalgebra_sparse` are.
+#[derive(Debug)]
+pub struct PreparedFactorisation<'a, T> {
+    handle: &'a Handle,
+    a: &'a DeviceCsr<T>,
+    factorisation: Factorisation,
+    descr: sys::cusparseMatDescr_t,
+    info: Info,
+    /// The order and the entries, as the routines' C ints.
+    n: c_int,
+    nnz: c_int,
+    /// `A`'s values, then the factors written over them.
+    factors: CudaSlice<T>,
+    /// The work buffer of the analysis, which the factorisation uses: kept until the info goes.
+    buffer: Option<CudaSlice<u8>>,
+}
+
+/// The level-scheduled policy of both steps (see [`PreparedFactorisation`]).
+const POLICY: sys::cusparseSolvePolicy_t = sys::cusparseSolvePolicy_t::CUSPARSE_SOLVE_POLICY_USE_LEVEL;
+
+impl<'a, T: Scalar> PreparedFactorisation<'a, T> {
+    /// Describes `a` to cuSPARSE, copies its values into the factors' buffer and runs the analysis
+    /// (`cusparse<t>csrilu02_bufferSize` and `_analysis`, or csric02's). Refused: `a` not square, an
+    /// order or entry count past a C `int`, and a structural zero pivot (a row without its diagonal
+    /// entry, which the analysis reports) as a [`ZeroPivot`] naming the row.
+    pub fn new(
+        gpu: &Gpu,
+        handle: &'a Handle,
+        factorisation: Factorisation,
+        a: &'a DeviceCsr<T>,
+    ) -> Result<Self> {
+        let routine = factorisation.routine();
+        anyhow::ensure!(a.ncols() == a.nrows(), "{routine}: {} x {} is not square", a.nrows(), a.ncols());
+        let n = c_int::try_from(a.nrows()).with_context(|| format!("{routine}: the order past a C int"))?;
+        let nnz = c_int::try_from(a.nnz()).with_context(|| format!("{routine}: the entries past a C int"))?;
+        let info = match factorisation {
+            Factorisation::Ilu0 => Info::Ilu0(std::ptr::null_mut()),
+            Factorisation::Ic0 => Info::Ic0(std::ptr::null_mut()),
+        };
+        let factors = gpu.stream().clone_dtod(a.values())?;
+        let mut prepared = Self {
+            handle,
+            a,
+            factorisation,
+            descr: std::ptr::null_mut(),
+            info,
+            n,
+            nnz,
+            factors,
+            buffer: None,
+        };
+        // From here on a failure drops `prepared`, which destroys what was created (null is skipped).
+        // SAFETY: places for the new descriptor and info, which Drop destroys; the setters take the
+        // descriptor just created and C enums by value.
+        unsafe {
+            check(sys::cusparseCreateMatDescr(&mut prepared.descr), "cusparseCreateMatDescr")?;
+            let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+            check(sys::cusparseSetMatIndexBase(prepared.descr, base), "cusparseSetMatIndexBase")?;
+            let general = sys::cusparseMatrixType_t::CUSPARSE_MATRIX_TYPE_GENERAL;
+            check(sys::cusparseSetMatType(prepared.descr, general), "cusparseSetMatType")?;
+            match &mut prepared.info {
+                Info::Ilu0(info) => {
+                    check(sys::cusparseCreateCsrilu02Info(info), "cusparseCreateCsrilu02Info")?
+                }
+                Info::Ic0(info) => check(sys::cusparseCreateCsric02Info(info), "cusparseCreateCsric02Info")?,
+            }
+        }
+        let (offsets, cols) = prepared.pattern(gpu);
+        let values = addr(gpu, &prepared.factors);
+        let mut size: c_int = 0;
+        // SAFETY: the descriptor and info were created above; `offsets`, `cols` and `values` are live
+        // device buffers of `n + 1`, `nnz` and `nnz` elements (u32 indices below 2^31, since `nnz`
+        // fits a C int, are valid C ints), of the element type the routine is picked for; `size` is
+        // a host int the call writes.
+        let status = unsafe {
+            per_routine!(
+                prepared.info,
+                T::PRECISION,
+                values,
+                [
+                    sys::cusparseScsrilu02_bufferSize,
+                    sys::cusparseDcsrilu02_bufferSize,
+                    sys::cusparseScsric02_bufferSize,
+                    sys::cusparseDcsric02_bufferSize
+                ],
+                |f, info, v| f(handle.0, n, nnz, prepared.descr, v, offsets, cols, info, &mut size)
+            )
+        };
+        check(status, &format!("cusparse<t>{routine}_bufferSize"))?;
+        let size = usize::try_from(size).with_context(|| format!("{routine}: a buffer of {size} bytes"))?;
+        if size > 0 {
+            prepared.buffer = Some(gpu.stream().alloc_zeros::<u8>(size)?);
+        }
+        let buffer = prepared.buffer_ptr(gpu);
+        // SAFETY: as above, with the work buffer of the size cuSPARSE asked for (cudarc's
+        // allocations are aligned past the 128 bytes the routines require), which `prepared` keeps
+        // as long as the info that refers to it.
+        let status = unsafe {
+            per_routine!(
+                prepared.info,
+                T::PRECISION,
+                values,
+                [
+                    sys::cusparseScsrilu02_analysis,
+                    sys::cusparseDcsrilu02_analysis,
+                    sys::cusparseScsric02_analysis,
+                    sys::cusparseDcsric02_analysis
+                ],
+                |f, info, v| f(handle.0, n, nnz, prepared.descr, v, offsets, cols, info, POLICY, buffer)
+            )
+        };
+        check(status, &format!("cusparse<t>{routine}_analysis"))?;
+        prepared.zero_pivot()?;
+        Ok(prepared)
+    }
+
+    /// `A`'s row offsets and column indices, as the routines' C ints.
+    fn pattern(&self, gpu: &Gpu) -> (*const c_int, *const c_int) {
+        (
+            addr(gpu, self.a.row_offsets()).cast_const().cast(),
+            addr(gpu, self.a.col_indices()).cast_const().cast(),
+        )
+    }
+
+    fn buffer_ptr(&self, gpu: &Gpu) -> *mut c_void {
+        self.buffer.as_ref().map_or(std::ptr::null_mut(), |b| addr(gpu, b))
+    }
+
+    /// Enqueues the factorisation on the `Gpu`'s stream (the handle's): `A`'s values copied into
+    /// the factors, then `cusparse<t>csrilu02` (or `csric02`) over them. It does not wait: a
+    /// numerical zero pivot shows at [`PreparedFactorisation::zero_pivot`].
+    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
+        gpu.stream().memcpy_dtod(self.a.values(), &mut self.factors)?;
+        let (offsets, cols) = self.pattern(gpu);
+        let (values, buffer) = (addr(gpu, &self.factors), self.buffer_ptr(gpu));
+        let (handle, n, nnz, descr) = (self.handle.0, self.n, self.nnz, self.descr);
+        // SAFETY: the descriptor, info and work buffer were prepared in `new` for `A`'s pattern and
+        // the element type the routine is picked for; `values` is the factors' buffer of `nnz`
+        // elements, which the call overwrites.
+        let status = unsafe {
+            per_routine!(
+                self.info,
+                T::PRECISION,
+                values,
+                [
+                    sys::cusparseScsrilu02,
+                    sys::cusparseDcsrilu02,
+                    sys::cusparseScsric02,
+                    sys::cusparseDcsric02
+                ],
+                |f, info, v| f(handle, n, nnz, descr, v, offsets, cols, info, POLICY, buffer)
+            )
+        };
+        check(status, &format!("cusparse<t>{}", self.factorisation.routine()))
+    }
+
+    /// Waits for the last analysis or factorisation and fails with a [`ZeroPivot`] naming the first
+    /// row whose pivot it found zero (`cusparseXcsrilu02_zeroPivot`, `cusparseXcsric02_zeroPivot`: a
+    /// blocking call in the handle's default host pointer mode).
+    pub fn zero_pivot(&self) -> Result<()> {
+        let mut position: c_int = -1;
+        // SAFETY: the info was created in `new`; `position` is a host int the call writes.
+        let status = unsafe {
+            match self.info {
+                Info::Ilu0(info) => sys::cusparseXcsrilu02_zeroPivot(self.handle.0, info, &mut position),
+                Info::Ic0(info) => sys::cusparseXcsric02_zeroPivot(self.handle.0, info, &mut position),
+            }
+        };
+        let routine = self.factorisation.routine();
+        if status == sys::cusparseStatus_t::CUSPARSE_STATUS_ZERO_PIVOT {
+            let row =
+                usize::try_from(position).with_context(|| format!("{routine}: zero pivot at {position}"))?;
+            return Err(ZeroPivot { routine, row }.into());
+        }
+        check(status, &format!("cusparseX{routine}_zeroPivot"))
+    }
+
+    /// The factors of the last [`PreparedFactorisation::run`], on the host, in the layout of
+    /// `IluFactors::csr` on `A`'s pattern, which [`PreparedIluApply`] applies: csrilu02's output as
+    /// it is; csric02's `L` as IC(0)'s factors in ILU(0)'s layout ([`cholesky_in_ilu_layout`]).
+    pub fn factors(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        let values = gpu.stream().clone_dtoh(&self.factors)?;
+        match self.factorisation {
+            Factorisation::Ilu0 => Ok(values),
+            Factorisation::Ic0 => {
+                let offsets = gpu.stream().clone_dtoh(self.a.row_offsets())?;
+                let cols = gpu.stream().clone_dtoh(self.a.col_indices())?;
+                cholesky_in_ilu_layout(&offsets, &cols, &values)
+            }
+        }
+    }
+}
+
+impl<T> Drop for PreparedFactorisation<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the info and descriptor were created in `new` (or are null, if `new` failed first)
+        // and are destroyed once, the info before the work buffer it uses (dropped after this).
+        unsafe {
+            match self.info {
+                Info::Ilu0(info) if !info.is_null() => {
+                    let _ = sys::cusparseDestroyCsrilu02Info(info);
+                }
+                Info::Ic0(info) if !info.is_null() => {
+                    let _ = sys::cusparseDestroyCsric02Info(info);
+                }
+                _ => {}
+            }
+            if !self.descr.is_null() {
+                let _ = sys::cusparseDestroyMatDescr(self.descr);
+            }
+        }
+    }
+}
+
+/// csric02's output (`L`, its diagonal included, over the lower triangle of the CSR arrays; the
+/// upper triangle not read) in IC(0)'s layout of `IluFactors::incomplete_cholesky`: row `i` holds
+/// `l_ic / l_cc` left of its diagonal, `l_ii²` on it and `l_ii l_ji` right of it, so that the same
+/// two triangular solves apply it as ILU(0)'s. Computed in f64 from `L`, rounded once. Refused: a
+/// row without its diagonal entry, and an entry right of a diagonal without its mirror (IC(0)'s
+/// layout needs a symmetric pattern).
+pub fn cholesky_in_ilu_layout<T: Scalar>(offsets: &[u32], cols: &[u32], values: &[T]) -> Result<Vec<T>> {
+    let row = |i: usize| offsets[i] as usize..offsets[i + 1] as usize;
+    let find = |i: usize, c: usize| {
+        let range = row(i);
+        cols[range.clone()].binary_search(&(c as u32)).ok().map(|k| range.start + k)
+    };
+    let n = offsets.len().saturating_sub(1);
+    let diagonal: Vec<f64> = (0..n)
+        .map(|i| {
+            find(i, i).map(|k| values[k].to_f64()).with_context(|| format!("row {i} has no diagonal entry"))
+        })
+        .collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(values.len());
+    for i in 0..n {
+        for k in row(i) {
+            let c = cols[k] as usize;
+            let v = match c.cmp(&i) {
+                std::cmp::Ordering::Less => values[k].to_f64() / diagonal[c],
+                std::cmp::Ordering::Equal => diagonal[i] * diagonal[i],
+                std::cmp::Ordering::Greater => {
+                    let mirror =
+                        find(c, i).with_context(|| format!("({i}, {c}) has no mirror ({c}, {i})"))?;
+                    diagonal[i] * values[mirror].to_f64()
+                }
+            };
+            out.push(T::from_f64(v));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_spmv::CsrRef;
+    use gpu_spmv::reference::ilu::IluFactors;
+    use gpu_spmv::reference::problems::convection_diffusion;
+
+    /// `a`'s arrays as the device's u32 indices.
+    fn narrowed(indices: &[usize]) -> Vec<u32> {
+        indices.iter().map(|&i| u32::try_from(i).unwrap()).collect()
+    }
+
+    #[test]
+    fn cholesky_factors_convert_to_the_oracles_layout() {
+        // [[4, 2], [2, 5]] = L Lᵀ with L = [[2, 0], [1, 2]]: csric02 writes L over the lower triangle
+        // and leaves a_01; the oracle holds l̃_10 = 1/2, pivots 4 and 4, ũ_01 = l_00 l_10 = 2.
+        let (offsets, cols) = ([0u32, 2, 4], [0u32, 1, 0, 1]);
+        let converted = cholesky_in_ilu_layout(&offsets, &cols, &[2.0f64, 2.0, 1.0, 2.0]).unwrap();
+        let a = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[4.0f64, 2.0, 2.0, 5.0]).unwrap();
+        assert_eq!(converted, IluFactors::incomplete_cholesky(a).unwrap().csr().2);
+        assert_eq!(converted, [4.0, 2.0, 0.5, 4.0]);
+        // On a grid: the oracle's L (l_ic = l̃_ic √d_c, l_ii = √d_i) over A's lower triangle, A's
+        // values above, converts back to the oracle's factors.
+        let a = convection_diffusion::<f64>(7, 5, 0.0).unwrap();
+        let oracle = IluFactors::incomplete_cholesky(CsrRef::from(&a)).unwrap();
+        let (offsets, cols, expected) = oracle.csr();
+        let pivot = |r: usize| expected[oracle.diagonal_positions()[r]];
+        let written: Vec<f64> = (0..oracle.n())
+            .flat_map(|i| (offsets[i]..offsets[i + 1]).map(move |k| (i, k)))
+            .map(|(i, k)| match cols[k] {
+                c if c < i => expected[k] * pivot(c).sqrt(),
+                c if c == i => pivot(i).sqrt(),
+                _ => a.values()[k],
+            })
+            .collect();
+        let converted = cholesky_in_ilu_layout(&narrowed(offsets), &narrowed(cols), &written).unwrap();
+        for (k, (c, e)) in converted.iter().zip(expected).enumerate() {
+            assert!((c - e).abs() <= 1e-14 * e.abs(), "entry {k}: {c} against {e}");
+        }
+    }
+
+    #[test]
+    fn cholesky_conversion_refuses_a_missing_diagonal_or_mirror() {
+        let no_diagonal = cholesky_in_ilu_layout(&[0u32, 1, 2], &[0, 0], &[1.0f64, 1.0]).unwrap_err();
+        assert!(format!("{no_diagonal:#}").contains("row 1 has no diagonal entry"), "{no_diagonal:#}");
+        let no_mirror = cholesky_in_ilu_layout(&[0u32, 2, 3], &[0, 1, 1], &[1.0f64, 1.0, 1.0]).unwrap_err();
+        assert!(format!("{no_mirror:#}").contains("(0, 1) has no mirror (1, 0)"), "{no_mirror:#}");
     }
 }

@@ -464,6 +464,7 @@ fn solve_study(args: &SolveArgs) -> Result<()> {
         problems: Vec::new(),
         records: Vec::new(),
         applies: Vec::new(),
+        factorisations: Vec::new(),
         notes: Vec::new(),
     };
     let log = |line: &str| println!("{line}");

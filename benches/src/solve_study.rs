@@ -7,7 +7,9 @@
 //! problems (and the files' matrices that are symmetric with a positive diagonal) also preconditioned CG (`solve::Pcg`) with Jacobi, a Chebyshev polynomial, block-Jacobi
 //! and IC(0) ([`OursOnly::SPD`]), and pipelined CG with Jacobi and IC(0). Per problem and precision
 //! also one apply of the ILU(0) factors (and the IC(0) ones on the SPD problems), ours against
-//! cuSPARSE's triangular solves on the same factors ([`ApplyRecord`]).
+//! cuSPARSE's triangular solves on the same factors ([`ApplyRecord`]), and their setup, ours (the
+//! CPU factorisation and the upload) against cuSPARSE's device factorisation, `csrilu02` and
+//! `csric02` ([`FactorisationRecord`]).
 //!
 //! The problems: the convection–diffusion system of `gpu_spmv::reference::problems` on a square grid
 //! of about the run's unknowns at Péclet numbers [`PECLETS`] (0 is the SPD Poisson matrix, 1000 is
@@ -41,7 +43,7 @@
 use crate::cg_baseline::faster_algorithm;
 use crate::cg_study::{Devices, notes_section, or_na, preconditioner_name, timed, timed_gpu, true_residual};
 use crate::cublas::BlasScalar;
-use crate::cusparse::PreparedIluApply;
+use crate::cusparse::{Factorisation, PreparedFactorisation, PreparedIluApply};
 use crate::device_info::DeviceInfo;
 use crate::fem::Poisson;
 use crate::matrices;
@@ -298,6 +300,10 @@ pub struct SolveResults {
     /// cuSPARSE's triangular solves on the same factors (absent from the results of older runs).
     #[serde(default)]
     pub applies: Vec<ApplyRecord>,
+    /// The setup of ILU(0) (and IC(0) on the symmetric positive definite problems), ours against
+    /// cuSPARSE's device factorisation (absent from the results of older runs).
+    #[serde(default)]
+    pub factorisations: Vec<FactorisationRecord>,
     /// What did not run, or did not agree, and why.
     pub notes: Vec<String>,
 }
@@ -318,6 +324,31 @@ pub struct ApplyRecord {
     /// cuSPARSE's, µs per apply (none where it did not run: see the notes).
     pub cusparse_us: Option<f64>,
     /// `max_i |z_ours,i - z_cusparse,i| / max_i |z_ours,i|` (none where cuSPARSE did not run).
+    pub max_relative_difference: Option<f64>,
+}
+
+/// The setup of a problem's ILU(0) or IC(0) preconditioner: ours as a user sees it against
+/// cuSPARSE's device factorisation (`csrilu02`, `csric02`: [`crate::cusparse::PreparedFactorisation`]),
+/// which a cuSPARSE user would call for the factors that SpSV then applies. The study's baseline apply
+/// ([`ApplyRecord`]) still uploads the oracle's factors, so that both sides apply the same ones;
+/// cuSPARSE's factors are compared with them here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FactorisationRecord {
+    pub problem: String,
+    pub precision: Precision,
+    /// `ilu(0)` or `ic(0)`.
+    pub preconditioner: String,
+    /// Ours: one `Ilu0::new` or `Ic0::new` on the host clock from a synchronised start to a
+    /// synchronised end, the CPU factorisation (in f64), the level schedules and the upload, ms.
+    pub ours_ms: f64,
+    /// cuSPARSE's `PreparedFactorisation::new` timed the same way: the copy of `A`'s values, the
+    /// descriptor, the work buffer and the analysis with its level information, ms (none where it
+    /// did not run: see the notes).
+    pub cusparse_analysis_ms: Option<f64>,
+    /// cuSPARSE's factorisation alone (`PreparedFactorisation::run`: the copy of `A`'s values and the
+    /// routine), ms: the median of `measure::time_gpu`'s samples, as the applies are timed.
+    pub cusparse_factorisation_ms: Option<f64>,
+    /// `max |f_cusparse - f_ours| / max |f_ours|` over the factors in ours' layout.
     pub max_relative_difference: Option<f64>,
 }
 
@@ -535,19 +566,25 @@ fn apply_comparison<T: BlasScalar>(
     let gpu = case.devices.gpu;
     let n = case.a.nrows();
     let view = CsrRef::from(case.a);
-    // The same factors as ours builds from `a` (the factorisation is deterministic).
-    let built = match preconditioner {
-        OursOnly::Ic0 => IluFactors::incomplete_cholesky(view)
-            .and_then(|f| Ok((Box::new(Ic0::new(gpu, view)?) as Box<dyn Precondition<T>>, f))),
-        _ => IluFactors::new(view)
-            .and_then(|f| Ok((Box::new(Ilu0::new(gpu, view)?) as Box<dyn Precondition<T>>, f))),
+    let factors = match preconditioner {
+        OursOnly::Ic0 => IluFactors::incomplete_cholesky(view),
+        _ => IluFactors::new(view),
     };
-    let (mut ours, factors) = match built {
-        Ok(built) => built,
-        Err(e) => {
-            results.notes.push(format!("{what}: not built: {e:#}"));
-            return Ok(());
-        }
+    // Ours as a user builds it, timed: the same factorisation again (it is deterministic), its level
+    // schedules and the upload.
+    let built = factors.map_err(anyhow::Error::from).and_then(|factors| {
+        let (ours, setup_ms) = timed_gpu(gpu, || -> gpu_spmv::Result<Box<dyn Precondition<T>>> {
+            Ok(match preconditioner {
+                OursOnly::Ic0 => Box::new(Ic0::new(gpu, view)?),
+                _ => Box::new(Ilu0::new(gpu, view)?),
+            })
+        })?;
+        Ok((ours, factors, setup_ms))
+    });
+    let Some((mut ours, factors, setup_ms)) =
+        or_note(built, &mut results.notes, &format!("{what}: not built"))
+    else {
+        return Ok(());
     };
     let levels = (factors.lower_levels().count(), factors.upper_levels().count());
     let r = case.b;
@@ -563,13 +600,8 @@ fn apply_comparison<T: BlasScalar>(
         let z = z.to_host(gpu)?;
         Ok((us, max_relative_difference(&z_ours, &z)))
     };
-    let (cusparse_us, difference) = match cusparse() {
-        Ok((us, difference)) => (Some(us), Some(difference)),
-        Err(e) => {
-            results.notes.push(format!("{what}: cuSPARSE SpSV did not run: {e:#}"));
-            (None, None)
-        }
-    };
+    let (cusparse_us, difference) =
+        or_note(cusparse(), &mut results.notes, &format!("{what}: cuSPARSE SpSV did not run")).unzip();
     log(&format!(
         "{what}: ours {ours_us:.1} µs, cuSPARSE SpSV {} µs, levels {levels:?}, max rel. difference {}",
         or_na(cusparse_us, |v| format!("{v:.1}")),
@@ -584,7 +616,69 @@ fn apply_comparison<T: BlasScalar>(
         cusparse_us,
         max_relative_difference: difference,
     });
+    factorisation_comparison(case, preconditioner, &factors, setup_ms, results, log)
+}
+
+/// cuSPARSE's factorisation of the case's matrix (`csrilu02` for [`OursOnly::Ilu0`], `csric02` for
+/// [`OursOnly::Ic0`]) timed beside ours' setup, `ours_ms`, and its factors compared with ours',
+/// `factors`, recorded in `results.factorisations`; a cuSPARSE that fails (a zero pivot included)
+/// is a note.
+fn factorisation_comparison<T: BlasScalar>(
+    case: &Case<'_, T>,
+    preconditioner: OursOnly,
+    factors: &IluFactors<T>,
+    ours_ms: f64,
+    results: &mut SolveResults,
+    log: &dyn Fn(&str),
+) -> Result<()> {
+    let (problem, precision, name) = (case.problem, Precision::of::<T>(), preconditioner.name());
+    let gpu = case.devices.gpu;
+    let factorisation =
+        if preconditioner == OursOnly::Ic0 { Factorisation::Ic0 } else { Factorisation::Ilu0 };
+    let routine = factorisation.routine();
+    let cusparse = || -> Result<(f64, f64, f64)> {
+        let (prepared, analysis_ms) = timed_gpu(gpu, || {
+            Ok(PreparedFactorisation::new(gpu, case.devices.sparse, factorisation, case.da))
+        })?;
+        let mut prepared = prepared?;
+        let factorisation_ms = time_gpu(gpu, |_| prepared.run(gpu))?.median_us * 1e-3;
+        prepared.zero_pivot()?;
+        let (ours, theirs) = (factors.csr().2, prepared.factors(gpu)?);
+        anyhow::ensure!(
+            ours.len() == theirs.len(),
+            "{} factor entries against ours' {}",
+            theirs.len(),
+            ours.len()
+        );
+        Ok((analysis_ms, factorisation_ms, max_relative_difference(ours, &theirs)))
+    };
+    let what = format!("{problem} {precision} {name} setup: cuSPARSE {routine} did not run");
+    let cusparse = or_note(cusparse(), &mut results.notes, &what);
+    let (analysis_ms, factorisation_ms, difference) =
+        (cusparse.map(|c| c.0), cusparse.map(|c| c.1), cusparse.map(|c| c.2));
+    log(&format!(
+        "{problem} {precision} {name} setup: ours {ours_ms:.2} ms, cuSPARSE {routine} analysis {} ms and \
+         factorisation {} ms, factors' max rel. difference {}",
+        or_na(analysis_ms, |v| format!("{v:.2}")),
+        or_na(factorisation_ms, |v| format!("{v:.2}")),
+        or_na(difference, |v| format!("{v:.2e}")),
+    ));
+    results.factorisations.push(FactorisationRecord {
+        problem: problem.to_owned(),
+        precision,
+        preconditioner: name,
+        ours_ms,
+        cusparse_analysis_ms: analysis_ms,
+        cusparse_factorisation_ms: factorisation_ms,
+        max_relative_difference: difference,
+    });
     Ok(())
+}
+
+/// `result`'s value, or `None` after noting `what` and the error: a failure that is a finding of
+/// the run, not an error of it.
+fn or_note<R>(result: Result<R>, notes: &mut Vec<String>, what: &str) -> Option<R> {
+    result.map_err(|e| notes.push(format!("{what}: {e:#}"))).ok()
 }
 
 /// `max_i |a_i - b_i| / max_i |a_i|` in f64: 0 where both are zero, and NaN where either holds one
@@ -1044,6 +1138,9 @@ impl SolveResults {
         if !self.applies.is_empty() {
             self.applies_table(&mut out);
         }
+        if !self.factorisations.is_empty() {
+            self.factorisations_table(&mut out);
+        }
         notes_section(&self.notes, &mut out);
         out
     }
@@ -1118,6 +1215,46 @@ impl SolveResults {
                 or_na(a.cusparse_us, |v| format!("{v:.1}")),
                 or_na(a.cusparse_us, |v| format!("{:.2}x", v / a.ours_us)),
                 or_na(a.max_relative_difference, |v| format!("{v:.2e}")),
+            );
+        }
+        out.push('\n');
+    }
+
+    /// The ILU(0)/IC(0) setup, ours against cuSPARSE's csrilu02/csric02.
+    fn factorisations_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "## ILU(0) and IC(0) setup: ours against cuSPARSE csrilu02/csric02\n\n\
+             *ours ms*: one `Ilu0::new`/`Ic0::new` as a user calls it (the factorisation on the CPU in \
+             f64, the level schedules, the upload), from a synchronised start to a synchronised end. \
+             cuSPARSE factorises on the device (`csrilu02` for ILU(0), `csric02` for IC(0); legacy API, \
+             level policy): *analysis ms* is its preparation, once per pattern (the copy of `A`'s \
+             values, the work buffer, `_analysis`), timed the same way; *factorisation ms* is the \
+             routine alone with the copy of `A`'s values it factorises in place, what a Newton loop \
+             repeats for new values, the median of the samples `measure::time_gpu` takes with CUDA \
+             events. *ours / cuSPARSE* is ours over analysis + factorisation, then over the \
+             factorisation alone. The apply table's cuSPARSE column applies ours' factors; *max rel. \
+             difference* is `max |f_cusparse - f_ours| / max |f_ours|` over the factors (IC(0)'s in \
+             ILU(0)'s layout).\n\n\
+             | problem | prec | precond. | ours ms | cuSPARSE analysis ms | cuSPARSE factorisation ms | \
+             ours / cuSPARSE | max rel. difference |\n|---|---|---|---:|---:|---:|---:|---:|"
+        );
+        for f in &self.factorisations {
+            let ratios =
+                f.cusparse_analysis_ms.zip(f.cusparse_factorisation_ms).map(|(analysis, factorisation)| {
+                    (f.ours_ms / (analysis + factorisation), f.ours_ms / factorisation)
+                });
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+                f.problem,
+                f.precision,
+                f.preconditioner,
+                f.ours_ms,
+                or_na(f.cusparse_analysis_ms, |v| format!("{v:.2}")),
+                or_na(f.cusparse_factorisation_ms, |v| format!("{v:.2}")),
+                or_na(ratios, |(first, again)| format!("{first:.1}x / {again:.1}x")),
+                or_na(f.max_relative_difference, |v| format!("{v:.2e}")),
             );
         }
         out.push('\n');

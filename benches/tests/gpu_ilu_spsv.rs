@@ -8,13 +8,14 @@
 #[path = "../../host/tests/common/skip.rs"]
 #[allow(dead_code)] // the helpers of every GPU test; this one uses a part
 mod skip;
+#[path = "common/spsv_apply.rs"]
+mod spsv_apply;
 
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::{CsrRef, Gpu, Scalar};
 use rand::{Rng, SeedableRng};
-use spmv_bench::cusparse::{Handle, PreparedIluApply};
-use spmv_bench::solve_study::max_relative_difference;
+use spmv_bench::cusparse::Handle;
 
 /// The factors of `a` (IC(0) where `cholesky`, else ILU(0)), applied by cuSPARSE to a random `r`,
 /// against the oracle.
@@ -32,25 +33,8 @@ fn agree<T: Scalar>(
     let view = CsrRef::from(&a);
     let factors =
         if cholesky { IluFactors::incomplete_cholesky(view) } else { IluFactors::new(view) }.unwrap();
-    let n = factors.n();
-    let r: Vec<T> = (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
-    let mut expected = vec![T::ZERO; n];
-    factors.apply(&r, &mut expected).unwrap();
-    let (offsets, cols, values) = factors.csr();
-    let df = gpu.upload_csr_parts(n, n, offsets, cols, values).unwrap();
-    let nan = vec![T::from_f64(f64::NAN); n];
-    let dr = gpu.upload_vector(&r).unwrap();
-    let (y, z) = (gpu.upload_vector(&nan).unwrap(), gpu.upload_vector(&nan).unwrap());
-    let prepared = PreparedIluApply::new(gpu, handle, &df, &dr, &y, &z).unwrap();
-    prepared.run().unwrap();
-    gpu.synchronize().unwrap();
-    let (y, z) = (y.to_host(gpu).unwrap(), z.to_host(gpu).unwrap());
-    for (name, v) in [("y", &y), ("z", &z)] {
-        let unwritten: Vec<usize> = (0..n).filter(|&i| !v[i].to_f64().is_finite()).collect();
-        assert!(unwritten.is_empty(), "{what}: {name} not written (or not finite) at {unwritten:?}");
-    }
+    let difference = spsv_apply::difference(gpu, handle, rng, &factors, factors.csr().2, &what);
     let levels = factors.lower_levels().count() + factors.upper_levels().count();
-    let difference = max_relative_difference(&expected, &z);
     let tolerance = 10.0 * T::EPSILON * levels as f64;
     assert!(
         difference <= tolerance,

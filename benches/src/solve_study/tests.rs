@@ -37,6 +37,7 @@ fn results(problems: Vec<SolveProblem>, records: Vec<SolveRecord>) -> SolveResul
         problems,
         records,
         applies: Vec::new(),
+        factorisations: Vec::new(),
         notes: Vec::new(),
     }
 }
@@ -305,4 +306,32 @@ fn max_relative_difference_is_relative_to_the_largest_element_and_shows_nan() {
     assert_eq!(max_relative_difference(&[2.0f64, -4.0], &[2.5, -4.0]), 0.125);
     assert_eq!(max_relative_difference(&[0.0f64; 3], &[0.0; 3]), 0.0);
     assert!(max_relative_difference(&[1.0f64, 2.0], &[1.0, f64::NAN]).is_nan());
+}
+
+#[test]
+fn results_without_factorisations_still_parse_and_factorisations_render_as_a_table() {
+    let mut results = results(vec![problem("cd-pe0", Precision::F64, 1.0)], Vec::new());
+    let mut json: serde_json::Value = serde_json::to_value(&results).unwrap();
+    json.as_object_mut().unwrap().remove("factorisations");
+    let back: SolveResults = serde_json::from_value(json).unwrap();
+    assert!(back.factorisations.is_empty());
+    let setup = |preconditioner: &str, cusparse: Option<(f64, f64)>| FactorisationRecord {
+        problem: "cd-pe0".to_owned(),
+        precision: Precision::F64,
+        preconditioner: preconditioner.to_owned(),
+        ours_ms: 120.0,
+        cusparse_analysis_ms: cusparse.map(|(analysis, _)| analysis),
+        cusparse_factorisation_ms: cusparse.map(|(_, factorisation)| factorisation),
+        max_relative_difference: cusparse.map(|_| 2e-16),
+    };
+    results.factorisations = vec![setup("ilu(0)", Some((10.0, 2.0))), setup("ic(0)", None)];
+    let md = results.markdown();
+    assert!(md.contains("## ILU(0) and IC(0) setup: ours against cuSPARSE csrilu02/csric02"), "{md}");
+    assert!(md.contains("\n| problem | prec | precond. | ours ms | cuSPARSE analysis ms |"), "{md}");
+    assert!(!md.lines().any(|l| l.starts_with("    ")), "{md}");
+    assert!(
+        md.contains("| cd-pe0 | f64 | ilu(0) | 120.00 | 10.00 | 2.00 | 10.0x / 60.0x | 2.00e-16 |"),
+        "{md}"
+    );
+    assert!(md.contains("| cd-pe0 | f64 | ic(0) | 120.00 | n/a | n/a | n/a | n/a |"), "{md}");
 }
