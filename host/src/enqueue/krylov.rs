@@ -16,11 +16,11 @@ use kernels_gpu::abi::{
     self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, ILU_RUN_ROWS,
     IluSolveParams, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS,
     KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS,
-    KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE,
-    KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL, KRYLOV_OP_NONZERO,
-    KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
-    KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
-    KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COPY_RANGE, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
+    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
+    KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
+    KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
     KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
     krylov_shared_bytes,
 };
@@ -749,7 +749,7 @@ fn slots_of<T>(op: &ScalarOp<T>) -> Result<Vec<(u32, u32)>> {
         KRYLOV_OP_NONZERO | KRYLOV_OP_FINITE | KRYLOV_OP_POSITIVE | KRYLOV_OP_LIMIT => vec![one(op.a)],
         KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b)],
         KRYLOV_OP_START | KRYLOV_OP_COUNT | KRYLOV_OP_COLUMNS | KRYLOV_OP_END_CYCLE => vec![],
-        KRYLOV_OP_ADD_RANGE => vec![(op.a, op.b), (op.out, op.b)],
+        KRYLOV_OP_ADD_RANGE | KRYLOV_OP_COPY_RANGE => vec![(op.a, op.b), (op.out, op.b)],
         KRYLOV_OP_RECORD => vec![one(op.a), (op.out, op.b)],
         KRYLOV_OP_GIVENS | KRYLOV_OP_BACKSOLVE => {
             let m = op.b;
