@@ -1,5 +1,5 @@
-//! The distributed product against the f64 reference, and the distributed CGs (the solver tier's
-//! PCG and pipelined CG over the distributed space) against the CPU oracles, in
+//! The distributed product against the f64 reference, and the distributed solvers (the solver
+//! tier's PCG, pipelined CG, BiCGSTAB and GMRES over the distributed space) against the CPU oracles, in
 //! both run modes and by both routes of the exchange: one process driving every GPU (its ghosts
 //! over NCCL, and gathered in place by peer access), and one process per GPU (NCCL only; this test
 //! binary re-executes itself once per rank, the ranks joining through an NCCL unique id in a file).
@@ -13,14 +13,16 @@ use common::{
     Case, Csr, edge_cases, five_point, random_vector, rng, say, skipped, skipped_without, tolerance,
 };
 use gpu_spmv::distributed::{
-    DistributedBicgstab, DistributedCsr, DistributedPcg, DistributedPipelinedCg, Exchange, Ranks, UniqueId,
+    DistributedBicgstab, DistributedCsr, DistributedGmres, DistributedPcg, DistributedPipelinedCg, Exchange,
+    Ranks, UniqueId,
 };
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::bicgstab::bicgstab;
 use gpu_spmv::reference::cg::{cg, pipelined_cg};
+use gpu_spmv::reference::gmres::gmres;
 use gpu_spmv::reference::max_relative_error;
 use gpu_spmv::reference::problems::convection_diffusion;
-use gpu_spmv::solve::{Preconditioner, SolverOptions, Stop};
+use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, DeviceVector, Error, Gpu, Kernel, Scalar};
 use rand_chacha::ChaCha8Rng;
 use std::process::Command;
@@ -213,31 +215,58 @@ fn check_cg<T: Scalar>(
     }
 }
 
-/// `DistributedBicgstab` on `ranks` against the CPU oracle, on a convection-diffusion system (not
-/// symmetric), plain and with Jacobi: both converge, iterations within BiCGSTAB's slack (its
-/// residual is far from monotone, so the summation order moves the count more than CG's), this
-/// process's parts of the solution close to the CPU's.
-fn check_bicgstab(what: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange) {
+/// The distributed solvers for nonsymmetric systems, and GMRES's restart.
+#[derive(Debug, Clone, Copy)]
+enum Nonsymmetric {
+    Bicgstab,
+    Gmres(usize),
+}
+
+/// `solver` on `ranks` against the CPU oracle, on a convection-diffusion system (not symmetric),
+/// plain and with Jacobi: it converges, iterations within BiCGSTAB's slack (its residual is far
+/// from monotone, so the summation order moves the count more than CG's; GMRES's cycles end at a
+/// step the order moves too, and each restart carries the difference on), this process's parts of
+/// the solution close to the CPU's.
+fn check_nonsymmetric(
+    what: &str,
+    ranks: &Ranks,
+    rng: &mut ChaCha8Rng,
+    exchange: Exchange,
+    solver: Nonsymmetric,
+) {
     let a = convection_diffusion::<f64>(47, 41, 50.0).unwrap();
     let view = CsrRef::from(&a);
     let b = random_vector::<f64>(rng, a.nrows());
     let d = DistributedCsr::upload(ranks, view).unwrap();
     let rel_tol = 1e-10;
     for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
-        let what = format!("{what}, BiCGSTAB, {preconditioner:?}");
+        let what = format!("{what}, {solver:?}, {preconditioner:?}");
         let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner };
         let mut x_cpu = vec![0.0; a.nrows()];
-        let cpu = bicgstab(&view, &b, &mut x_cpu, &options).unwrap();
         let members = ranks.members();
         let db: Vec<_> =
             members.iter().enumerate().map(|(i, m)| m.gpu().upload_vector(&b[d.rows(i)]).unwrap()).collect();
         let mut dx: Vec<_> =
             members.iter().enumerate().map(|(i, m)| m.gpu().zeros::<f64>(d.rows(i).len()).unwrap()).collect();
         let plan = d.plan_with(ranks, Kernel::Auto, exchange).unwrap();
-        let mut s = DistributedBicgstab::new(plan, options, Some(&view.diagonal())).unwrap();
-        s.set_check_every(7);
-        let outcome = s.solve(&db, &mut dx).unwrap();
+        let diagonal = view.diagonal();
+        let (cpu, outcome) = match solver {
+            Nonsymmetric::Bicgstab => {
+                let cpu = bicgstab(&view, &b, &mut x_cpu, &options).unwrap();
+                let mut s = DistributedBicgstab::new(plan, options, Some(&diagonal)).unwrap();
+                s.set_check_every(7);
+                (cpu, s.solve(&db, &mut dx).unwrap())
+            }
+            Nonsymmetric::Gmres(restart) => {
+                let cpu = gmres(&view, &b, &mut x_cpu, &options, restart).unwrap();
+                let mut s = DistributedGmres::new(plan, options, restart, Some(&diagonal)).unwrap();
+                assert_eq!(s.restart(), restart, "{what}");
+                s.set_check_every(2);
+                (cpu, s.solve(&db, &mut dx).unwrap())
+            }
+        };
         assert_eq!(outcome.stop, Stop::Converged, "{what}: {outcome:?}");
+        assert!(outcome.relative_residual <= rel_tol, "{what}: {outcome:?}");
         assert!(
             outcome.iterations.abs_diff(cpu.iterations) <= 3 + cpu.iterations / 8,
             "{what}: GPUs {outcome:?}, CPU {cpu:?}"
@@ -271,7 +300,42 @@ fn check_all(test: &str, ranks: &Ranks, rng: &mut ChaCha8Rng, exchange: Exchange
         }
         check_cg::<f64>(&format!("{test}: CG (f64)"), ranks, 1e-10, rng, (exchange, solver));
     }
-    check_bicgstab(&format!("{test}: (f64)"), ranks, rng, exchange);
+    // GMRES(30) takes few cycles, GMRES(7) many, so that cycles end early and restart.
+    for solver in [Nonsymmetric::Bicgstab, Nonsymmetric::Gmres(30), Nonsymmetric::Gmres(7)] {
+        check_nonsymmetric(&format!("{test}: (f64)"), ranks, rng, exchange, solver);
+    }
+}
+
+#[test]
+fn distributed_gmres_refuses_as_the_one_gpu_solver() {
+    let test = "distributed_gmres_refuses_as_the_one_gpu_solver";
+    let _gpus = GPUS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(count) = gpus_or_skip(test) else { return };
+    let ranks = Ranks::all_local(count).unwrap();
+    let a = convection_diffusion::<f64>(9, 11, 5.0).unwrap();
+    let view = CsrRef::from(&a);
+    let d = DistributedCsr::upload(&ranks, view).unwrap();
+    let plan = || d.plan_with(&ranks, Kernel::Auto, Exchange::Nccl).unwrap();
+    let diagonal = view.diagonal();
+    let options =
+        SolverOptions { rel_tol: 1e-10, max_iterations: 500, preconditioner: Preconditioner::Jacobi };
+    // In `solve::Gmres`'s order: the options, the restart, the diagonal.
+    for restart in [0, 1025, usize::MAX] {
+        let e = DistributedGmres::new(plan(), options, restart, None).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::InvalidRestart { limit: 1024, .. })), "{restart}: {e}");
+        let nan = SolverOptions { rel_tol: f64::NAN, ..options };
+        let e = DistributedGmres::new(plan(), nan, restart, None).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::InvalidTolerance { .. })), "{restart}: {e}");
+    }
+    let e = DistributedGmres::new(plan(), options, 5, None).unwrap_err();
+    assert!(matches!(e, Error::DimensionMismatch { what: "the diagonal", .. }), "{e}");
+    let mut zero = diagonal.clone();
+    zero[3] = 0.0;
+    let e = DistributedGmres::new(plan(), options, 5, Some(&zero)).unwrap_err();
+    assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 3, .. })), "{e}");
+    let s = DistributedGmres::new(plan(), options, 1024, Some(&diagonal)).unwrap();
+    assert_eq!(s.restart(), 1024, "{test}");
+    say(&format!("{test}: refusals as solve::Gmres's on {count} GPUs"));
 }
 
 /// The route `exchange` resolves to on `ranks` for a stencil, or the reason it is refused.

@@ -1556,7 +1556,8 @@ pub struct KrylovBasisParams<T> {
 /// - `CONVERGED`: finish as converged if `s[a] <= s[b]` (flags in `c`: [`KRYLOV_FLAG_CYCLE`],
 ///   [`KRYLOV_FLAG_COUNT`]); `COUNT`: one more iteration; `LIMIT`: at the limit, finish with the
 ///   residual `s[a]` (in a cycle: end the cycle, to go on running);
-/// - `ADD_RANGE`: `s[out + k] += s[a + k]` for `k < b`;
+/// - `ADD_RANGE`: `s[out + k] += s[a + k]` for `k < b`; `COPY_RANGE`: `s[out + k] = s[a + k]` for
+///   `k < b` (the ranges apart: a distributed solve's all-reduced sums into their slots);
 /// - `GIVENS`, `BACKSOLVE`, `END_CYCLE`, `COLUMNS`: GMRES (`krylov.rs`); `COLUMNS` sets the state's
 ///   column count to `a`.
 pub const KRYLOV_OP_SET: u32 = 0;
@@ -1577,6 +1578,7 @@ pub const KRYLOV_OP_BACKSOLVE: u32 = 14;
 pub const KRYLOV_OP_END_CYCLE: u32 = 15;
 pub const KRYLOV_OP_POSITIVE: u32 = 16;
 pub const KRYLOV_OP_RECORD: u32 = 17;
+pub const KRYLOV_OP_COPY_RANGE: u32 = 18;
 
 /// One op of a scalar program; the meaning of `a`, `b`, `c` and `out` depends on `code`.
 #[repr(C)]

@@ -44,8 +44,8 @@ use crate::abi::{
     CG_MAX_BLOCKS, Coef, KRYLOV_AXPY, KRYLOV_BASIS_GROUP, KRYLOV_BREAKDOWN, KRYLOV_CONVERGED,
     KRYLOV_CYCLE_END, KRYLOV_DIAG, KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_MAX_DOTS,
     KRYLOV_MAX_ITERATIONS, KRYLOV_NO_SLOT, KRYLOV_NO_TAG, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
-    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
-    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COPY_RANGE, KRYLOV_OP_COUNT,
+    KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
     KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
     KRYLOV_P_UPDATE, KRYLOV_RUNNING, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS,
     KRYLOV_UNGATED, KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams,
@@ -534,6 +534,11 @@ impl<T: CgReal> Program<T> {
                 KRYLOV_OP_ADD_RANGE => {
                     for k in 0..op.b {
                         self.set(op.out + k, self.get(op.out + k) + self.get(op.a + k));
+                    }
+                }
+                KRYLOV_OP_COPY_RANGE => {
+                    for k in 0..op.b {
+                        self.set(op.out + k, self.get(op.a + k));
                     }
                 }
                 KRYLOV_OP_GIVENS => self.givens(op),

@@ -4,8 +4,9 @@
 //! runs beside the local block's product, called by call or replayed from one graph over the GPUs
 //! ([`DistributedGraph`]). The GPUs and their communicators are a [`Ranks`]: one process for all GPUs of a host
 //! ([`Ranks::all_local`]) or one process per GPU ([`Ranks::one_of`] with a [`UniqueId`] handed over
-//! by the launcher), on the same code. [`DistributedPcg`] and [`DistributedPipelinedCg`] are the
-//! solver tier's CGs run over the GPUs of a distributed plan, their sums all-reduced over the GPUs.
+//! by the launcher), on the same code. [`DistributedPcg`], [`DistributedPipelinedCg`],
+//! [`DistributedBicgstab`] and [`DistributedGmres`] are the solver tier's solvers run over the GPUs
+//! of a distributed plan, their sums all-reduced over the GPUs.
 
 mod graph;
 mod matrix;
@@ -17,4 +18,4 @@ pub use crate::formats::{Block, Part, RowPartition, Split};
 pub use graph::DistributedGraph;
 pub use matrix::DistributedCsr;
 pub use product::{BlockPlan, DistributedPlan, Exchange};
-pub use space::{DistributedBicgstab, DistributedPcg, DistributedPipelinedCg};
+pub use space::{DistributedBicgstab, DistributedGmres, DistributedPcg, DistributedPipelinedCg};

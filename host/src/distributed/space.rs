@@ -1,7 +1,7 @@
 //! The solver tier's [`Space`] over the GPUs of a [`DistributedPlan`] ([`Parts`]), and the solvers
-//! written over it: [`DistributedPcg`], [`DistributedPipelinedCg`] and [`DistributedBicgstab`] run
-//! the launches of `solve::Pcg`, `solve::PipelinedCg` and `solve::Bicgstab`, from the same source,
-//! on every GPU's rows. (GMRES is not on the seam: its basis kernels take a `DeviceBasis`.)
+//! written over it: [`DistributedPcg`], [`DistributedPipelinedCg`], [`DistributedBicgstab`] and
+//! [`DistributedGmres`] run the launches of `solve::Pcg`, `solve::PipelinedCg`, `solve::Bicgstab`
+//! and `solve::Gmres`, from the same source, on every GPU's rows.
 //!
 //! A vector is a part per GPU, distributed like the product's `y` (for a square matrix, also like
 //! its `x`). The vector ops and the scalar programs run on every GPU's own device state; a pass of
@@ -10,18 +10,25 @@
 //! all-reduce's latency), then copies the whole sums into the solver's slots at the start of the
 //! next scalar program (the one every solver runs after a pass, so the copies cost no launch of
 //! their own), so every GPU's scalars are equal and every GPU's state takes the same path (each all-reduce
-//! gives every rank the same bits). The operator is the plan's product, whose exchange of ghost
-//! entries is its own; the preconditioner is Jacobi on each GPU's rows, or none.
+//! gives every rank the same bits). The stage, not the solver's slots, is what the all-reduce
+//! sums in place, and the copies run gated: a gated-off pass writes no sums, and its all-reduce
+//! then changes only the stage. A GMRES basis is columns of parts, each GPU's parts of them listed
+//! in one table there, which the one-GPU basis kernels read as a basis of shorter vectors; each
+//! Gram-Schmidt pass is staged as a pass of dot products is (all its columns' sums in one
+//! all-reduce, copied as one range), but the combination after it reads the sums, so their copies
+//! are a program of their own: two scalar launches an Arnoldi step more than on one GPU. The
+//! operator is the plan's product, whose exchange of ghost entries is its own; the preconditioner
+//! is Jacobi on each GPU's rows, or none.
 
 use super::product::DistributedPlan;
-use crate::device::DeviceVector;
-use crate::enqueue::krylov::{KrylovDevice, Snapshot, diag_scale};
+use crate::device::{DeviceVector, Gpu};
+use crate::enqueue::krylov::{Columns, DeviceBasis, KrylovDevice, Snapshot, diag_scale};
 use crate::iterative::square_order;
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
 use crate::solve::{
-    BicgstabIn, Core, Outcome, PcgIn, PipelinedCgIn, Preconditioner, Recurrence, SolverOptions, Space,
-    copy_scalar,
+    BicgstabIn, Core, GmresIn, Outcome, PcgIn, PipelinedCgIn, Preconditioner, Recurrence, SolverOptions,
+    Space, copy_range, copy_scalar, gmres_steps,
 };
 use crate::{Error, Result};
 use cudarc::driver::{CudaEvent, CudaSlice};
@@ -46,14 +53,19 @@ struct MemberState<T> {
 pub(crate) struct Parts<'a, T: Scalar> {
     plan: DistributedPlan<'a, T>,
     members: Vec<MemberState<T>>,
-    /// The first of the [`KRYLOV_MAX_DOTS`] slots, past the solver's own, where a pass leaves a
-    /// GPU's sums for the all-reduce.
+    /// The first of the slots, past the solver's own, where a pass leaves a GPU's sums for the
+    /// all-reduce ([`stage_slots`] of them).
     stage: u32,
     /// The copies of the last pass's all-reduced sums into the solver's slots, not yet enqueued:
     /// they join the next scalar program of their gate, which every solver runs right after a
     /// pass, saving a launch a pass on every GPU; anything else that reads the scalars or stages
     /// new sums enqueues them first ([`Parts::flush`]).
     pending: Cell<Option<Copies<T>>>,
+}
+
+/// The slots of a solver's own, then the stage: [`KRYLOV_MAX_DOTS`], or a basis' `columns` where more.
+fn stage_slots(scalars: u32, columns: u32) -> Result<u32> {
+    scalars.checked_add(columns.max(KRYLOV_MAX_DOTS)).ok_or(Error::InvalidKernel("scalar slots".into()))
 }
 
 /// The copies of a pass's sums from the stage into their slots, and the pass's gate.
@@ -65,19 +77,25 @@ struct Copies<T> {
 }
 
 impl<'a, T: Scalar> Parts<'a, T> {
-    /// The space of a solver with `scalars` slots of its own on the plan's GPUs, with the Jacobi
-    /// preconditioner of `diagonal` (the whole `A`'s, checked as the solver `need`s it: positive for
-    /// the CGs, non-zero for BiCGSTAB) where the options ask for it. Refused as the one-GPU solver
-    /// refuses. Returns the solve's length too.
+    /// The refusals every distributed solver makes first, in its oracle's order: options out of
+    /// their ranges, a matrix that is not square. Returns the order.
+    fn refusals(plan: &DistributedPlan<'a, T>, options: &SolverOptions) -> Result<usize> {
+        options.check()?;
+        square_order(plan.matrix().nrows(), plan.matrix().ncols())
+    }
+
+    /// The space of a solver with `scalars` slots of its own and a basis of up to `columns` columns
+    /// (0 for none) on the plan's GPUs, with the Jacobi preconditioner of `diagonal` (the whole
+    /// `A`'s, checked as the solver `need`s it: positive for the CGs, non-zero for BiCGSTAB and
+    /// GMRES) where the options ask for it. Refused as the one-GPU solver refuses. Returns the
+    /// solve's length too.
     fn new(
         plan: DistributedPlan<'a, T>,
         options: &SolverOptions,
         (diagonal, need): (Option<&[T]>, DiagonalNeed),
-        scalars: u32,
+        (scalars, columns): (u32, u32),
     ) -> Result<(Self, usize)> {
-        options.check()?;
-        let matrix = plan.matrix();
-        let n = square_order(matrix.nrows(), matrix.ncols())?;
+        let n = Self::refusals(&plan, options)?;
         let inverse = match options.preconditioner {
             Preconditioner::None => None,
             Preconditioner::Jacobi => {
@@ -89,12 +107,14 @@ impl<'a, T: Scalar> Parts<'a, T> {
                 Some(inverse_diagonal(diagonal, need)?)
             }
         };
+        let slots = stage_slots(scalars, columns)?;
+        let matrix = plan.matrix();
         let mut members = Vec::new();
         for (i, member) in plan.ranks().members().iter().enumerate() {
             let gpu = member.gpu();
             let rows = matrix.rows(i);
             members.push(MemberState {
-                device: KrylovDevice::new(gpu, rows.len(), scalars + KRYLOV_MAX_DOTS, 0)?,
+                device: KrylovDevice::new(gpu, rows.len(), slots, columns)?,
                 inv_diag: inverse.as_ref().map(|d| gpu.upload(&d[rows])).transpose()?,
                 summed: gpu.context().new_event(None)?,
                 all_reduced: gpu.context().new_event(None)?,
@@ -104,10 +124,7 @@ impl<'a, T: Scalar> Parts<'a, T> {
     }
 
     /// Each member's GPU with its state and its parts of the vectors.
-    fn each(
-        &self,
-        mut f: impl FnMut(usize, &crate::device::Gpu, &MemberState<T>) -> Result<()>,
-    ) -> Result<()> {
+    fn each(&self, mut f: impl FnMut(usize, &Gpu, &MemberState<T>) -> Result<()>) -> Result<()> {
         for (i, (member, m)) in self.plan.ranks().members().iter().zip(&self.members).enumerate() {
             f(i, member.gpu(), m)?;
         }
@@ -147,13 +164,14 @@ impl<'a, T: Scalar> Parts<'a, T> {
         Ok(())
     }
 
-    /// Leaves the copies of the sums just all-reduced into `slots` to the next scalar program.
-    fn defer_copies(&self, gate: u32, slots: impl IntoIterator<Item = u32>) {
+    /// Leaves `copies`, of the sums just all-reduced from the stage into the solver's slots, to the
+    /// next scalar program.
+    fn defer(&self, gate: u32, copies: impl IntoIterator<Item = ScalarOp<T>>) {
         let stage = self.stage;
         let mut ops = [copy_scalar(stage, stage); KRYLOV_MAX_DOTS as usize];
         let mut count = 0;
-        for ((op, k), slot) in ops.iter_mut().zip(0..).zip(slots) {
-            *op = copy_scalar(stage + k, slot);
+        for (op, copy) in ops.iter_mut().zip(copies) {
+            *op = copy;
             count += 1;
         }
         self.pending.set(Some(Copies { gate, ops, count }));
@@ -168,7 +186,7 @@ impl<'a, T: Scalar> Parts<'a, T> {
     }
 
     /// The first GPU's state, which every GPU's equals.
-    fn first(&self) -> Result<(&crate::device::Gpu, &KrylovDevice<T>)> {
+    fn first(&self) -> Result<(&Gpu, &KrylovDevice<T>)> {
         match (self.plan.ranks().members().first(), self.members.first()) {
             (Some(member), Some(m)) => Ok((member.gpu(), &m.device)),
             _ => Err(Error::Unsupported("the solver has no GPU in this process")),
@@ -261,7 +279,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         })?;
         #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_DOTS, checked above
         self.all_reduce(pairs.len() as u32)?;
-        self.defer_copies(gate, pairs.iter().map(|&(_, _, slot)| slot));
+        self.defer(gate, (stage..).zip(pairs).map(|(k, &(_, _, slot))| copy_scalar(k, slot)));
         Ok(())
     }
 
@@ -279,6 +297,58 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
                 self.each(|_, gpu, m| m.device.program(gpu, gate, ops))
             }
         }
+    }
+
+    type Basis = DeviceBasis<T, Vec<DeviceVector<T>>>;
+
+    fn basis(&self, columns: u32) -> Result<Self::Basis> {
+        let gpus: Vec<&Gpu> = self.plan.ranks().members().iter().map(|member| member.gpu()).collect();
+        DeviceBasis::new(&gpus, columns, || self.zeros())
+    }
+
+    fn column(basis: &Self::Basis, j: usize) -> &Self::Vector {
+        basis.column(j)
+    }
+
+    fn column_mut(basis: &mut Self::Basis, j: usize) -> &mut Self::Vector {
+        basis.column_mut(j)
+    }
+
+    fn basis_dots(
+        &mut self,
+        gate: u32,
+        basis: &Self::Basis,
+        k: u32,
+        first: u32,
+        w: &Self::Vector,
+    ) -> Result<()> {
+        // As `dots`: each GPU's sums in the stage, one all-reduce, their copies deferred (one op).
+        self.flush()?;
+        let stage = self.stage;
+        self.each(|i, gpu, m| {
+            m.device.basis_dots(gpu, gate, basis.part(i)?, Columns::First(k), stage, &w[i])
+        })?;
+        self.all_reduce(k)?;
+        self.defer(gate, [copy_range(stage, first, k)]);
+        Ok(())
+    }
+
+    fn basis_combine(
+        &self,
+        gate: u32,
+        basis: &Self::Basis,
+        columns: Columns,
+        first: u32,
+        (scale, accumulate): (T, bool),
+        w: &mut Self::Vector,
+    ) -> Result<()> {
+        self.flush()?;
+        let members = self.plan.ranks().members();
+        for (i, ((member, m), w)) in members.iter().zip(&self.members).zip(w.iter_mut()).enumerate() {
+            let part = basis.part(i)?;
+            m.device.basis_combine(member.gpu(), gate, part, columns, first, scale, accumulate, w)?;
+        }
+        Ok(())
     }
 
     fn cg_update(
@@ -315,7 +385,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
             )?;
         }
         self.all_reduce(2)?;
-        self.defer_copies(gate, [out.0, out.1]);
+        self.defer(gate, [copy_scalar(stage, out.0), copy_scalar(stage + 1, out.1)]);
         Ok(())
     }
 
@@ -332,10 +402,10 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         self.flush()?;
         let matrix = self.plan.matrix();
         let members = self.plan.ranks().members();
-        let slots =
-            scalars.checked_add(KRYLOV_MAX_DOTS).ok_or(Error::InvalidKernel("scalar slots".into()))?;
         for (i, (member, m)) in members.iter().zip(&mut self.members).enumerate() {
-            m.device = KrylovDevice::new(member.gpu(), matrix.rows(i).len(), slots, 0)?;
+            let columns = m.device.columns();
+            let slots = stage_slots(scalars, columns)?;
+            m.device = KrylovDevice::new(member.gpu(), matrix.rows(i).len(), slots, columns)?;
         }
         self.stage = scalars;
         Ok(())
@@ -390,9 +460,24 @@ fn finish_batch<T: Scalar>(core: &Core<T, Parts<'_, T>>, x: &mut [DeviceVector<T
 }
 
 /// The public face of a solver written over [`Space`], on [`Parts`]: the same methods for each,
-/// its diagonal checked as `$need`.
+/// its diagonal checked as `$need`. `@face` alone leaves out `new`, for a solver whose constructor
+/// takes more (GMRES's restart).
 macro_rules! distributed_solver {
     ($(#[$doc:meta])* $name:ident, $inner:ident, $need:expr) => {
+        distributed_solver!(@face $(#[$doc])* $name, $inner);
+
+        impl<'a, T: Scalar> $name<'a, T> {
+            /// A solver for the plan's square matrix. `diagonal`, the diagonal of the whole `A`, is
+            /// needed for [`Preconditioner::Jacobi`] and ignored otherwise. Refused as the one-GPU
+            /// solver refuses.
+            pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
+                let room = ($inner::<T, Parts<'a, T>>::SLOTS, 0);
+                let (space, n) = Parts::new(plan, &options, (diagonal, $need), room)?;
+                Ok(Self { it: $inner::on(space, n, options)? })
+            }
+        }
+    };
+    (@face $(#[$doc:meta])* $name:ident, $inner:ident) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<'a, T: Scalar> {
@@ -400,15 +485,7 @@ macro_rules! distributed_solver {
         }
 
         impl<'a, T: Scalar> $name<'a, T> {
-            /// A solver for the plan's square matrix. `diagonal`, the diagonal of the whole `A`, is
-            /// needed for [`Preconditioner::Jacobi`] and ignored otherwise. Refused as the one-GPU
-            /// solver refuses.
-            pub fn new(plan: DistributedPlan<'a, T>, options: SolverOptions, diagonal: Option<&[T]>) -> Result<Self> {
-                let (space, n) = Parts::new(plan, &options, (diagonal, $need), $inner::<T, Parts<'a, T>>::SLOTS)?;
-                Ok(Self { it: $inner::on(space, n, options)? })
-            }
-
-            /// Iterations between two reads of the state in `solve` (at least 1).
+            /// Iterations (GMRES: cycles) between two reads of the state in `solve` (at least 1).
             pub fn set_check_every(&mut self, iterations: u32) {
                 self.it.core.check_every = iterations.max(1);
             }
@@ -433,9 +510,9 @@ macro_rules! distributed_solver {
                 self.it.start()
             }
 
-            /// Enqueues `iterations` iterations on the solve `start` began, then copies the iterate
-            /// to `x`. Allocates nothing, waits for nothing; iterations after the solve stopped
-            /// change nothing.
+            /// Enqueues `iterations` iterations (GMRES: cycles) on the solve `start` began, then
+            /// copies the iterate to `x`. Allocates nothing, waits for nothing; iterations after the
+            /// solve stopped change nothing.
             pub fn iterate(&mut self, x: &mut [DeviceVector<T>], iterations: u32) -> Result<()> {
                 self.it.core.space.check(x, &self.it.core.x)?;
                 for _ in 0..iterations {
@@ -494,3 +571,37 @@ distributed_solver!(
     BicgstabIn,
     DiagonalNeed::NonZero
 );
+
+distributed_solver!(
+    @face
+    /// Restarted GMRES(m) over the GPUs of one distributed plan: `solve::Gmres`'s launches on every
+    /// GPU's rows, three all-reduces an Arnoldi step (the two Gram-Schmidt passes, each all of its
+    /// columns' sums in one, and `‖w‖²`) and one a restart (see the module doc). Jacobi's diagonal
+    /// must be non-zero.
+    DistributedGmres,
+    GmresIn
+);
+
+impl<'a, T: Scalar> DistributedGmres<'a, T> {
+    /// A solver for the plan's square matrix restarting every `restart` steps. `diagonal`, the
+    /// diagonal of the whole `A`, is needed for [`Preconditioner::Jacobi`] and ignored otherwise.
+    /// Refused as `solve::Gmres::new` refuses, in its order: the options and the shape, the restart,
+    /// then the diagonal.
+    pub fn new(
+        plan: DistributedPlan<'a, T>,
+        options: SolverOptions,
+        restart: usize,
+        diagonal: Option<&[T]>,
+    ) -> Result<Self> {
+        Parts::refusals(&plan, &options)?;
+        let m = gmres_steps(restart)?;
+        let room = GmresIn::<T, Parts<'a, T>>::room(m);
+        let (space, n) = Parts::new(plan, &options, (diagonal, DiagonalNeed::NonZero), room)?;
+        Ok(Self { it: GmresIn::on(space, n, options, m)? })
+    }
+
+    /// The restart length `m`.
+    pub fn restart(&self) -> usize {
+        self.it.restart()
+    }
+}

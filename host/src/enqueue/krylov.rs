@@ -2,7 +2,8 @@
 //! the scheme): [`KrylovDevice`] owns a solve's device state, scalars and partial sums, and enqueues
 //! the vector ops, the dot products and the scalar programs on them, each checked (lengths, slots,
 //! contexts) so that the solver tier above calls them safely. [`DeviceBasis`] is a GMRES basis: its
-//! columns separate vectors (a product writes one), with the device table of their addresses.
+//! columns separate vectors of the solve (a product writes one; over several GPUs, a part on each),
+//! with each GPU's device table of the addresses of its parts.
 
 use super::launch::{copy, launch};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef, addr};
@@ -16,15 +17,16 @@ use kernels_gpu::abi::{
     self as abi, BLOCK_JACOBI_MAX, BlockJacobiParams, Coef, DevicePtr as AbiPtr, ILU_RUN_ROWS,
     IluSolveParams, KRYLOV_AXPY, KRYLOV_BLOCK_THREADS, KRYLOV_DIAG, KRYLOV_MAX_DOTS, KRYLOV_MAX_OPS,
     KRYLOV_MAX_RESTART, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE, KRYLOV_OP_COLUMNS,
-    KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE,
-    KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL, KRYLOV_OP_NONZERO,
-    KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START, KRYLOV_P_UPDATE,
-    KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED, KrylovBasisParams,
-    KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
+    KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COPY_RANGE, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
+    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
+    KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
+    KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
     KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
     krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
+use std::marker::PhantomData;
 
 /// A [`KrylovState`] as a device buffer's element.
 #[repr(transparent)]
@@ -307,7 +309,7 @@ impl<T: Scalar> KrylovDevice<T> {
         &self,
         gpu: &Gpu,
         gate: u32,
-        basis: &DeviceBasis<T>,
+        basis: BasisPart<'_, T>,
         columns: Columns,
         slot: u32,
         w: &DeviceVector<T>,
@@ -322,7 +324,7 @@ impl<T: Scalar> KrylovDevice<T> {
         &self,
         gpu: &Gpu,
         gate: u32,
-        basis: &DeviceBasis<T>,
+        basis: BasisPart<'_, T>,
         columns: Columns,
         slot: u32,
         scale: T,
@@ -344,7 +346,7 @@ impl<T: Scalar> KrylovDevice<T> {
         &self,
         gpu: &Gpu,
         gate: u32,
-        basis: &DeviceBasis<T>,
+        basis: BasisPart<'_, T>,
         columns: Columns,
         slot: u32,
         scale: T,
@@ -355,15 +357,16 @@ impl<T: Scalar> KrylovDevice<T> {
             Columns::First(count) => (count, count),
             Columns::State { most } => (KRYLOV_STATE_COLUMNS, most),
         };
-        if basis.n != self.n || most > basis.len() || most > self.columns {
-            return Err(Error::InvalidKernel(format!("{most} columns of a basis of {}", basis.len())));
+        if basis.n != self.n || most > basis.columns || most > self.columns {
+            return Err(Error::InvalidKernel(format!("{most} columns of a basis of {}", basis.columns)));
         }
+        gpu.check_context("the basis", basis.addresses)?;
         let last =
             slot.checked_add(most.saturating_sub(1)).ok_or(Error::InvalidKernel("basis slots".into()))?;
         self.check_slot(last)?;
         Ok(KrylovBasisParams {
             common: self.common(gpu, gate),
-            basis: AbiPtr::new(addr(&basis.addresses, gpu).addr()),
+            basis: AbiPtr::new(addr(basis.addresses, gpu).addr()),
             columns: count,
             most,
             slot,
@@ -749,7 +752,7 @@ fn slots_of<T>(op: &ScalarOp<T>) -> Result<Vec<(u32, u32)>> {
         KRYLOV_OP_NONZERO | KRYLOV_OP_FINITE | KRYLOV_OP_POSITIVE | KRYLOV_OP_LIMIT => vec![one(op.a)],
         KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b)],
         KRYLOV_OP_START | KRYLOV_OP_COUNT | KRYLOV_OP_COLUMNS | KRYLOV_OP_END_CYCLE => vec![],
-        KRYLOV_OP_ADD_RANGE => vec![(op.a, op.b), (op.out, op.b)],
+        KRYLOV_OP_ADD_RANGE | KRYLOV_OP_COPY_RANGE => vec![(op.a, op.b), (op.out, op.b)],
         KRYLOV_OP_RECORD => vec![one(op.a), (op.out, op.b)],
         KRYLOV_OP_GIVENS | KRYLOV_OP_BACKSOLVE => {
             let m = op.b;
@@ -787,22 +790,67 @@ pub(crate) enum Columns {
     State { most: u32 },
 }
 
-/// The basis of a GMRES cycle: `columns` vectors of `n` elements and the device table of their
-/// addresses, which the basis kernels read.
-#[derive(Debug)]
-pub(crate) struct DeviceBasis<T> {
-    columns: Vec<DeviceVector<T>>,
-    addresses: CudaSlice<u64>,
-    n: u32,
+/// A solve's vector as the basis kernels reach it: its part on each GPU of the solve (one GPU's
+/// vector is its only part).
+pub(crate) trait GpuParts<T> {
+    fn parts(&self) -> &[DeviceVector<T>];
 }
 
-impl<T: Scalar> DeviceBasis<T> {
-    /// `columns` zeroed vectors of `n` elements (the solver bounds `columns`).
-    pub fn new(gpu: &Gpu, n: usize, columns: u32) -> Result<Self> {
-        let vectors = (0..columns).map(|_| gpu.zeros(n)).collect::<Result<Vec<DeviceVector<T>>>>()?;
-        let table: Vec<u64> = vectors.iter().map(|v| addr(v.as_slice(), gpu).addr()).collect();
-        let addresses = gpu.upload(&table)?;
-        Ok(Self { columns: vectors, addresses, n: narrow("the unknowns", n)? })
+impl<T> GpuParts<T> for DeviceVector<T> {
+    fn parts(&self) -> &[DeviceVector<T>] {
+        std::slice::from_ref(self)
+    }
+}
+
+impl<T> GpuParts<T> for Vec<DeviceVector<T>> {
+    fn parts(&self) -> &[DeviceVector<T>] {
+        self
+    }
+}
+
+/// The basis of a GMRES cycle: vectors of the solve (`V`: one GPU's vector, or a part per GPU),
+/// and on each GPU the device table of the addresses of its parts of them, which the basis kernels
+/// read there. The columns are written through [`DeviceBasis::column_mut`], never replaced: the
+/// tables hold their addresses.
+#[derive(Debug)]
+pub(crate) struct DeviceBasis<T, V = DeviceVector<T>> {
+    columns: Vec<V>,
+    /// Each GPU's table, with the length of its parts.
+    tables: Vec<(CudaSlice<u64>, u32)>,
+    element: PhantomData<T>,
+}
+
+/// One GPU's part of a [`DeviceBasis`]: what a launch of the basis kernels on that GPU reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BasisPart<'b, T> {
+    addresses: &'b CudaSlice<u64>,
+    /// The length of each column's part.
+    n: u32,
+    columns: u32,
+    element: PhantomData<T>,
+}
+
+impl<T: Scalar, V: GpuParts<T>> DeviceBasis<T, V> {
+    /// `columns` vectors made by `zeros` (the solve's zeroed vectors, a part on each of `gpus`, in
+    /// order; the solver bounds `columns`). Refused: a column whose parts are not one a GPU, each of
+    /// its GPU's context and of the first column's lengths.
+    pub fn new(gpus: &[&Gpu], columns: u32, mut zeros: impl FnMut() -> Result<V>) -> Result<Self> {
+        let columns = (0..columns).map(|_| zeros()).collect::<Result<Vec<V>>>()?;
+        if let Some(c) = columns.iter().find(|c| c.parts().len() != gpus.len()) {
+            let (expected, got) = (gpus.len(), c.parts().len());
+            return Err(Error::DimensionMismatch { what: "a basis column (parts)", expected, got });
+        }
+        let mut tables = Vec::with_capacity(gpus.len());
+        for (i, gpu) in gpus.iter().enumerate() {
+            let n = columns.first().map_or(0, |c| c.parts()[i].len());
+            let mut table = Vec::with_capacity(columns.len());
+            for part in columns.iter().map(|c| &c.parts()[i]) {
+                gpu.check_operand("a basis column", part, n)?;
+                table.push(addr(part.as_slice(), gpu).addr());
+            }
+            tables.push((gpu.upload(&table)?, narrow("the unknowns", n)?));
+        }
+        Ok(Self { columns, tables, element: PhantomData })
     }
 
     #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_RESTART + 1
@@ -810,12 +858,18 @@ impl<T: Scalar> DeviceBasis<T> {
         self.columns.len() as u32
     }
 
-    pub fn column(&self, j: usize) -> &DeviceVector<T> {
+    pub fn column(&self, j: usize) -> &V {
         &self.columns[j]
     }
 
-    pub fn column_mut(&mut self, j: usize) -> &mut DeviceVector<T> {
+    pub fn column_mut(&mut self, j: usize) -> &mut V {
         &mut self.columns[j]
+    }
+
+    /// The part on the `i`-th GPU of the solve.
+    pub fn part(&self, i: usize) -> Result<BasisPart<'_, T>> {
+        let (addresses, n) = self.tables.get(i).ok_or(Error::InvalidKernel(format!("basis part {i}")))?;
+        Ok(BasisPart { addresses, n: *n, columns: self.len(), element: PhantomData })
     }
 }
 

@@ -16,17 +16,19 @@
 //! steps after it are gated off and the update uses the columns so far (`kernels-gpu/src/krylov.rs`,
 //! "GMRES"). An iteration is an Arnoldi step; [`Gmres::iterate`] enqueues whole cycles.
 
-use super::krylov::{Breakdowns, Core, PrecondSource, RUNNING, STARTING, UPDATING, preconditioned};
+use super::krylov::{
+    Breakdowns, Core, PrecondSource, RUNNING, Recurrence, STARTING, UPDATING, iterate_on, solve_on, start_on,
+};
 use super::operator::{Operator, Precondition};
 use super::program::{
     BB, Ends, FIRST_FREE, ONE, ZERO, add_range, backsolve, columns, converged, converged_if_at_most, copy,
     count, div, end_cycle, finite, givens, limit, sqrt, start,
 };
-use super::space::OneGpu;
+use super::space::{OneGpu, Space};
 use super::{Outcome, SolveError, SolverOptions};
 use crate::Result;
-use crate::device::{DeviceVector, VectorMut, VectorRef};
-use crate::enqueue::krylov::{Columns, DeviceBasis, coef, constant};
+use crate::device::{VectorMut, VectorRef};
+use crate::enqueue::krylov::{Columns, coef, constant};
 use crate::iterative::why;
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
@@ -94,15 +96,31 @@ impl Layout {
 /// ```
 #[derive(Debug)]
 pub struct Gmres<'a, T: Scalar, A: Operator<T>> {
-    core: Core<T, OneGpu<'a, T, A>>,
+    it: GmresIn<T, OneGpu<'a, T, A>>,
+}
+
+/// GMRES(m) in any [`Space`]: the recurrence's basis, vectors and state, and its launches, the one
+/// source of [`Gmres`] (one GPU) and of the distributed tier's solver (several). An iteration of
+/// [`Recurrence`] is a cycle.
+#[derive(Debug)]
+pub(crate) struct GmresIn<T: Scalar, S: Space<T>> {
+    pub core: Core<T, S>,
     layout: Layout,
-    basis: DeviceBasis<T>,
-    r: DeviceVector<T>,
-    w: DeviceVector<T>,
+    basis: S::Basis,
+    r: S::Vector,
+    w: S::Vector,
     /// `M⁻¹ v_j` and `M⁻¹ V y`, with a preconditioner.
-    z: Option<DeviceVector<T>>,
-    /// Cycles [`Gmres::solve`] enqueues between two reads of the state.
-    check_every: u32,
+    z: Option<S::Vector>,
+}
+
+/// The restart length `m` of a `restart` the solvers take: refused for 0 or above
+/// [`KRYLOV_MAX_RESTART`] ([`SolveError::InvalidRestart`]).
+pub(crate) fn steps(restart: usize) -> Result<u32> {
+    let limit = KRYLOV_MAX_RESTART as usize;
+    match u32::try_from(restart) {
+        Ok(m) if (1..=limit).contains(&restart) => Ok(m),
+        _ => Err(SolveError::InvalidRestart { value: restart, limit }.into()),
+    }
 }
 
 impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
@@ -136,49 +154,26 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         // Refused in the oracle's order: the options and the shape, the restart, then (in
         // `Core::new`) the preconditioner.
         Core::check(&op, &options)?;
-        let limit = KRYLOV_MAX_RESTART as usize;
-        let m = match u32::try_from(restart) {
-            Ok(m) if (1..=limit).contains(&restart) => m,
-            _ => return Err(SolveError::InvalidRestart { value: restart, limit }.into()),
-        };
-        let core = Core::new(
-            op,
-            options,
-            source,
-            (BASE + gmres_scalars(m), m + 1),
-            BREAKDOWNS,
-            DiagonalNeed::NonZero,
-        )?;
-        let (gpu, n) = (core.space.op.gpu(), core.n());
-        let z = match core.space.precond {
-            super::krylov::Precond::None => None,
-            _ => Some(gpu.zeros(n)?),
-        };
-        Ok(Self {
-            layout: Layout { m },
-            basis: DeviceBasis::new(gpu, n, m + 1)?,
-            r: gpu.zeros(n)?,
-            w: gpu.zeros(n)?,
-            z,
-            check_every: 1,
-            core,
-        })
+        let m = steps(restart)?;
+        let room = GmresIn::<T, OneGpu<'a, T, A>>::room(m);
+        let core = Core::new(op, options, source, room, BREAKDOWNS, DiagonalNeed::NonZero)?;
+        Ok(Self { it: GmresIn::new(core, m)? })
     }
 
     /// The restart length `m`.
     pub fn restart(&self) -> usize {
-        self.layout.m as usize
+        self.it.restart()
     }
 
     /// Cycles between two reads of the state in [`Gmres::solve`] (at least 1; 1 by default, as a
     /// cycle already holds `m` steps).
     pub fn set_check_every(&mut self, cycles: u32) {
-        self.check_every = cycles.max(1);
+        self.it.core.check_every = cycles.max(1);
     }
 
     /// As [`Bicgstab::set_diagonal`](super::Bicgstab::set_diagonal).
     pub fn set_diagonal(&mut self, diagonal: &[T]) -> Result<()> {
-        self.core.set_diagonal(diagonal)
+        self.it.core.set_diagonal(diagonal)
     }
 
     /// Solves `A x = b` from the initial guess in `x`, leaving the last iterate there.
@@ -187,13 +182,8 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorMut<T> + ?Sized,
     {
-        self.start(b, x)?;
-        loop {
-            self.iterate(x, self.check_every)?;
-            if let Some(outcome) = self.outcome()? {
-                return Ok(outcome);
-            }
-        }
+        let every = self.it.core.check_every;
+        solve_on(&mut self.it, b, x, every)
     }
 
     /// Enqueues the start of a solve: `bᵀb` and the tolerance. Checks `b` and `x` first: on error
@@ -203,73 +193,74 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         B: VectorRef<T> + ?Sized,
         X: VectorRef<T> + ?Sized,
     {
-        self.core.begin(b, x)?;
-        let c = &self.core;
-        let gpu = c.space.op.gpu();
-        c.space.device.dots(gpu, STARTING, &[(&c.b, &c.b, BB)])?;
-        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
-        let mut program = c.constants().to_vec();
-        program.push(start(max, 0));
-        c.space.device.program(gpu, STARTING, &program)
+        start_on(&mut self.it, b, x)
     }
 
     /// Enqueues `cycles` cycles (restart, `m` steps, update) on the solve [`Gmres::start`] began,
     /// then copies the iterate to `x`. Allocates nothing, waits for nothing: may be captured into a
     /// CUDA graph and replayed. Cycles after the solve stopped change nothing.
     pub fn iterate<X: VectorMut<T> + ?Sized>(&mut self, x: &mut X, cycles: u32) -> Result<()> {
-        self.core.check_x(x)?;
-        self.core.check_fresh()?;
-        for _ in 0..cycles {
-            self.cycle()?;
-        }
-        self.core.finish_batch(x)
+        iterate_on(&mut self.it, x, cycles)
     }
 
-    /// One cycle's launches.
-    fn cycle(&mut self) -> Result<()> {
-        let layout = self.layout;
-        let c = &mut self.core;
-        let gpu = c.space.op.gpu();
-        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        // The restart: r = b - A x, β = |r|, v₀ = r / β, g = (β, 0, ...).
-        c.space.device.scale(gpu, RUNNING, constant(one), Some(&c.b), &mut self.r)?;
-        c.space.op.apply(&c.x, &mut self.w)?;
-        c.space.device.axpy(gpu, RUNNING, constant(minus_one), &self.w, &mut self.r)?;
-        c.space.device.dots(gpu, RUNNING, &[(&self.r, &self.r, RR)])?;
-        c.space.device.program(
-            gpu,
-            RUNNING,
-            &[
-                c.record(RR, 0),
-                finite(RR, RR_TAG),
-                converged(RR, Ends::Solve),
-                limit(RR, Ends::Solve),
-                sqrt(RR, BETA),
-                div(ONE, BETA, INV_BETA, KRYLOV_NO_TAG),
-                copy(BETA, layout.g()),
-            ],
-        )?;
-        c.space.device.scale(gpu, RUNNING, coef(one, INV_BETA), Some(&self.r), self.basis.column_mut(0))?;
-        for j in 0..layout.m {
-            self.step(j)?;
-        }
-        // The update: y = H⁻¹ g, x += M⁻¹ V y (V y in r, free until the next restart).
-        let c = &mut self.core;
-        let gpu = c.space.op.gpu();
-        c.space.device.program(gpu, UPDATING, &[backsolve(layout.m, BASE)])?;
-        c.space.device.basis_combine(
-            gpu,
-            UPDATING,
-            &self.basis,
-            Columns::State { most: layout.m },
-            layout.y(),
-            one,
-            false,
-            &mut self.r,
-        )?;
-        let u = preconditioned(&mut c.space.precond, gpu, &self.r, self.z.as_mut())?;
-        c.space.device.axpy(gpu, UPDATING, constant(one), u, &mut c.x)?;
-        c.space.device.program(gpu, UPDATING, &[end_cycle()])
+    /// Where the solve stands, read from the device (waits for the stream).
+    pub fn outcome(&self) -> Result<Option<Outcome>> {
+        self.it.core.outcome(0)
+    }
+
+    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
+    /// start's first), for [`Gmres::residual_history`]: refused past
+    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
+    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
+    /// state: call it before capturing any of its work.
+    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
+        self.it.core.keep_history(capacity)?;
+        Ok(self)
+    }
+
+    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
+    /// iteration, at most the capacity given to [`Gmres::with_history`] (empty without one). Within
+    /// a cycle the residual of the least-squares problem (`|g_{j+1}|`, what GMRES tests), at each
+    /// restart the true residual `b - A x`. Entry `k` is written once step `k` has run, entry 0 at
+    /// the first restart: read the history after [`Gmres::iterate`], not between `start` and it.
+    /// Waits for the stream.
+    pub fn residual_history(&self) -> Result<Vec<f64>> {
+        self.it.core.residual_history()
+    }
+
+    /// The options the solver was made with.
+    pub fn options(&self) -> &SolverOptions {
+        &self.it.core.options
+    }
+}
+
+impl<T: Scalar, S: Space<T>> GmresIn<T, S> {
+    /// The scalar slots of the solver's own and the basis columns of a cycle of `m` steps, which a
+    /// space's state must hold.
+    pub fn room(m: u32) -> (u32, u32) {
+        (BASE + gmres_scalars(m), m + 1)
+    }
+
+    /// A solver of `n` unknowns in `space`, restarting every `m` steps ([`steps`]), whose state holds
+    /// [`Self::room`] (the options checked by the caller).
+    pub fn on(space: S, n: usize, options: SolverOptions, m: u32) -> Result<Self> {
+        Self::new(Core::on(space, n, options, Self::room(m).0, BREAKDOWNS)?, m)
+    }
+
+    /// The recurrence's basis and vectors, in the core's space; a read of the state every cycle
+    /// unless told otherwise (a cycle already holds `m` steps).
+    pub fn new(mut core: Core<T, S>, m: u32) -> Result<Self> {
+        let space = &core.space;
+        let z = if space.has_preconditioner() { Some(space.zeros()?) } else { None };
+        let basis = space.basis(m + 1)?;
+        let (r, w) = (space.zeros()?, space.zeros()?);
+        core.check_every = 1;
+        Ok(Self { core, layout: Layout { m }, basis, r, w, z })
+    }
+
+    /// The restart length `m`.
+    pub fn restart(&self) -> usize {
+        self.layout.m as usize
     }
 
     /// Arnoldi step `j`: `w = A M⁻¹ v_j`, orthogonalised against `v_0 .. v_j` twice, `H`'s column
@@ -277,28 +268,17 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
     fn step(&mut self, j: u32) -> Result<()> {
         let (layout, ju) = (self.layout, j as usize);
         let c = &mut self.core;
-        let gpu = c.space.op.gpu();
         let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
-        let v_j = self.basis.column(ju);
-        let z = preconditioned(&mut c.space.precond, gpu, v_j, self.z.as_mut())?;
-        c.space.op.apply(z, &mut self.w)?;
-        let (cols, h) = (Columns::First(j + 1), layout.h(0, j));
+        let z = c.space.preconditioned(S::column(&self.basis, ju), self.z.as_mut())?;
+        c.space.apply(z, &mut self.w)?;
+        let h = layout.h(0, j);
         for slot in [h, layout.y()] {
-            c.space.device.basis_dots(gpu, RUNNING, &self.basis, cols, slot, &self.w)?;
-            c.space.device.basis_combine(
-                gpu,
-                RUNNING,
-                &self.basis,
-                cols,
-                slot,
-                minus_one,
-                true,
-                &mut self.w,
-            )?;
+            c.space.basis_dots(RUNNING, &self.basis, j + 1, slot, &self.w)?;
+            let cols = Columns::First(j + 1);
+            c.space.basis_combine(RUNNING, &self.basis, cols, slot, (minus_one, true), &mut self.w)?;
         }
-        c.space.device.dots(gpu, RUNNING, &[(&self.w, &self.w, HH)])?;
-        c.space.device.program(
-            gpu,
+        c.space.dots(RUNNING, &[(&self.w, &self.w, HH)])?;
+        c.space.program(
             RUNNING,
             &[
                 add_range(layout.y(), h, j + 1),
@@ -315,36 +295,84 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
                 div(ONE, HN, INV_H, KRYLOV_NO_TAG),
             ],
         )?;
-        c.space.device.scale(gpu, RUNNING, coef(one, INV_H), Some(&self.w), self.basis.column_mut(ju + 1))
+        c.space.scale(RUNNING, coef(one, INV_H), Some(&self.w), S::column_mut(&mut self.basis, ju + 1))
+    }
+}
+
+impl<T: Scalar, S: Space<T>> Recurrence<T, S> for GmresIn<T, S> {
+    fn core(&mut self) -> &mut Core<T, S> {
+        &mut self.core
     }
 
-    /// Where the solve stands, read from the device (waits for the stream).
-    pub fn outcome(&self) -> Result<Option<Outcome>> {
+    /// The start's launches: `bᵀb` and the tolerance.
+    fn start(&mut self) -> Result<()> {
+        let c = &mut self.core;
+        c.space.dots(STARTING, &[(&c.b, &c.b, BB)])?;
+        let max = u32::try_from(c.options.max_iterations).unwrap_or(u32::MAX);
+        let mut program = c.constants().to_vec();
+        program.push(start(max, 0));
+        c.space.program(STARTING, &program)
+    }
+
+    /// One cycle's launches: the restart, `m` steps, the update.
+    fn iteration(&mut self) -> Result<()> {
+        let layout = self.layout;
+        let c = &mut self.core;
+        let (one, minus_one) = (T::from_f64(1.0), T::from_f64(-1.0));
+        // The restart: r = b - A x, β = |r|, v₀ = r / β, g = (β, 0, ...).
+        c.space.scale(RUNNING, constant(one), Some(&c.b), &mut self.r)?;
+        c.space.apply(&c.x, &mut self.w)?;
+        c.space.axpy(RUNNING, constant(minus_one), &self.w, &mut self.r)?;
+        c.space.dots(RUNNING, &[(&self.r, &self.r, RR)])?;
+        c.space.program(
+            RUNNING,
+            &[
+                c.record(RR, 0),
+                finite(RR, RR_TAG),
+                converged(RR, Ends::Solve),
+                limit(RR, Ends::Solve),
+                sqrt(RR, BETA),
+                div(ONE, BETA, INV_BETA, KRYLOV_NO_TAG),
+                copy(BETA, layout.g()),
+            ],
+        )?;
+        c.space.scale(RUNNING, coef(one, INV_BETA), Some(&self.r), S::column_mut(&mut self.basis, 0))?;
+        for j in 0..layout.m {
+            self.step(j)?;
+        }
+        // The update: y = H⁻¹ g, x += M⁻¹ V y (V y in r, free until the next restart).
+        let c = &mut self.core;
+        c.space.program(UPDATING, &[backsolve(layout.m, BASE)])?;
+        let cols = Columns::State { most: layout.m };
+        c.space.basis_combine(UPDATING, &self.basis, cols, layout.y(), (one, false), &mut self.r)?;
+        let u = c.space.preconditioned(&self.r, self.z.as_mut())?;
+        c.space.axpy(UPDATING, constant(one), u, &mut c.x)?;
+        c.space.program(UPDATING, &[end_cycle()])
+    }
+
+    /// Where the solve stands, as the state says.
+    fn outcome(&mut self) -> Result<Option<Outcome>> {
         self.core.outcome(0)
     }
+}
 
-    /// Keeps the residual of each iteration of the solves to come, up to `capacity` entries (the
-    /// start's first), for [`Gmres::residual_history`]: refused past
-    /// [`MAX_HISTORY`](super::MAX_HISTORY) ([`Error::TooLarge`](crate::Error::TooLarge)), before
-    /// anything is allocated, and while the stream captures a graph. It replaces the solver's device
-    /// state: call it before capturing any of its work.
-    pub fn with_history(mut self, capacity: usize) -> Result<Self> {
-        self.core.keep_history(capacity)?;
-        Ok(self)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
 
-    /// The relative residuals `|r_k| / |b|` of the last solve, from its start (`k = 0`), one an
-    /// iteration, at most the capacity given to [`Gmres::with_history`] (empty without one). Within
-    /// a cycle the residual of the least-squares problem (`|g_{j+1}|`, what GMRES tests), at each
-    /// restart the true residual `b - A x`. Entry `k` is written once step `k` has run, entry 0 at
-    /// the first restart: read the history after [`Gmres::iterate`], not between `start` and it.
-    /// Waits for the stream.
-    pub fn residual_history(&self) -> Result<Vec<f64>> {
-        self.core.residual_history()
-    }
-
-    /// The options the solver was made with.
-    pub fn options(&self) -> &SolverOptions {
-        &self.core.options
+    #[test]
+    fn a_restart_is_taken_from_one_to_the_kernels_limit() {
+        for restart in [1, 30, KRYLOV_MAX_RESTART as usize] {
+            assert_eq!(steps(restart).unwrap() as usize, restart);
+        }
+        for restart in [0, KRYLOV_MAX_RESTART as usize + 1, usize::MAX] {
+            let e = steps(restart).unwrap_err();
+            let limit = KRYLOV_MAX_RESTART as usize;
+            assert!(
+                matches!(e, Error::Solve(SolveError::InvalidRestart { value, limit: l }) if value == restart && l == limit),
+                "{restart}: {e}"
+            );
+        }
     }
 }

@@ -2,8 +2,7 @@
 //! vectors live, with the operator, the preconditioner and the device state), its right-hand side
 //! and iterate, the checks, the loop of batches between convergence checks, and the reading of the
 //! outcome. The solvers differ only in the launches of their start and their iteration (`pcg.rs`,
-//! `bicgstab.rs`, `gmres.rs`); the CGs and BiCGSTAB are written over any [`Space`] ([`Recurrence`]),
-//! GMRES (whose basis kernels are one GPU's) over [`OneGpu`]'s device state directly.
+//! `pipelined_cg.rs`, `bicgstab.rs`, `gmres.rs`), each written over any [`Space`] ([`Recurrence`]).
 
 use super::operator::{Jacobi, Operator, Precondition};
 use super::program::{BB, ONE, TOL, ZERO, mul, record, set};
@@ -325,23 +324,6 @@ pub(crate) fn precondition<T: Scalar>(
         Precond::None => Ok(()),
         Precond::Jacobi(j) => j.apply(gpu, r, z),
         Precond::Custom(p) => p.apply(gpu, r, z),
-    }
-}
-
-/// `M⁻¹ v`, into the solver's scratch `out`, which a solve has exactly when it has a preconditioner;
-/// without one, `v` itself. The vector the recurrence goes on with.
-pub(crate) fn preconditioned<'v, T: Scalar>(
-    p: &mut Precond<'_, T>,
-    gpu: &Gpu,
-    v: &'v DeviceVector<T>,
-    out: Option<&'v mut DeviceVector<T>>,
-) -> Result<&'v DeviceVector<T>> {
-    match out {
-        Some(out) => {
-            precondition(p, gpu, v, out)?;
-            Ok(out)
-        }
-        None => Ok(v),
     }
 }
 

@@ -42,6 +42,7 @@ pub use block_jacobi::BlockJacobi;
 pub use cg::Cg;
 pub use chebyshev::Chebyshev;
 pub use gmres::Gmres;
+pub(crate) use gmres::{GmresIn, steps as gmres_steps};
 pub use ilu::{Ic0, Ilu0};
 pub(crate) use krylov::{Core, Recurrence};
 pub use operator::{Jacobi, Operator, Precondition};
@@ -49,7 +50,7 @@ pub use pcg::Pcg;
 pub(crate) use pcg::PcgIn;
 pub use pipelined_cg::PipelinedCg;
 pub(crate) use pipelined_cg::PipelinedCgIn;
-pub(crate) use program::copy as copy_scalar;
+pub(crate) use program::{copy as copy_scalar, copy_range};
 pub(crate) use space::Space;
 
 /// Iterations a solver's `solve` enqueues between two reads of the state, unless told otherwise: each read

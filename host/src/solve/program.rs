@@ -5,8 +5,8 @@
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
     KRYLOV_FLAG_COUNT, KRYLOV_FLAG_CYCLE, KRYLOV_NO_SLOT, KRYLOV_OP_ADD_RANGE, KRYLOV_OP_BACKSOLVE,
-    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COUNT, KRYLOV_OP_DIV,
-    KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
+    KRYLOV_OP_COLUMNS, KRYLOV_OP_CONVERGED, KRYLOV_OP_COPY, KRYLOV_OP_COPY_RANGE, KRYLOV_OP_COUNT,
+    KRYLOV_OP_DIV, KRYLOV_OP_END_CYCLE, KRYLOV_OP_FINITE, KRYLOV_OP_GIVENS, KRYLOV_OP_LIMIT, KRYLOV_OP_MUL,
     KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
     ScalarOp,
 };
@@ -116,6 +116,11 @@ pub(crate) fn limit<T: Scalar>(rr: u32, ends: Ends) -> ScalarOp<T> {
 /// `s[dst + k] += s[src + k]` for `k < len`.
 pub(crate) fn add_range<T: Scalar>(src: u32, dst: u32, len: u32) -> ScalarOp<T> {
     op(KRYLOV_OP_ADD_RANGE, src, len, 0, dst, 0, T::ZERO)
+}
+
+/// `s[dst + k] = s[src + k]` for `k < len` (the ranges apart).
+pub(crate) fn copy_range<T: Scalar>(src: u32, dst: u32, len: u32) -> ScalarOp<T> {
+    op(KRYLOV_OP_COPY_RANGE, src, len, 0, dst, 0, T::ZERO)
 }
 
 /// GMRES step `j` of a cycle of `m` from slot `base`: rotate column `j`, `out = g[j + 1]²`.

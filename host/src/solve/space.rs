@@ -1,13 +1,14 @@
 //! The seam between a Krylov solver's recurrence and where its vectors live ([`Space`]): the
-//! solvers written over it (`pcg.rs`, `pipelined_cg.rs`, `bicgstab.rs`) are one source for one GPU ([`OneGpu`],
-//! here) and for several (the distributed tier's space, over a `DistributedPlan`), which differ only
-//! in how a dot product's sums reduce and how the operator reaches the other GPUs' entries.
+//! solvers written over it (`pcg.rs`, `pipelined_cg.rs`, `bicgstab.rs`, `gmres.rs`) are one source
+//! for one GPU ([`OneGpu`], here) and for several (the distributed tier's space, over a
+//! `DistributedPlan`), which differ only in how a dot product's sums reduce and how the operator
+//! reaches the other GPUs' entries.
 
 use super::krylov::{Precond, precondition};
 use super::operator::Operator;
 use crate::Result;
 use crate::device::DeviceVector;
-use crate::enqueue::krylov::{KrylovDevice, Snapshot, coef, constant};
+use crate::enqueue::krylov::{Columns, DeviceBasis, KrylovDevice, Snapshot, coef, constant};
 use crate::reference::DiagonalNeed;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{Coef, ScalarOp};
@@ -16,7 +17,7 @@ use kernels_gpu::abi::{Coef, ScalarOp};
 /// asks of them, and nothing of how they are laid out.
 ///
 /// Every method enqueues on the space's streams and neither allocates nor waits for the host, but
-/// for [`Space::zeros`], [`Space::keep_scalars`] and the reads ([`Space::snapshot`],
+/// for [`Space::zeros`], [`Space::basis`], [`Space::keep_scalars`] and the reads ([`Space::snapshot`],
 /// [`Space::scalar`], [`Space::scalars`]), so that a batch of iterations can be captured. A gated
 /// op (the `gate` of `enqueue/krylov.rs`) runs only while the solve's status is in its gate; the
 /// status changes only in [`Space::program`], whose inputs are the same wherever it runs, so every
@@ -57,6 +58,38 @@ pub(crate) trait Space<T: Scalar> {
     fn dots(&mut self, gate: u32, pairs: &[(&Self::Vector, &Self::Vector, u32)]) -> Result<()>;
     /// Enqueues a scalar program on every copy of the scalars.
     fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()>;
+
+    /// A GMRES basis: columns that are the space's vectors, with what the basis kernels read of them.
+    type Basis: std::fmt::Debug;
+    /// A zeroed basis of `columns` vectors, at most the columns the space's state was made with room
+    /// for.
+    fn basis(&self, columns: u32) -> Result<Self::Basis>;
+    /// Column `j` of `basis`.
+    fn column(basis: &Self::Basis, j: usize) -> &Self::Vector;
+    /// Column `j` of `basis`, to write (a vector op's output).
+    fn column_mut(basis: &mut Self::Basis, j: usize) -> &mut Self::Vector;
+    /// `scalars[first + j] = V[:, j]ᵀ w` for the first `k` columns, in one pass: reduced over the
+    /// GPUs as [`Space::dots`]'s sums are.
+    fn basis_dots(
+        &mut self,
+        gate: u32,
+        basis: &Self::Basis,
+        k: u32,
+        first: u32,
+        w: &Self::Vector,
+    ) -> Result<()>;
+    /// `w = (accumulate ? w : 0) + scale Σ_j scalars[first + j] V[:, j]` over the `columns`:
+    /// Gram-Schmidt's `w -= Σ_j h_j V[:, j]` (`-1`, accumulating) and GMRES's `V y` (`1`, not).
+    /// Each GPU's rows, nothing to reduce.
+    fn basis_combine(
+        &self,
+        gate: u32,
+        basis: &Self::Basis,
+        columns: Columns,
+        first: u32,
+        scale_accumulate: (T, bool),
+        w: &mut Self::Vector,
+    ) -> Result<()>;
 
     /// Enqueues the reset of the state to not started, before a solve's start program.
     fn reset(&mut self) -> Result<()>;
@@ -201,6 +234,44 @@ impl<T: Scalar, A: Operator<T>> Space<T> for OneGpu<'_, T, A> {
 
     fn program(&self, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
         self.device.program(self.op.gpu(), gate, ops)
+    }
+
+    type Basis = DeviceBasis<T>;
+
+    fn basis(&self, columns: u32) -> Result<DeviceBasis<T>> {
+        DeviceBasis::new(&[self.op.gpu()], columns, || self.zeros())
+    }
+
+    fn column(basis: &DeviceBasis<T>, j: usize) -> &DeviceVector<T> {
+        basis.column(j)
+    }
+
+    fn column_mut(basis: &mut DeviceBasis<T>, j: usize) -> &mut DeviceVector<T> {
+        basis.column_mut(j)
+    }
+
+    fn basis_dots(
+        &mut self,
+        gate: u32,
+        basis: &DeviceBasis<T>,
+        k: u32,
+        first: u32,
+        w: &DeviceVector<T>,
+    ) -> Result<()> {
+        self.device.basis_dots(self.op.gpu(), gate, basis.part(0)?, Columns::First(k), first, w)
+    }
+
+    fn basis_combine(
+        &self,
+        gate: u32,
+        basis: &DeviceBasis<T>,
+        columns: Columns,
+        first: u32,
+        (scale, accumulate): (T, bool),
+        w: &mut DeviceVector<T>,
+    ) -> Result<()> {
+        let part = basis.part(0)?;
+        self.device.basis_combine(self.op.gpu(), gate, part, columns, first, scale, accumulate, w)
     }
 
     fn cg_update(
