@@ -22,6 +22,7 @@ pub mod report;
 pub mod run;
 pub mod solve_baseline;
 pub mod solve_study;
+pub mod staging;
 pub mod suite;
 pub mod summary;
 pub mod variants;

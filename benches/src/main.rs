@@ -95,6 +95,9 @@ struct RunArgs {
     /// Time every kernel of ours in the hot and graph regimes (by default only Auto and the fastest)
     #[arg(long)]
     all_graph: bool,
+    /// On a GPU, only the CPU kernel and the uploads (the report's upload tables), not the products
+    #[arg(long)]
+    uploads_only: bool,
     /// Seed of the generated matrices and vectors
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -280,6 +283,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
         exhaustive: !args.no_search,
         reorder: args.reorder,
         all_regimes: args.all_graph,
+        uploads_only: args.uploads_only,
     };
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the

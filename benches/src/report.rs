@@ -480,6 +480,48 @@ impl Results {
             );
         }
         out.push('\n');
+        if self.uploads.iter().any(|u| u.stage_ceilings.is_some()) {
+            self.stage_ceilings_table(out, link);
+        }
+    }
+
+    /// The upload from `u32` beside its ceilings, measured in the same run on its bytes (see
+    /// `spmv_bench::staging`): which of the host and the link sets its pace, and how near it comes.
+    fn stage_ceilings_table(&self, out: &mut String, link: Option<f64>) {
+        let _ = writeln!(
+            out,
+            "### Upload from u32: the host's and the link's ceilings\n\n\
+             The same arrays, chunk by chunk through pinned stages as `upload_csr_u32` cuts them, each part \
+             alone, best of a few passes: (a) *memcpy*, the bytes copied into the stages by all cores, \
+             nothing checked, no link; (b) *pass*, the library's own pass over each chunk \
+             (`formats::copy_checked`: columns checked as copied), no link; (c) *link*, the chunks copied \
+             from the stages to the device back to back. The upload overlaps (b) with (c), so it can at best \
+             reach the slower of them; *of ceiling* is the upload's rate over that. GB/s of the CSR arrays; \
+             the pinned link probe (one 256 MiB copy): {}.\n\n\
+             | matrix | prec | CSR MB | upload from u32 GB/s | (a) memcpy GB/s | (b) pass GB/s | (c) link GB/s \
+             | bound by | of ceiling |\n\
+             |---|---|---:|---:|---:|---:|---:|---|---:|",
+            link.map_or_else(|| "not measured".to_owned(), |g| format!("{g:.1} GB/s"))
+        );
+        for u in &self.uploads {
+            let (Some(c), Some(upload_ms)) = (u.stage_ceilings, u.from_u32_ms) else { continue };
+            let gbps = |ms: f64| u.csr_bytes as f64 / (ms * 1e6);
+            let (bound, ceiling_ms) =
+                if c.pass_ms >= c.link_ms { ("host (b)", c.pass_ms) } else { ("link (c)", c.link_ms) };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {bound} | {:.0}% |",
+                u.matrix,
+                u.precision,
+                u.csr_bytes as f64 / 1e6,
+                gbps(upload_ms),
+                gbps(c.memcpy_ms),
+                gbps(c.pass_ms),
+                gbps(c.link_ms),
+                100.0 * ceiling_ms / upload_ms
+            );
+        }
+        out.push('\n');
     }
 
     /// Reverse Cuthill–McKee: host cost, bandwidth, product time before and after, and after how

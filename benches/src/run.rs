@@ -7,6 +7,7 @@ use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
 use crate::precision::Precision;
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::reordering::{Reordering, bench_reordering};
+use crate::staging::{StageCeilings, stage_ceilings};
 use crate::variants::{Variant, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
@@ -137,6 +138,11 @@ pub struct Upload {
     /// was.
     #[serde(default)]
     pub pinned_in_place_ms: Option<f64>,
+    /// The ceilings of the upload from `u32`, measured on its bytes in the same run: the host's
+    /// copy and pass into pinned stages alone, and the link alone from them; absent from runs
+    /// before they were measured.
+    #[serde(default)]
+    pub stage_ceilings: Option<StageCeilings>,
 }
 
 /// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
@@ -184,6 +190,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let from_u32_ms = Some(start.elapsed().as_secs_f64() * 1e3);
     drop(from_u32);
     let pinned_in_place_ms = pinned_in_place_ms(gpu, view.ncols(), &offsets, &cols, view.values())?;
+    let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),
@@ -193,6 +200,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
         with_strategies_bytes,
         from_u32_ms,
         pinned_in_place_ms,
+        stage_ceilings,
     })
 }
 
@@ -293,6 +301,9 @@ pub struct Setup<'a> {
     /// Time every kernel of ours in the hot and graph regimes, not only Auto and the fastest (cold):
     /// what fitting Auto's rule for those regimes needs (issue 23).
     pub all_regimes: bool,
+    /// On a GPU, measure the uploads alone (after the CPU kernel, which checks the matrix): a run of
+    /// the upload table in seconds rather than the whole suite's minutes.
+    pub uploads_only: bool,
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -350,6 +361,10 @@ pub fn bench_matrix<T: Scalar>(
         return Ok(MatrixRun { records, copies: 1, tuning, notes, upload, reorderings, brc_tuned });
     };
     let upload = Some(upload_cost(gpu, name, view)?);
+    if setup.uploads_only {
+        let (tuning, notes, reorderings, brc_tuned) = (None, Vec::new(), Vec::new(), None);
+        return Ok(MatrixRun { records, copies: 1, tuning, notes, upload, reorderings, brc_tuned });
+    }
     let copies = rotation_copies(bytes, setup.l2_bytes);
     let row_of_entry: Vec<u32> =
         (0..a.nrows()).flat_map(|r| std::iter::repeat_n(r as u32, offsets[r + 1] - offsets[r])).collect();

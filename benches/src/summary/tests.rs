@@ -185,3 +185,32 @@ fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
     assert!(svg.contains("\nmatrix-1\n") && svg.contains("CPU kernels, f64"), "{svg}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An `--uploads-only` run (the CPU kernel and the uploads, no product on the GPU) reports and
+/// summarises, with the upload from `u32` beside its ceilings and the part that bounds it.
+#[test]
+fn an_uploads_only_run_reports_the_ceilings() {
+    use crate::run::Upload;
+    use crate::staging::StageCeilings;
+    let mut r = results(0);
+    r.matrices.push(MatrixInfo::new("m", "none", &RowStats::from_offsets(&[0, 1, 2], 2), 132));
+    let mut cpu = record("m", Precision::F64, "cpu-rayon", (100.0, 0.0, 0.0));
+    (cpu.family, cpu.hot, cpu.graph) = ("CPU".into(), None, None);
+    r.records.push(cpu);
+    r.uploads.push(Upload {
+        matrix: "m".into(),
+        precision: Precision::F64,
+        csr_ms: 20.0,
+        csr_bytes: 200_000_000,
+        with_strategies_ms: 30.0,
+        with_strategies_bytes: 210_000_000,
+        from_u32_ms: Some(10.0),
+        pinned_in_place_ms: None,
+        // 40, 25 and 50 GB/s: the host's pass bounds the upload at 8 ms of its 10.
+        stage_ceilings: Some(StageCeilings { memcpy_ms: 5.0, pass_ms: 8.0, link_ms: 4.0 }),
+    });
+    r.fill_speedups();
+    let report = r.markdown();
+    assert!(report.contains("| m | f64 | 200.0 | 20.0 | 40.0 | 25.0 | 50.0 | host (b) | 80% |"), "{report}");
+    let _ = (r.summary(), text(&r));
+}

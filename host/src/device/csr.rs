@@ -5,17 +5,17 @@
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
-use super::memory::addr;
+use super::memory::{Plain, addr};
 use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
 use super::stream_windows::DeviceStreamWindows;
 use super::transpose::BuiltTranspose;
 use crate::Result;
-use crate::formats::IndexFaults;
 use crate::formats::Shape;
 use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
+use crate::formats::{IndexFaults, copy_checked};
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
@@ -23,7 +23,7 @@ use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
@@ -278,16 +278,16 @@ impl Gpu {
             chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
             Ok(())
         })?;
-        let values = self.upload_values(a.values())?;
+        let values = self.upload_copied(a.values())?;
         Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
     }
 
     /// Checks raw CSR arrays with the kernels' own `u32` indices and uploads them: nothing to narrow,
-    /// so the column indices and the values are copied through the pinned staging buffers a chunk at
-    /// a time, each chunk of columns checked by all cores as it is copied in, while the previous
-    /// chunk is on the link; the row offsets are checked before anything is copied. 14-25 GB/s on
-    /// the H200 machine, 27-46% of its link: the copy into the stages sets the pace
-    /// (docs/PERF.md, section 20).
+    /// so the three arrays are copied through the pinned staging buffers a chunk at a time, one
+    /// array after the other with no pause between them, each chunk of columns checked by all cores
+    /// in the same read that copies it in ([`copy_checked`]), while the chunks before it are on the
+    /// link; the row offsets are checked before anything is copied. The host's pass, not the link,
+    /// has set the pace so far (docs/PERF.md, section 20).
     ///
     /// Refused with the [`CsrError`](crate::CsrError) that [`CsrRef::try_new`] gives the same arrays
     /// widened to `usize`, naming the same row or entry ([`Error::InvalidCsr`](crate::Error)), or with
@@ -301,7 +301,7 @@ impl Gpu {
         values: &[T],
     ) -> Result<DeviceCsr<T>> {
         let rows = narrow("the row count", nrows)?;
-        narrow("the column count", ncols)?;
+        let columns = narrow("the column count", ncols)?;
         let decrease = row_offsets.par_windows(2).with_min_len(PAR_MIN).position_first(|w| w[0] > w[1]);
         let faults = IndexFaults { negative_offset: None, negative_column: None, decrease, column: None };
         let verdict = |faults: &IndexFaults| {
@@ -309,45 +309,34 @@ impl Gpu {
         };
         // The offsets are valid CSR offsets of `values.len()` entries past this: the columns remain.
         verdict(&faults)?;
-        // The offsets' copy to the device, their statistics and the matrix's host copy of them,
-        // side by side (the host copy is 4 bytes a row: 17.6 MB for stencil2d-5).
-        let (device_offsets, (stats, host_offsets)) = rayon::join(
-            || self.upload(row_offsets),
-            || rayon::join(|| RowStats::from_u32_offsets(row_offsets, ncols), || row_offsets.to_vec()),
+        // The offsets' copies enqueued first (staged on this thread, not in a rayon task, which
+        // could take up another upload's task while it holds the stages), then their statistics
+        // and the matrix's host copy of them, side by side while the copies run, each by all cores
+        // (the host copy is 4 bytes a row, 17.6 MB for stencil2d-5, its pages faulted in on first
+        // touch: by one core, it was the one serial step of the upload).
+        let device_offsets = self.upload_copied(row_offsets)?;
+        let (stats, host_offsets) = rayon::join(
+            || RowStats::from_u32_offsets(row_offsets, ncols),
+            || row_offsets.par_iter().with_min_len(PAR_MIN).copied().collect::<Vec<_>>(),
         );
-        let device_offsets = device_offsets?;
-        // The first column index out of range, of all chunks (a refused upload is copied whole).
-        let first_bad = AtomicUsize::new(usize::MAX);
         let device_cols = self.upload_staged(col_indices.len(), |first, chunk: &mut [u32]| {
             let source = &col_indices[first..first + chunk.len()];
-            let bad = chunk
-                .par_chunks_mut(PAR_MIN)
-                .zip(source.par_chunks(PAR_MIN))
-                .enumerate()
-                .filter_map(|(i, (c, s))| {
-                    c.copy_from_slice(s);
-                    s.iter().position(|&col| col as usize >= ncols).map(|k| first + i * PAR_MIN + k)
-                })
-                .min();
-            if let Some(entry) = bad {
-                first_bad.fetch_min(entry, Ordering::Relaxed);
+            match copy_checked(source, chunk, |c| c >= columns) {
+                // The chunks go in order, so the first chunk with a column out of range holds the
+                // first one, and the other faults were ruled out above: the matrix's error, and no
+                // later chunk is copied.
+                Some(k) => Ok(verdict(&IndexFaults { column: Some(first + k), ..faults })?),
+                None => Ok(()),
             }
-            Ok(())
         })?;
-        let column = Some(first_bad.into_inner()).filter(|&e| e != usize::MAX);
-        verdict(&IndexFaults { column, ..faults })?;
-        let device_values = self.upload_values(values)?;
+        let device_values = self.upload_copied(values)?;
         Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [device_offsets, device_cols], device_values))
     }
 
-    /// `values` on the device, copied through the pinned staging buffers by all cores.
-    fn upload_values<T: Scalar>(&self, values: &[T]) -> Result<CudaSlice<T>> {
-        self.upload_staged(values.len(), |first, chunk: &mut [T]| {
-            let source = &values[first..first + chunk.len()];
-            chunk
-                .par_chunks_mut(PAR_MIN)
-                .zip(source.par_chunks(PAR_MIN))
-                .for_each(|(c, s)| c.copy_from_slice(s));
+    /// `data` on the device, copied through the pinned staging buffers by all cores.
+    fn upload_copied<E: Plain>(&self, data: &[E]) -> Result<CudaSlice<E>> {
+        self.upload_staged(data.len(), |first, chunk: &mut [E]| {
+            copy_checked(&data[first..first + chunk.len()], chunk, |_| false);
             Ok(())
         })
     }

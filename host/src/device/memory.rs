@@ -2,6 +2,7 @@
 //! hold. Every buffer of this crate is allocated here, on the [`Gpu`]'s stream.
 
 use super::Gpu;
+use crate::formats::{STAGE_BYTES, STAGES, stage_chunks};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{
@@ -36,63 +37,63 @@ impl Gpu {
     }
 
     /// A new device buffer of `len` elements written by `fill(first, chunk)` (element `first + i`
-    /// is `chunk[i]`) a chunk at a time, for arrays made on the fly (narrowed, checked): each chunk
-    /// is filled in one of two pinned staging buffers ([`Staging`], kept with the `Gpu`) while the
-    /// other's copy runs, so that the host's work and the link's overlap; the pace is the slower of
-    /// the two (docs/PERF.md, section 20). `fill` writes every element of its chunk. Arrays of one
-    /// chunk or less are filled once and copied as [`Gpu::upload`] copies (no pinned memory for
-    /// small matrices). Returns once the copies are done.
+    /// is `chunk[i]`) a chunk at a time ([`stage_chunks`]), for arrays made on the fly (narrowed,
+    /// checked): each chunk is filled in one of the pinned staging buffers ([`Staging`], kept with
+    /// the `Gpu`) while the copies of the chunks before it run, so that the host's work and the
+    /// link's overlap; the pace is the slower of the two (docs/PERF.md, section 20). `fill` writes
+    /// every element of its chunk; an error from it ends the upload with that error.
+    ///
+    /// Returns once the copies are enqueued, not done: they complete in the stream's order, before
+    /// any later work on it, and a stage is refilled only once its last copy has completed, so the
+    /// next array (of this upload or the next) is filled while this one's last chunks are on the
+    /// link. Until the stages are pinned (by the first array of more than one chunk), an array of
+    /// one chunk or less is filled once and copied as [`Gpu::upload`] copies: small matrices pin
+    /// nothing; once they are, every array goes through them.
     pub(crate) fn upload_staged<E: Plain>(
         &self,
         len: usize,
         fill: impl Fn(usize, &mut [E]) -> Result<()>,
     ) -> Result<CudaSlice<E>> {
-        let chunk = (STAGE_BYTES / size_of::<E>().max(1)).max(1);
-        if len <= chunk {
+        self.not_capturing("an upload while the stream captures a graph")?;
+        // Held until every copy of this array is enqueued: one staged upload at a time.
+        let mut held = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        if len == 0 || (held.is_none() && len.saturating_mul(size_of::<E>()) <= STAGE_BYTES) {
+            drop(held);
             let mut host = vec![E::default(); len];
             fill(0, &mut host)?;
             return self.upload(&host);
         }
-        self.not_capturing("an upload while the stream captures a graph")?;
         let bytes = len.saturating_mul(size_of::<E>());
         // SAFETY: every element is written by the chunks' copies below before the buffer is used.
         let device = unsafe { self.stream().alloc::<E>(len) }.map_err(|e| out_of_memory(e, bytes))?;
-        // Held until every copy from the stages has completed (below): one staged upload at a time.
-        let mut held = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
-        let stages = match &mut *held {
-            Some(stages) => stages,
-            empty => empty.insert([pin_stage(self)?, pin_stage(self)?]),
+        let staging = match &mut *held {
+            Some(staging) => staging,
+            empty => empty.insert(Stages::pin(self)?),
         };
-        let mut copied: [Option<CudaEvent>; 2] = [None, None];
         let (base, guard) = device.device_ptr(self.stream());
-        let staged = (|| -> Result<()> {
-            for (i, first) in (0..len).step_by(chunk).enumerate() {
-                let n = chunk.min(len - first);
-                if let Some(event) = copied[i % 2].take() {
-                    event.synchronize()?;
-                }
-                // SAFETY: a stage holds `STAGE_BYTES` of initialised bytes (zeroed when pinned, then
-                // written by earlier chunks), page-aligned, so `n <= chunk` elements of `E`, a
-                // number type every bit pattern of which is a value (`Plain`); no copy reads it (the
-                // event of its last one was waited on above), and the guard `held` keeps other
-                // uploads out.
-                let host =
-                    unsafe { std::slice::from_raw_parts_mut(stages[i % 2].as_mut_ptr()?.cast::<E>(), n) };
-                fill(first, host)?;
-                let target = base + (first * size_of::<E>()) as u64;
-                // SAFETY: `device` holds `len` elements, so `first .. first + n` of it; `host` is
-                // pinned memory that is neither written nor freed before the event recorded next
-                // has completed (waited on before the stage is filled again and before it drops).
-                unsafe { result::memcpy_htod_async(target, host, self.stream().cu_stream()) }?;
-                copied[i % 2] = Some(self.stream().record_event(None)?);
+        for range in stage_chunks::<E>(len) {
+            let stage = staging.next_free()?;
+            // SAFETY: a stage holds `STAGE_BYTES` of initialised bytes (zeroed when pinned, then
+            // written by earlier chunks), page-aligned, so the chunk's `range.len()` elements of
+            // `E` (at most `STAGE_BYTES` bytes, `stage_chunks`), a number type every bit pattern of
+            // which is a value (`Plain`); no copy reads it (`next_free` waited for its last one), and
+            // the guard `held` keeps other uploads out.
+            let host = unsafe {
+                std::slice::from_raw_parts_mut(stage.buffer.as_mut_ptr()?.cast::<E>(), range.len())
+            };
+            fill(range.start, host)?;
+            let target = base + (range.start * size_of::<E>()) as u64;
+            // SAFETY: `device` holds `len` elements, so `range` of it; `host` is pinned memory that
+            // is neither written nor freed before the event recorded next has completed (waited on
+            // before the stage is filled again, and before it drops), or, where it cannot be
+            // recorded, before this returns.
+            unsafe { result::memcpy_htod_async(target, host, self.stream().cu_stream()) }?;
+            if let Err(e) = stage.copied.record(self.stream()) {
+                self.stream().synchronize()?;
+                return Err(e.into());
             }
-            Ok(())
-        })();
-        // Every copy waited for before the lock is released, whatever failed: a later upload may
-        // fill the stages at once.
-        let waited: Vec<_> = copied.iter().flatten().map(CudaEvent::synchronize).collect();
-        staged?;
-        waited.into_iter().collect::<std::result::Result<(), _>>()?;
+            stage.pending = true;
+        }
         drop(guard);
         Ok(device)
     }
@@ -120,32 +121,72 @@ pub(crate) fn nonnegative_as_u32(indices: CudaSlice<i32>) -> CudaSlice<u32> {
     unsafe { stream.upgrade_device_ptr(raw, len) }
 }
 
-/// Bytes of each of [`Gpu::upload_staged`]'s two pinned staging buffers: large enough that a
-/// chunk's copy (~0.3 ms at 50 GB/s) dwarfs its launch, small enough to keep with the [`Gpu`].
-const STAGE_BYTES: usize = 16 << 20;
+/// [`Gpu::upload_staged`]'s pinned staging buffers ([`STAGES`] of [`STAGE_BYTES`]), made by the
+/// first upload of more than one chunk and kept with the [`Gpu`]: pinning host memory costs about
+/// as much as copying it through, and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s
+/// link; ordinary (cached) page-locked memory, measured as fast as the write-combined kind or
+/// 5-20% faster (docs/PERF.md, section 20).
+pub(crate) type Staging = Mutex<Option<Stages>>;
 
-/// [`Gpu::upload_staged`]'s two pinned staging buffers, made by the first upload of more than one
-/// chunk and kept with the [`Gpu`]: pinning host memory costs about as much as copying it through,
-/// and uploads that pinned their own ran at 3-4 GB/s of a 55 GB/s link; ordinary (cached)
-/// page-locked memory, measured as fast as the write-combined kind or 5-20% faster (docs/PERF.md,
-/// section 20).
-pub(crate) type Staging = Mutex<Option<[PinnedHostSlice<u8>; 2]>>;
+/// The staging buffers, each with the event of its last copy, and the one to fill next: they are
+/// filled in turn, so the next is the one whose copy was enqueued first.
+#[derive(Debug)]
+pub(crate) struct Stages {
+    stages: [Stage; STAGES],
+    next: usize,
+}
 
-/// One staging buffer of [`STAGE_BYTES`], zeroed, so that its bytes are initialised before any
-/// chunk is viewed in them.
-fn pin_stage(gpu: &Gpu) -> Result<PinnedHostSlice<u8>> {
-    // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is read.
-    // Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned` makes: see
-    // `Staging`.
-    let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }?;
-    // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
-    unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, STAGE_BYTES) };
-    Ok(stage)
+/// One pinned staging buffer and the event recorded after its last copy (`pending` while that
+/// copy may still read it).
+#[derive(Debug)]
+struct Stage {
+    buffer: PinnedHostSlice<u8>,
+    copied: CudaEvent,
+    pending: bool,
+}
+
+impl Stages {
+    /// [`STAGES`] buffers of [`STAGE_BYTES`], zeroed, so that their bytes are initialised before
+    /// any chunk is viewed in them.
+    fn pin(gpu: &Gpu) -> Result<Self> {
+        let stage = || -> Result<Stage> {
+            // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is
+            // read. Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned`
+            // makes: see `Staging`.
+            let mut buffer = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }?;
+            // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
+            unsafe { std::ptr::write_bytes(buffer.as_mut_ptr()?, 0, STAGE_BYTES) };
+            Ok(Stage { buffer, copied: gpu.context().new_event(None)?, pending: false })
+        };
+        let stages: [Stage; STAGES] = [stage()?, stage()?];
+        Ok(Self { stages, next: 0 })
+    }
+
+    /// The next stage in turn, once its last copy has completed.
+    fn next_free(&mut self) -> Result<&mut Stage> {
+        let stage = &mut self.stages[self.next];
+        self.next = (self.next + 1) % STAGES;
+        if stage.pending {
+            stage.copied.synchronize()?;
+            stage.pending = false;
+        }
+        Ok(stage)
+    }
+}
+
+impl Drop for Stage {
+    /// The buffer is freed (as the fields drop, after this) only once no copy reads it.
+    fn drop(&mut self) {
+        if self.pending {
+            // A failure here has nowhere to go; the context records it for its next call.
+            let _ = self.copied.synchronize();
+        }
+    }
 }
 
 /// The element types [`Gpu::upload_staged`] views in a stage's bytes: numbers, every bit pattern
 /// of which is a value. Sealed by its visibility.
-pub(crate) trait Plain: DeviceRepr + ValidAsZeroBits + Default + Clone {}
+pub(crate) trait Plain: DeviceRepr + ValidAsZeroBits + Default + Copy + Send + Sync {}
 impl Plain for u32 {}
 impl<T: Scalar> Plain for T {}
 

@@ -1,6 +1,7 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
 //! from it on the CPU (ELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
-//! matrices and their nodes), each with its validation and its model constants. Pure data: nothing
+//! matrices and their nodes), each with its validation and its model constants; and the host's share
+//! of a staged upload (`staging.rs`: the chunks and the pass that fills them). Pure data: nothing
 //! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
 
 pub(crate) mod brc;
@@ -19,6 +20,7 @@ pub(crate) mod lma;
 pub(crate) mod partition;
 pub(crate) mod reorder;
 mod shape;
+mod staging;
 
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
@@ -40,3 +42,4 @@ pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
 pub use shape::Shape;
 pub(crate) use shape::shape_accessors;
+pub use staging::{STAGE_BYTES, STAGES, copy_checked, stage_chunks};

@@ -1,0 +1,128 @@
+//! The ceilings of an upload from `u32` raw parts (`Gpu::upload_csr_u32`), measured on the same
+//! bytes as the upload: what the host alone and the link alone reach through pinned staging buffers
+//! of the library's size, in its chunks (`gpu_spmv::formats::{STAGE_BYTES, STAGES, stage_chunks}`).
+//! The upload overlaps its host pass with the link, so its time is at best the slower of the two
+//! (docs/PERF.md, section 20); these say which one it is, and how far the upload is from it.
+
+use anyhow::Result;
+use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
+use gpu_spmv::formats::{STAGE_BYTES, STAGES, copy_checked, stage_chunks};
+use gpu_spmv::{Gpu, Scalar};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Each ceiling is the best of this many passes: the first may still fault the source's pages into
+/// the caches' reach, and one pass of a large matrix is a few milliseconds.
+const PASSES: usize = 3;
+
+/// Milliseconds of the three arrays of an upload from `u32` (offsets, columns, values), chunk by
+/// chunk through pinned stages as the library cuts them, each part alone.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct StageCeilings {
+    /// (a) The bytes copied into the stages by all cores with the C library's `memcpy`, nothing
+    /// checked, no link: the host's copy ceiling.
+    pub memcpy_ms: f64,
+    /// (b) The library's own pass over each chunk (`gpu_spmv::formats::copy_checked`: the columns
+    /// checked below the column count as they are copied, the offsets and values copied), no link:
+    /// the host's share of the upload. The offsets' own work before it (their check, statistics and
+    /// host copy) is not in it.
+    pub pass_ms: f64,
+    /// (c) The chunks copied from the stages to the device back to back, nothing written into the
+    /// stages between them: the link's rate in the library's chunks.
+    pub link_ms: f64,
+}
+
+/// Measures [`StageCeilings`] on the arrays of an upload from `u32`, valid by construction.
+pub fn stage_ceilings<T: Scalar>(
+    gpu: &Gpu,
+    ncols: usize,
+    offsets: &[u32],
+    cols: &[u32],
+    values: &[T],
+) -> Result<StageCeilings> {
+    let ncols = u32::try_from(ncols)?;
+    let (mut index_stages, mut value_stages) = (Stages::<u32>::pin(gpu)?, Stages::<T>::pin(gpu)?);
+    let memcpy_ms = best(|| {
+        index_stages.fill(offsets, memcpy)?;
+        index_stages.fill(cols, memcpy)?;
+        value_stages.fill(values, memcpy)?;
+        Ok(())
+    })?;
+    let pass_ms = best(|| {
+        index_stages.fill(offsets, |s, d| copy_checked(s, d, |_| false))?;
+        let bad = index_stages.fill(cols, |s, d| copy_checked(s, d, |c| c >= ncols))?;
+        anyhow::ensure!(bad.is_none(), "the bench's own column indices failed the check");
+        value_stages.fill(values, |s, d| copy_checked(s, d, |_| false))?;
+        Ok(())
+    })?;
+    let stream = gpu.stream();
+    let mut device = (stream.alloc_zeros::<u32>(offsets.len())?, stream.alloc_zeros::<u32>(cols.len())?);
+    let mut device_values = stream.alloc_zeros::<T>(values.len())?;
+    gpu.synchronize()?;
+    let link_ms = best(|| {
+        index_stages.send(gpu, &mut device.0)?;
+        index_stages.send(gpu, &mut device.1)?;
+        value_stages.send(gpu, &mut device_values)?;
+        Ok(gpu.synchronize()?)
+    })?;
+    Ok(StageCeilings { memcpy_ms, pass_ms, link_ms })
+}
+
+/// The shortest of [`PASSES`] runs of `pass`, in milliseconds.
+fn best(mut pass: impl FnMut() -> Result<()>) -> Result<f64> {
+    (0..PASSES).try_fold(f64::INFINITY, |best, _| {
+        let start = Instant::now();
+        pass()?;
+        Ok(best.min(start.elapsed().as_secs_f64() * 1e3))
+    })
+}
+
+/// (a)'s copy: `source` into `dest` by all cores, each core's share in a few pieces of `memcpy`.
+fn memcpy<E: Copy + Send + Sync>(source: &[E], dest: &mut [E]) -> Option<usize> {
+    let piece = source.len().div_ceil(8 * rayon::current_num_threads()).max(1);
+    dest.par_chunks_mut(piece).zip(source.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
+    None
+}
+
+/// Pinned staging buffers of `E` as the library's: [`STAGES`] of [`STAGE_BYTES`], ordinary (cached)
+/// page-locked memory, filled in turn.
+struct Stages<E>(Vec<PinnedHostSlice<E>>);
+
+impl<E: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Stages<E> {
+    fn pin(gpu: &Gpu) -> Result<Self> {
+        let len = STAGE_BYTES / size_of::<E>();
+        let stage = || -> Result<PinnedHostSlice<E>> {
+            // SAFETY: uninitialised memory, every byte of it zeroed below before any is read; flags 0
+            // ask for the cached kind the library's stages are.
+            let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<E>(len, 0) }?;
+            // SAFETY: the `len` elements of the allocation just made; all-zero bytes are a value of
+            // `E` (`ValidAsZeroBits`).
+            unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, len) };
+            Ok(stage)
+        };
+        Ok(Self((0..STAGES).map(|_| stage()).collect::<Result<_>>()?))
+    }
+
+    /// `pass(chunk of data, stage)` for every chunk of `data` in order, the stages in turn; the
+    /// first `Some` a pass returns, offset to its chunk.
+    fn fill(&mut self, data: &[E], pass: impl Fn(&[E], &mut [E]) -> Option<usize>) -> Result<Option<usize>> {
+        let mut first = None;
+        for (k, range) in stage_chunks::<E>(data.len()).enumerate() {
+            let stage = self.0[k % STAGES].as_mut_slice()?;
+            let found = pass(&data[range.clone()], &mut stage[..range.len()]);
+            first = first.or(found.map(|i| range.start + i));
+        }
+        Ok(first)
+    }
+
+    /// Enqueues the copies of `device`'s chunks from the stages in turn, as the upload does, with
+    /// nothing written into them meanwhile.
+    fn send(&self, gpu: &Gpu, device: &mut CudaSlice<E>) -> Result<()> {
+        for (k, range) in stage_chunks::<E>(device.len()).enumerate() {
+            let stage = &self.0[k % STAGES].as_slice()?[..range.len()];
+            gpu.stream().memcpy_htod(stage, &mut device.slice_mut(range))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,109 @@
+//! The host's share of a staged upload: how an array is cut into the chunks that go through a
+//! `Gpu`'s pinned staging buffers one at a time (`Gpu::upload_csr_u32`, `Gpu::upload_csr_ref`), and
+//! the pass by all cores that fills a chunk, copying and checking it in one read. Pure CPU code.
+//!
+//! Public so that the host's rate can be measured apart from the link's, on the same bytes and by
+//! the same code: the upload's pace is the slower of the two (docs/PERF.md, section 20), and
+//! `spmv-bench`'s upload table times this pass alone beside the whole upload.
+
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// Bytes of each pinned staging buffer: large enough that a chunk's copy over the link (~0.3 ms at
+/// 55 GB/s) dwarfs the fixed cost of starting it and of the pass that fills it, small enough to keep
+/// [`STAGES`] of them with every `Gpu`.
+pub const STAGE_BYTES: usize = 16 << 20;
+
+/// Pinned staging buffers a `Gpu` keeps: one is filled while the other's copy runs. Two are enough
+/// for the host's pass and the link to overlap fully, each chunk's pass waiting only for the copy
+/// of the chunk two before it, which started before the previous pass did: the pace is the slower
+/// of the two rates, and more stages would only absorb jitter (docs/PERF.md, section 20).
+pub const STAGES: usize = 2;
+
+/// Bytes of the pieces a chunk's pass hands to rayon: 128 pieces a chunk, enough to spread over
+/// the cores evenly, each large enough to pay for its task.
+const PIECE_BYTES: usize = 128 << 10;
+
+/// The chunks of an array of `len` elements of `E`, in order: consecutive ranges of at most
+/// [`STAGE_BYTES`] bytes each (at least one element), covering `0..len` exactly; none when `len`
+/// is 0.
+pub fn stage_chunks<E>(len: usize) -> impl Iterator<Item = Range<usize>> {
+    let chunk = (STAGE_BYTES / size_of::<E>().max(1)).max(1);
+    (0..len).step_by(chunk).map(move |first| first..len.min(first + chunk))
+}
+
+/// Copies `source` into `dest` by all cores and returns the first position `i` where
+/// `bad(source[i])` holds (`None`: nowhere). Each piece is read once: the check rides on the copy
+/// as a reduction the compiler vectorises, and only a piece where it found something is searched
+/// again for the position. With `|_| false` it is a parallel copy.
+///
+/// # Panics
+///
+/// When `source` and `dest` differ in length.
+pub fn copy_checked<E: Copy + Send + Sync>(
+    source: &[E],
+    dest: &mut [E],
+    bad: impl Fn(E) -> bool + Sync,
+) -> Option<usize> {
+    assert_eq!(source.len(), dest.len(), "copy_checked: source and destination lengths differ");
+    let piece = (PIECE_BYTES / size_of::<E>().max(1)).max(1);
+    dest.par_chunks_mut(piece)
+        .zip(source.par_chunks(piece))
+        .enumerate()
+        .filter_map(|(i, (d, s))| {
+            let mut found = false;
+            for (d, &s) in d.iter_mut().zip(s) {
+                *d = s;
+                found |= bad(s);
+            }
+            if found { s.iter().position(|&x| bad(x)).map(|k| i * piece + k) } else { None }
+        })
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_array_in_order_within_a_stage() {
+        for len in
+            [0, 1, 5, STAGE_BYTES / 4 - 1, STAGE_BYTES / 4, STAGE_BYTES / 4 + 1, 3 * STAGE_BYTES / 4 + 7]
+        {
+            let chunks: Vec<_> = stage_chunks::<u32>(len).collect();
+            let mut next = 0;
+            for c in &chunks {
+                assert_eq!(c.start, next, "len {len}: chunks in order, no gap");
+                assert!(!c.is_empty() && c.len() * 4 <= STAGE_BYTES, "len {len}: {c:?} fits a stage");
+                next = c.end;
+            }
+            assert_eq!(next, len, "len {len}: chunks end at the array's end");
+            assert_eq!(chunks.len(), len.div_ceil(STAGE_BYTES / 4));
+        }
+        assert_eq!(
+            stage_chunks::<f64>(STAGE_BYTES / 8 + 1).map(|c| c.len()).collect::<Vec<_>>(),
+            [STAGE_BYTES / 8, 1]
+        );
+    }
+
+    #[test]
+    fn copies_everything_and_finds_the_first_bad_position() {
+        let n = 5 * PIECE_BYTES / 4 + 3;
+        let source: Vec<u32> = (0..n).map(|i| u32::try_from(i % 1000).unwrap()).collect();
+        let mut dest = vec![u32::MAX; n];
+        assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000), None);
+        assert_eq!(dest, source);
+        // Bad entries in several pieces, and two in one: the first is named.
+        for first in [0, 17, PIECE_BYTES / 4 - 1, PIECE_BYTES / 4, n - 1] {
+            let mut source = source.clone();
+            for at in [first, first + (n - first) / 2, n - 1] {
+                source[at] = 1000 + u32::try_from(at).unwrap();
+            }
+            let mut dest = vec![0; n];
+            assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000), Some(first));
+            assert_eq!(dest, source, "the whole of a bad array is copied too");
+        }
+        let mut empty: [u32; 0] = [];
+        assert_eq!(copy_checked(&[], &mut empty, |_| true), None);
+    }
+}
