@@ -79,10 +79,10 @@ fn best(mut pass: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// (a)'s copy: `source` into `dest` by all cores, each core's share in a few pieces of `memcpy`.
-fn memcpy<E: Copy + Send + Sync>(source: &[E], dest: &mut [E]) -> Option<usize> {
+fn memcpy<E: Copy + Send + Sync>(source: &[E], dest: &mut [E]) -> gpu_spmv::Result<Option<usize>> {
     let piece = source.len().div_ceil(8 * rayon::current_num_threads()).max(1);
     dest.par_chunks_mut(piece).zip(source.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
-    None
+    Ok(None)
 }
 
 /// Pinned staging buffers of `E` as the library's: [`STAGES`] of [`STAGE_BYTES`], ordinary (cached)
@@ -106,11 +106,15 @@ impl<E: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Stages<E> {
 
     /// `pass(chunk of data, stage)` for every chunk of `data` in order, the stages in turn; the
     /// first `Some` a pass returns, offset to its chunk.
-    fn fill(&mut self, data: &[E], pass: impl Fn(&[E], &mut [E]) -> Option<usize>) -> Result<Option<usize>> {
+    fn fill(
+        &mut self,
+        data: &[E],
+        pass: impl Fn(&[E], &mut [E]) -> gpu_spmv::Result<Option<usize>>,
+    ) -> Result<Option<usize>> {
         let mut first = None;
         for (k, range) in stage_chunks::<E>(data.len()).enumerate() {
             let stage = self.0[k % STAGES].as_mut_slice()?;
-            let found = pass(&data[range.clone()], &mut stage[..range.len()]);
+            let found = pass(&data[range.clone()], &mut stage[..range.len()])?;
             first = first.or(found.map(|i| range.start + i));
         }
         Ok(first)

@@ -30,6 +30,7 @@ use properties::lma::check_lma;
 use properties::partition::check_partition;
 use properties::references::{check_dense_view, check_references};
 use properties::reorder::check_rcm;
+use properties::staging::check_copy_checked;
 use properties::{FormatParams, check_conversions, check_csr_try_new, check_matrix_market};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -599,5 +600,28 @@ fn block_jacobi_of_one_and_jacobi_differ_only_in_the_sign_of_zero() {
         SolverOptions { rel_tol: 1e-10, max_iterations: 50, preconditioner: Preconditioner::Jacobi };
     for solver in [Krylov::Bicgstab, Krylov::Gmres { restart: 5 }] {
         check_krylov(solver, a, &[0.0, 1.0], &[-0.0, 0.0], options);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// The pass that fills an upload's stages: short sources and ones of several of its pieces
+    /// (32 Ki elements each), entries past the bound anywhere, destinations now and then of another
+    /// length.
+    #[test]
+    fn staging_pass_copies_and_names_the_first_bad_entry_or_refuses(
+        len in prop_oneof![4 => 0usize..100, 1 => 30_000usize..100_000],
+        bad in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+        dest_delta in prop_oneof![8 => Just(0isize), 1 => -1isize..=1],
+    ) {
+        let mut source: Vec<u32> = (0..len).map(|i| (i % 1000) as u32).collect();
+        for at in &bad {
+            if len > 0 {
+                source[at.index(len)] = 1000 + (at.index(len) % 7) as u32;
+            }
+        }
+        let dest_len = len.saturating_add_signed(dest_delta);
+        check_copy_checked(&source, dest_len, 1000);
     }
 }

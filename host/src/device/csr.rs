@@ -321,7 +321,7 @@ impl Gpu {
         );
         let device_cols = self.upload_staged(col_indices.len(), |first, chunk: &mut [u32]| {
             let source = &col_indices[first..first + chunk.len()];
-            match copy_checked(source, chunk, |c| c >= columns) {
+            match copy_checked(source, chunk, |c| c >= columns)? {
                 // The chunks go in order, so the first chunk with a column out of range holds the
                 // first one, and the other faults were ruled out above: the matrix's error, and no
                 // later chunk is copied.
@@ -336,8 +336,7 @@ impl Gpu {
     /// `data` on the device, copied through the pinned staging buffers by all cores.
     fn upload_copied<E: Plain>(&self, data: &[E]) -> Result<CudaSlice<E>> {
         self.upload_staged(data.len(), |first, chunk: &mut [E]| {
-            copy_checked(&data[first..first + chunk.len()], chunk, |_| false);
-            Ok(())
+            copy_checked(&data[first..first + chunk.len()], chunk, |_| false).map(drop)
         })
     }
 }

@@ -6,6 +6,7 @@
 //! the same code: the upload's pace is the slower of the two (docs/PERF.md, section 20), and
 //! `spmv-bench`'s upload table times this pass alone beside the whole upload.
 
+use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -35,19 +36,23 @@ pub fn stage_chunks<E>(len: usize) -> impl Iterator<Item = Range<usize>> {
 /// Copies `source` into `dest` by all cores and returns the first position `i` where
 /// `bad(source[i])` holds (`None`: nowhere). Each piece is read once: the check rides on the copy
 /// as a reduction the compiler vectorises, and only a piece where it found something is searched
-/// again for the position. With `|_| false` it is a parallel copy.
-///
-/// # Panics
-///
-/// When `source` and `dest` differ in length.
+/// again for the position. With `|_| false` it is a parallel copy. Refused, with nothing written,
+/// when the lengths differ ([`Error::DimensionMismatch`]).
 pub fn copy_checked<E: Copy + Send + Sync>(
     source: &[E],
     dest: &mut [E],
     bad: impl Fn(E) -> bool + Sync,
-) -> Option<usize> {
-    assert_eq!(source.len(), dest.len(), "copy_checked: source and destination lengths differ");
+) -> Result<Option<usize>> {
+    if source.len() != dest.len() {
+        return Err(Error::DimensionMismatch {
+            what: "the copy's destination",
+            expected: source.len(),
+            got: dest.len(),
+        });
+    }
     let piece = (PIECE_BYTES / size_of::<E>().max(1)).max(1);
-    dest.par_chunks_mut(piece)
+    Ok(dest
+        .par_chunks_mut(piece)
         .zip(source.par_chunks(piece))
         .enumerate()
         .filter_map(|(i, (d, s))| {
@@ -58,7 +63,7 @@ pub fn copy_checked<E: Copy + Send + Sync>(
             }
             if found { s.iter().position(|&x| bad(x)).map(|k| i * piece + k) } else { None }
         })
-        .min()
+        .min())
 }
 
 #[cfg(test)]
@@ -91,7 +96,7 @@ mod tests {
         let n = 5 * PIECE_BYTES / 4 + 3;
         let source: Vec<u32> = (0..n).map(|i| u32::try_from(i % 1000).unwrap()).collect();
         let mut dest = vec![u32::MAX; n];
-        assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000), None);
+        assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000).unwrap(), None);
         assert_eq!(dest, source);
         // Bad entries in several pieces, and two in one: the first is named.
         for first in [0, 17, PIECE_BYTES / 4 - 1, PIECE_BYTES / 4, n - 1] {
@@ -100,10 +105,16 @@ mod tests {
                 source[at] = 1000 + u32::try_from(at).unwrap();
             }
             let mut dest = vec![0; n];
-            assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000), Some(first));
+            assert_eq!(copy_checked(&source, &mut dest, |c| c >= 1000).unwrap(), Some(first));
             assert_eq!(dest, source, "the whole of a bad array is copied too");
         }
         let mut empty: [u32; 0] = [];
-        assert_eq!(copy_checked(&[], &mut empty, |_| true), None);
+        assert_eq!(copy_checked(&[], &mut empty, |_| true).unwrap(), None);
+        let mut short = vec![7u32; n - 1];
+        assert!(matches!(
+            copy_checked(&source, &mut short, |_| false),
+            Err(Error::DimensionMismatch { expected, got, .. }) if expected == n && got == n - 1
+        ));
+        assert!(short.iter().all(|&v| v == 7), "nothing written on a refusal");
     }
 }

@@ -4,7 +4,8 @@
 //! input matrix with its repeated positions summed), and a refused one gets the typed error its fault
 //! calls for. The surfaces with modules of their own: the LMA operator, the row partition, the sprs
 //! and faer conversions, the CPU references and dense views, the reordering, CG's options, the Krylov
-//! solvers, block-Jacobi's setup, the Chebyshev preconditioner, ILU(0) and the assembly from COO triples.
+//! solvers, block-Jacobi's setup, the Chebyshev preconditioner, ILU(0), the assembly from COO triples
+//! and the pass that fills an upload's staging chunks.
 #![allow(dead_code)] // each user takes a part
 
 pub mod assemble;
@@ -19,6 +20,7 @@ pub mod lma;
 pub mod partition;
 pub mod references;
 pub mod reorder;
+pub mod staging;
 
 use gpu_spmv::formats::{
     Brc, CompressedCsr, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
