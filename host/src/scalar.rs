@@ -12,9 +12,22 @@ pub enum Precision {
 }
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
+    /// Crate-private: the trait [`super::Scalar`] is sealed by, and what the crate alone needs of it.
+    pub trait Sealed {
+        /// The value's bits: equal exactly when a kernel given one or the other sees the same
+        /// argument (NaNs of different payloads differ).
+        fn bits(self) -> u64;
+    }
+    impl Sealed for f32 {
+        fn bits(self) -> u64 {
+            u64::from(self.to_bits())
+        }
+    }
+    impl Sealed for f64 {
+        fn bits(self) -> u64 {
+            self.to_bits()
+        }
+    }
 }
 
 /// An element type the kernels exist for. Sealed: implemented for `f32` and `f64` only.

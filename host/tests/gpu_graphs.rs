@@ -146,6 +146,7 @@ fn gpu_hot_plans_replay_their_products() {
                 );
             }
         }
+        assert_eq!(hot.kept_graphs(), 2, "{what}: a graph for each set of operands");
         // Other scalars are other operands; replayed from their second product on.
         let (dx, dy) = &mut sets[0];
         let x = dx.to_host(&gpu).unwrap();
@@ -164,6 +165,7 @@ fn gpu_hot_plans_replay_their_products() {
                 &dy.to_host(&gpu).unwrap(),
             );
         }
+        assert_eq!(hot.kept_graphs(), 3, "{what}: a graph for the other scalars");
         // New values in place: the kept graphs read them.
         for v in &mut a.vals {
             *v = -0.5 * *v + 1.0;
@@ -203,15 +205,30 @@ fn gpu_hot_plan_captures_take_no_other_threads_work() {
             for _ in 0..PRODUCTS {
                 hot.spmv(1.0, &dx, 0.0, &mut hot_y).unwrap();
             }
+            assert_eq!(hot.kept_graphs(), 1, "the hot plan replays");
         });
         s.spawn(|| {
             let cold = gpu.plan(&csr, Kernel::Auto).unwrap();
             for _ in 0..PRODUCTS {
                 cold.spmv(1.0, &dx, 1.0, &mut cold_y).unwrap();
             }
+            assert_eq!(cold.kept_graphs(), 0, "a cold plan keeps no graph");
         });
     });
     let what = "products of another thread";
     check(what, &a, PRODUCTS as f32, &x, 1.0, &y0, &cold_y.to_host(&gpu).unwrap());
     check("the hot plan's", &a, 1.0, &x, 0.0, &y0, &hot_y.to_host(&gpu).unwrap());
+}
+
+/// Work that panics inside a capture leaves neither the stream nor the thread capturing: uploads and
+/// products work after it.
+#[test]
+fn gpu_capture_ends_when_its_work_panics() {
+    let Some(gpu) = gpu_or_skip("gpu_capture_ends_when_its_work_panics") else { return };
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        gpu.capture(|| panic!("inside the capture")).map(drop)
+    }));
+    assert!(panicked.is_err(), "the work's panic reaches the caller");
+    let x = gpu.upload_vector(&[1.0f64, 2.0, 3.0]).unwrap();
+    assert_eq!(x.to_host(&gpu).unwrap(), [1.0, 2.0, 3.0], "the stream works after the panic");
 }

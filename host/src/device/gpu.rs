@@ -4,7 +4,7 @@ use super::kernels::{Kernels, StreamKernels};
 use super::memory::Staging;
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, sys};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result, sys};
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::abi::Entry;
 use std::sync::Arc;
@@ -138,9 +138,14 @@ impl Gpu {
     /// A `Gpu` of the same context and kernels on a stream of its own, with nothing staged: where a
     /// plan captures the graphs it replays (`enqueue/replay.rs`), so that no other thread's work on
     /// this `Gpu`'s stream can land in a capture.
-    pub(crate) fn sibling(&self) -> Result<Gpu> {
-        Ok(Self {
-            stream: self.ctx.new_stream()?,
+    pub(crate) fn sibling(&self) -> Result<Sibling> {
+        self.ctx.bind_to_thread()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+        // SAFETY: `raw` is a live stream of this context, made just above, which the `Sibling`
+        // owns; the wrapper never destroys it.
+        let stream = unsafe { self.ctx.wrap_borrowed_stream(raw) };
+        let gpu = Self {
+            stream,
             kernels: self.kernels.clone(),
             stream_kernels: self.stream_kernels.clone(),
             staging: Staging::default(),
@@ -148,7 +153,8 @@ impl Gpu {
             l2_bytes: self.l2_bytes,
             name: self.name.clone(),
             ctx: self.ctx.clone(),
-        })
+        };
+        Ok(Sibling { gpu, raw })
     }
 
     /// The device's name, as the driver reports it.
@@ -211,5 +217,41 @@ impl Gpu {
     /// The streaming engine's kernel of element type `T`, or `None` on a GPU older than sm_90.
     pub(crate) fn stream_kernel<T: Scalar>(&self) -> Option<&super::kernels::StreamKernel> {
         self.stream_kernels.as_ref().map(StreamKernels::of::<T>)
+    }
+}
+
+/// A [`Gpu`] on a stream it owns, made by [`Gpu::sibling`]. The stream is made by the driver, not by
+/// `CudaContext::new_stream`, which would count it as the context's and, in a caller's context with
+/// cudarc's event tracking on, synchronise the context and turn on the per-buffer events of
+/// multi-stream mode for every later operation; it is destroyed when the sibling is dropped (after
+/// work still queued on it, which the driver lets finish).
+pub(crate) struct Sibling {
+    gpu: Gpu,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a `Gpu` is `Send` and `Sync`; `raw` is a driver stream handle, usable from any thread, that
+// only `Drop` uses.
+unsafe impl Send for Sibling {}
+// SAFETY: as for `Send`: shared references reach only the `Gpu`.
+unsafe impl Sync for Sibling {}
+
+impl std::ops::Deref for Sibling {
+    type Target = Gpu;
+
+    fn deref(&self) -> &Gpu {
+        &self.gpu
+    }
+}
+
+impl Drop for Sibling {
+    fn drop(&mut self) {
+        let ctx = &self.gpu.ctx;
+        ctx.record_err(ctx.bind_to_thread());
+        // SAFETY: `raw` was made by `Gpu::sibling` and is destroyed once, here. The wrappers of it
+        // that remain (this `Gpu`'s, and those of graphs captured on it) never destroy it or enqueue
+        // on it again: a sibling is dropped with the graphs it captured, which are launched on
+        // other streams.
+        ctx.record_err(unsafe { result::stream::destroy(self.raw) });
     }
 }

@@ -36,6 +36,7 @@ pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;
 pub(crate) use gather::{DeviceGather, DeviceScatter};
 pub use gpu::Gpu;
+pub(crate) use gpu::Sibling;
 pub use graph::Graph;
 pub use hyb::DeviceHyb;
 pub use lma::DeviceLma;

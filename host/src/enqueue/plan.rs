@@ -72,6 +72,14 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
         self.matrix
     }
 
+    /// How many sets of operands the plan keeps a captured graph for: 0 for a plan of the cold
+    /// regime, and for a hot one until the second product with the same operands (see
+    /// [`Regime::Hot`]). For tests and diagnostics: a hot plan whose count stays 0 runs its products
+    /// as a cold one does.
+    pub fn kept_graphs(&self) -> usize {
+        self.replays.as_ref().map_or(0, |r| r.kept())
+    }
+
     /// The [`Gpu`] the products run on.
     pub fn gpu(&self) -> &'a Gpu {
         self.gpu

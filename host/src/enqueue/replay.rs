@@ -10,11 +10,11 @@
 //! each made at the second product with its operands, so that operands used once cost no capture.
 
 use crate::Result;
-use crate::device::{Gpu, Graph};
+use crate::device::{Gpu, Graph, Sibling};
 use std::sync::{Mutex, PoisonError};
 
 /// What a captured product depends on besides the plan: the vectors' device addresses and the
-/// scalars' bits (`f64` holds an `f32` exactly).
+/// scalars' bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Operands {
     pub x: u64,
@@ -40,8 +40,9 @@ pub(crate) struct Replays {
 
 #[derive(Default)]
 struct State {
+    /// Declared before `side`, so dropped before the stream they were captured on.
     cache: Cache<Operands, Graph>,
-    side: Option<Gpu>,
+    side: Option<Sibling>,
     /// A capture failed (a caller's context whose cudarc event tracking puts event waits into the
     /// capture, say): the plan enqueues its products directly from then on.
     off: bool,
@@ -63,9 +64,10 @@ impl Replays {
             return enqueue(gpu);
         }
         // The state stays consistent whatever panicked while it was held: each change is one
-        // assignment.
+        // assignment. A graph's launch and a capture need the lock; a direct enqueue does not.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.off {
+            drop(state);
             return enqueue(gpu);
         }
         let State { cache, side, off } = &mut *state;
@@ -79,16 +81,25 @@ impl Replays {
                 }
                 Err(_) => {
                     *off = true;
+                    drop(state);
                     enqueue(gpu)
                 }
             },
-            Lookup::First => enqueue(gpu),
+            Lookup::First => {
+                drop(state);
+                enqueue(gpu)
+            }
         }
+    }
+
+    /// How many operand sets have a graph kept.
+    pub fn kept(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).cache.kept.len()
     }
 }
 
 /// `enqueue`'s work captured on `side`, made from `gpu` if there is none yet.
-fn capture(side: &mut Option<Gpu>, gpu: &Gpu, enqueue: impl Fn(&Gpu) -> Result<()>) -> Result<Graph> {
+fn capture(side: &mut Option<Sibling>, gpu: &Gpu, enqueue: impl Fn(&Gpu) -> Result<()>) -> Result<Graph> {
     let side = match side.take() {
         Some(kept) => side.insert(kept),
         None => side.insert(gpu.sibling()?),
