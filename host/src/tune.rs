@@ -243,8 +243,9 @@ struct Timer<T: Scalar> {
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on
 /// the GPU. The first call is a warm-up, untimed. A caller that synchronises after each product (a
 /// solver reading its residual) lets the tuner settle after at most 8 timed products; one that never waits on the stream leaves the tuner where
-/// it is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is a [`Plan`]'s
-/// product, which may be captured into a CUDA graph.
+/// it is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is the product of
+/// a [`Plan`] for the tuner's regime, which may be captured into a CUDA graph, and which for the hot
+/// and graph regimes replays its products from graphs of its own ([`Regime::Hot`]).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), gpu_spmv::Error> {
@@ -298,7 +299,7 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         }
         let start = gpu.auto_kernel::<T>(a.stats(), regime);
         let (search, state) = if a.nnz() == 0 {
-            (Search::converged_at(start), State::Converged(gpu.plan(a, start)?))
+            (Search::converged_at(start), State::Converged(gpu.plan_for(a, start, regime)?))
         } else {
             let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
             let graph = (regime == Regime::Graph).then(|| gpu.zeros::<T>(a.nrows())).transpose()?;
@@ -336,7 +337,7 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             timer.pending = None;
         }
         let Some(next) = self.search.next() else {
-            let plan = self.gpu.plan(self.a, self.search.best())?;
+            let plan = self.gpu.plan_for(self.a, self.search.best(), self.regime)?;
             let product = plan.spmv(alpha, x, beta, y);
             self.state = State::Converged(plan);
             return product;
