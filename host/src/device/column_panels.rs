@@ -39,14 +39,13 @@ impl PanelLayout {
     pub fn new(offsets: &[u32], ncols: u32, panel_cols: u32, groups: u32) -> Result<Self> {
         let rows = offsets.len().saturating_sub(1);
         let panels = panel_count(ncols, panel_cols);
-        let table_len = rows
-            .checked_mul(panels as usize + 1)
-            .filter(|&len| len <= u32::MAX as usize)
-            .ok_or(Error::TooLarge {
+        let table_len = rows.checked_mul(panels as usize + 1).filter(|&len| len <= u32::MAX as usize).ok_or(
+            Error::TooLarge {
                 what: "the column-panel table (rows x (panels + 1))",
                 value: rows.saturating_mul(panels as usize + 1),
                 limit: u32::MAX as usize,
-            })?;
+            },
+        )?;
         let partials_len = rows * panels as usize;
         Ok(Self {
             ncols,
@@ -143,7 +142,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceColumnPanels<T> {
     /// The first row whose columns decrease, as the table launch found it: waits for the stream.
     pub(crate) fn unsorted_row(&self, gpu: &Gpu) -> Result<Option<usize>> {
         let found = gpu.stream().clone_dtoh(&self.unsorted)?;
-        Ok(found.first().copied().filter(|&row| row != u64::MAX).map(|row| row as usize))
+        Ok(found.first().copied().filter(|&row| row != u64::MAX).and_then(|row| usize::try_from(row).ok()))
     }
 }
 

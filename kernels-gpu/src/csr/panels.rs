@@ -54,7 +54,9 @@ struct Unit([u32; 4]);
 #[inline(always)]
 unsafe fn csr_panels<T: Real, const COOP: u32>(p: CsrPanelsParams<T>) {
     let q = &p.panels;
-    let panel = dynamic_shared::<T>();
+    // Declared as 16-byte units, so that the block's dynamic shared memory is 16-byte aligned for
+    // the staging's vector stores.
+    let panel = dynamic_shared::<Unit>().cast::<T>();
     let tid = thread_idx() as usize;
     let (warp, lane_in_warp) = (tid / WARP, tid % WARP);
     let coop = COOP as usize;
@@ -259,7 +261,8 @@ unsafe fn csr_panel_table(p: CsrPanelTableParams) {
     while row < p.rows as u64 {
         let r = row as usize;
         // SAFETY: `r < rows`: the offsets have `rows + 1` elements, and bound the row's entries.
-        let (start, end) = unsafe { (u32::load_nc(offsets.add(r)) as usize, u32::load_nc(offsets.add(r + 1)) as usize) };
+        let (start, end) =
+            unsafe { (u32::load_nc(offsets.add(r)) as usize, u32::load_nc(offsets.add(r + 1)) as usize) };
         let mut k = start + lane;
         let mut decreases = false;
         while k + 1 < end {

@@ -23,8 +23,7 @@ use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
     CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams, CsrStreamParams,
-    LongRowArgs, MAX_GRID_X,
-    MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
+    LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -50,13 +49,9 @@ pub enum CsrLaunch<T> {
     Merge { tiles: Prepared<CsrMergeParams<T>>, fixup: Prepared<CsrMergeParams<T>> },
     /// The streaming engine.
     Stream(Prepared<CsrStreamParams<T>>),
-    /// The column-panel kernel, then the sum of each row's partial sums; with the plan's own table
-    /// and scratch, which the launches point to.
-    Panels {
-        tiles: Prepared<CsrPanelsParams<T>>,
-        combine: Prepared<CsrPanelsParams<T>>,
-        data: crate::device::DeviceColumnPanels<T>,
-    },
+    /// The column-panel kernel, then the sum of each row's partial sums, with the plan's own table
+    /// and scratch (boxed: the largest variant by far).
+    Panels(Box<panels::PanelLaunches<T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -227,9 +222,9 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     fixup.enqueue(gpu, p.axpby())
                 }
                 CsrLaunch::Stream(l) => l.enqueue(gpu, p.axpby()),
-                CsrLaunch::Panels { tiles, combine, .. } => {
-                    tiles.enqueue(gpu, p.axpby())?;
-                    combine.enqueue(gpu, p.axpby())
+                CsrLaunch::Panels(l) => {
+                    l.tiles.enqueue(gpu, p.axpby())?;
+                    l.combine.enqueue(gpu, p.axpby())
                 }
             }
         }
@@ -280,7 +275,7 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
             | CsrLaunch::Balanced(_)
             | CsrLaunch::Merge { .. }
             | CsrLaunch::Stream(_)
-            | CsrLaunch::Panels { .. } => 0,
+            | CsrLaunch::Panels(_) => 0,
         }
     }
 }

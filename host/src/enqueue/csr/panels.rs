@@ -15,6 +15,15 @@ use kernels_gpu::abi::{
     CsrPanelsParams, MAX_GRID_X, WARP_SIZE, csr_panel_cols,
 };
 
+/// The launches of a column-panel product and the data they point to, which they own.
+#[derive(Debug)]
+pub struct PanelLaunches<T> {
+    pub(super) tiles: Prepared<CsrPanelsParams<T>>,
+    pub(super) combine: Prepared<CsrPanelsParams<T>>,
+    // Held so that the table and scratch live as long as the launches that point to them.
+    _data: DeviceColumnPanels<T>,
+}
+
 /// Waves of blocks a product's (panel, row group) items make at most: two, so that a block that
 /// runs long (a panel where the group's rows are denser) has a second wave to hide behind, while the
 /// panels of `x` staged per product stay at two GPU-fulls of shared memory (26 MB on an H100, against
@@ -39,7 +48,8 @@ pub(super) fn prepare<T: Scalar>(
 ) -> Result<CsrLaunch<T>> {
     let elem = element_bytes::<T>();
     let shared = panel_kib * 1024;
-    let optin = gpu.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+    let optin =
+        gpu.context().attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
     let optin = u32::try_from(optin).unwrap_or(0).max(DEFAULT_SHARED_BYTES);
     if shared > optin {
         return Err(Error::InvalidKernel(format!(
@@ -53,7 +63,8 @@ pub(super) fn prepare<T: Scalar>(
     let panels = panel_count(ncols, panel_cols);
     let mean_segment = nnz as f64 / (a.nrows().max(1) as f64 * f64::from(panels));
     let coop = panels_coop(mean_segment);
-    let f = gpu.kernel::<T>(abi::CSR_PANELS[CSR_PANELS_COOPS.iter().position(|&c| c == coop).unwrap_or(0)])?;
+    let f =
+        gpu.kernel::<T>(abi::CSR_PANELS[CSR_PANELS_COOPS.iter().position(|&c| c == coop).unwrap_or(0)])?;
     if shared > DEFAULT_SHARED_BYTES {
         // The GPU's whole opt-in limit, whatever this plan's panel: the same value from every plan,
         // so that no plan lowers it below another's panel.
@@ -87,8 +98,9 @@ pub(super) fn prepare<T: Scalar>(
     let combine_f = gpu.kernel::<T>(abi::CSR_PANELS_COMBINE)?;
     // SAFETY: as above; a warp per row with a grid stride, enqueued after the panels' launch on the
     // same stream, so it reads every partial sum that launch wrote.
-    let combine = unsafe { Prepared::new(combine_f, warp_grid(csr.rows), CSR_PANELS_AUX_BLOCK_SIZE, 0, params) };
-    Ok(CsrLaunch::Panels { tiles, combine, data })
+    let combine =
+        unsafe { Prepared::new(combine_f, warp_grid(csr.rows), CSR_PANELS_AUX_BLOCK_SIZE, 0, params) };
+    Ok(CsrLaunch::Panels(Box::new(PanelLaunches { tiles, combine, _data: data })))
 }
 
 /// The narrowest group of [`CSR_PANELS_COOPS`] whose lanes' [`CSR_PANELS_STEPS`] loads cover a row's
