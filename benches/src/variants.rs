@@ -86,7 +86,7 @@ const PANEL_BLOCK_SIZE: u32 = 512;
 const PANEL_MIN_SEGMENT: f64 = 8.0;
 
 /// The column-panel kernel at every panel size, for a matrix of `stats` with values of
-/// `value_bytes` bytes where its rows hold at least [`PANEL_MIN_SEGMENT`] entries per panel on
+/// `value_bytes` bytes where its rows hold at least 8 entries per panel on
 /// average (the short-wide matrix: 30 in f32, 15 in f64), else none. A size the GPU refuses is a
 /// note of the run.
 pub fn panel_kernels(stats: &RowStats, value_bytes: usize) -> Vec<Kernel> {
