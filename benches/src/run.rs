@@ -8,7 +8,7 @@ use crate::precision::Precision;
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::reordering::{Reordering, bench_reordering};
 use crate::staging::{StageCeilings, stage_ceilings};
-use crate::variants::{Variant, without_split};
+use crate::variants::{Variant, panel_kernels, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
@@ -384,13 +384,22 @@ pub fn bench_matrix<T: Scalar>(
     // Auto is in `setup.kernels`; the paper's fixed rule, with and without the long-row split, is timed
     // beside it, since Auto departs from it.
     let rule = Kernel::fixed_rule(view_stats, gpu.sm_count());
-    let kernels = setup.kernels.iter().copied().chain([rule]).chain(without_split(rule));
+    // The column-panel kernel where its rows hold enough entries per panel, each panel size planned
+    // first: one this GPU or matrix refuses is a note, not the end of the run.
+    let panels = panel_kernels(view_stats, size_of::<T>());
+    let kernels = setup.kernels.iter().copied().chain([rule]).chain(without_split(rule)).chain(panels);
     let mut notes = Vec::new();
     // Each kernel's record, so that the fastest can be timed in the other regimes.
     let mut ours: Vec<(Kernel, usize)> = Vec::new();
     for kernel in kernels {
         let variant = Variant::Ours(kernel);
         progress(&variant.key());
+        if let Kernel::CsrPanels { .. } = kernel
+            && let Err(refused) = gpu.plan(&sets[0].a, kernel)
+        {
+            notes.push(format!("{name}, {}: {} refused the matrix: {refused}", T::NAME, variant.key()));
+            continue;
+        }
         let timing = time_kernel(gpu, kernel, &mut sets)?;
         let err = check_kernel(gpu, kernel, &mut sets, &check)?;
         ours.push((kernel, records.len()));

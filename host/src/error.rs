@@ -32,8 +32,8 @@ pub enum Error {
     /// that was not started, an upload while the stream captures a graph).
     #[error("{0}")]
     Unsupported(&'static str),
-    /// A CPU kernel needs the column indices of every row in non-decreasing order; those of `row`
-    /// (the first such row) decrease.
+    /// A kernel (the chunked CPU kernel, the column-panel GPU kernel) needs the column indices of
+    /// every row in non-decreasing order; those of `row` (the first such row) decrease.
     #[error(
         "{kernel} needs the column indices of every row in non-decreasing order; those of row {row} do not"
     )]

@@ -440,6 +440,95 @@ pub struct CsrMergeParams<T> {
     pub split_last: DevicePtr<u32>,
 }
 
+/// Shared memory, KiB, that a block of the column-panel kernel (`csr/panels.rs`) may give its panel
+/// of `x`: the strategy's parameter (`Kernel::CsrPanels`). 48 KiB is what every GPU grants a block
+/// without opting in (4 blocks per SM on an H100); 64 and 96 KiB leave 3 and 2 blocks per SM there
+/// (96 KiB is also Volta's opt-in limit); 192 KiB one block of wide panels, for Ampere and Hopper,
+/// whose opt-in limits are 163 and 227 KiB.
+pub const CSR_PANEL_KIB: [u32; 4] = [48, 64, 96, 192];
+
+/// Columns of one panel: `panel_kib` KiB of elements of `elem_bytes` bytes (12,288 f32 or 6,144 f64
+/// at 48 KiB). A multiple of 4, so that every panel of a 16-byte aligned `x` starts 16-byte aligned.
+pub const fn csr_panel_cols(panel_kib: u32, elem_bytes: u32) -> u32 {
+    panel_kib * 1024 / elem_bytes
+}
+
+const CSR_PANELS_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_csr_panels_c", ""; 4, 8, 16, 32);
+
+/// Threads per row of the column-panel kernel: one PTX entry per value and type, the host choosing
+/// the narrowest whose [`CSR_PANELS_STEPS`] loads per lane cover a row's mean entries in a panel.
+pub const CSR_PANELS_COOPS: [u32; 4] = CSR_PANELS_FAMILY.0;
+
+/// `spmv_csr_panels_c<coop>_*`, indexed like [`CSR_PANELS_COOPS`].
+pub const CSR_PANELS: [Entry; 4] = CSR_PANELS_FAMILY.1;
+
+/// `spmv_csr_panels_combine_*`: the second launch of the column-panel product.
+pub const CSR_PANELS_COMBINE: Entry = entry!("spmv_csr_panels_combine");
+
+/// `spmv_csr_panels_table`: the panel table's construction (one name for both element types).
+pub const CSR_PANELS_TABLE: &str = "spmv_csr_panels_table";
+
+/// Loads of column indices and values each lane of the column-panel kernel issues before its first
+/// product: the span path's batching (`csr/mod.rs`, `span_loads`), four steps so that a group of
+/// `coop` lanes covers `4 * coop` entries of a row's segment per round trip.
+pub const CSR_PANELS_STEPS: u32 = 4;
+
+/// 16-byte loads of `x` each thread has in flight while its block stages a panel: 512 threads with
+/// 4 each keep 32 KiB in flight, what an SM needs from L2 to copy a 48 KiB panel in a few round
+/// trips instead of one trip per element.
+pub const CSR_PANELS_STAGE_LOADS: u32 = 4;
+
+/// Threads per block of `spmv_csr_panels_table` and `spmv_csr_panels_combine_*`: a warp per row,
+/// 8 rows per block.
+pub const CSR_PANELS_AUX_BLOCK_SIZE: u32 = 256;
+
+/// The column panels of a matrix for the column-panel kernel (`csr/panels.rs`): `panels` panels of
+/// `panel_cols` columns (the last one shorter), `groups` row groups, and the product's scratch.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPanelArgs<T> {
+    pub ncols: u32,
+    pub panel_cols: u32,
+    pub panels: u32,
+    pub groups: u32,
+    /// `rows * (panels + 1)` entry positions, row-major: the entries of row `r` whose columns lie in
+    /// panel `b` are `table[r * (panels + 1) + b] .. table[r * (panels + 1) + b + 1]` (the row's
+    /// columns are non-decreasing, which the table's construction checked).
+    pub table: DevicePtr<u32>,
+    /// `groups + 1` ascending rows: group `g` is rows `group_rows[g] .. group_rows[g + 1]`.
+    pub group_rows: DevicePtr<u32>,
+    /// `rows * panels` partial sums, row-major (scratch): row `r`'s sum over panel `b` at
+    /// `r * panels + b`, so that the combine reads a row's sums in one run.
+    pub partials: DevicePtr<T>,
+}
+
+/// `spmv_csr_panels_c<coop>_*` (one block per panel and row group, grid stride) and
+/// `spmv_csr_panels_combine_*` (a warp per row), which share it: the first writes
+/// `panels.partials`, the second reads them and writes `y`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPanelsParams<T> {
+    pub a: CsrArgs<T>,
+    pub op: Axpby<T>,
+    pub panels: CsrPanelArgs<T>,
+}
+
+/// `spmv_csr_panels_table`: a warp per row of a CSR matrix writes the row's `panels + 1` entries of
+/// `table` (the first entry of each panel, by binary search in the row's columns, then the row's
+/// end), and lowers `unsorted` to the row's index if its columns decrease anywhere.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPanelTableParams {
+    pub row_offsets: DevicePtr<u32>,
+    pub col_indices: DevicePtr<u32>,
+    pub rows: u32,
+    pub panel_cols: u32,
+    pub panels: u32,
+    pub table: DevicePtr<u32>,
+    /// One `u64`, `u64::MAX` before the launch: the smallest row whose columns decrease, after it.
+    pub unsorted: DevicePtr<u64>,
+}
+
 /// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`
 /// for it: a value of 0 at a real column would still turn an infinite or NaN `x[col]` into NaN.
 /// Column indices are below the column count, itself at most `u32::MAX`, so none is `PAD_COL`.
@@ -1665,6 +1754,8 @@ pub const ENTRIES: &[&[Entry]] = &[
     &CSR_ALIGNED_PLAIN,
     &CSR_PARAM,
     &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
+    &CSR_PANELS,
+    &[CSR_PANELS_COMBINE],
     &[ELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
@@ -1684,7 +1775,8 @@ pub const ENTRIES: &[&[Entry]] = &[
 ];
 
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,
-/// the assembly's steps, the index checks and the streaming-read probe.
+/// the assembly's steps, the index checks, the column-panel kernel's table and the streaming-read
+/// probe.
 pub const UNTYPED_ENTRIES: &[&str] = &[
     CSRT_BUILD_INIT,
     CSRT_BUILD_HISTOGRAM,
@@ -1697,5 +1789,6 @@ pub const UNTYPED_ENTRIES: &[&str] = &[
     COO_ASSEMBLE_COMPACT,
     CSR_CHECK_U32,
     CSR_CHECK_I32,
+    CSR_PANELS_TABLE,
     PROBE_STREAM_READ,
 ];

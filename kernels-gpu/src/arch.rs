@@ -103,6 +103,23 @@ pub unsafe fn load_nc_v4_f32(p: *const f32) -> [f32; 4] {
     [a, b, c, d]
 }
 
+/// Four consecutive words in one 16-byte read-only load (`ld.global.nc.v4.u32`): 16 bytes of any
+/// element type, moved without being read as numbers.
+///
+/// # Safety
+/// `p` is a valid, 16-byte aligned global address of 16 bytes no thread writes during the kernel.
+#[inline(always)]
+pub unsafe fn load_nc_v4_u32(p: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) p, options(pure, readonly, nostack));
+    }
+    [a, b, c, d]
+}
+
 /// `shfl.sync.idx` of a 32-bit word: the value held by lane `src` of the warp. Every lane of the warp
 /// must execute it (full member mask).
 #[inline(always)]

@@ -114,6 +114,12 @@ impl<T: Scalar> DeviceCsr<T> {
         self.args
     }
 
+    /// The row offsets, as the matrix keeps them on the host: what a plan that owns its own data
+    /// (the column-panel kernel's row groups) builds it from.
+    pub(crate) fn host_offsets(&self) -> &[u32] {
+        &self.host_offsets
+    }
+
     pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
         gpu.owns(self.values.context())
     }

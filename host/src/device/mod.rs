@@ -5,6 +5,7 @@
 //! chooses one; it imports only the host formats and the crate's errors and scalars.
 
 mod brc;
+mod column_panels;
 mod compressed;
 mod coo;
 mod csr;
@@ -28,6 +29,7 @@ mod transpose;
 mod vector;
 
 pub use brc::DeviceBrc;
+pub(crate) use column_panels::{DeviceColumnPanels, PanelLayout, panel_count};
 pub use compressed::DeviceCompressed;
 pub use coo::DeviceCoo;
 pub use csr::DeviceCsr;

@@ -4,6 +4,7 @@ mod aligned;
 mod balanced;
 pub(crate) mod long_rows;
 mod merge;
+mod panels;
 mod param;
 mod scalar;
 mod vector;

@@ -49,6 +49,26 @@ pub enum Kernel {
     /// [`Kernel::STREAM_STAGES`], is the depth of each block's ring of windows; the rest of the launch
     /// shape is fixed (`kernels_gpu::abi::STREAM_BLOCK_SIZE` threads, as many blocks as the SMs hold).
     CsrStream { stages: u32 },
+    /// Column panels (`kernels-gpu/src/csr/panels.rs`; docs/PERF.md, section 18, next step (d)):
+    /// each block copies a panel of `x`, `panel_kib` KiB (one of [`Kernel::PANEL_KIB`]), into shared
+    /// memory once and sums its rows' entries in that panel from there, a row's entries of a panel
+    /// found in a table the plan builds on the device; a second, small launch adds each row's
+    /// partial sums in panel order (deterministic). `block_size` a multiple of 32 up to 1024.
+    ///
+    /// For matrices of few, long rows over a wide `x`: where every other kernel's gathers of `x`
+    /// each cost a 32-byte sector from L2 for one element, because `x` is past L1 and a row's
+    /// columns are scattered (the suite's short-wide matrix: 4,284 rows of 2,600 entries over
+    /// 1.09 M columns). It should win where a row's mean entries per panel (`nnz / (rows x
+    /// panels)`) are at least about 16, so that the table (`rows x (panels + 1)` `u32`s, read
+    /// every product) and the partial sums stay small beside the entries, and where `x` is well
+    /// past L1 but each block's rows reuse its panel; on square matrices, whose rows are short and
+    /// whose `x` is already reused through L1 and L2, it loses. Auto does not choose it.
+    ///
+    /// Needs every row's column indices in non-decreasing order (planning it is
+    /// [`Error::UnsortedRow`] otherwise) and a GPU whose blocks may take `panel_kib` KiB of shared
+    /// memory ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB from Volta, 192 KiB
+    /// from Ampere). The plan owns its table and scratch, built when it is made.
+    CsrPanels { panel_kib: u32, block_size: u32 },
 }
 
 impl Kernel {
@@ -67,6 +87,8 @@ impl Kernel {
     pub const MERGE_MAX_BLOCK_SIZE: u32 = abi::CSR_MERGE_MAX_BLOCK_SIZE;
     /// The ring depths of [`Kernel::CsrStream`].
     pub const STREAM_STAGES: [u32; 3] = abi::STREAM_STAGES;
+    /// The panel sizes, KiB of shared memory, of [`Kernel::CsrPanels`].
+    pub const PANEL_KIB: [u32; 4] = abi::CSR_PANEL_KIB;
     /// Rows of at least this many entries are split over several warps by [`Kernel::CsrBalanced`].
     pub const BALANCED_LONG_ROW: u32 = abi::BALANCED_LONG_ROW;
     /// The largest block of every kernel.
@@ -149,6 +171,15 @@ impl Kernel {
                 }
             }
             Kernel::CsrStream { stages } => check_width("stages", stages, "streaming", &Self::STREAM_STAGES)?,
+            Kernel::CsrPanels { panel_kib, block_size } => {
+                check_block_size(block_size)?;
+                if !Self::PANEL_KIB.contains(&panel_kib) {
+                    return Err(Error::InvalidKernel(format!(
+                        "panel_kib {panel_kib}: the column-panel kernel takes panels of {:?} KiB",
+                        Self::PANEL_KIB
+                    )));
+                }
+            }
             Kernel::CsrMerge { block_size } => {
                 check_block_size(block_size)?;
                 if block_size > Self::MERGE_MAX_BLOCK_SIZE {
@@ -167,7 +198,7 @@ impl Kernel {
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
 /// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
-/// `csr-merge-b128`, `csr-stream-s4`.
+/// `csr-merge-b128`, `csr-stream-s4`, `csr-panels-k48-b512`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -185,6 +216,7 @@ impl std::fmt::Display for Kernel {
             Kernel::CsrBalanced { block_size } => write!(f, "csr-balanced-b{block_size}"),
             Kernel::CsrMerge { block_size } => write!(f, "csr-merge-b{block_size}"),
             Kernel::CsrStream { stages } => write!(f, "csr-stream-s{stages}"),
+            Kernel::CsrPanels { panel_kib, block_size } => write!(f, "csr-panels-k{panel_kib}-b{block_size}"),
         }
     }
 }
@@ -343,6 +375,13 @@ mod tests {
         for block_size in [0, 16, 100, 544, 1024] {
             assert!(resolve(Kernel::CsrMerge { block_size }).is_err(), "{block_size}");
         }
+        for panel_kib in Kernel::PANEL_KIB {
+            assert!(resolve(Kernel::CsrPanels { panel_kib, block_size: 512 }).is_ok(), "{panel_kib}");
+            assert!(resolve(Kernel::CsrPanels { panel_kib, block_size: 100 }).is_err(), "{panel_kib}");
+        }
+        for panel_kib in [0, 1, 47, 128, 256] {
+            assert!(resolve(Kernel::CsrPanels { panel_kib, block_size: 512 }).is_err(), "{panel_kib}");
+        }
     }
 
     #[test]
@@ -355,5 +394,6 @@ mod tests {
         assert_eq!(param.to_string(), "csr-param-c2-r4-b96-nosplit");
         assert_eq!(Kernel::CsrBalanced { block_size: 256 }.to_string(), "csr-balanced-b256");
         assert_eq!(Kernel::CsrMerge { block_size: 128 }.to_string(), "csr-merge-b128");
+        assert_eq!(Kernel::CsrPanels { panel_kib: 48, block_size: 512 }.to_string(), "csr-panels-k48-b512");
     }
 }

@@ -2,6 +2,7 @@
 //! prepared launch of each kernel, one per PTX entry family.
 
 mod kernel;
+mod panels;
 mod rule;
 
 pub use kernel::Kernel;
@@ -21,8 +22,8 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
-    CsrBalancedParams, CsrMergeParams, CsrParamParams, CsrParams, CsrStreamParams, LongRowArgs, MAX_GRID_X,
-    MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
+    CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams, CsrStreamParams,
+    LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -31,7 +32,8 @@ super::launch::with_operands!(
     CsrParamParams: Axpby,
     CsrBalancedParams: Axpby,
     CsrMergeParams: Axpby,
-    CsrStreamParams: Axpby
+    CsrStreamParams: Axpby,
+    CsrPanelsParams: Axpby
 );
 
 /// The prepared launch of a CSR product, by the kernel's parameter struct.
@@ -47,6 +49,9 @@ pub enum CsrLaunch<T> {
     Merge { tiles: Prepared<CsrMergeParams<T>>, fixup: Prepared<CsrMergeParams<T>> },
     /// The streaming engine.
     Stream(Prepared<CsrStreamParams<T>>),
+    /// The column-panel kernel, then the sum of each row's partial sums, with the plan's own table
+    /// and scratch (boxed: the largest variant by far).
+    Panels(Box<panels::PanelLaunches<T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -200,6 +205,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     )
                 })
             }
+            Kernel::CsrPanels { panel_kib, block_size } => panels::prepare(self, gpu, panel_kib, block_size)?,
         };
         Ok((kernel, launch))
     }
@@ -216,6 +222,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     fixup.enqueue(gpu, p.axpby())
                 }
                 CsrLaunch::Stream(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::Panels(l) => {
+                    l.tiles.enqueue(gpu, p.axpby())?;
+                    l.combine.enqueue(gpu, p.axpby())
+                }
             }
         }
     }
@@ -261,7 +271,11 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
     pub fn split_rows(&self) -> usize {
         match self.prepared() {
             CsrLaunch::Param { split_rows, .. } => *split_rows,
-            CsrLaunch::Rows(_) | CsrLaunch::Balanced(_) | CsrLaunch::Merge { .. } | CsrLaunch::Stream(_) => 0,
+            CsrLaunch::Rows(_)
+            | CsrLaunch::Balanced(_)
+            | CsrLaunch::Merge { .. }
+            | CsrLaunch::Stream(_)
+            | CsrLaunch::Panels(_) => 0,
         }
     }
 }

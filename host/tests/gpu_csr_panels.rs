@@ -1,0 +1,193 @@
+//! The column-panel CSR product (`Kernel::CsrPanels`) against the f64 reference, at every panel
+//! size the GPU grants, on the shapes its panels and row groups meet: few wide rows over a million
+//! columns (what it is for), column counts one below, at and one above a panel and past three
+//! panels (`P - 1`, `P`, `P + 1`, `3P + 7` for the panel's `P` columns), rows that all lie inside one
+//! panel, runs of empty rows, one huge row, rectangular matrices, sorted rows with repeated columns,
+//! and the shared edge cases (`alpha`/`beta` cases and NaN-poisoned `y` in `check_kernels`).
+//! Products of a plan give the same bits, also in a CUDA graph; a NaN or an infinity in `x` reaches
+//! exactly the rows that read it; a matrix whose columns decrease in a row is refused, naming the
+//! row. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
+
+mod common;
+
+use common::{Csr, check_deterministic_and_nan, check_kernels, edge_cases, gpu_or_skip, random_vector, rng};
+use gpu_spmv::{Error, Gpu, Kernel, Scalar};
+use kernels_gpu::abi::csr_panel_cols;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// Block sizes each panel size is tried with: the bench's 512, and three warps (a block whose groups
+/// do not divide a power of two of rows).
+const BLOCK_SIZES: [u32; 2] = [512, 96];
+
+/// The panel sizes this GPU grants a block, with a note for each it does not (checked refused).
+fn panel_kernels(gpu: &Gpu, test: &str) -> Vec<Kernel> {
+    let a = gpu.upload_csr_parts::<f32>(1, 1, &[0, 1], &[0], &[1.0]).unwrap();
+    let mut kernels = Vec::new();
+    for panel_kib in Kernel::PANEL_KIB {
+        let kernel = Kernel::CsrPanels { panel_kib, block_size: 512 };
+        match gpu.plan(&a, kernel) {
+            Ok(_) => {
+                kernels.extend(BLOCK_SIZES.map(|block_size| Kernel::CsrPanels { panel_kib, block_size }))
+            }
+            Err(Error::InvalidKernel(why)) => eprintln!("{test}: {} refuses {kernel}: {why}", gpu.name()),
+            Err(e) => panic!("{test}: {kernel}: {e}"),
+        }
+    }
+    assert!(!kernels.is_empty(), "48 KiB panels need no opt-in and run on every GPU");
+    kernels
+}
+
+/// `a` with each row's entries sorted by column, repeated columns kept (non-decreasing).
+fn sorted_rows<T: Scalar>(mut a: Csr<T>) -> Csr<T> {
+    for r in 0..a.nrows {
+        let range = a.offsets[r]..a.offsets[r + 1];
+        let mut row: Vec<(usize, T)> =
+            a.cols[range.clone()].iter().copied().zip(a.vals[range.clone()].iter().copied()).collect();
+        row.sort_by_key(|&(c, _)| c);
+        for (k, (c, v)) in range.zip(row) {
+            (a.cols[k], a.vals[k]) = (c, v);
+        }
+    }
+    a
+}
+
+/// Rows whose columns all lie in one panel of `p` columns (panel `r % panels` for row `r`, the last
+/// one shorter), of 0 to 200 entries.
+fn rows_in_one_panel<T: Scalar>(rng: &mut ChaCha8Rng, p: usize) -> Csr<T> {
+    let (nrows, ncols) = (2_003, 4 * p + 11);
+    let panels = ncols.div_ceil(p);
+    let (mut offsets, mut cols) = (vec![0], Vec::new());
+    for r in 0..nrows {
+        let first = (r % panels) * p;
+        let width = p.min(ncols - first);
+        let mut row: Vec<usize> = (0..r % 201).map(|_| first + rng.random_range(0..width)).collect();
+        row.sort_unstable();
+        row.dedup();
+        cols.extend(row);
+        offsets.push(cols.len());
+    }
+    let vals = random_vector(rng, cols.len());
+    Csr { nrows, ncols, offsets, cols, vals }
+}
+
+fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
+    let mut all: Vec<(String, Csr<T>)> = vec![
+        ("short-wide".into(), Csr::random(rng, 301, 1_090_000, true, |r| 2_400 + (r * 37) % 400)),
+        (
+            "short-wide, every third row empty".into(),
+            Csr::random(rng, 1_001, 700_001, true, |r| if r % 3 == 0 { 0 } else { 500 + r % 1_500 }),
+        ),
+        ("one huge row".into(), Csr::random(rng, 3, 1_000_003, true, |r| if r == 1 { 700_000 } else { r })),
+        ("tall: 50021 x 20011".into(), Csr::random(rng, 50_021, 20_011, true, |r| r % 9)),
+        ("sorted, repeated columns".into(), sorted_rows(Csr::random(rng, 999, 50, false, |r| r % 70))),
+    ];
+    // Column counts around each panel width of this precision.
+    let widths: Vec<usize> =
+        Kernel::PANEL_KIB.iter().map(|&kib| csr_panel_cols(kib, size_of::<T>() as u32) as usize).collect();
+    for &p in &widths {
+        for ncols in [p - 1, p, p + 1, 3 * p + 7] {
+            let a = Csr::random(rng, 517, ncols, true, |r| (r * 7919) % 300);
+            all.push((format!("517 x {ncols} (panel {p})"), a));
+        }
+        all.push((format!("rows inside one panel of {p}"), rows_in_one_panel(rng, p)));
+    }
+    all.extend(
+        edge_cases(rng)
+            .into_iter()
+            .filter(|(name, _)| !name.starts_with("unsorted"))
+            .map(|(name, a)| (name.to_owned(), a)),
+    );
+    all
+}
+
+fn panel_products<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let kernels = panel_kernels(&gpu, test);
+    let mut rng = rng(test);
+    for (name, a) in matrices::<T>(&mut rng) {
+        check_kernels(&gpu, &name, &a, &kernels, &mut rng);
+    }
+}
+
+#[test]
+fn gpu_csr_panels_f32() {
+    panel_products::<f32>("gpu_csr_panels_f32");
+}
+
+#[test]
+fn gpu_csr_panels_f64() {
+    panel_products::<f64>("gpu_csr_panels_f64");
+}
+
+/// Every product of a plan gives the same bits, also replayed in a graph; a NaN in `x` reaches
+/// exactly the rows that read it (`check_deterministic_and_nan`), at the smallest and largest panel
+/// the GPU grants.
+#[test]
+fn gpu_csr_panels_is_deterministic_and_keeps_nan_in_its_rows() {
+    let test = "gpu_csr_panels_is_deterministic";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let kernels = panel_kernels(&gpu, test);
+    let mut rng = rng(test);
+    let matrices = [
+        ("short-wide", Csr::<f64>::random(&mut rng, 301, 1_090_000, true, |r| 2_400 + (r * 37) % 400)),
+        (
+            "huge row among short ones",
+            Csr::random(&mut rng, 5_001, 800_000, true, |r| if r == 2_500 { 700_000 } else { 1 + r % 4 }),
+        ),
+    ];
+    for (name, a) in &matrices {
+        for kernel in [kernels[0], kernels[kernels.len() - 1]] {
+            check_deterministic_and_nan(&gpu, name, a, kernel, &mut rng);
+        }
+    }
+}
+
+/// An infinity in `x` makes exactly the rows that read its column infinite, with the sign of their
+/// entry there (each column appears at most once in a row of this matrix).
+#[test]
+fn gpu_csr_panels_keeps_infinity_in_its_rows() {
+    let test = "gpu_csr_panels_keeps_infinity_in_its_rows";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let kernels = panel_kernels(&gpu, test);
+    let mut rng = rng(test);
+    let a = Csr::<f32>::random(&mut rng, 2_000, 300_007, true, |r| 100 + r % 400);
+    let mut x = random_vector::<f32>(&mut rng, a.ncols);
+    let inf_col = a.cols[a.offsets[1_000]];
+    x[inf_col] = f32::INFINITY;
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
+    for kernel in kernels {
+        dy.copy_from_host(&gpu, &vec![f32::NAN; a.nrows]).unwrap();
+        gpu.spmv_with(kernel, 1.0, &da, &dx, 0.0, &mut dy).unwrap();
+        for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
+            let (cols, vals) = a.view().row(r);
+            match cols.iter().position(|&c| c == inf_col) {
+                Some(k) => assert_eq!(*v, f32::INFINITY * vals[k].signum(), "{kernel}, row {r}"),
+                None => assert!(v.is_finite(), "{kernel}, row {r}: {v}"),
+            }
+        }
+    }
+}
+
+/// A matrix with a row whose columns decrease is refused at plan time, naming the first such row;
+/// panel sizes outside the compiled list are refused by the strategy's check.
+#[test]
+fn gpu_csr_panels_refuses_unsorted_rows() {
+    let test = "gpu_csr_panels_refuses_unsorted_rows";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let mut a = Csr::<f64>::random(&mut rng, 4_000, 10_000, true, |_| 20);
+    // Rows 2,500 and 3,100 swap two entries: 2,500 is the first unsorted row.
+    for r in [3_100, 2_500] {
+        a.cols.swap(a.offsets[r] + 3, a.offsets[r] + 11);
+    }
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    match gpu.plan(&da, Kernel::CsrPanels { panel_kib: 48, block_size: 512 }) {
+        Err(Error::UnsortedRow { row, .. }) => assert_eq!(row, 2_500),
+        other => panic!("{other:?}"),
+    }
+    let bad = gpu.plan(&da, Kernel::CsrPanels { panel_kib: 40, block_size: 512 });
+    assert!(matches!(bad, Err(Error::InvalidKernel(_))), "{bad:?}");
+}
