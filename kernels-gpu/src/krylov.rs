@@ -531,6 +531,9 @@ impl<T: CgReal> Program<T> {
                     let status = if cycle { KRYLOV_RUNNING } else { KRYLOV_MAX_ITERATIONS };
                     self.finish(status, cycle, op.a);
                 }
+                // The two range ops loop forward over ranges the host keeps apart
+                // (`check_program`, `host/src/enqueue/krylov.rs`): with the destination inside the
+                // source, they would read slots they had written.
                 KRYLOV_OP_ADD_RANGE => {
                     for k in 0..op.b {
                         self.set(op.out + k, self.get(op.out + k) + self.get(op.a + k));

@@ -197,6 +197,21 @@ impl<'a, T: Scalar> Parts<'a, T> {
     fn check(&self, what: &[DeviceVector<T>], like: &[DeviceVector<T>]) -> Result<()> {
         self.plan.check(what, like)
     }
+
+    /// Refuses vectors that are not a part per GPU of the solve ([`check_part_counts`]).
+    fn check_counts(&self, vectors: &[&[DeviceVector<T>]]) -> Result<()> {
+        check_part_counts(self.members.len(), vectors)
+    }
+}
+
+/// Refuses vectors that are not `expected` parts each, before anything is enqueued: the loops over
+/// the GPUs zip the members with the parts, which would skip the GPUs past a short list in silence.
+/// (Each part's length and context is each launch's own check.)
+fn check_part_counts<T>(expected: usize, vectors: &[&[DeviceVector<T>]]) -> Result<()> {
+    match vectors.iter().find(|v| v.len() != expected) {
+        Some(v) => Err(Error::DimensionMismatch { what: "a solver vector (parts)", expected, got: v.len() }),
+        None => Ok(()),
+    }
 }
 
 impl<T: Scalar> Space<T> for Parts<'_, T> {
@@ -209,6 +224,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn zero(&self, v: &mut Self::Vector) -> Result<()> {
+        self.check_counts(&[v])?;
         for (member, v) in self.plan.ranks().members().iter().zip(v) {
             member.gpu().stream().memset_zeros(v.as_mut_slice())?;
         }
@@ -224,6 +240,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn precondition(&mut self, r: &Self::Vector, z: &mut Self::Vector) -> Result<()> {
+        self.check_counts(&[r, z])?;
         let members = self.plan.ranks().members();
         for (((member, m), r), z) in members.iter().zip(&self.members).zip(r).zip(z.iter_mut()) {
             if let Some(d) = &m.inv_diag {
@@ -234,6 +251,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn scale(&self, gate: u32, a: Coef<T>, x: Option<&Self::Vector>, out: &mut Self::Vector) -> Result<()> {
+        self.check_counts(&[out, x.map_or(&out[..], |x| x)])?;
         self.flush()?;
         let members = self.plan.ranks().members();
         for (i, ((member, m), out)) in members.iter().zip(&self.members).zip(out.iter_mut()).enumerate() {
@@ -243,6 +261,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     }
 
     fn axpy(&self, gate: u32, a: Coef<T>, x: &Self::Vector, y: &mut Self::Vector) -> Result<()> {
+        self.check_counts(&[x, y])?;
         self.flush()?;
         let members = self.plan.ranks().members();
         for (((member, m), x), y) in members.iter().zip(&self.members).zip(x).zip(y.iter_mut()) {
@@ -259,6 +278,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         r: &Self::Vector,
         p: &mut Self::Vector,
     ) -> Result<()> {
+        self.check_counts(&[v, r, p])?;
         self.flush()?;
         let members = self.plan.ranks().members();
         for ((((member, m), v), r), p) in members.iter().zip(&self.members).zip(v).zip(r).zip(p.iter_mut()) {
@@ -270,6 +290,9 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
     fn dots(&mut self, gate: u32, pairs: &[(&Self::Vector, &Self::Vector, u32)]) -> Result<()> {
         if pairs.is_empty() || pairs.len() > KRYLOV_MAX_DOTS as usize {
             return Err(Error::InvalidKernel(format!("{} dot products in one pass", pairs.len())));
+        }
+        for &(x, y, _) in pairs {
+            self.check_counts(&[x, y])?;
         }
         self.flush()?;
         let stage = self.stage;
@@ -310,8 +333,17 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         basis.column(j)
     }
 
-    fn column_mut(basis: &mut Self::Basis, j: usize) -> &mut Self::Vector {
-        basis.column_mut(j)
+    fn scale_to_column(
+        &self,
+        gate: u32,
+        a: Coef<T>,
+        x: &Self::Vector,
+        basis: &mut Self::Basis,
+        j: usize,
+    ) -> Result<()> {
+        self.check_counts(&[x])?;
+        self.flush()?;
+        self.each(|i, gpu, m| m.device.scale_to_column(gpu, gate, a, &x[i], basis, (j, i)))
     }
 
     fn basis_dots(
@@ -323,6 +355,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         w: &Self::Vector,
     ) -> Result<()> {
         // As `dots`: each GPU's sums in the stage, one all-reduce, their copies deferred (one op).
+        self.check_counts(&[w])?;
         self.flush()?;
         let stage = self.stage;
         self.each(|i, gpu, m| {
@@ -342,6 +375,7 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         (scale, accumulate): (T, bool),
         w: &mut Self::Vector,
     ) -> Result<()> {
+        self.check_counts(&[w])?;
         self.flush()?;
         let members = self.plan.ranks().members();
         for (i, ((member, m), w)) in members.iter().zip(&self.members).zip(w.iter_mut()).enumerate() {
@@ -362,6 +396,10 @@ impl<T: Scalar> Space<T> for Parts<'_, T> {
         out: (u32, u32),
     ) -> Result<()> {
         // Each GPU's pass leaves its sums in the stage, all-reduced and copied out as `dots`'s.
+        self.check_counts(&[p, q, x, r])?;
+        if let Some(z) = z.as_deref() {
+            self.check_counts(&[z])?;
+        }
         self.flush()?;
         let stage = self.stage;
         let members = self.plan.ranks().members();
@@ -603,5 +641,23 @@ impl<'a, T: Scalar> DistributedGmres<'a, T> {
     /// The restart length `m`.
     pub fn restart(&self) -> usize {
         self.it.restart()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_of_another_count_of_parts_are_refused() {
+        // Empty lists of parts need no GPU: enough to see the count checked, not cut short.
+        let none: &[DeviceVector<f64>] = &[];
+        check_part_counts::<f64>(0, &[]).unwrap();
+        check_part_counts(0, &[none, none]).unwrap();
+        let e = check_part_counts(2, &[none]).unwrap_err();
+        assert!(
+            matches!(e, Error::DimensionMismatch { what: "a solver vector (parts)", expected: 2, got: 0 }),
+            "{e}"
+        );
     }
 }

@@ -102,7 +102,7 @@ impl<T: Scalar> KrylovDevice<T> {
 
     /// Reads scalar `slot` (waits for the stream).
     pub fn scalar(&self, gpu: &Gpu, slot: u32) -> Result<T> {
-        self.check_slot(slot)?;
+        self.check_slots(slot, 1)?;
         let view = self.scalars.slice(slot as usize..slot as usize + 1);
         Ok(gpu.stream().clone_dtoh(&view)?[0])
     }
@@ -112,19 +112,17 @@ impl<T: Scalar> KrylovDevice<T> {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let last = first.checked_add(len - 1).ok_or(Error::InvalidKernel("scalar slots".into()))?;
-        self.check_slot(first)?;
-        self.check_slot(last)?;
-        Ok(gpu.stream().clone_dtoh(&self.scalars.slice(first as usize..=last as usize))?)
+        self.check_slots(first, len)?;
+        let view = self.scalars.slice(first as usize..first as usize + len as usize);
+        Ok(gpu.stream().clone_dtoh(&view)?)
     }
 
     /// The scalars `first..first + len`, writable in place by another stream's work: a reduction
     /// over GPUs (an NCCL all-reduce) between the pass of dot products that left a GPU's sums
     /// there and the program that reads the whole ones.
     pub fn slots_mut(&mut self, first: u32, len: u32) -> Result<CudaViewMut<'_, T>> {
-        let end = first.checked_add(len).filter(|&end| end as usize <= self.scalars.len());
-        let end = end.ok_or_else(|| Error::InvalidKernel(format!("scalar slots {first}+{len}")))?;
-        Ok(self.scalars.slice_mut(first as usize..end as usize))
+        self.check_slots(first, len)?;
+        Ok(self.scalars.slice_mut(first as usize..first as usize + len as usize))
     }
 
     /// The basis columns the partial sums have room for.
@@ -137,11 +135,15 @@ impl<T: Scalar> KrylovDevice<T> {
         KrylovCommon { state: AbiPtr::new(state.addr()), scalars: addr(&self.scalars, gpu), gate, n: self.n }
     }
 
-    fn check_slot(&self, slot: u32) -> Result<()> {
-        if slot != KRYLOV_NO_SLOT && slot as usize >= self.scalars.len() {
-            return Err(Error::InvalidKernel(format!("scalar slot {slot} of {}", self.scalars.len())));
-        }
-        Ok(())
+    /// Refuses slots `first..first + len` not all among the scalars ([`check_slots`]).
+    fn check_slots(&self, first: u32, len: u32) -> Result<()> {
+        check_slots(first, len, self.scalars.len())
+    }
+
+    /// Refuses a coefficient whose slot is not among the scalars; [`KRYLOV_NO_SLOT`] is a constant,
+    /// the one place where it names no slot rather than slot `u32::MAX`.
+    fn check_coef(&self, k: Coef<T>) -> Result<()> {
+        if k.slot == KRYLOV_NO_SLOT { Ok(()) } else { self.check_slots(k.slot, 1) }
     }
 
     fn check_vector(&self, gpu: &Gpu, v: &DeviceVector<T>) -> Result<AbiPtr<T>> {
@@ -159,8 +161,8 @@ impl<T: Scalar> KrylovDevice<T> {
         (a, b): (Coef<T>, Coef<T>),
         (x, y, out): (AbiPtr<T>, AbiPtr<T>, AbiPtr<T>),
     ) -> Result<()> {
-        self.check_slot(a.slot)?;
-        self.check_slot(b.slot)?;
+        self.check_coef(a)?;
+        self.check_coef(b)?;
         let params = KrylovVectorParams { common: self.common(gpu, gate), op, a, b, x, y, out };
         // SAFETY: every vector was checked to hold `n` elements of `gpu`'s context, each element is
         // read and written by one thread, and the slots are inside the scalars.
@@ -217,6 +219,20 @@ impl<T: Scalar> KrylovDevice<T> {
         self.vector_op(gpu, gate, KRYLOV_SCALE, (a, constant(T::ZERO)), (x, out, out))
     }
 
+    /// `basis[j] = a * x` on this GPU's part `i` of column `j` (`(j, i)`): the one write of a basis
+    /// column, which leaves its buffer the one the basis' table holds ([`DeviceBasis`]).
+    pub fn scale_to_column<V: GpuParts<T>>(
+        &self,
+        gpu: &Gpu,
+        gate: u32,
+        a: Coef<T>,
+        x: &DeviceVector<T>,
+        basis: &mut DeviceBasis<T, V>,
+        (j, i): (usize, usize),
+    ) -> Result<()> {
+        self.scale(gpu, gate, a, Some(x), basis.part_mut(j, i)?)
+    }
+
     /// `scalars[slot] = xᵀy` for each `(x, y, slot)`, in one pass.
     pub fn dots(
         &self,
@@ -237,7 +253,7 @@ impl<T: Scalar> KrylovDevice<T> {
             partials: addr(&self.partials, gpu),
         };
         for (k, &(x, y, slot)) in pairs.iter().enumerate() {
-            self.check_slot(slot)?;
+            self.check_slots(slot, 1)?;
             params.x[k] = self.check_vector(gpu, x)?;
             params.y[k] = self.check_vector(gpu, y)?;
             params.out[k] = slot;
@@ -263,7 +279,7 @@ impl<T: Scalar> KrylovDevice<T> {
         out: (u32, u32),
     ) -> Result<()> {
         for slot in [alpha, out.0, out.1] {
-            self.check_slot(slot)?;
+            self.check_slots(slot, 1)?;
         }
         let (p, q) = (self.check_vector(gpu, p)?, self.check_vector(gpu, q)?);
         let (x, r) = (self.check_vector(gpu, x)?, self.check_vector(gpu, r)?);
@@ -361,9 +377,7 @@ impl<T: Scalar> KrylovDevice<T> {
             return Err(Error::InvalidKernel(format!("{most} columns of a basis of {}", basis.columns)));
         }
         gpu.check_context("the basis", basis.addresses)?;
-        let last =
-            slot.checked_add(most.saturating_sub(1)).ok_or(Error::InvalidKernel("basis slots".into()))?;
-        self.check_slot(last)?;
+        self.check_slots(slot, most)?;
         Ok(KrylovBasisParams {
             common: self.common(gpu, gate),
             basis: AbiPtr::new(addr(basis.addresses, gpu).addr()),
@@ -377,21 +391,9 @@ impl<T: Scalar> KrylovDevice<T> {
         })
     }
 
-    /// Enqueues a scalar program.
+    /// Enqueues a scalar program, refused as [`check_program`] says, with nothing enqueued.
     pub fn program(&self, gpu: &Gpu, gate: u32, ops: &[ScalarOp<T>]) -> Result<()> {
-        if ops.len() > KRYLOV_MAX_OPS {
-            return Err(Error::InvalidKernel(format!("a scalar program of {} ops", ops.len())));
-        }
-        for op in ops {
-            for (first, len) in slots_of(op)? {
-                if len > 0 {
-                    let last =
-                        first.checked_add(len - 1).ok_or(Error::InvalidKernel("scalar slots".into()))?;
-                    self.check_slot(first)?;
-                    self.check_slot(last)?;
-                }
-            }
-        }
+        check_program(ops, self.scalars.len())?;
         let mut params = KrylovScalarParams {
             common: self.common(gpu, gate),
             #[allow(clippy::cast_possible_truncation)] // at most KRYLOV_MAX_OPS
@@ -399,7 +401,8 @@ impl<T: Scalar> KrylovDevice<T> {
             ops: [nop(); KRYLOV_MAX_OPS],
         };
         params.ops[..ops.len()].copy_from_slice(ops);
-        // SAFETY: every slot and range of slots the ops read or write is inside the scalars.
+        // SAFETY: `check_program`: at most KRYLOV_MAX_OPS ops the kernel knows, and every slot and
+        // range of slots they read or write inside the scalars.
         unsafe { launch(gpu, gpu.kernel::<T>(abi::KRYLOV_SCALARS)?, 1, WARP_SIZE, 0, &params) }
     }
 }
@@ -741,16 +744,55 @@ pub(crate) fn copy_out<T: Scalar, V: VectorMut<T> + ?Sized>(
     unsafe { copy(gpu, AbiPtr::new(dst), addr(src.as_slice(), gpu), n) }
 }
 
-/// The ranges of slots (first, count) an op reads or writes; refused for an op the kernel does not
-/// know or a GMRES step past its cycle.
+/// Refuses slots `first..first + len` unless all are among `scalars` slots: what every launch that
+/// names slots checks, so that no kernel reads or writes past the scalars. No slot is exempt
+/// ([`KRYLOV_NO_SLOT`] is slot `u32::MAX` here; only a [`Coef`] reads it as a constant).
+fn check_slots(first: u32, len: u32, scalars: usize) -> Result<()> {
+    // In u64: the sum of two u32 cannot wrap there.
+    if u64::from(first) + u64::from(len) > scalars as u64 {
+        return Err(Error::InvalidKernel(format!("scalar slots {first}+{len} of {scalars}")));
+    }
+    Ok(())
+}
+
+/// Refuses a scalar program that the kernel could not run safely or as written: more than
+/// [`KRYLOV_MAX_OPS`] ops, an op it does not know or a GMRES step past its cycle ([`slots_of`]), a
+/// slot or range of slots an op reads or writes outside the `scalars` slots ([`check_slots`]), and
+/// a range op ([`KRYLOV_OP_COPY_RANGE`], [`KRYLOV_OP_ADD_RANGE`]) whose source and destination
+/// overlap: its forward loop would read slots it has already written. A function of the program
+/// alone, what [`KrylovDevice::program`] checks before it enqueues.
+fn check_program<T>(ops: &[ScalarOp<T>], scalars: usize) -> Result<()> {
+    if ops.len() > KRYLOV_MAX_OPS {
+        return Err(Error::InvalidKernel(format!("a scalar program of {} ops", ops.len())));
+    }
+    for op in ops {
+        for (first, len) in slots_of(op)? {
+            if len > 0 {
+                check_slots(first, len, scalars)?;
+            }
+        }
+        let (src, dst, len) = (u64::from(op.a), u64::from(op.out), u64::from(op.b));
+        let range = matches!(op.code, KRYLOV_OP_COPY_RANGE | KRYLOV_OP_ADD_RANGE);
+        if range && len > 0 && src < dst + len && dst < src + len {
+            let (code, a, out, b) = (op.code, op.a, op.out, op.b);
+            return Err(Error::InvalidKernel(format!("scalar op {code}: slots {a}+{b} overlap {out}+{b}")));
+        }
+    }
+    Ok(())
+}
+
+/// The ranges of slots (first, count) an op reads or writes (a finish writes the residual slot);
+/// refused for an op the kernel does not know or a GMRES step past its cycle.
 fn slots_of<T>(op: &ScalarOp<T>) -> Result<Vec<(u32, u32)>> {
     let one = |s: u32| (s, 1);
+    let residual = one(KRYLOV_SLOT_RESIDUAL);
     Ok(match op.code {
         KRYLOV_OP_SET => vec![one(op.out)],
         KRYLOV_OP_COPY | KRYLOV_OP_SQRT => vec![one(op.a), one(op.out)],
         KRYLOV_OP_MUL | KRYLOV_OP_DIV => vec![one(op.a), one(op.b), one(op.out)],
-        KRYLOV_OP_NONZERO | KRYLOV_OP_FINITE | KRYLOV_OP_POSITIVE | KRYLOV_OP_LIMIT => vec![one(op.a)],
-        KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b)],
+        KRYLOV_OP_NONZERO | KRYLOV_OP_FINITE | KRYLOV_OP_POSITIVE => vec![one(op.a)],
+        KRYLOV_OP_LIMIT => vec![one(op.a), residual],
+        KRYLOV_OP_CONVERGED => vec![one(op.a), one(op.b), residual],
         KRYLOV_OP_START | KRYLOV_OP_COUNT | KRYLOV_OP_COLUMNS | KRYLOV_OP_END_CYCLE => vec![],
         KRYLOV_OP_ADD_RANGE | KRYLOV_OP_COPY_RANGE => vec![(op.a, op.b), (op.out, op.b)],
         KRYLOV_OP_RECORD => vec![one(op.a), (op.out, op.b)],
@@ -794,11 +836,17 @@ pub(crate) enum Columns {
 /// vector is its only part).
 pub(crate) trait GpuParts<T> {
     fn parts(&self) -> &[DeviceVector<T>];
+    /// The parts, to write in place: a slice, so that their count cannot change.
+    fn parts_mut(&mut self) -> &mut [DeviceVector<T>];
 }
 
 impl<T> GpuParts<T> for DeviceVector<T> {
     fn parts(&self) -> &[DeviceVector<T>] {
         std::slice::from_ref(self)
+    }
+
+    fn parts_mut(&mut self) -> &mut [DeviceVector<T>] {
+        std::slice::from_mut(self)
     }
 }
 
@@ -806,12 +854,19 @@ impl<T> GpuParts<T> for Vec<DeviceVector<T>> {
     fn parts(&self) -> &[DeviceVector<T>] {
         self
     }
+
+    fn parts_mut(&mut self) -> &mut [DeviceVector<T>] {
+        self
+    }
 }
 
 /// The basis of a GMRES cycle: vectors of the solve (`V`: one GPU's vector, or a part per GPU),
 /// and on each GPU the device table of the addresses of its parts of them, which the basis kernels
-/// read there. The columns are written through [`DeviceBasis::column_mut`], never replaced: the
-/// tables hold their addresses.
+/// read there. The tables hold the parts' addresses, so no part is ever replaced: the columns are
+/// read through [`DeviceBasis::column`] and written only by [`KrylovDevice::scale_to_column`], in
+/// this module; a `&mut` to a column, or to one of its parts, would let code elsewhere put another
+/// buffer in its place (or push, truncate or swap parts) and leave a table pointing at the old one,
+/// freed.
 #[derive(Debug)]
 pub(crate) struct DeviceBasis<T, V = DeviceVector<T>> {
     columns: Vec<V>,
@@ -862,8 +917,11 @@ impl<T: Scalar, V: GpuParts<T>> DeviceBasis<T, V> {
         &self.columns[j]
     }
 
-    pub fn column_mut(&mut self, j: usize) -> &mut V {
-        &mut self.columns[j]
+    /// Part `i` of column `j`, to write in place: private to this module, which never replaces it
+    /// (see the type's doc). Refused for a column or part the basis does not have.
+    fn part_mut(&mut self, j: usize, i: usize) -> Result<&mut DeviceVector<T>> {
+        let part = self.columns.get_mut(j).and_then(|c| c.parts_mut().get_mut(i));
+        part.ok_or_else(|| Error::InvalidKernel(format!("part {i} of basis column {j}")))
     }
 
     /// The part on the `i`-th GPU of the solve.
@@ -945,6 +1003,112 @@ mod tests {
         )
         .unwrap();
         scheduled_solve_is_the_oracles(&dense);
+    }
+
+    /// An op of `code` on the slots `(a, b, c, out)`.
+    fn op(code: u32, (a, b, c, out): (u32, u32, u32, u32)) -> ScalarOp<f64> {
+        ScalarOp { code, a, b, c, out, tag: 0, value: 0.0 }
+    }
+
+    /// The message of `check_program`'s refusal of `ops` over `scalars` slots.
+    fn refusal(ops: &[ScalarOp<f64>], scalars: usize) -> String {
+        match check_program(ops, scalars) {
+            Err(Error::InvalidKernel(message)) => message,
+            other => panic!("{ops:?} over {scalars} slots: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_slot_a_program_names_is_inside_the_scalars_no_slot_included() {
+        const S: u32 = 40;
+        // Each op with `x` in one of the places where it names a slot or a range of `len` slots.
+        type Shape = fn(u32) -> ScalarOp<f64>;
+        let shapes: [(&str, u32, Shape); 26] = [
+            ("SET out", 1, |x| op(KRYLOV_OP_SET, (KRYLOV_NO_SLOT, KRYLOV_NO_SLOT, 0, x))),
+            ("COPY a", 1, |x| op(KRYLOV_OP_COPY, (x, KRYLOV_NO_SLOT, 0, 0))),
+            ("COPY out", 1, |x| op(KRYLOV_OP_COPY, (0, KRYLOV_NO_SLOT, 0, x))),
+            ("SQRT a", 1, |x| op(KRYLOV_OP_SQRT, (x, KRYLOV_NO_SLOT, 0, 0))),
+            ("SQRT out", 1, |x| op(KRYLOV_OP_SQRT, (0, KRYLOV_NO_SLOT, 0, x))),
+            ("MUL a", 1, |x| op(KRYLOV_OP_MUL, (x, 0, 0, 0))),
+            ("MUL b", 1, |x| op(KRYLOV_OP_MUL, (0, x, 0, 0))),
+            ("DIV out", 1, |x| op(KRYLOV_OP_DIV, (0, 0, 0, x))),
+            ("NONZERO a", 1, |x| op(KRYLOV_OP_NONZERO, (x, KRYLOV_NO_SLOT, 0, KRYLOV_NO_SLOT))),
+            ("FINITE a", 1, |x| op(KRYLOV_OP_FINITE, (x, KRYLOV_NO_SLOT, 0, KRYLOV_NO_SLOT))),
+            ("POSITIVE a", 1, |x| op(KRYLOV_OP_POSITIVE, (x, KRYLOV_NO_SLOT, 0, KRYLOV_NO_SLOT))),
+            ("LIMIT a", 1, |x| op(KRYLOV_OP_LIMIT, (x, KRYLOV_NO_SLOT, 0, KRYLOV_NO_SLOT))),
+            ("CONVERGED a", 1, |x| op(KRYLOV_OP_CONVERGED, (x, 0, 0, KRYLOV_NO_SLOT))),
+            ("CONVERGED b", 1, |x| op(KRYLOV_OP_CONVERGED, (0, x, 0, KRYLOV_NO_SLOT))),
+            ("COPY_RANGE a, 1", 1, |x| op(KRYLOV_OP_COPY_RANGE, (x, 1, 0, 0))),
+            ("COPY_RANGE out, 1", 1, |x| op(KRYLOV_OP_COPY_RANGE, (0, 1, 0, x))),
+            ("COPY_RANGE a, 5", 5, |x| op(KRYLOV_OP_COPY_RANGE, (x, 5, 0, 0))),
+            ("COPY_RANGE out, 5", 5, |x| op(KRYLOV_OP_COPY_RANGE, (0, 5, 0, x))),
+            ("ADD_RANGE a, 1", 1, |x| op(KRYLOV_OP_ADD_RANGE, (x, 1, 0, 0))),
+            ("ADD_RANGE out, 5", 5, |x| op(KRYLOV_OP_ADD_RANGE, (0, 5, 0, x))),
+            ("RECORD a", 1, |x| op(KRYLOV_OP_RECORD, (x, 0, 0, 0))),
+            ("RECORD out, 1", 1, |x| op(KRYLOV_OP_RECORD, (0, 1, 0, x))),
+            ("RECORD out, 7", 7, |x| op(KRYLOV_OP_RECORD, (0, 7, 0, x))),
+            ("GIVENS out", 1, |x| op(KRYLOV_OP_GIVENS, (0, 3, 0, x))),
+            ("GIVENS base", gmres_scalars(3), |x| op(KRYLOV_OP_GIVENS, (1, 3, x, 0))),
+            ("BACKSOLVE base", gmres_scalars(3), |x| op(KRYLOV_OP_BACKSOLVE, (KRYLOV_NO_SLOT, 3, x, 0))),
+        ];
+        for (what, len, shape) in shapes {
+            // The last range that fits is taken; one slot further, KRYLOV_NO_SLOT (u32::MAX), and a
+            // range whose last slot is u32::MAX (the one the old check let through) are refused.
+            check_program(&[shape(S - len)], S as usize).unwrap_or_else(|e| panic!("{what}: {e}"));
+            for x in [S - len + 1, KRYLOV_NO_SLOT, u32::MAX - (len - 1)] {
+                let message = refusal(&[shape(x)], S as usize);
+                assert!(message.starts_with("scalar slots"), "{what} at {x}: {message}");
+            }
+        }
+        // A finish writes the residual slot: a test on slot 0 needs it, as every program does.
+        check_program(&[op(KRYLOV_OP_CONVERGED, (0, 0, 0, KRYLOV_NO_SLOT))], 1).unwrap();
+        assert!(refusal(&[op(KRYLOV_OP_LIMIT, (0, 0, 0, 0))], 0).starts_with("scalar slots"));
+        // An empty range names no slot; ops that name none are taken on no scalars at all.
+        let none = [
+            op(KRYLOV_OP_RECORD, (0, 0, 0, S)),
+            op(KRYLOV_OP_START, (10, 0, 0, KRYLOV_NO_SLOT)),
+            op(KRYLOV_OP_COUNT, (KRYLOV_NO_SLOT, KRYLOV_NO_SLOT, 0, KRYLOV_NO_SLOT)),
+        ];
+        check_program(&none[..1], 1).unwrap();
+        check_program(&none[1..], 0).unwrap();
+        // The program's own refusals: too long, an unknown op, a GMRES step past its cycle.
+        let set = op(KRYLOV_OP_SET, (KRYLOV_NO_SLOT, KRYLOV_NO_SLOT, 0, 0));
+        check_program(&[set; KRYLOV_MAX_OPS], 1).unwrap();
+        assert!(refusal(&[set; KRYLOV_MAX_OPS + 1], 1).contains("ops"));
+        assert_eq!(refusal(&[op(99, (0, 0, 0, 0))], 1), "scalar op 99");
+        assert!(refusal(&[op(KRYLOV_OP_GIVENS, (3, 3, 0, 0))], 100).starts_with("GMRES step"));
+        // The slots alone, without wrapping in u32.
+        check_slots(0, 0, 0).unwrap();
+        check_slots(3, 4, 7).unwrap();
+        check_slots(3, 5, 7).unwrap_err();
+        check_slots(u32::MAX, u32::MAX, 10).unwrap_err();
+    }
+
+    #[test]
+    fn a_range_op_whose_ranges_overlap_is_refused() {
+        for code in [KRYLOV_OP_COPY_RANGE, KRYLOV_OP_ADD_RANGE] {
+            let range = |src, dst, len| op(code, (src, len, 0, dst));
+            // Apart, side by side either way round, or empty: taken.
+            for (src, dst, len) in [(0, 10, 5), (10, 0, 5), (5, 8, 3), (8, 5, 3), (5, 5, 0), (0, 39, 1)] {
+                check_program(&[range(src, dst, len)], 40)
+                    .unwrap_or_else(|e| panic!("{code} {src} {dst} {len}: {e}"));
+            }
+            // A forward copy reading slots it wrote (dst inside src), the reverse, the same range, one
+            // slot shared at either end: refused, with nothing else wrong.
+            for (src, dst, len) in [(5, 6, 3), (6, 5, 3), (5, 5, 3), (5, 7, 3), (7, 5, 3), (5, 5, 1)] {
+                let message = refusal(&[range(src, dst, len)], 40);
+                assert!(message.contains("overlap"), "{code} {src} {dst} {len}: {message}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_basis_part_it_does_not_have_is_refused() {
+        // A basis of no columns on no GPU needs no device.
+        let mut basis = DeviceBasis::<f64>::new(&[], 0, || unreachable!("no column is made")).unwrap();
+        assert_eq!(basis.len(), 0);
+        assert!(matches!(basis.part(0), Err(Error::InvalidKernel(_))));
+        assert!(matches!(basis.part_mut(0, 0), Err(Error::InvalidKernel(_))));
     }
 
     /// The starts of levels of `widths` rows.

@@ -295,7 +295,7 @@ impl<T: Scalar, S: Space<T>> GmresIn<T, S> {
                 div(ONE, HN, INV_H, KRYLOV_NO_TAG),
             ],
         )?;
-        c.space.scale(RUNNING, coef(one, INV_H), Some(&self.w), S::column_mut(&mut self.basis, ju + 1))
+        c.space.scale_to_column(RUNNING, coef(one, INV_H), &self.w, &mut self.basis, ju + 1)
     }
 }
 
@@ -336,7 +336,7 @@ impl<T: Scalar, S: Space<T>> Recurrence<T, S> for GmresIn<T, S> {
                 copy(BETA, layout.g()),
             ],
         )?;
-        c.space.scale(RUNNING, coef(one, INV_BETA), Some(&self.r), S::column_mut(&mut self.basis, 0))?;
+        c.space.scale_to_column(RUNNING, coef(one, INV_BETA), &self.r, &mut self.basis, 0)?;
         for j in 0..layout.m {
             self.step(j)?;
         }

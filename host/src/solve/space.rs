@@ -66,8 +66,16 @@ pub(crate) trait Space<T: Scalar> {
     fn basis(&self, columns: u32) -> Result<Self::Basis>;
     /// Column `j` of `basis`.
     fn column(basis: &Self::Basis, j: usize) -> &Self::Vector;
-    /// Column `j` of `basis`, to write (a vector op's output).
-    fn column_mut(basis: &mut Self::Basis, j: usize) -> &mut Self::Vector;
+    /// `basis[j] = a * x`: the one write of a basis column. The basis hands out no `&mut` to a
+    /// column, whose buffers its device tables hold the addresses of (`DeviceBasis`).
+    fn scale_to_column(
+        &self,
+        gate: u32,
+        a: Coef<T>,
+        x: &Self::Vector,
+        basis: &mut Self::Basis,
+        j: usize,
+    ) -> Result<()>;
     /// `scalars[first + j] = V[:, j]ᵀ w` for the first `k` columns, in one pass: reduced over the
     /// GPUs as [`Space::dots`]'s sums are.
     fn basis_dots(
@@ -246,8 +254,15 @@ impl<T: Scalar, A: Operator<T>> Space<T> for OneGpu<'_, T, A> {
         basis.column(j)
     }
 
-    fn column_mut(basis: &mut DeviceBasis<T>, j: usize) -> &mut DeviceVector<T> {
-        basis.column_mut(j)
+    fn scale_to_column(
+        &self,
+        gate: u32,
+        a: Coef<T>,
+        x: &DeviceVector<T>,
+        basis: &mut DeviceBasis<T>,
+        j: usize,
+    ) -> Result<()> {
+        self.device.scale_to_column(self.op.gpu(), gate, a, x, basis, (j, 0))
     }
 
     fn basis_dots(
