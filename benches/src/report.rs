@@ -483,6 +483,44 @@ impl Results {
         if self.uploads.iter().any(|u| u.stage_ceilings.is_some()) {
             self.stage_ceilings_table(out, link);
         }
+        if self.uploads.iter().any(|u| u.steps.is_some()) {
+            self.upload_steps_table(out);
+        }
+    }
+
+    /// The upload from `u32` beside its steps, each alone (see `spmv_bench::staging::UploadSteps`):
+    /// where its time goes beyond the overlapped pass and link.
+    fn upload_steps_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "### Upload from u32: its steps alone
+
+             The same arrays, each step of `upload_csr_u32` alone, best of a few passes, ms: the offsets'              *check*, their *stats* and the matrix's *host copy* of them (the library's functions; the              copy into a fresh allocation, its pages faulted in); *alloc*, the three device buffers              allocated as the library does (`cuMemAllocAsync` from the default pool, trimmed by the              synchronisation after the last free) and *free*, to completion; each array *staged* alone              through a replica of the library's pipeline (pass into a stage, copy, event; a stage refilled              once its copy completed) into buffers allocated beforehand, and the three back to back              (*staged all*). *Rest* is the upload's time less alloc, check, the larger of stats and host              copy (side by side in the upload) and staged all: what no step alone accounts for.
+
+             | matrix | prec | upload ms | check | stats | host copy | alloc | free | staged offsets              | staged columns | staged values | staged all | beyond |
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for u in &self.uploads {
+            let (Some(s), Some(upload_ms)) = (u.steps, u.from_u32_ms) else { continue };
+            let beyond = upload_ms - s.check_ms - s.staged_all_ms;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {upload_ms:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} \
+                 | {:.2} | {beyond:.2} |",
+                u.matrix,
+                u.precision,
+                s.check_ms,
+                s.stats_ms,
+                s.host_copy_ms,
+                s.alloc_ms,
+                s.free_ms,
+                s.staged_ms[0],
+                s.staged_ms[1],
+                s.staged_ms[2],
+                s.staged_all_ms
+            );
+        }
+        out.push('\n');
     }
 
     /// The upload from `u32` beside its ceilings, measured in the same run on its bytes (see

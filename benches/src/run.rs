@@ -7,7 +7,7 @@ use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
 use crate::precision::Precision;
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::reordering::{Reordering, bench_reordering};
-use crate::staging::{StageCeilings, stage_ceilings};
+use crate::staging::{StageCeilings, UploadSteps, stage_ceilings, upload_steps};
 use crate::variants::{Variant, panel_kernels, without_split};
 use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
@@ -143,6 +143,11 @@ pub struct Upload {
     /// before they were measured.
     #[serde(default)]
     pub stage_ceilings: Option<StageCeilings>,
+    /// The steps of the upload from `u32`, each alone on its arrays in the same run (allocation,
+    /// the offsets' host work, each array's staged copy): what its time goes to; absent from runs
+    /// before they were measured.
+    #[serde(default)]
+    pub steps: Option<UploadSteps>,
 }
 
 /// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
@@ -191,6 +196,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     drop(from_u32);
     let pinned_in_place_ms = pinned_in_place_ms(gpu, view.ncols(), &offsets, &cols, view.values())?;
     let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
+    let steps = Some(upload_steps(gpu, view.ncols(), &offsets, &cols, view.values())?);
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),
@@ -201,6 +207,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
         from_u32_ms,
         pinned_in_place_ms,
         stage_ceilings,
+        steps,
     })
 }
 

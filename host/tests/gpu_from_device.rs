@@ -291,3 +291,34 @@ fn gpu_device_arrays_of_another_context_or_in_a_capture_are_refused() {
     let a = DeviceCsr::try_from_device(&gpu, (2, 2), o, c, v).unwrap();
     assert_eq!((a.nrows(), a.nnz()), (2, 2));
 }
+
+/// Sixteen uploads from `u32` on one `Gpu` at once, from rayon's tasks, each of arrays larger than
+/// one staging buffer: a task whose thread holds the stages may take up another upload's task
+/// while its pass waits for its pieces, which must then go without the stages rather than wait for
+/// them (a deadlock before). Every matrix's arrays come back as they were given.
+#[test]
+fn gpu_parallel_uploads_on_one_gpu() {
+    use rayon::prelude::*;
+    let test = "gpu_parallel_uploads_on_one_gpu";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let (nrows, per_row) = (500_000u32, 9u32);
+    let offsets: Vec<u32> = (0..=nrows).map(|r| r * per_row).collect();
+    let cols: Vec<u32> = (0..nrows).flat_map(|r| (0..per_row).map(move |k| (r + k * 7) % nrows)).collect();
+    assert!(cols.len() * 4 > 16 << 20, "{} entries: more than one stage", cols.len());
+    let values = |m: usize| (0..cols.len()).map(|i| (i % 1000 + m) as f32).collect::<Vec<_>>();
+    let dims = (nrows as usize, nrows as usize);
+    let uploaded: Vec<_> = (0..16)
+        .into_par_iter()
+        .map(|m| {
+            let v = values(m);
+            (m, gpu.upload_csr_u32(dims, &offsets, &cols, &v).unwrap())
+        })
+        .collect();
+    gpu.synchronize().unwrap();
+    let s = gpu.stream();
+    for (m, a) in &uploaded {
+        assert_eq!(s.clone_dtoh(a.row_offsets()).unwrap(), offsets, "matrix {m}: offsets");
+        assert_eq!(s.clone_dtoh(a.col_indices()).unwrap(), cols, "matrix {m}: columns");
+        assert_eq!(s.clone_dtoh(a.values()).unwrap(), values(*m), "matrix {m}: values");
+    }
+}

@@ -191,7 +191,7 @@ fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
 #[test]
 fn an_uploads_only_run_reports_the_ceilings() {
     use crate::run::Upload;
-    use crate::staging::StageCeilings;
+    use crate::staging::{StageCeilings, UploadSteps};
     let mut r = results(0);
     r.matrices.push(MatrixInfo::new("m", "none", &RowStats::from_offsets(&[0, 1, 2], 2), 132));
     let mut cpu = record("m", Precision::F64, "cpu-rayon", (100.0, 0.0, 0.0));
@@ -208,9 +208,21 @@ fn an_uploads_only_run_reports_the_ceilings() {
         pinned_in_place_ms: None,
         // 40, 25 and 50 GB/s: the host's pass bounds the upload at 8 ms of its 10.
         stage_ceilings: Some(StageCeilings { memcpy_ms: 5.0, pass_ms: 8.0, link_ms: 4.0 }),
+        // Of the 10 ms: 0.5 to check the offsets, 8 through the stages; 1.5 beyond them.
+        steps: Some(UploadSteps {
+            check_ms: 0.5,
+            stats_ms: 0.25,
+            host_copy_ms: 1.0,
+            alloc_ms: 2.0,
+            free_ms: 0.75,
+            staged_ms: [0.5, 3.0, 4.0],
+            staged_all_ms: 8.0,
+        }),
     });
     r.fill_speedups();
     let report = r.markdown();
     assert!(report.contains("| m | f64 | 200.0 | 20.0 | 40.0 | 25.0 | 50.0 | host (b) | 80% |"), "{report}");
+    let steps = "| m | f64 | 10.00 | 0.50 | 0.25 | 1.00 | 2.00 | 0.75 | 0.50 | 3.00 | 4.00 | 8.00 | 1.50 |";
+    assert!(report.contains(steps), "{report}");
     let _ = (r.summary(), text(&r));
 }

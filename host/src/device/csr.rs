@@ -5,18 +5,18 @@
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
-use super::memory::{Plain, addr};
+use super::memory::{Plain, Unfilled, addr};
 use super::merge_path::DeviceMergeTiles;
 use super::row_tasks::DeviceRowTasks;
 use super::stream_windows::DeviceStreamWindows;
 use super::transpose::BuiltTranspose;
-use crate::Result;
-use crate::formats::Shape;
 use crate::formats::convert::{check_u32_dims, index32, narrow};
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::formats::reorder::Permutation;
 use crate::formats::{IndexFaults, copy_checked};
+use crate::formats::{STAGE_BYTES, Shape, first_decrease, offsets_copy, offsets_stats};
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 use cudarc::driver::CudaSlice;
 use kernels_gpu::abi::CsrArgs;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
@@ -24,6 +24,7 @@ use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
@@ -235,12 +236,15 @@ impl<T: Scalar> DeviceCsr<T> {
 }
 
 impl Gpu {
-    /// Uploads a [`CsrMatrix`] (valid by construction).
+    /// Uploads a [`CsrMatrix`] (valid by construction), as [`Gpu::upload_csr_ref`] does: the
+    /// arrays are ready in the order of [`Gpu::stream`] when this returns.
     pub fn upload_csr<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<DeviceCsr<T>> {
         self.upload_csr_ref(CsrRef::from(a))
     }
 
-    /// Checks raw CSR arrays (see [`CsrRef::try_new`]) and uploads them.
+    /// Checks raw CSR arrays (see [`CsrRef::try_new`]) and uploads them, as
+    /// [`Gpu::upload_csr_ref`] does: the arrays are ready in the order of [`Gpu::stream`] when this
+    /// returns.
     pub fn upload_csr_parts<T: Scalar>(
         &self,
         nrows: usize,
@@ -253,9 +257,10 @@ impl Gpu {
     }
 
     /// Reorders the square matrix `a` by reverse Cuthill–McKee ([`Permutation::rcm`], on the host)
-    /// and uploads `P A Pᵀ`. Its products run in the permuted order: `P y = (P A Pᵀ)(P x)`, so
-    /// permute `x` in with [`Permutation::to_new`] and `y` out with [`Permutation::to_old`], once
-    /// around a sequence of products (see `formats/reorder.rs` for why not around each).
+    /// and uploads `P A Pᵀ` ([`Gpu::upload_csr_ref`]: ready in the order of [`Gpu::stream`]). Its
+    /// products run in the permuted order: `P y = (P A Pᵀ)(P x)`, so permute `x` in with
+    /// [`Permutation::to_new`] and `y` out with [`Permutation::to_old`], once around a sequence of
+    /// products (see `formats/reorder.rs` for why not around each).
     pub fn upload_csr_rcm<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<(DeviceCsr<T>, Permutation)> {
         let p = Permutation::rcm(a)?;
         let permuted = p.permute(a)?;
@@ -267,33 +272,52 @@ impl Gpu {
     ///
     /// The column indices and the values go through pinned staging buffers a chunk at a time
     /// (`Gpu::upload_staged`), narrowed and copied in by all cores while the previous chunk is on
-    /// the link; the row offsets are narrowed in parallel too, and their statistics computed meanwhile.
+    /// the link; the row offsets are narrowed in parallel too, and their statistics computed
+    /// meanwhile, while the device buffers are allocated (on a thread of their own for a large
+    /// matrix, `allocate_apart`).
+    ///
+    /// Returns once the copies are enqueued, not done: the arrays are ready in the order of
+    /// [`Gpu::stream`], so that products and copies enqueued on it afterwards see them, while work on
+    /// another stream must first wait for this one (an event recorded on it, or
+    /// [`Gpu::synchronize`]); `a`'s arrays are no longer read.
     pub fn upload_csr_ref<T: Scalar>(&self, a: CsrRef<'_, T>) -> Result<DeviceCsr<T>> {
         check_u32_dims(&a)?;
         let rows = index32(a.nrows());
-        // Offsets are at most nnz and column indices below ncols, both within `u32` after the check
-        // above.
-        let (host_offsets, stats) = rayon::join(
-            || a.row_offsets().par_iter().with_min_len(PAR_MIN).map(|&o| index32(o)).collect::<Vec<_>>(),
-            || a.stats(),
-        );
-        let row_offsets = self.upload(&host_offsets)?;
-        let cols = a.col_indices();
-        let col_indices = self.upload_staged(cols.len(), |first, chunk: &mut [u32]| {
-            let source = &cols[first..first + chunk.len()];
-            chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
-            Ok(())
-        })?;
-        let values = self.upload_copied(a.values())?;
-        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
+        let (cols, nnz) = (a.col_indices(), a.nnz());
+        let apart = allocate_apart::<T>(nnz);
+        std::thread::scope(|scope| {
+            let indices = Soon::start(scope, apart, || self.alloc_indices(a.nrows(), nnz));
+            // Offsets are at most nnz and column indices below ncols, both within `u32` after the
+            // check above.
+            let (host_offsets, stats) = rayon::join(
+                || a.row_offsets().par_iter().with_min_len(PAR_MIN).map(|&o| index32(o)).collect::<Vec<_>>(),
+                || a.stats(),
+            );
+            let [offsets_buffer, cols_buffer] = indices.finish()?;
+            let values_buffer = Soon::start(scope, apart, || self.alloc_unfilled::<T>(nnz));
+            let row_offsets = self.upload_copied(offsets_buffer, &host_offsets)?;
+            let col_indices = self.upload_staged(cols_buffer, |first, chunk: &mut [u32]| {
+                let source = &cols[first..first + chunk.len()];
+                chunk.par_iter_mut().with_min_len(PAR_MIN).zip(source).for_each(|(c, &s)| *c = index32(s));
+                Ok(())
+            })?;
+            let values = self.upload_copied(values_buffer.finish()?, a.values())?;
+            Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [row_offsets, col_indices], values))
+        })
     }
 
     /// Checks raw CSR arrays with the kernels' own `u32` indices and uploads them: nothing to narrow,
     /// so the three arrays are copied through the pinned staging buffers a chunk at a time, one
     /// array after the other with no pause between them, each chunk of columns checked by all cores
     /// in the same read that copies it in ([`copy_checked`]), while the chunks before it are on the
-    /// link; the row offsets are checked before anything is copied. The host's pass, not the link,
-    /// has set the pace so far (docs/PERF.md, section 20).
+    /// link; the row offsets are checked before anything is copied, and their statistics and the
+    /// matrix's host copy of them made while the device buffers are allocated (on a thread of their
+    /// own for a large matrix, `allocate_apart`).
+    ///
+    /// Returns once the copies are enqueued, not done: the arrays are ready in the order of
+    /// [`Gpu::stream`], so that products and copies enqueued on it afterwards see them, while work on
+    /// another stream must first wait for this one (an event recorded on it, or
+    /// [`Gpu::synchronize`]); the caller's arrays are no longer read.
     ///
     /// Refused with the [`CsrError`](crate::CsrError) that [`CsrRef::try_new`] gives the same arrays
     /// widened to `usize`, naming the same row or entry ([`Error::InvalidCsr`](crate::Error)), or with
@@ -308,43 +332,91 @@ impl Gpu {
     ) -> Result<DeviceCsr<T>> {
         let rows = narrow("the row count", nrows)?;
         let columns = narrow("the column count", ncols)?;
-        let decrease = row_offsets.par_windows(2).with_min_len(PAR_MIN).position_first(|w| w[0] > w[1]);
+        let decrease = first_decrease(row_offsets);
         let faults = IndexFaults { negative_offset: None, negative_column: None, decrease, column: None };
         let verdict = |faults: &IndexFaults| {
             faults.verdict((nrows, ncols), row_offsets, (col_indices.len(), values.len()), |e| col_indices[e])
         };
         // The offsets are valid CSR offsets of `values.len()` entries past this: the columns remain.
         verdict(&faults)?;
-        // The offsets' copies enqueued first (staged on this thread, not in a rayon task, which
-        // could take up another upload's task while it holds the stages), then their statistics
-        // and the matrix's host copy of them, side by side while the copies run, each by all cores
-        // (the host copy is 4 bytes a row, 17.6 MB for stencil2d-5, its pages faulted in on first
-        // touch: by one core, it was the one serial step of the upload).
-        let device_offsets = self.upload_copied(row_offsets)?;
-        let (stats, host_offsets) = rayon::join(
-            || RowStats::from_u32_offsets(row_offsets, ncols),
-            || row_offsets.par_iter().with_min_len(PAR_MIN).copied().collect::<Vec<_>>(),
-        );
-        let device_cols = self.upload_staged(col_indices.len(), |first, chunk: &mut [u32]| {
-            let source = &col_indices[first..first + chunk.len()];
-            match copy_checked(source, chunk, |c| c >= columns)? {
-                // The chunks go in order, so the first chunk with a column out of range holds the
-                // first one, and the other faults were ruled out above: the matrix's error, and no
-                // later chunk is copied.
-                Some(k) => Ok(verdict(&IndexFaults { column: Some(first + k), ..faults })?),
-                None => Ok(()),
-            }
-        })?;
-        let device_values = self.upload_copied(values)?;
-        Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, [device_offsets, device_cols], device_values))
+        let nnz = values.len();
+        let apart = allocate_apart::<T>(nnz);
+        std::thread::scope(|scope| {
+            let indices = Soon::start(scope, apart, || self.alloc_indices(nrows, nnz));
+            // Each by all cores while the buffers are allocated (the host copy's pages are faulted
+            // in on first touch: 4 bytes a row, 17.6 MB for stencil2d-5).
+            let (stats, host_offsets) =
+                rayon::join(|| offsets_stats(row_offsets, ncols), || offsets_copy(row_offsets));
+            let [offsets_buffer, cols_buffer] = indices.finish()?;
+            let values_buffer = Soon::start(scope, apart, || self.alloc_unfilled::<T>(nnz));
+            // Staged on this thread, not in a rayon task, so that the stages stay this upload's
+            // from one array to the next (`Gpu::upload_staged`).
+            let device_offsets = self.upload_copied(offsets_buffer, row_offsets)?;
+            let device_cols = self.upload_staged(cols_buffer, |first, chunk: &mut [u32]| {
+                let source = &col_indices[first..first + chunk.len()];
+                match copy_checked(source, chunk, |c| c >= columns)? {
+                    // The chunks go in order, so the first chunk with a column out of range holds
+                    // the first one, and the other faults were ruled out above: the matrix's error,
+                    // and no later chunk is copied.
+                    Some(k) => Ok(verdict(&IndexFaults { column: Some(first + k), ..faults })?),
+                    None => Ok(()),
+                }
+            })?;
+            let device_values = self.upload_copied(values_buffer.finish()?, values)?;
+            let indices = [device_offsets, device_cols];
+            Ok(DeviceCsr::assemble(self, rows, stats, host_offsets, indices, device_values))
+        })
     }
 
-    /// `data` on the device, copied through the pinned staging buffers by all cores.
-    fn upload_copied<E: Plain>(&self, data: &[E]) -> Result<CudaSlice<E>> {
-        self.upload_staged(data.len(), |first, chunk: &mut [E]| {
+    /// The unwritten device buffers of `nrows + 1` row offsets and `nnz` column indices.
+    fn alloc_indices(&self, nrows: usize, nnz: usize) -> Result<[Unfilled<u32>; 2]> {
+        let offsets = nrows.checked_add(1).ok_or(Error::TooLarge {
+            what: "the row count",
+            value: nrows,
+            limit: usize::MAX - 1,
+        })?;
+        Ok([self.alloc_unfilled(offsets)?, self.alloc_unfilled(nnz)?])
+    }
+
+    /// `buffer` written with `data`, copied through the pinned staging buffers by all cores.
+    fn upload_copied<E: Plain>(&self, buffer: Unfilled<E>, data: &[E]) -> Result<CudaSlice<E>> {
+        self.upload_staged(buffer, |first, chunk: &mut [E]| {
             copy_checked(&data[first..first + chunk.len()], chunk, |_| false).map(drop)
         })
     }
+}
+
+/// Work started on a thread of a scope when `apart`, so that it runs while the caller goes on
+/// until [`Soon::finish`], else done at once: how an upload allocates its device buffers while it
+/// does the host's work on the offsets and stages the arrays before (`Gpu::alloc_unfilled`).
+/// Uploads whose values take more than one stage allocate apart ([`allocate_apart`]).
+enum Soon<'s, R> {
+    Ready(R),
+    Running(ScopedJoinHandle<'s, R>),
+}
+
+impl<'s, R: Send + 's> Soon<'s, R> {
+    fn start(scope: &'s Scope<'s, '_>, apart: bool, make: impl FnOnce() -> R + Send + 's) -> Self {
+        if apart { Soon::Running(scope.spawn(make)) } else { Soon::Ready(make()) }
+    }
+
+    /// The work's result, once done; a panic in it goes on here.
+    fn finish(self) -> R {
+        match self {
+            Soon::Ready(r) => r,
+            Soon::Running(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
+    }
+}
+
+/// Whether an upload of `nnz` values of `T` allocates its device buffers on a thread of their own:
+/// from a pool the driver has trimmed (the default pool keeps nothing once the stream is
+/// synchronised), an allocation maps fresh device memory, a host call whose cost grows with the
+/// bytes, which, made between the arrays on the upload's thread, stalled the host's pass and the
+/// link alike (docs/PERF.md, section 20). Below one stage of values a thread's start (tens of
+/// microseconds) would cost more than it hides.
+fn allocate_apart<T>(nnz: usize) -> bool {
+    nnz.checked_mul(size_of::<T>()).is_none_or(|bytes| bytes > STAGE_BYTES)
 }
 
 /// Elements below which a rayon task is not split further: enough work to pay for a task.

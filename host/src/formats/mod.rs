@@ -42,4 +42,6 @@ pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
 pub use shape::Shape;
 pub(crate) use shape::shape_accessors;
-pub use staging::{STAGE_BYTES, STAGES, copy_checked, stage_chunks};
+pub use staging::{
+    STAGE_BYTES, STAGES, copy_checked, first_decrease, offsets_copy, offsets_stats, stage_chunks,
+};

@@ -2,10 +2,16 @@
 //! `Gpu`'s pinned staging buffers one at a time (`Gpu::upload_csr_u32`, `Gpu::upload_csr_ref`), and
 //! the pass by all cores that fills a chunk, copying and checking it in one read. Pure CPU code.
 //!
+//! The host's work on the `u32` row offsets of `Gpu::upload_csr_u32` is here too: their check
+//! ([`first_decrease`]), their statistics ([`offsets_stats`]) and the matrix's host copy of them
+//! ([`offsets_copy`]).
+//!
 //! Public so that the host's rate can be measured apart from the link's, on the same bytes and by
 //! the same code: the upload's pace is the slower of the two (docs/PERF.md, section 20), and
-//! `spmv-bench`'s upload table times this pass alone beside the whole upload.
+//! `spmv-bench`'s upload table times this pass, and each step of the offsets, alone beside the
+//! whole upload.
 
+use super::csr::RowStats;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -66,6 +72,29 @@ pub fn copy_checked<E: Copy + Send + Sync>(
         .min())
 }
 
+/// Elements below which a rayon task over row offsets is not split further: enough work to pay
+/// for a task.
+const OFFSETS_MIN: usize = 1 << 15;
+
+/// The first row `r` whose offsets decrease (`row_offsets[r] > row_offsets[r + 1]`), by all cores;
+/// `None` where they never do.
+pub fn first_decrease(row_offsets: &[u32]) -> Option<usize> {
+    row_offsets.par_windows(2).with_min_len(OFFSETS_MIN).position_first(|w| w[0] > w[1])
+}
+
+/// The statistics of the rows of `ncols` columns that `row_offsets` describe, in one pass by all
+/// cores.
+pub fn offsets_stats(row_offsets: &[u32], ncols: usize) -> RowStats {
+    RowStats::from_u32_offsets(row_offsets, ncols)
+}
+
+/// A copy of `row_offsets` made by all cores: the pages of a fresh allocation are faulted in on
+/// first touch, 4 KiB at a time, which by one core was the one serial step of an upload (17.6 MB
+/// for stencil2d-5).
+pub fn offsets_copy(row_offsets: &[u32]) -> Vec<u32> {
+    row_offsets.par_iter().with_min_len(OFFSETS_MIN).copied().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,6 +118,23 @@ mod tests {
             stage_chunks::<f64>(STAGE_BYTES / 8 + 1).map(|c| c.len()).collect::<Vec<_>>(),
             [STAGE_BYTES / 8, 1]
         );
+    }
+
+    #[test]
+    fn offsets_steps_find_the_first_decrease_and_copy() {
+        let n = 3 * OFFSETS_MIN + 5;
+        let mut offsets: Vec<u32> = (0..u32::try_from(n).unwrap()).map(|i| i * 2).collect();
+        assert_eq!(first_decrease(&offsets), None);
+        assert_eq!(offsets_copy(&offsets), offsets);
+        let stats = offsets_stats(&offsets, 7);
+        assert_eq!((stats.rows, stats.cols, stats.nnz, stats.max), (n - 1, 7, 2 * (n - 1), 2));
+        for at in [2 * OFFSETS_MIN + 1, OFFSETS_MIN - 1] {
+            offsets[at] = 0;
+        }
+        // Rows `OFFSETS_MIN - 2` and `2 * OFFSETS_MIN` decrease, in different tasks: the first is named.
+        assert_eq!(first_decrease(&offsets), Some(OFFSETS_MIN - 2));
+        assert_eq!(first_decrease(&[]), None);
+        assert_eq!(first_decrease(&[3]), None);
     }
 
     #[test]
