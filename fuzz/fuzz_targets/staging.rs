@@ -1,10 +1,10 @@
-//! The pass that fills an upload's staging chunks (`formats::copy_checked`): any source, a
-//! destination of any length near it, any bound: a refusal with nothing written, or the source copied
-//! and its first entry past the bound named.
+//! The host's passes of a staged upload: `formats::copy_checked` on any source, a destination of any
+//! length near it and any bound (a refusal with nothing written, or the source copied and its first
+//! entry past the bound named), and the offsets' passes on the same words read as row offsets.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use gpu_spmv_fuzz::properties::staging::check_copy_checked;
+use gpu_spmv_fuzz::properties::staging::{check_copy_checked, check_offsets_passes};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]
@@ -22,4 +22,5 @@ fuzz_target!(|input: Input| {
     let source: Vec<u32> = input.source.iter().copied().cycle().take(input.source.len() * repeat).collect();
     let dest_len = source.len().saturating_add_signed(isize::from(input.dest_delta % 3));
     check_copy_checked(&source, dest_len, input.bound);
+    check_offsets_passes(&source, input.bound as usize);
 });

@@ -30,7 +30,7 @@ use properties::lma::check_lma;
 use properties::partition::check_partition;
 use properties::references::{check_dense_view, check_references};
 use properties::reorder::check_rcm;
-use properties::staging::check_copy_checked;
+use properties::staging::{check_copy_checked, check_offsets_passes};
 use properties::{FormatParams, check_conversions, check_csr_try_new, check_matrix_market};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -623,5 +623,27 @@ proptest! {
         }
         let dest_len = len.saturating_add_signed(dest_delta);
         check_copy_checked(&source, dest_len, 1000);
+    }
+
+    /// The offsets' passes: non-decreasing offsets, now and then one that decreases, and lengths past
+    /// a rayon task's.
+    #[test]
+    fn offsets_passes_agree_with_a_sequential_reading(
+        steps in prop::collection::vec(prop_oneof![8 => 0u32..20, 1 => Just(u32::MAX / 4)], 0..200),
+        repeat in prop_oneof![4 => Just(1usize), 1 => Just(400usize)],
+        drop_at in prop::option::of(any::<prop::sample::Index>()),
+        ncols in 0usize..1000,
+    ) {
+        let mut offsets: Vec<u32> = std::iter::once(0)
+            .chain(steps.iter().cycle().take(steps.len() * repeat).scan(0u32, |at, &s| {
+                *at = at.wrapping_add(s);
+                Some(*at)
+            }))
+            .collect();
+        if let Some(at) = drop_at {
+            let i = at.index(offsets.len());
+            offsets[i] = offsets[i].wrapping_sub(7);
+        }
+        check_offsets_passes(&offsets, ncols);
     }
 }

@@ -1,10 +1,11 @@
-//! The pass that fills an upload's staging chunks (`gpu_spmv::formats::copy_checked`): for any
-//! source, destination length and bound, either the lengths differ and it refuses with nothing
-//! written, or the destination is the source and the position it names is the first entry at or
-//! past the bound.
+//! The host's passes of a staged upload (`gpu_spmv::formats::staging`): for any source, destination
+//! length and bound, `copy_checked` either refuses different lengths with nothing written, or
+//! copies the source and names its first entry at or past the bound; for any row offsets, even
+//! decreasing ones, `first_decrease`, `offsets_copy` and `offsets_stats` agree with a sequential
+//! reading of them and do not panic.
 
 use gpu_spmv::Error;
-use gpu_spmv::formats::{copy_checked, stage_chunks};
+use gpu_spmv::formats::{copy_checked, first_decrease, offsets_copy, offsets_stats, stage_chunks};
 
 /// `copy_checked(source, dest of dest_len, |v| v >= bound)` against its contract, and the chunks of
 /// `source` against theirs (consecutive, in order, covering it).
@@ -30,4 +31,17 @@ pub fn check_copy_checked(source: &[u32], dest_len: usize, bound: u32) {
         next = chunk.end;
     }
     assert_eq!(next, source.len(), "the chunks do not cover the source");
+}
+
+/// The offsets' passes on any `row_offsets` (decreasing ones included) against a sequential reading.
+pub fn check_offsets_passes(row_offsets: &[u32], ncols: usize) {
+    let decrease = row_offsets.windows(2).position(|w| w[0] > w[1]);
+    assert_eq!(first_decrease(row_offsets), decrease, "not the first decreasing row");
+    assert_eq!(offsets_copy(row_offsets), row_offsets, "the copy differs");
+    let stats = offsets_stats(row_offsets, ncols);
+    let lengths: Vec<usize> = row_offsets.windows(2).map(|w| w[1].saturating_sub(w[0]) as usize).collect();
+    assert_eq!(stats.rows, lengths.len(), "rows");
+    assert_eq!(stats.cols, ncols, "columns");
+    assert_eq!(stats.nnz, lengths.iter().sum::<usize>(), "entries");
+    assert_eq!(stats.max, lengths.iter().copied().max().unwrap_or(0), "longest row");
 }
