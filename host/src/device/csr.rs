@@ -110,6 +110,11 @@ impl<T: Scalar> DeviceCsr<T> {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// The row offsets, as the host keeps them.
+    pub(crate) fn host_offsets(&self) -> &[u32] {
+        &self.host_offsets
+    }
+
     pub(crate) fn args(&self) -> CsrArgs<T> {
         self.args
     }

@@ -523,23 +523,23 @@ pub(crate) fn block_jacobi<T: Scalar>(
 /// with, valid by construction. The factors' CSR itself is not uploaded.
 #[derive(Debug)]
 pub(crate) struct DeviceIlu<T> {
-    lower: DeviceSchedule<T>,
-    upper: DeviceSchedule<T>,
+    pub(super) lower: DeviceSchedule<T>,
+    pub(super) upper: DeviceSchedule<T>,
     n: usize,
 }
 
 /// One triangular solve on the device: its rows by level, where each level starts in them, its
 /// triangle in their order ([`Scheduled`]), and the launches that solve them ([`ilu_launches`]).
 #[derive(Debug)]
-struct DeviceSchedule<T> {
-    rows: CudaSlice<u32>,
-    starts: CudaSlice<u32>,
+pub(super) struct DeviceSchedule<T> {
+    pub(super) rows: CudaSlice<u32>,
+    pub(super) starts: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
     cols: CudaSlice<u32>,
-    values: CudaSlice<T>,
-    pivots: CudaSlice<T>,
+    pub(super) values: CudaSlice<T>,
+    pub(super) pivots: CudaSlice<T>,
     levels: usize,
-    launches: Vec<IluLaunch>,
+    pub(super) launches: Vec<IluLaunch>,
 }
 
 /// One triangular solve's triangle in its schedule's order, as `IluSolveParams` states it: the row
@@ -630,6 +630,17 @@ impl<T: Scalar> DeviceIlu<T> {
     /// The factors and their schedules, uploaded. Refused: an entry count past `u32`
     /// ([`Error::TooLarge`]), and while the stream captures a graph (it uploads).
     pub fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
+        Self::upload_scheduled(gpu, factors, factors.lower_levels(), factors.upper_levels())
+    }
+
+    /// [`DeviceIlu::upload`] with the factors' schedules, `lower` and `upper`, already computed
+    /// (the device factorisation's pattern has them).
+    pub fn upload_scheduled(
+        gpu: &Gpu,
+        factors: &IluFactors<T>,
+        lower: Levels,
+        upper: Levels,
+    ) -> Result<Self> {
         narrow("the entries of the ILU(0) factors", factors.csr().1.len())?;
         // The order and the entry count fit `u32` (the factors' own check, and the line above).
         let schedule = |levels: Levels, upper: bool| -> Result<DeviceSchedule<T>> {
@@ -646,11 +657,7 @@ impl<T: Scalar> DeviceIlu<T> {
                 launches: ilu_launches(&starts),
             })
         };
-        Ok(Self {
-            lower: schedule(factors.lower_levels(), false)?,
-            upper: schedule(factors.upper_levels(), true)?,
-            n: factors.n(),
-        })
+        Ok(Self { lower: schedule(lower, false)?, upper: schedule(upper, true)?, n: factors.n() })
     }
 
     /// The order.
@@ -677,12 +684,7 @@ impl<T: Scalar> DeviceIlu<T> {
         let (r, z) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
         for (entry, s) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
             let kernel = gpu.kernel::<T>(entry)?;
-            // The driver's compiler sets the registers a thread, and with them the largest block it
-            // launches: 512 threads need at most 128 a thread, which ptxas gives sm_90 (96) but no
-            // rule promises elsewhere. The threads stride over a level, so a smaller block only
-            // takes more passes.
-            let most = u32::try_from(kernel.max_threads_per_block()?).unwrap_or(WARP_SIZE);
-            let most = (most / WARP_SIZE * WARP_SIZE).max(WARP_SIZE);
+            let most = largest_block(kernel)?;
             let base = IluSolveParams {
                 rows: addr(&s.rows, gpu),
                 starts: addr(&s.starts, gpu),
@@ -710,6 +712,15 @@ impl<T: Scalar> DeviceIlu<T> {
         }
         Ok(())
     }
+}
+
+/// The largest block, in whole warps, that `kernel` launches with. The driver's compiler sets the
+/// registers a thread, and with them the largest block: 512 threads need at most 128 a thread, which
+/// ptxas gives sm_90's ILU(0) solves (96) but no rule promises elsewhere. The level kernels' threads
+/// stride over a level, so a smaller block only takes more passes.
+pub(super) fn largest_block(kernel: &cudarc::driver::CudaFunction) -> Result<u32> {
+    let most = u32::try_from(kernel.max_threads_per_block()?).unwrap_or(WARP_SIZE);
+    Ok((most / WARP_SIZE * WARP_SIZE).max(WARP_SIZE))
 }
 
 /// Enqueues `dst = src`: a caller's vector into a solver's. Refused for a vector of another length
