@@ -917,6 +917,34 @@ mod tests {
         z
     }
 
+    #[test]
+    fn the_device_factorisations_slots_are_the_scheduled_layout() {
+        use crate::reference::ilu_pattern::{FactorKind, FactorPattern};
+        let a = convection_diffusion::<f64>(13, 9, 100.0).unwrap();
+        let a = CsrRef::from(&a);
+        for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+            let pattern = FactorPattern::new(kind, a).unwrap();
+            let factors = pattern.factorise(a.values()).unwrap();
+            let (lower, upper) = pattern.levels();
+            let (l, u) = (Scheduled::new(&factors, lower, false), Scheduled::new(&factors, upper, true));
+            assert_eq!(pattern.solve_lengths(), (l.values.len(), u.values.len()));
+            let [.., lower_at, pivot_at, upper_slots] = pattern.device_arrays();
+            let ((offsets, _, values), diagonal) = (factors.csr(), factors.diagonal_positions());
+            for i in 0..factors.n() {
+                let (begin, d, end) = (offsets[i], diagonal[i], offsets[i + 1]);
+                assert_eq!(
+                    l.values[lower_at[i] as usize..][..d - begin],
+                    values[begin..d],
+                    "{kind:?} row {i}"
+                );
+                assert_eq!(u.pivots[pivot_at[i] as usize], values[d]);
+                if kind == FactorKind::Ilu0 {
+                    assert_eq!(u.values[upper_slots[i] as usize..][..end - d - 1], values[d + 1..end]);
+                }
+            }
+        }
+    }
+
     fn scheduled_solve_is_the_oracles<T: Scalar>(a: &CsrMatrix<T>) {
         let a = CsrRef::from(a);
         for factors in [IluFactors::new(a).unwrap(), IluFactors::incomplete_cholesky(a).unwrap()] {

@@ -535,3 +535,119 @@ fn refused<T: Scalar>(pivot: T, positive: bool) -> bool {
         || !v.is_finite()
         || !quotient(T::from_f64(1.0), pivot).to_f64().is_finite()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::problems::convection_diffusion;
+
+    fn bits<T: Scalar>(factors: &IluFactors<T>) -> Vec<u64> {
+        factors.csr().2.iter().map(|v| v.to_f64().to_bits()).collect()
+    }
+
+    /// The oracle of `kind`.
+    fn oracle<T: Scalar>(kind: FactorKind, a: CsrRef<'_, T>) -> Result<IluFactors<T>> {
+        match kind {
+            FactorKind::Ilu0 => IluFactors::new(a),
+            FactorKind::Ic0 => IluFactors::incomplete_cholesky(a),
+        }
+    }
+
+    #[test]
+    fn the_model_in_f64_is_the_oracle_bit_for_bit() {
+        // Grids off every multiple of a warp or a level run, from symmetric to convection-dominated.
+        for (nx, ny, peclet) in [(37, 29, 0.0), (41, 23, 100.0), (19, 53, 1000.0), (1, 7, 0.0)] {
+            let a = convection_diffusion::<f64>(nx, ny, peclet).unwrap();
+            let a = CsrRef::from(&a);
+            for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+                let pattern = FactorPattern::new(kind, a).unwrap();
+                let (model, expected) = match (pattern.factorise(a.values()), oracle(kind, a)) {
+                    (Ok(model), Ok(expected)) => (model, expected),
+                    // IC(0) of a convection-dominated matrix's lower triangle breaks down: the same row.
+                    (model, expected) => {
+                        assert_eq!(format!("{model:?}"), format!("{expected:?}"), "{kind:?} {nx}x{ny} Pe {peclet}");
+                        continue;
+                    }
+                };
+                assert_eq!(model.csr().0, expected.csr().0, "{kind:?} {nx}x{ny}");
+                assert_eq!(model.csr().1, expected.csr().1);
+                assert_eq!(model.diagonal_positions(), expected.diagonal_positions());
+                assert_eq!(bits(&model), bits(&expected), "{kind:?} {nx}x{ny} Pe {peclet}");
+                assert_eq!(pattern.levels(), (&expected.lower_levels(), &expected.upper_levels()));
+            }
+        }
+    }
+
+    #[test]
+    fn unsorted_rows_and_repeats_are_merged_in_the_oracles_order() {
+        // Rows out of order, a repeated diagonal (summed: 3 + 1) and a repeat in the upper triangle.
+        let (offsets, cols) = ([0, 3, 7, 9], [2, 0, 0, 1, 0, 1, 2, 2, 1]);
+        let values = [-1.0f64, 3.0, 1.0, 5.0, -2.0, 0.5, 1.0, 6.0, -1.0];
+        let a = CsrRef::try_new(3, 3, &offsets, &cols, &values).unwrap();
+        for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+            let pattern = FactorPattern::new(kind, a).unwrap();
+            assert_eq!(
+                bits(&pattern.factorise(&values).unwrap()),
+                bits(&oracle(kind, a).unwrap()),
+                "{kind:?}"
+            );
+        }
+        let ilu = FactorPattern::new(FactorKind::Ilu0, a).unwrap();
+        // Entry 2 repeats entry 1's (0, 0); IC(0) skips the upper triangle.
+        assert_eq!(ilu.sources[..3], [1, 0, ILU_SOURCE_ADD]);
+        let ic = FactorPattern::new(FactorKind::Ic0, a).unwrap();
+        assert_eq!(ic.sources[..3], [ILU_SOURCE_SKIP, 0, ILU_SOURCE_ADD]);
+        assert_eq!((ic.work_nnz(), ic.factors_nnz(), ic.a_nnz()), (5, 7, 9));
+    }
+
+    #[test]
+    fn f32_factors_differ_from_the_oracles_by_rounding() {
+        let a = convection_diffusion::<f32>(31, 17, 0.0).unwrap();
+        let a = CsrRef::from(&a);
+        for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+            let pattern = FactorPattern::new(kind, a).unwrap();
+            let (model, expected) = (pattern.factorise(a.values()).unwrap(), oracle(kind, a).unwrap());
+            let levels = pattern.levels().0.count() as f64;
+            for (m, e) in model.csr().2.iter().zip(expected.csr().2) {
+                let (m, e) = (m.to_f64(), e.to_f64());
+                assert!(
+                    (m - e).abs() <= 8.0 * levels * f64::from(f32::EPSILON) * e.abs().max(1.0),
+                    "{m} against {e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_are_the_oracles() {
+        // u_11 = 1 - 1·1 = 0: the same row and pivot.
+        let singular = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 1.0, 1.0, 1.0]).unwrap();
+        let indefinite = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
+        let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0f64, f64::NAN]).unwrap();
+        for (kind, a) in
+            [(FactorKind::Ilu0, singular), (FactorKind::Ic0, indefinite), (FactorKind::Ilu0, nan)]
+        {
+            let got = FactorPattern::new(kind, a).unwrap().factorise(a.values()).unwrap_err();
+            assert_eq!(format!("{got:?}"), format!("{:?}", oracle(kind, a).unwrap_err()), "{kind:?}");
+        }
+        let no_diagonal = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 0], &[1.0f64, 1.0]).unwrap();
+        assert!(matches!(
+            FactorPattern::new(FactorKind::Ilu0, no_diagonal),
+            Err(Error::Solve(SolveError::ZeroPivot { row: 1, value })) if value == 0.0
+        ));
+        assert!(matches!(
+            FactorPattern::new(FactorKind::Ic0, no_diagonal),
+            Err(Error::Solve(SolveError::NonPositivePivot { row: 1, value })) if value == 0.0
+        ));
+        let wide = CsrRef::try_new(1, 2, &[0, 1], &[0], &[1.0f32]).unwrap();
+        assert!(matches!(
+            FactorPattern::new(FactorKind::Ilu0, wide),
+            Err(Error::Solve(SolveError::NotSquare { .. }))
+        ));
+        let pattern = FactorPattern::new(FactorKind::Ilu0, singular).unwrap();
+        assert!(matches!(
+            pattern.factorise(&[1.0f64]),
+            Err(Error::DimensionMismatch { expected: 4, got: 1, .. })
+        ));
+    }
+}
