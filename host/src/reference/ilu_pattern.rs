@@ -565,7 +565,11 @@ mod tests {
                     (Ok(model), Ok(expected)) => (model, expected),
                     // IC(0) of a convection-dominated matrix's lower triangle breaks down: the same row.
                     (model, expected) => {
-                        assert_eq!(format!("{model:?}"), format!("{expected:?}"), "{kind:?} {nx}x{ny} Pe {peclet}");
+                        assert_eq!(
+                            format!("{model:?}"),
+                            format!("{expected:?}"),
+                            "{kind:?} {nx}x{ny} Pe {peclet}"
+                        );
                         continue;
                     }
                 };
