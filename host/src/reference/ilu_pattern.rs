@@ -530,7 +530,7 @@ impl<T: Scalar> Model<'_, T> {
 /// not positive.
 fn refused<T: Scalar>(pivot: T, positive: bool) -> bool {
     let v = pivot.to_f64();
-    (positive && !(v > 0.0))
+    (positive && (v.is_nan() || v <= 0.0))
         || v == 0.0
         || !v.is_finite()
         || !quotient(T::from_f64(1.0), pivot).to_f64().is_finite()
