@@ -920,7 +920,7 @@ mod tests {
     #[test]
     fn the_device_factorisations_slots_are_the_scheduled_layout() {
         use crate::reference::ilu_pattern::{FactorKind, FactorPattern};
-        let a = convection_diffusion::<f64>(13, 9, 100.0).unwrap();
+        let a = convection_diffusion::<f64>(13, 9, 0.0).unwrap();
         let a = CsrRef::from(&a);
         for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
             let pattern = FactorPattern::new(kind, a).unwrap();
