@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{gpu_or_skip, random_vector, rng};
+use common::{dominant_irregular, gpu_or_skip, random_vector, rng};
 use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::ilu_pattern::{FactorKind, FactorPattern};
 use gpu_spmv::reference::problems::convection_diffusion;
@@ -50,25 +50,6 @@ fn q1_like<T: Scalar>(nx: usize, ny: usize) -> Arrays<T> {
     (offsets, cols, values)
 }
 
-/// A diagonally dominant matrix of order `n` whose rows hold random columns in random order (some
-/// repeated) and the diagonal last: irregular levels, the first one wide.
-fn random_sparse<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Arrays<T> {
-    let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
-    for r in 0..n {
-        let mut sum = 0.0;
-        for _ in 0..rng.random_range(0..7) {
-            let v: f64 = rng.random_range(-1.0..1.0);
-            cols.push(rng.random_range(0..n));
-            values.push(T::from_f64(v));
-            sum += v.abs();
-        }
-        cols.push(r);
-        values.push(T::from_f64(sum + 1.0));
-        offsets.push(cols.len());
-    }
-    (offsets, cols, values)
-}
-
 /// The problems: name, arrays, and whether IC(0) applies (symmetric positive definite).
 fn problems<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Arrays<T>, bool)> {
     let mut out = Vec::new();
@@ -79,7 +60,7 @@ fn problems<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Arrays<T>, bool)> {
     }
     out.push(("q1-like 33 x 21".to_owned(), q1_like(33, 21), true));
     for n in [2, 301, 4099] {
-        out.push((format!("random {n}"), random_sparse(rng, n), false));
+        out.push((format!("random {n}"), dominant_irregular(rng, n), false));
     }
     out
 }
