@@ -350,6 +350,19 @@ pub struct FactorisationRecord {
     pub cusparse_factorisation_ms: Option<f64>,
     /// `max |f_cusparse - f_ours| / max |f_ours|` over the factors in ours' layout.
     pub max_relative_difference: Option<f64>,
+    /// Ours factorised on the device: one `Ilu0::on_device` or `Ic0::on_device` timed as `ours_ms`
+    /// is (the pattern read back and preprocessed on the host, the uploads, the factorisation, the
+    /// check of its faults), ms (absent from older runs, and where it did not run: see the notes).
+    #[serde(default)]
+    pub device_setup_ms: Option<f64>,
+    /// Ours' `refactor` of the same values, what a Newton loop repeats: the median of
+    /// `measure::time_gpu`'s samples, ms.
+    #[serde(default)]
+    pub device_refactor_ms: Option<f64>,
+    /// `max |z_device - z_host| / max |z_host|` of the two factors' applies of `b` (0 in f64: the
+    /// same factors).
+    #[serde(default)]
+    pub device_max_relative_difference: Option<f64>,
 }
 
 /// The largest difference in iterations between ours and the baseline of `solver` (`bicgstab` or
@@ -616,18 +629,19 @@ fn apply_comparison<T: BlasScalar>(
         cusparse_us,
         max_relative_difference: difference,
     });
-    factorisation_comparison(case, preconditioner, &factors, setup_ms, results, log)
+    factorisation_comparison(case, preconditioner, &factors, (setup_ms, &z_ours), results, log)
 }
 
 /// cuSPARSE's factorisation of the case's matrix (`csrilu02` for [`OursOnly::Ilu0`], `csric02` for
-/// [`OursOnly::Ic0`]) timed beside ours' setup, `ours_ms`, and its factors compared with ours',
-/// `factors`, recorded in `results.factorisations`; a cuSPARSE that fails (a zero pivot included)
-/// is a note.
+/// [`OursOnly::Ic0`]) timed beside ours' setup on the host, `ours_ms`, and its factors compared with
+/// ours', `factors`; and ours on the device ([`device_factorisation`]), its apply of `b` compared
+/// with the host's factors' apply, `z_ours`; recorded in `results.factorisations`. A cuSPARSE or a
+/// device factorisation that fails (a zero pivot included) is a note.
 fn factorisation_comparison<T: BlasScalar>(
     case: &Case<'_, T>,
     preconditioner: OursOnly,
     factors: &IluFactors<T>,
-    ours_ms: f64,
+    (ours_ms, z_ours): (f64, &[T]),
     results: &mut SolveResults,
     log: &dyn Fn(&str),
 ) -> Result<()> {
@@ -656,12 +670,23 @@ fn factorisation_comparison<T: BlasScalar>(
     let cusparse = or_note(cusparse(), &mut results.notes, &what);
     let (analysis_ms, factorisation_ms, difference) =
         (cusparse.map(|c| c.0), cusparse.map(|c| c.1), cusparse.map(|c| c.2));
+    let device = match preconditioner {
+        OursOnly::Ic0 => device_factorisation(case, Ic0::on_device, Ic0::refactor, Ic0::verify),
+        _ => device_factorisation(case, Ilu0::on_device, Ilu0::refactor, Ilu0::verify),
+    }
+    .map(|(setup_ms, refactor_ms, z)| (setup_ms, refactor_ms, max_relative_difference(z_ours, &z)));
+    let what = format!("{problem} {precision} {name} setup: ours on the device did not run");
+    let device = or_note(device, &mut results.notes, &what);
     log(&format!(
         "{problem} {precision} {name} setup: ours {ours_ms:.2} ms, cuSPARSE {routine} analysis {} ms and \
-         factorisation {} ms, factors' max rel. difference {}",
+         factorisation {} ms, factors' max rel. difference {}; ours on the device: setup {} ms, \
+         refactor {} ms, apply's max rel. difference {}",
         or_na(analysis_ms, |v| format!("{v:.2}")),
         or_na(factorisation_ms, |v| format!("{v:.2}")),
         or_na(difference, |v| format!("{v:.2e}")),
+        or_na(device.map(|d| d.0), |v| format!("{v:.2}")),
+        or_na(device.map(|d| d.1), |v| format!("{v:.3}")),
+        or_na(device.map(|d| d.2), |v| format!("{v:.2e}")),
     ));
     results.factorisations.push(FactorisationRecord {
         problem: problem.to_owned(),
@@ -671,8 +696,32 @@ fn factorisation_comparison<T: BlasScalar>(
         cusparse_analysis_ms: analysis_ms,
         cusparse_factorisation_ms: factorisation_ms,
         max_relative_difference: difference,
+        device_setup_ms: device.map(|d| d.0),
+        device_refactor_ms: device.map(|d| d.1),
+        device_max_relative_difference: device.map(|d| d.2),
     });
     Ok(())
+}
+
+/// Ours factorised on the device: `make` (`Ilu0::on_device` or `Ic0::on_device`) as a user calls it,
+/// from a synchronised start to a synchronised end (the pattern read back and preprocessed on the
+/// host, the uploads, the factorisation and the check of its faults), ms; then `refactor` of the same
+/// values, what a Newton loop repeats after `update_values`, the median of `measure::time_gpu`'s
+/// samples, ms, checked by `verify`; and the apply of `b` with the factors.
+fn device_factorisation<T: BlasScalar, P: Precondition<T>>(
+    case: &Case<'_, T>,
+    make: impl FnOnce(&gpu_spmv::Gpu, &DeviceCsr<T>) -> gpu_spmv::Result<P>,
+    refactor: impl Fn(&mut P, &gpu_spmv::Gpu, &DeviceCsr<T>) -> gpu_spmv::Result<()>,
+    verify: impl Fn(&P, &gpu_spmv::Gpu) -> gpu_spmv::Result<()>,
+) -> Result<(f64, f64, Vec<T>)> {
+    let gpu = case.devices.gpu;
+    let (made, setup_ms) = timed_gpu(gpu, || make(gpu, case.da))?;
+    let mut made = made;
+    let refactor_ms = time_gpu(gpu, |_| Ok(refactor(&mut made, gpu, case.da)?))?.median_us * 1e-3;
+    verify(&made, gpu)?;
+    let mut z = gpu.zeros::<T>(case.da.nrows())?;
+    made.apply(gpu, case.b, &mut z)?;
+    Ok((setup_ms, refactor_ms, z.to_host(gpu)?))
 }
 
 /// `result`'s value, or `None` after noting `what` and the error: a failure that is a finding of
@@ -1235,18 +1284,26 @@ impl SolveResults {
              events. *ours / cuSPARSE* is ours over analysis + factorisation, then over the \
              factorisation alone. The apply table's cuSPARSE column applies ours' factors; *max rel. \
              difference* is `max |f_cusparse - f_ours| / max |f_ours|` over the factors (IC(0)'s in \
-             ILU(0)'s layout).\n\n\
+             ILU(0)'s layout). *device setup ms* is ours factorised on the device, one \
+             `Ilu0::on_device`/`Ic0::on_device` timed as *ours ms* is (the pattern read back and \
+             preprocessed on the host, the uploads, the factorisation, the check of its faults); \
+             *device refactor ms* its `refactor` of new values of the pattern, what a Newton loop \
+             repeats, timed as cuSPARSE's factorisation is; *refactor / cuSPARSE* is it over cuSPARSE's \
+             factorisation alone; *device difference* compares the two factors' applies of `b`.\n\n\
              | problem | prec | precond. | ours ms | cuSPARSE analysis ms | cuSPARSE factorisation ms | \
-             ours / cuSPARSE | max rel. difference |\n|---|---|---|---:|---:|---:|---:|---:|"
+             ours / cuSPARSE | max rel. difference | device setup ms | device refactor ms | \
+             refactor / cuSPARSE | device difference |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for f in &self.factorisations {
             let ratios =
                 f.cusparse_analysis_ms.zip(f.cusparse_factorisation_ms).map(|(analysis, factorisation)| {
                     (f.ours_ms / (analysis + factorisation), f.ours_ms / factorisation)
                 });
+            let refactor_ratio = f.device_refactor_ms.zip(f.cusparse_factorisation_ms).map(|(d, c)| d / c);
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {:.2} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 f.problem,
                 f.precision,
                 f.preconditioner,
@@ -1255,6 +1312,10 @@ impl SolveResults {
                 or_na(f.cusparse_factorisation_ms, |v| format!("{v:.2}")),
                 or_na(ratios, |(first, again)| format!("{first:.1}x / {again:.1}x")),
                 or_na(f.max_relative_difference, |v| format!("{v:.2e}")),
+                or_na(f.device_setup_ms, |v| format!("{v:.2}")),
+                or_na(f.device_refactor_ms, |v| format!("{v:.3}")),
+                or_na(refactor_ratio, |v| format!("{v:.2}x")),
+                or_na(f.device_max_relative_difference, |v| format!("{v:.2e}")),
             );
         }
         out.push('\n');

@@ -1,12 +1,15 @@
 //! ILU(0)'s and IC(0)'s CPU reference (`reference::ilu::IluFactors`) on any small matrix, square or one
 //! column wider, with any entries (repeated, unsorted, scaled far from 1) and any rows given a diagonal
 //! shift: refused as documented, or factors whose product is `A` on its pattern (for IC(0), its lower
-//! triangle and that triangle's mirror, whatever the upper one holds) and valid level schedules.
+//! triangle and that triangle's mirror, whatever the upper one holds) and valid level schedules; and
+//! the device factorisation's pattern data and CPU model (`reference::ilu_pattern::FactorPattern`):
+//! refused from the pattern as the oracle refuses it, else the oracle's schedules and, in f64, its
+//! factors or refusal bit for bit.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use gpu_spmv::CsrRef;
-use gpu_spmv_fuzz::properties::ilu::{check_ic0, check_ilu0};
+use gpu_spmv_fuzz::properties::ilu::{check_device_pattern, check_ic0, check_ilu0};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]
@@ -40,8 +43,10 @@ fuzz_target!(|input: Input| {
     let a = CsrRef::try_new(n, ncols, &offsets, &cols, &values).expect("valid by construction");
     check_ilu0(a);
     check_ic0(a);
+    check_device_pattern(a);
     let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
     let a32 = CsrRef::try_new(n, ncols, &offsets, &cols, &values32).expect("valid by construction");
     check_ilu0(a32);
     check_ic0(a32);
+    check_device_pattern(a32);
 });

@@ -15,6 +15,7 @@ pub mod cg;
 pub mod chebyshev;
 pub mod gmres;
 pub mod ilu;
+pub mod ilu_pattern;
 mod operator;
 pub mod problems;
 #[cfg(test)]

@@ -9,8 +9,8 @@
 mod common;
 
 use common::{
-    Recurrence, assert_counts_agree, gpu_or_skip, oracle_with_preconditioner, random_vector, rng,
-    true_residual,
+    Recurrence, assert_counts_agree, dominant_irregular, gpu_or_skip, oracle_with_preconditioner,
+    random_vector, rng, true_residual,
 };
 use gpu_spmv::reference::LinearOperator;
 use gpu_spmv::reference::ilu::IluFactors;
@@ -19,31 +19,10 @@ use gpu_spmv::solve::{Bicgstab, Gmres, Ilu0, Precondition, Preconditioner, Solve
 use gpu_spmv::{CsrRef, Error, Gpu, Kernel, Scalar};
 use kernels_gpu::abi::ILU_RUN_ROWS;
 use nalgebra_sparse::CsrMatrix;
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 fn bits<T: Scalar>(v: &[T]) -> Vec<u64> {
     v.iter().map(|x| x.to_f64().to_bits()).collect()
-}
-
-/// A nonsymmetric, diagonally dominant matrix of order `n`, rows of random columns in random order
-/// (some repeated), so that ILU(0) exists and its pattern is irregular.
-fn irregular<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> (Vec<usize>, Vec<usize>, Vec<T>) {
-    let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
-    for r in 0..n {
-        let len = rng.random_range(0..9);
-        let mut sum = 0.0;
-        for _ in 0..len {
-            let v: f64 = rng.random_range(-1.0..1.0);
-            cols.push(rng.random_range(0..n));
-            values.push(T::from_f64(v));
-            sum += v.abs();
-        }
-        cols.push(r);
-        values.push(T::from_f64(sum + 1.0));
-        offsets.push(cols.len());
-    }
-    (offsets, cols, values)
 }
 
 fn apply_matches<T: Scalar>(gpu: &Gpu, rng: &mut ChaCha8Rng, name: &str, a: CsrRef<'_, T>) {
@@ -83,7 +62,7 @@ fn apply_against_oracle<T: Scalar>(test: &str) {
         apply_matches(&gpu, &mut rng, &format!("{nx} x {ny}, Pe {pe}"), CsrRef::from(&a));
     }
     for n in [1, 2, 300, 4099] {
-        let (o, c, v) = irregular::<T>(&mut rng, n);
+        let (o, c, v) = dominant_irregular::<T>(&mut rng, n);
         apply_matches(&gpu, &mut rng, &format!("irregular {n}"), CsrRef::try_new(n, n, &o, &c, &v).unwrap());
     }
 }

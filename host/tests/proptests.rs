@@ -24,7 +24,7 @@ use properties::assemble::check_assemble;
 use properties::block_jacobi::check_block_jacobi;
 use properties::cg::check_cg_options;
 use properties::chebyshev::{check_chebyshev, check_spectral_radius, dense_to_csr, symmetric_gershgorin};
-use properties::ilu::{check_ic0, check_ilu0};
+use properties::ilu::{check_device_pattern, check_ic0, check_ilu0};
 use properties::krylov::{Krylov, check_convection_diffusion, check_krylov};
 use properties::lma::check_lma;
 use properties::partition::check_partition;
@@ -461,9 +461,11 @@ proptest! {
         let view = CsrRef::try_new(n, ncols, &o, &c, &v).unwrap();
         check_ilu0(view);
         check_ic0(view);
+        check_device_pattern(view);
         let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
         check_ilu0(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
         check_ic0(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
+        check_device_pattern(CsrRef::try_new(n, ncols, &o, &c, &v32).unwrap());
     }
 
     /// IC(0) on symmetric matrices, some diagonally dominant (so that it exists), and on the same

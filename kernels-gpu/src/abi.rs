@@ -1406,6 +1406,9 @@ pub const BLOCK_JACOBI: Entry = entry!("block_jacobi");
 /// `ilu_lower_*` and `ilu_upper_*` (`kernels-gpu/src/ilu.rs`).
 pub const ILU_LOWER: Entry = entry!("ilu_lower");
 pub const ILU_UPPER: Entry = entry!("ilu_upper");
+/// `ilu_factor_*` and `ic_factor_*` (`kernels-gpu/src/ilu_factor.rs`).
+pub const ILU_FACTOR: Entry = entry!("ilu_factor");
+pub const IC_FACTOR: Entry = entry!("ic_factor");
 pub const KRYLOV_VECTOR: Entry = entry!("krylov_vector");
 pub const KRYLOV_DOTS: Entry = entry!("krylov_dots");
 pub const KRYLOV_BASIS_DOTS: Entry = entry!("krylov_basis_dots");
@@ -1724,6 +1727,59 @@ pub struct IluSolveParams<T> {
     pub z: DevicePtr<T>,
 }
 
+/// `ilu_factor_*` and `ic_factor_*`: levels `first_level .. first_level + levels` of the lower
+/// solve's schedule (`rows`, `starts`, as [`IluSolveParams`] has them), each row factorised by one
+/// thread, a level after the other (a launch of several levels is one block, with a barrier between
+/// them, as the solves' runs). Row `i` of the work pattern (`A`'s pattern, columns sorted and
+/// repeats merged; IC(0): its lower triangle) holds its entries at `offsets[i] .. offsets[i + 1]` of
+/// `cols` and `work`, its diagonal at `diagonal[i]`. The thread first gathers its row from `A`
+/// (`a_offsets`, `a_values`): entry `e` goes to `work[sources[e] & ILU_SOURCE_POSITION]`, assigned
+/// when [`ILU_SOURCE_ADD`] is clear and added to otherwise, and is skipped when `sources[e]` is
+/// [`ILU_SOURCE_SKIP`]; it factorises the row in place, then writes it in the layout the solves
+/// read: its `L` entries from `lower_values[lower_at[i]]` on, its pivot at `pivots[pivot_at[i]]`,
+/// and its `U` entries from `upper_values[upper_slots[i]]` on (ILU(0); for IC(0) `upper_slots[k]`
+/// is the slot of `L`'s entry `k` in the upper triangle's values, its mirror). A fault raises
+/// `faults[ILU_FAULT_*]` to `u32::MAX - index` (the slots are zeroed before the first launch).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct IluFactorParams<T> {
+    pub rows: DevicePtr<u32>,
+    pub starts: DevicePtr<u32>,
+    pub first_level: u32,
+    pub levels: u32,
+    pub a_offsets: DevicePtr<u32>,
+    pub a_values: DevicePtr<T>,
+    pub sources: DevicePtr<u32>,
+    pub offsets: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub diagonal: DevicePtr<u32>,
+    pub work: DevicePtr<T>,
+    pub lower_at: DevicePtr<u32>,
+    pub pivot_at: DevicePtr<u32>,
+    pub upper_slots: DevicePtr<u32>,
+    pub lower_values: DevicePtr<T>,
+    pub upper_values: DevicePtr<T>,
+    pub pivots: DevicePtr<T>,
+    pub faults: DevicePtr<u32>,
+}
+
+/// [`IluFactorParams::sources`]: the bit of an entry of `A` that adds it to its position (a repeat
+/// of the entry before it there, summed in `A`'s order as the host's `canonical_csr` sums).
+pub const ILU_SOURCE_ADD: u32 = 1 << 31;
+/// [`IluFactorParams::sources`]: the bits of the entry's position in the work pattern.
+pub const ILU_SOURCE_POSITION: u32 = ILU_SOURCE_ADD - 1;
+/// [`IluFactorParams::sources`]: an entry the factorisation does not read (IC(0)'s upper triangle).
+pub const ILU_SOURCE_SKIP: u32 = u32::MAX;
+/// The fault slots of the device factorisation, each the lowest faulty index as `u32::MAX - index`
+/// (zero: none): an entry of `A` (summed) that is not finite, by its position in the work pattern
+/// (the row is then left unfactorised); a pivot refused as the host refuses it, by its row; a
+/// factor entry that is not finite, by the row that wrote it.
+pub const ILU_FAULT_ENTRY: usize = 0;
+pub const ILU_FAULT_PIVOT: usize = 1;
+pub const ILU_FAULT_FACTOR: usize = 2;
+/// The fault slots' count.
+pub const ILU_FAULTS: usize = 3;
+
 /// The widest level a run of levels in one block takes, and that block's threads: a level of at
 /// most this many rows is one pass of the block, so consecutive narrow levels (a 2-D grid's
 /// anti-diagonals) cost a barrier each instead of a launch each.
@@ -1771,7 +1827,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &COMPRESSED_F16,
     &COMPRESSED_BF16,
     &[KRYLOV_VECTOR, KRYLOV_DOTS, KRYLOV_BASIS_DOTS, KRYLOV_BASIS_COMBINE, KRYLOV_SCALARS, KRYLOV_CG_UPDATE],
-    &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER],
+    &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER, ILU_FACTOR, IC_FACTOR],
 ];
 
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,

@@ -181,6 +181,18 @@ pub unsafe fn atomic_min_u64(p: *mut u64, v: u64) {
     unsafe { asm!("red.global.min.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) }
 }
 
+/// `red.global.max.u32` (relaxed, GPU scope): `*p = max(*p, v)`, with no value returned. A slot
+/// zeroed before a launch and raised to `u32::MAX - index` by every thread that finds a fault ends
+/// holding the lowest faulty index, whatever the threads' order, and zero for none.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u32` that the kernel changes only atomically.
+#[inline(always)]
+pub unsafe fn atomic_max_u32(p: *mut u32, v: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { asm!("red.global.max.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack)) }
+}
+
 /// Index of the calling thread's block in the (one-dimensional) grid: `%ctaid.x`.
 #[inline(always)]
 pub fn block_idx() -> u32 {

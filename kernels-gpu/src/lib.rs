@@ -14,8 +14,8 @@
 //! `spmm_<format>_<layout>_<variant>_<type>` (with `spmm_long_rows_<type>`, which finishes their
 //! long rows, and `spmm_scale_<type>`), the distributed product's pack `dist_gather_<type>`, and the
 //! check of CSR index arrays on the device `csr_check_<index type>`, and the assembly of a CSR matrix
-//! from COO triples on the device `coo_assemble_<step>[_<type>]`, and ILU(0)'s triangular solves
-//! `ilu_<lower|upper>_<type>`.
+//! from COO triples on the device `coo_assemble_<step>[_<type>]`, ILU(0)'s triangular solves
+//! `ilu_<lower|upper>_<type>`, and the factorisations they solve with `<ilu|ic>_factor_<type>`.
 #![cfg_attr(not(test), no_std)]
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
 // kernels but the streaming engine; and one for sm_90 with the streaming engine alone (`stream`), whose
@@ -51,6 +51,8 @@ mod formats;
 mod gather;
 #[cfg(target_arch = "nvptx64")]
 mod ilu;
+#[cfg(target_arch = "nvptx64")]
+mod ilu_factor;
 #[cfg(target_arch = "nvptx64")]
 mod krylov;
 #[cfg(target_arch = "nvptx64")]

@@ -323,6 +323,9 @@ fn results_without_factorisations_still_parse_and_factorisations_render_as_a_tab
         cusparse_analysis_ms: cusparse.map(|(analysis, _)| analysis),
         cusparse_factorisation_ms: cusparse.map(|(_, factorisation)| factorisation),
         max_relative_difference: cusparse.map(|_| 2e-16),
+        device_setup_ms: cusparse.map(|_| 15.0),
+        device_refactor_ms: cusparse.map(|_| 3.0),
+        device_max_relative_difference: cusparse.map(|_| 0.0),
     };
     results.factorisations = vec![setup("ilu(0)", Some((10.0, 2.0))), setup("ic(0)", None)];
     let md = results.markdown();
@@ -330,8 +333,19 @@ fn results_without_factorisations_still_parse_and_factorisations_render_as_a_tab
     assert!(md.contains("\n| problem | prec | precond. | ours ms | cuSPARSE analysis ms |"), "{md}");
     assert!(!md.lines().any(|l| l.starts_with("    ")), "{md}");
     assert!(
-        md.contains("| cd-pe0 | f64 | ilu(0) | 120.00 | 10.00 | 2.00 | 10.0x / 60.0x | 2.00e-16 |"),
+        md.contains(
+            "| cd-pe0 | f64 | ilu(0) | 120.00 | 10.00 | 2.00 | 10.0x / 60.0x | 2.00e-16 | 15.00 | 3.000 | 1.50x | \
+             0.00e0 |"
+        ),
         "{md}"
     );
-    assert!(md.contains("| cd-pe0 | f64 | ic(0) | 120.00 | n/a | n/a | n/a | n/a |"), "{md}");
+    assert!(
+        md.contains("| cd-pe0 | f64 | ic(0) | 120.00 | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |"),
+        "{md}"
+    );
+    // Older runs' records, without the device's columns, still parse.
+    let mut record = serde_json::to_value(&results.factorisations[0]).unwrap();
+    record.as_object_mut().unwrap().remove("device_setup_ms");
+    let old: FactorisationRecord = serde_json::from_value(record).unwrap();
+    assert_eq!(old.device_setup_ms, None);
 }

@@ -116,7 +116,7 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// The row offsets, as the matrix keeps them on the host: what a plan that owns its own data
-    /// (the column-panel kernel's row groups) builds it from.
+    /// (the column-panel kernel's row groups) or a device factorisation's pattern builds it from.
     pub(crate) fn host_offsets(&self) -> &[u32] {
         &self.host_offsets
     }

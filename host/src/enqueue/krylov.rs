@@ -526,23 +526,23 @@ pub(crate) fn block_jacobi<T: Scalar>(
 /// with, valid by construction. The factors' CSR itself is not uploaded.
 #[derive(Debug)]
 pub(crate) struct DeviceIlu<T> {
-    lower: DeviceSchedule<T>,
-    upper: DeviceSchedule<T>,
+    pub(super) lower: DeviceSchedule<T>,
+    pub(super) upper: DeviceSchedule<T>,
     n: usize,
 }
 
 /// One triangular solve on the device: its rows by level, where each level starts in them, its
 /// triangle in their order ([`Scheduled`]), and the launches that solve them ([`ilu_launches`]).
 #[derive(Debug)]
-struct DeviceSchedule<T> {
-    rows: CudaSlice<u32>,
-    starts: CudaSlice<u32>,
+pub(super) struct DeviceSchedule<T> {
+    pub(super) rows: CudaSlice<u32>,
+    pub(super) starts: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
     cols: CudaSlice<u32>,
-    values: CudaSlice<T>,
-    pivots: CudaSlice<T>,
+    pub(super) values: CudaSlice<T>,
+    pub(super) pivots: CudaSlice<T>,
     levels: usize,
-    launches: Vec<IluLaunch>,
+    pub(super) launches: Vec<IluLaunch>,
 }
 
 /// One triangular solve's triangle in its schedule's order, as `IluSolveParams` states it: the row
@@ -633,6 +633,17 @@ impl<T: Scalar> DeviceIlu<T> {
     /// The factors and their schedules, uploaded. Refused: an entry count past `u32`
     /// ([`Error::TooLarge`]), and while the stream captures a graph (it uploads).
     pub fn upload(gpu: &Gpu, factors: &IluFactors<T>) -> Result<Self> {
+        Self::upload_scheduled(gpu, factors, factors.lower_levels(), factors.upper_levels())
+    }
+
+    /// [`DeviceIlu::upload`] with the factors' schedules, `lower` and `upper`, already computed
+    /// (the device factorisation's pattern has them).
+    pub fn upload_scheduled(
+        gpu: &Gpu,
+        factors: &IluFactors<T>,
+        lower: Levels,
+        upper: Levels,
+    ) -> Result<Self> {
         narrow("the entries of the ILU(0) factors", factors.csr().1.len())?;
         // The order and the entry count fit `u32` (the factors' own check, and the line above).
         let schedule = |levels: Levels, upper: bool| -> Result<DeviceSchedule<T>> {
@@ -649,11 +660,7 @@ impl<T: Scalar> DeviceIlu<T> {
                 launches: ilu_launches(&starts),
             })
         };
-        Ok(Self {
-            lower: schedule(factors.lower_levels(), false)?,
-            upper: schedule(factors.upper_levels(), true)?,
-            n: factors.n(),
-        })
+        Ok(Self { lower: schedule(lower, false)?, upper: schedule(upper, true)?, n: factors.n() })
     }
 
     /// The order.
@@ -680,12 +687,7 @@ impl<T: Scalar> DeviceIlu<T> {
         let (r, z) = (addr(r.as_slice(), gpu), addr(z.as_slice(), gpu));
         for (entry, s) in [(abi::ILU_LOWER, &self.lower), (abi::ILU_UPPER, &self.upper)] {
             let kernel = gpu.kernel::<T>(entry)?;
-            // The driver's compiler sets the registers a thread, and with them the largest block it
-            // launches: 512 threads need at most 128 a thread, which ptxas gives sm_90 (96) but no
-            // rule promises elsewhere. The threads stride over a level, so a smaller block only
-            // takes more passes.
-            let most = u32::try_from(kernel.max_threads_per_block()?).unwrap_or(WARP_SIZE);
-            let most = (most / WARP_SIZE * WARP_SIZE).max(WARP_SIZE);
+            let most = largest_block(kernel)?;
             let base = IluSolveParams {
                 rows: addr(&s.rows, gpu),
                 starts: addr(&s.starts, gpu),
@@ -713,6 +715,15 @@ impl<T: Scalar> DeviceIlu<T> {
         }
         Ok(())
     }
+}
+
+/// The largest block, in whole warps, that `kernel` launches with. The driver's compiler sets the
+/// registers a thread, and with them the largest block: 512 threads need at most 128 a thread, which
+/// ptxas gives sm_90's ILU(0) solves (96) but no rule promises elsewhere. The level kernels' threads
+/// stride over a level, so a smaller block only takes more passes.
+pub(super) fn largest_block(kernel: &cudarc::driver::CudaFunction) -> Result<u32> {
+    let most = u32::try_from(kernel.max_threads_per_block()?).unwrap_or(WARP_SIZE);
+    Ok((most / WARP_SIZE * WARP_SIZE).max(WARP_SIZE))
 }
 
 /// Enqueues `dst = src`: a caller's vector into a solver's. Refused for a vector of another length
@@ -962,6 +973,34 @@ mod tests {
             }
         }
         z
+    }
+
+    #[test]
+    fn the_device_factorisations_slots_are_the_scheduled_layout() {
+        use crate::reference::ilu_pattern::{FactorKind, FactorPattern};
+        let a = convection_diffusion::<f64>(13, 9, 0.0).unwrap();
+        let a = CsrRef::from(&a);
+        for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+            let pattern = FactorPattern::new(kind, a).unwrap();
+            let factors = pattern.factorise(a.values()).unwrap();
+            let (lower, upper) = pattern.levels();
+            let (l, u) = (Scheduled::new(&factors, lower, false), Scheduled::new(&factors, upper, true));
+            assert_eq!(pattern.solve_lengths(), (l.values.len(), u.values.len()));
+            let [.., lower_at, pivot_at, upper_slots] = pattern.device_arrays();
+            let ((offsets, _, values), diagonal) = (factors.csr(), factors.diagonal_positions());
+            for i in 0..factors.n() {
+                let (begin, d, end) = (offsets[i], diagonal[i], offsets[i + 1]);
+                assert_eq!(
+                    l.values[lower_at[i] as usize..][..d - begin],
+                    values[begin..d],
+                    "{kind:?} row {i}"
+                );
+                assert_eq!(u.pivots[pivot_at[i] as usize], values[d]);
+                if kind == FactorKind::Ilu0 {
+                    assert_eq!(u.values[upper_slots[i] as usize..][..end - d - 1], values[d + 1..end]);
+                }
+            }
+        }
     }
 
     fn scheduled_solve_is_the_oracles<T: Scalar>(a: &CsrMatrix<T>) {

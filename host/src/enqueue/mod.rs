@@ -15,6 +15,7 @@ mod csr;
 mod formats;
 mod from_device;
 mod gather;
+pub(crate) mod ilu_factor;
 pub(crate) mod krylov;
 mod launch;
 mod plan;

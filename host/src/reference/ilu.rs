@@ -244,29 +244,51 @@ impl<T: Scalar> IluFactors<T> {
         Ok(())
     }
 
+    /// Factors of the pattern `offsets`, `cols` (sorted rows), `diagonal` with `values`: what the
+    /// device factorisation computed, read back in this layout (`reference::ilu_pattern`).
+    pub(crate) fn from_parts(
+        offsets: Vec<usize>,
+        cols: Vec<usize>,
+        values: Vec<T>,
+        diagonal: Vec<usize>,
+    ) -> Self {
+        Self { offsets, cols, values, diagonal }
+    }
+
     /// The level schedule of the solve with `L`: a row's level is one past the highest level of the
     /// rows left of its diagonal (0 for a row that reads none).
     pub fn lower_levels(&self) -> Levels {
-        let n = self.n();
-        let mut level = vec![0usize; n];
-        for i in 0..n {
-            let reads = self.cols[self.offsets[i]..self.diagonal[i]].iter();
-            level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
-        }
-        Levels::of(&level)
+        lower_levels(&self.offsets, &self.cols, &self.diagonal)
     }
 
     /// The level schedule of the solve with `U`, from the last row: a row's level is one past the
     /// highest level of the rows right of its diagonal.
     pub fn upper_levels(&self) -> Levels {
-        let n = self.n();
-        let mut level = vec![0usize; n];
-        for i in (0..n).rev() {
-            let reads = self.cols[self.diagonal[i] + 1..self.offsets[i + 1]].iter();
-            level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
-        }
-        Levels::of(&level)
+        upper_levels(&self.offsets, &self.cols, &self.diagonal)
     }
+}
+
+/// [`IluFactors::lower_levels`] of the pattern `offsets`, `cols`, `diagonal` (a row's diagonal
+/// position), values or none.
+pub(crate) fn lower_levels(offsets: &[usize], cols: &[usize], diagonal: &[usize]) -> Levels {
+    let n = diagonal.len();
+    let mut level = vec![0usize; n];
+    for i in 0..n {
+        let reads = cols[offsets[i]..diagonal[i]].iter();
+        level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
+    }
+    Levels::of(&level)
+}
+
+/// [`IluFactors::upper_levels`] of the pattern, as [`lower_levels`].
+pub(crate) fn upper_levels(offsets: &[usize], cols: &[usize], diagonal: &[usize]) -> Levels {
+    let n = diagonal.len();
+    let mut level = vec![0usize; n];
+    for i in (0..n).rev() {
+        let reads = cols[diagonal[i] + 1..offsets[i + 1]].iter();
+        level[i] = reads.map(|&j| level[j] + 1).max().unwrap_or(0);
+    }
+    Levels::of(&level)
 }
 
 impl<T: Scalar> super::CpuPrecondition<T> for IluFactors<T> {

@@ -335,3 +335,24 @@ pub fn oracle_with_preconditioner(
     }
     .unwrap()
 }
+
+/// A nonsymmetric, diagonally dominant matrix of order `n`, rows of random columns in random order
+/// (some repeated) and the diagonal last, so that ILU(0) exists and its pattern is irregular (its
+/// first level wide: the rows whose columns all lie right of the diagonal).
+pub fn dominant_irregular<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> (Vec<usize>, Vec<usize>, Vec<T>) {
+    let (mut offsets, mut cols, mut values) = (vec![0], vec![], vec![]);
+    for r in 0..n {
+        let len = rng.random_range(0..9);
+        let mut sum = 0.0;
+        for _ in 0..len {
+            let v: f64 = rng.random_range(-1.0..1.0);
+            cols.push(rng.random_range(0..n));
+            values.push(T::from_f64(v));
+            sum += v.abs();
+        }
+        cols.push(r);
+        values.push(T::from_f64(sum + 1.0));
+        offsets.push(cols.len());
+    }
+    (offsets, cols, values)
+}

@@ -2,10 +2,14 @@
 //! documented (not square; the first row without a diagonal entry; a zero or, for IC(0), a
 //! non-positive pivot), else factors whose product is `A` (for IC(0), its lower triangle and that
 //! triangle's mirror) on its pattern to within the rounding of the factors to `T`, and level schedules
-//! that hold every row once, each after all the rows it reads and no later than it must.
+//! that hold every row once, each after all the rows it reads and no later than it must. And the
+//! device factorisation's pattern data (`reference::ilu_pattern::FactorPattern`) with its CPU model:
+//! refused from the pattern alone as the oracle refuses it, else the oracle's schedules, and in f64
+//! the oracle's factors or refusal.
 
 use super::{min_normal, summed};
 use gpu_spmv::reference::ilu::{IluFactors, Levels};
+use gpu_spmv::reference::ilu_pattern::{FactorKind, FactorPattern};
 use gpu_spmv::solve::SolveError;
 use gpu_spmv::{CsrRef, Error, Scalar};
 use std::collections::BTreeMap;
@@ -137,5 +141,71 @@ fn check_levels<I: Iterator<Item = usize>>(levels: &Levels, n: usize, reads: &dy
     for r in 0..n {
         let needed = reads(r).map(|j| level[j] + 1).max().unwrap_or(0);
         assert_eq!(level[r], needed, "row {r}");
+    }
+}
+
+/// `FactorPattern::new` and `factorise` of both kinds on any matrix: the pattern refused only as
+/// documented (not square; the first row without a diagonal entry in the triangle read, with the
+/// value 0), else its schedules are the oracle's factors', and the model of the device's
+/// factorisation is the oracle: in f64 bit for bit, refusals included (a factor entry's value aside,
+/// which each names in its own layout's order); in f32 the same pattern where both factorise.
+pub fn check_device_pattern<T: Scalar>(a: CsrRef<'_, T>) {
+    for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+        let oracle =
+            if kind == FactorKind::Ilu0 { IluFactors::new(a) } else { IluFactors::incomplete_cholesky(a) };
+        let pattern = match FactorPattern::new(kind, a) {
+            Ok(pattern) => pattern,
+            Err(Error::Solve(SolveError::NotSquare { .. })) => {
+                assert_ne!(a.nrows(), a.ncols());
+                continue;
+            }
+            Err(Error::Solve(
+                SolveError::ZeroPivot { row, value } | SolveError::NonPositivePivot { row, value },
+            )) => {
+                let read = |r: usize, c: usize| kind == FactorKind::Ilu0 || c <= r;
+                let has = |r: usize| a.row(r).0.contains(&r) && read(r, r);
+                assert_eq!((Some(row), value), ((0..a.nrows()).find(|&r| !has(r)), 0.0), "{kind:?}");
+                continue;
+            }
+            Err(e) => panic!("{kind:?}: unexpected refusal of a pattern: {e}"),
+        };
+        assert_eq!((pattern.n(), pattern.a_nnz(), pattern.kind()), (a.nrows(), a.nnz(), kind));
+        let model = pattern.factorise(a.values());
+        match (&model, &oracle) {
+            (Ok(model), Ok(oracle)) => {
+                assert_eq!((model.csr().0, model.csr().1), (oracle.csr().0, oracle.csr().1), "{kind:?}");
+                assert_eq!(pattern.levels(), (&oracle.lower_levels(), &oracle.upper_levels()));
+                assert_eq!(pattern.factors_nnz(), oracle.csr().1.len());
+                if T::NAME == "f64" {
+                    let bits = |f: &IluFactors<T>| {
+                        f.csr().2.iter().map(|v| v.to_f64().to_bits()).collect::<Vec<_>>()
+                    };
+                    assert_eq!(bits(model), bits(oracle), "{kind:?}");
+                }
+            }
+            (Err(Error::InvalidNumber { what: m, .. }), Err(Error::InvalidNumber { what: o, .. }))
+                if T::NAME == "f64" =>
+            {
+                assert_eq!(m, o, "{kind:?}");
+            }
+            (model, oracle) if T::NAME == "f64" => {
+                assert_eq!(format!("{model:?}"), format!("{oracle:?}"), "{kind:?}");
+            }
+            // f32: the model rounds at every step, the oracle once, so either may refuse alone.
+            (model, _) => {
+                if let Err(e) = model {
+                    assert!(
+                        matches!(
+                            e,
+                            Error::InvalidNumber { .. }
+                                | Error::Solve(
+                                    SolveError::ZeroPivot { .. } | SolveError::NonPositivePivot { .. }
+                                )
+                        ),
+                        "{kind:?}: {e}"
+                    );
+                }
+            }
+        }
     }
 }
