@@ -77,9 +77,17 @@ pub fn copy_checked<E: Copy + Send + Sync>(
 const OFFSETS_MIN: usize = 1 << 15;
 
 /// The first row `r` whose offsets decrease (`row_offsets[r] > row_offsets[r + 1]`), by all cores;
-/// `None` where they never do.
+/// `None` where they never do. Each core tests a run of [`OFFSETS_MIN`] rows without a branch (a
+/// reduction the compiler vectorises) and searches for the row only in a run that has one: a
+/// search by `position` over windows, element by element, took 6 ms for 4 M rows (PERF section 20).
 pub fn first_decrease(row_offsets: &[u32]) -> Option<usize> {
-    row_offsets.par_windows(2).with_min_len(OFFSETS_MIN).position_first(|w| w[0] > w[1])
+    let rows = row_offsets.len().saturating_sub(1);
+    row_offsets[..rows].par_chunks(OFFSETS_MIN).enumerate().find_map_first(|(run, starts)| {
+        let first = run * OFFSETS_MIN;
+        let ends = &row_offsets[first + 1..=first + starts.len()];
+        let decreases = starts.iter().zip(ends).fold(false, |any, (s, e)| any | (s > e));
+        decreases.then(|| starts.iter().zip(ends).position(|(s, e)| s > e).map(|k| first + k)).flatten()
+    })
 }
 
 /// The statistics of the rows of `ncols` columns that `row_offsets` describe, in one pass by all
