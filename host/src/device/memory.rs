@@ -214,7 +214,7 @@ fn take(staging: &Staging) -> Option<MutexGuard<'_, Option<Stages>>> {
 /// filled in turn, so the next is the one whose copy was enqueued first.
 #[derive(Debug)]
 pub(crate) struct Stages {
-    stages: Vec<Stage>,
+    stages: [Stage; STAGES],
     next: usize,
 }
 
@@ -240,7 +240,7 @@ impl Stages {
             unsafe { std::ptr::write_bytes(buffer.as_mut_ptr()?, 0, STAGE_BYTES) };
             Ok(Stage { buffer, copied: gpu.context().new_event(None)?, pending: false })
         };
-        let stages = (0..STAGES).map(|_| stage()).collect::<Result<Vec<_>>>()?;
+        let stages: [Stage; STAGES] = [stage()?, stage()?];
         Ok(Self { stages, next: 0 })
     }
 

@@ -16,17 +16,16 @@ use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Bytes of each pinned staging buffer: small, because an array's first chunk is filled before any
-/// copy starts and its last chunk is copied after every fill, so those two overlap nothing; with
-/// chunks of 16 MiB each array alone ran at about 30 GB/s against a link of 55 (docs/PERF.md,
-/// section 20). Large enough that a chunk's copy (~75 µs at 55 GB/s) dwarfs the fixed cost of
-/// starting it and of the pass that fills it.
-pub const STAGE_BYTES: usize = 4 << 20;
+/// Bytes of each pinned staging buffer: large enough that a chunk's copy over the link (~0.3 ms at
+/// 55 GB/s) dwarfs the fixed cost of starting it and of the pass that fills it, small enough to keep
+/// [`STAGES`] of them with every `Gpu`.
+pub const STAGE_BYTES: usize = 16 << 20;
 
-/// Pinned staging buffers a `Gpu` keeps, filled in turn, each waiting only for its own last copy:
-/// 32 MiB in all, as the two stages of 16 MiB were, so that a slow pass or copy of one chunk is
-/// absorbed by the others in flight.
-pub const STAGES: usize = 8;
+/// Pinned staging buffers a `Gpu` keeps: one is filled while the other's copy runs. Two are enough
+/// for the host's pass and the link to overlap fully, each chunk's pass waiting only for the copy
+/// of the chunk two before it, which started before the previous pass did: the pace is the slower
+/// of the two rates, and more stages would only absorb jitter (docs/PERF.md, section 20).
+pub const STAGES: usize = 2;
 
 /// Bytes of the pieces a chunk's pass hands to rayon: 128 pieces a chunk, enough to spread over
 /// the cores evenly, each large enough to pay for its task.
