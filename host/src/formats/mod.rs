@@ -25,7 +25,7 @@ mod staging;
 pub use brc::{Brc, brc_b2_candidates, brc_model_b2};
 pub use compressed::{CompressedCsr, SEGMENT_ROWS, Storage, ValueStorage};
 pub use coo::Coo;
-pub use csr::{CsrRef, RowStats};
+pub use csr::{CsrRef, RowStats, first_decrease};
 pub use dense_blocks::{
     DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
 };
@@ -42,6 +42,4 @@ pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
 pub use shape::Shape;
 pub(crate) use shape::shape_accessors;
-pub use staging::{
-    STAGE_BYTES, STAGES, copy_checked, first_decrease, offsets_copy, offsets_stats, stage_chunks,
-};
+pub use staging::{STAGE_BYTES, STAGES, copy_checked, offsets_copy, offsets_stats, stage_chunks};

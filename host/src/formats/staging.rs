@@ -2,9 +2,9 @@
 //! `Gpu`'s pinned staging buffers one at a time (`Gpu::upload_csr_u32`, `Gpu::upload_csr_ref`), and
 //! the pass by all cores that fills a chunk, copying and checking it in one read. Pure CPU code.
 //!
-//! The host's work on the `u32` row offsets of `Gpu::upload_csr_u32` is here too: their check
-//! ([`first_decrease`]), their statistics ([`offsets_stats`]) and the matrix's host copy of them
-//! ([`offsets_copy`]).
+//! The host's work on the `u32` row offsets of `Gpu::upload_csr_u32` is here too: their statistics
+//! ([`offsets_stats`]) and the matrix's host copy of them ([`offsets_copy`]); their check is
+//! `CsrRef::try_new`'s own ([`first_decrease`](super::first_decrease)).
 //!
 //! Public so that the host's rate can be measured apart from the link's, on the same bytes and by
 //! the same code: the upload's pace is the slower of the two (docs/PERF.md, section 20), and
@@ -12,6 +12,8 @@
 //! whole upload.
 
 use super::csr::RowStats;
+#[cfg(test)]
+use super::csr::first_decrease;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -76,20 +78,6 @@ pub fn copy_checked<E: Copy + Send + Sync>(
 /// for a task.
 const OFFSETS_MIN: usize = 1 << 15;
 
-/// The first row `r` whose offsets decrease (`row_offsets[r] > row_offsets[r + 1]`), by all cores;
-/// `None` where they never do. Each core tests a run of 32 Ki rows without a branch (a
-/// reduction the compiler vectorises) and searches for the row only in a run that has one: a
-/// search by `position` over windows, element by element, took 6 ms for 4 M rows (PERF section 20).
-pub fn first_decrease(row_offsets: &[u32]) -> Option<usize> {
-    let rows = row_offsets.len().saturating_sub(1);
-    row_offsets[..rows].par_chunks(OFFSETS_MIN).enumerate().find_map_first(|(run, starts)| {
-        let first = run * OFFSETS_MIN;
-        let ends = &row_offsets[first + 1..=first + starts.len()];
-        let decreases = starts.iter().zip(ends).fold(false, |any, (s, e)| any | (s > e));
-        decreases.then(|| starts.iter().zip(ends).position(|(s, e)| s > e).map(|k| first + k)).flatten()
-    })
-}
-
 /// The statistics of the rows of `ncols` columns that `row_offsets` describe, in one pass by all
 /// cores.
 pub fn offsets_stats(row_offsets: &[u32], ncols: usize) -> RowStats {
@@ -141,8 +129,8 @@ mod tests {
         }
         // Rows `OFFSETS_MIN - 2` and `2 * OFFSETS_MIN` decrease, in different tasks: the first is named.
         assert_eq!(first_decrease(&offsets), Some(OFFSETS_MIN - 2));
-        assert_eq!(first_decrease(&[]), None);
-        assert_eq!(first_decrease(&[3]), None);
+        assert_eq!(first_decrease::<u32>(&[]), None);
+        assert_eq!(first_decrease(&[3u32]), None);
     }
 
     #[test]
