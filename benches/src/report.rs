@@ -449,13 +449,16 @@ impl Results {
             "## Upload\n\nCSR arrays alone, from a `CsrMatrix`'s `usize` indices (`upload_csr`: narrowed and \
              checked) and from `u32` indices (`upload_csr_u32`: checked), GB/s of the device arrays; the \
              `u32` arrays checked in parallel and copied from the caller's memory pinned in place for the \
-             copy (not a library path: what pinning instead of staging would cost); and from `usize` with \
+             copy (not a library path: what pinning instead of staging would cost); the `u32` arrays held in \
+             page-locked memory by the caller (`upload_csr_pinned`: copied straight from it, checked on the \
+             device; best of three); and from `usize` with \
              the long-row split and the balanced kernel's row tasks built and uploaded too; timed to \
              completion. The host link's own pinned host-to-device rate, measured at the start of this run: \
              {link_text}.\n\n\
              | matrix | prec | CSR MB | from usize ms | GB/s | of the link | from u32 ms | GB/s | of the link \
-             | u32, pinned in place ms | GB/s | of the link | with strategies ms | with strategies MB |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             | u32, pinned in place ms | GB/s | of the link | from pinned u32 ms | GB/s | of the link \
+             | with strategies ms | with strategies MB |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {
             let mb = |bytes: usize| bytes as f64 / 1e6;
@@ -466,15 +469,17 @@ impl Results {
             };
             let from_u32 = u.from_u32_ms.map_or_else(|| "- | - | -".to_owned(), rate);
             let pinned = u.pinned_in_place_ms.map_or_else(|| "- | - | -".to_owned(), rate);
+            let from_pinned = u.from_pinned_ms.map_or_else(|| "- | - | -".to_owned(), rate);
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.1} | {} | {} | {} | {:.2} | {:.1} |",
+                "| {} | {} | {:.1} | {} | {} | {} | {} | {:.2} | {:.1} |",
                 u.matrix,
                 u.precision,
                 mb(u.csr_bytes),
                 rate(u.csr_ms),
                 from_u32,
                 pinned,
+                from_pinned,
                 u.with_strategies_ms,
                 mb(u.with_strategies_bytes)
             );
@@ -486,6 +491,51 @@ impl Results {
         if self.uploads.iter().any(|u| u.steps.is_some()) {
             self.upload_steps_table(out);
         }
+        if self.uploads.iter().any(|u| !u.pipeline_trials.is_empty()) {
+            self.pipeline_trials_table(out);
+        }
+    }
+
+    /// The staged pipeline chunk by chunk in each configuration (see
+    /// `spmv_bench::staging::trials`): where its time goes, and which configuration is fastest.
+    fn pipeline_trials_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "### The staged pipeline chunk by chunk\n\n\
+             The columns (checked) then the values of each matrix through the pipeline, best of a few runs, \
+             in each configuration: *stages* × *MiB*, written by the library's pass (`checked`) or by \
+             streaming stores (`streaming`). Per chunk (means): the host's *pass*, its *wait* for the stage's \
+             last copy, the *copy* on the link (device events around it), and the same pass with no copy \
+             running (*pass alone*); *idle* is the link's time without \
+             a copy between the first copy's start and the last one's end, *first* the time to the first \
+             copy's start. GB/s of the two arrays over *total*.\n\n\
+             | matrix | prec | stages | MiB | fill | chunks | total ms | GB/s | pass ms | pass alone ms | wait ms \
+             | copy ms | idle ms | first ms |\n\
+             |---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for u in &self.uploads {
+            for t in &u.pipeline_trials {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {:?} | {} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} |",
+                    u.matrix,
+                    u.precision,
+                    t.stages,
+                    t.stage_mib,
+                    t.fill,
+                    t.chunks,
+                    t.total_ms,
+                    t.bytes as f64 / (t.total_ms * 1e6),
+                    t.fill_ms,
+                    t.fill_alone_ms,
+                    t.wait_ms,
+                    t.copy_ms,
+                    t.link_idle_ms,
+                    t.first_copy_ms
+                );
+            }
+        }
+        out.push('\n');
     }
 
     /// The upload from `u32` beside its steps, each alone (see `spmv_bench::staging::UploadSteps`):
@@ -493,11 +543,18 @@ impl Results {
     fn upload_steps_table(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "### Upload from u32: its steps alone
-
-             The same arrays, each step of `upload_csr_u32` alone, best of a few passes, ms: the offsets'              *check*, their *stats* and the matrix's *host copy* of them (the library's functions; the              copy into a fresh allocation, its pages faulted in); *alloc*, the three device buffers              allocated as the library does (`cuMemAllocAsync` from the default pool, trimmed by the              synchronisation after the last free) and *free*, to completion; each array *staged* alone              through a replica of the library's pipeline (pass into a stage, copy, event; a stage refilled              once its copy completed) into buffers allocated beforehand, and the three back to back              (*staged all*). *Rest* is the upload's time less alloc, check, the larger of stats and host              copy (side by side in the upload) and staged all: what no step alone accounts for.
-
-             | matrix | prec | upload ms | check | stats | host copy | alloc | free | staged offsets              | staged columns | staged values | staged all | beyond |
+            "### Upload from u32: its steps alone\n\n\
+             The same arrays, each step of `upload_csr_u32` alone, best of a few passes, ms: the offsets' \
+             *check*, their *stats* and the matrix's *host copy* of them (the library's functions; the \
+             copy into a fresh allocation, its pages faulted in); *alloc*, the three device buffers \
+             allocated as the library does (`cuMemAllocAsync` from the default pool, trimmed by the \
+             synchronisation after the last free) and *free*, to completion; each array *staged* alone \
+             through a replica of the library's pipeline (pass into a stage, copy, event; a stage refilled \
+             once its copy completed) into buffers allocated beforehand, and the three back to back \
+             (*staged all*). *Beyond* is the upload's time less the offsets' check and staged all: what \
+             the steps overlapped with them leave, and what no step alone accounts for.\n\n\
+             | matrix | prec | upload ms | check | stats | host copy | alloc | free | staged offsets \
+             | staged columns | staged values | staged all | beyond |\n\
              |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {

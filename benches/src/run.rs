@@ -7,6 +7,7 @@ use crate::measure::{Timing, host_enqueue_us, time_cpu, time_gpu};
 use crate::precision::Precision;
 use crate::regimes::{self, GRAPH_PRODUCTS, Regimes};
 use crate::reordering::{Reordering, bench_reordering};
+use crate::staging::trials::{PipelineTrial, pipeline_trials};
 use crate::staging::{StageCeilings, UploadSteps, stage_ceilings, upload_steps};
 use crate::variants::{Variant, panel_kernels, without_split};
 use anyhow::{Context, Result};
@@ -138,6 +139,11 @@ pub struct Upload {
     /// was.
     #[serde(default)]
     pub pinned_in_place_ms: Option<f64>,
+    /// The same `u32` arrays held by the caller in page-locked memory, uploaded by
+    /// `Gpu::upload_csr_pinned` (copied straight from it, checked on the device), timed to
+    /// completion; absent from runs before it was measured.
+    #[serde(default)]
+    pub from_pinned_ms: Option<f64>,
     /// The ceilings of the upload from `u32`, measured on its bytes in the same run: the host's
     /// copy and pass into pinned stages alone, and the link alone from them; absent from runs
     /// before they were measured.
@@ -148,6 +154,10 @@ pub struct Upload {
     /// before they were measured.
     #[serde(default)]
     pub steps: Option<UploadSteps>,
+    /// The staged pipeline timed chunk by chunk on the columns and values, in several
+    /// configurations (`spmv_bench::staging::trials`); empty in runs before it was measured.
+    #[serde(default)]
+    pub pipeline_trials: Vec<PipelineTrial>,
 }
 
 /// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
@@ -195,8 +205,11 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let from_u32_ms = Some(start.elapsed().as_secs_f64() * 1e3);
     drop(from_u32);
     let pinned_in_place_ms = pinned_in_place_ms(gpu, view.ncols(), &offsets, &cols, view.values())?;
+    let from_pinned_ms =
+        Some(from_pinned_ms(gpu, (view.nrows(), view.ncols()), &offsets, &cols, view.values())?);
     let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let steps = Some(upload_steps(gpu, view.ncols(), &offsets, &cols, view.values())?);
+    let pipeline_trials = pipeline_trials(gpu, view.ncols(), &cols, view.values())?;
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),
@@ -206,9 +219,43 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
         with_strategies_bytes,
         from_u32_ms,
         pinned_in_place_ms,
+        from_pinned_ms,
         stage_ceilings,
         steps,
+        pipeline_trials,
     })
+}
+
+/// The time (ms, to completion, best of three) of `Gpu::upload_csr_pinned` on the arrays copied
+/// beforehand into page-locked memory (ordinary, cached, as a caller that reads its matrix into it
+/// would allocate): the upload a caller gets who keeps the arrays where the copy engine reads them.
+fn from_pinned_ms<T: Scalar>(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    offsets: &[u32],
+    cols: &[u32],
+    values: &[T],
+) -> Result<f64> {
+    fn pinned<E: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy>(
+        gpu: &Gpu,
+        data: &[E],
+    ) -> Result<cudarc::driver::PinnedHostSlice<E>> {
+        // SAFETY: every element is written below before any is read.
+        let mut p = unsafe { gpu.context().alloc_pinned_with_flags::<E>(data.len(), 0) }?;
+        p.as_mut_slice()?.copy_from_slice(data);
+        Ok(p)
+    }
+    let (o, c, v) = (pinned(gpu, offsets)?, pinned(gpu, cols)?, pinned(gpu, values)?);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        gpu.synchronize()?;
+        let start = std::time::Instant::now();
+        let a = gpu.upload_csr_pinned(dims, &o, &c, &v)?;
+        gpu.synchronize()?;
+        best = best.min(start.elapsed().as_secs_f64() * 1e3);
+        drop(a);
+    }
+    Ok(best)
 }
 
 /// The time (ms, to completion) of the upload route issue 27 has not tried: the `u32` offsets

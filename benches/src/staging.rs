@@ -4,6 +4,8 @@
 //! The upload overlaps its host pass with the link, so its time is at best the slower of the two
 //! (docs/PERF.md, section 20); these say which one it is, and how far the upload is from it.
 
+pub mod trials;
+
 use anyhow::Result;
 use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 use gpu_spmv::formats::{

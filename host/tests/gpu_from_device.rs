@@ -1,6 +1,7 @@
 //! Matrices from CSR arrays already on the device (`DeviceCsr::try_from_device`, its `i32` form and
-//! the unchecked twins) and from `u32` arrays on the host (`Gpu::upload_csr_u32`, checked as they are
-//! copied), on the GPU: valid arrays (the common edge cases and random matrices, `u32`
+//! the unchecked twins), from `u32` arrays on the host (`Gpu::upload_csr_u32`, checked as they are
+//! copied) and from `u32` arrays in page-locked host memory (`Gpu::upload_csr_pinned`, checked on the
+//! device once copied), on the GPU: valid arrays (the common edge cases and random matrices, `u32`
 //! and `i32`) give the matrix an upload gives, products checked against the f64 reference; fuzzed
 //! arrays, valid or not, get from the device check exactly the error the host check gives (widened
 //! to `usize`, a negative index refused first); faults far apart in long arrays, so that many blocks
@@ -11,6 +12,7 @@
 mod common;
 
 use common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
+use cudarc::driver::{DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 use gpu_spmv::{CsrError, CsrRef, DeviceCsr, Error, Gpu, Kernel, Scalar};
 use rand::Rng;
 
@@ -74,6 +76,26 @@ fn host_u32(
     gpu.upload_csr_u32(dims, &narrow::<u32>(offsets), &narrow::<u32>(cols), &vec![1.0f32; nnz])
 }
 
+/// `data` in page-locked memory of `gpu`'s context.
+fn pinned<E: DeviceRepr + ValidAsZeroBits + Copy>(gpu: &Gpu, data: &[E]) -> PinnedHostSlice<E> {
+    // SAFETY: every element is written below before any is read.
+    let mut p = unsafe { gpu.context().alloc_pinned_with_flags::<E>(data.len(), 0) }.unwrap();
+    p.as_mut_slice().unwrap().copy_from_slice(data);
+    p
+}
+
+/// The same arrays through `Gpu::upload_csr_pinned`, from page-locked memory, checked on the device.
+fn pinned_u32(
+    gpu: &Gpu,
+    dims: (usize, usize),
+    offsets: &[i64],
+    cols: &[i64],
+    nnz: usize,
+) -> Result<DeviceCsr<f32>, Error> {
+    let (o, c) = (pinned(gpu, &narrow::<u32>(offsets)), pinned(gpu, &narrow::<u32>(cols)));
+    gpu.upload_csr_pinned(dims, &o, &c, &pinned(gpu, &vec![1.0f32; nnz]))
+}
+
 fn csr_error(result: Result<DeviceCsr<f32>, Error>) -> Result<(), CsrError> {
     match result {
         Ok(_) => Ok(()),
@@ -106,17 +128,29 @@ fn valid_arrays_make_the_uploaded_matrix<T: Scalar>(test: &str) {
             unsafe { DeviceCsr::from_device_i32_unchecked(&gpu, dims, o, c, values()) }.unwrap();
 
         let uploaded = gpu.upload_csr_u32(dims, &u32s(&a.offsets), &u32s(&a.cols), &a.vals).unwrap();
+        // cudarc makes no empty page-locked slice: a matrix with no entries has no pinned route.
+        let from_pinned = (!a.cols.is_empty()).then(|| {
+            let (o, c) = (pinned(&gpu, &u32s(&a.offsets)), pinned(&gpu, &u32s(&a.cols)));
+            let m = gpu.upload_csr_pinned(dims, &o, &c, &pinned(&gpu, &a.vals)).unwrap();
+            assert_eq!(s.clone_dtoh(m.row_offsets()).unwrap(), u32s(&a.offsets), "{name}: offsets");
+            assert_eq!(s.clone_dtoh(m.col_indices()).unwrap(), u32s(&a.cols), "{name}: columns");
+            m
+        });
 
         let x = random_vector::<T>(&mut rng, a.ncols);
         let dx = gpu.upload_vector(&x).unwrap();
         let y0 = random_vector::<T>(&mut rng, a.nrows);
         for (how, m) in [
-            ("u32", &checked),
-            ("i32", &signed),
-            ("unchecked", &unchecked),
-            ("unchecked i32", &unchecked_signed),
-            ("uploaded from u32", &uploaded),
-        ] {
+            ("u32", Some(&checked)),
+            ("i32", Some(&signed)),
+            ("unchecked", Some(&unchecked)),
+            ("unchecked i32", Some(&unchecked_signed)),
+            ("uploaded from u32", Some(&uploaded)),
+            ("uploaded from pinned u32", from_pinned.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(how, m)| Some((how, m?)))
+        {
             assert_eq!(m.stats(), &a.view().stats(), "{name}, {how}");
             let mut dy = gpu.upload_vector(&y0).unwrap();
             gpu.spmv_with(Kernel::Auto, T::from_f64(0.5), m, &dx, T::from_f64(-1.5), &mut dy).unwrap();
@@ -178,6 +212,13 @@ fn gpu_device_check_errors_equal_the_host_check() {
             assert_eq!(unsigned, expected, "case {case}, u32: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
             let uploaded = csr_error(host_u32(&gpu, dims, &offsets, &cols, nnz));
             assert_eq!(uploaded, expected, "case {case}, upload: {dims:?} {offsets:?} {cols:?} nnz {nnz}");
+            if !offsets.is_empty() && !cols.is_empty() && nnz > 0 {
+                let from_pinned = csr_error(pinned_u32(&gpu, dims, &offsets, &cols, nnz));
+                assert_eq!(
+                    from_pinned, expected,
+                    "case {case}, pinned: {dims:?} {offsets:?} {cols:?} nnz {nnz}"
+                );
+            }
         }
     }
 }
@@ -246,6 +287,35 @@ fn gpu_upload_from_u32_across_staging_chunks() {
     let expected = host_verdict(dims, &wide(&offsets), &wide(&cols), cols.len());
     assert!(matches!(expected, Err(CsrError::ColumnOutOfRange { entry, .. }) if entry == second));
     assert_eq!(csr_error(gpu.upload_csr_u32(dims, &offsets, &cols, &a.vals)), expected);
+    let (o, c, v) = (pinned(&gpu, &offsets), pinned(&gpu, &cols), pinned(&gpu, &a.vals));
+    assert_eq!(csr_error(gpu.upload_csr_pinned(dims, &o, &c, &v)), expected, "from pinned memory");
+}
+
+/// `upload_csr_pinned` refuses page-locked memory of another context (which its copy would treat as
+/// pageable), a stream that captures, and sizes past the kernels' indices, before it allocates; a
+/// caller's buffer is written again after a successful upload without disturbing the matrix.
+#[test]
+fn gpu_pinned_upload_refusals_and_reuse() {
+    let test = "gpu_pinned_upload_refusals_and_reuse";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let other = Gpu::new().unwrap();
+    let (offsets, cols, values) = ([0u32, 1, 2], [1u32, 0], [1.0f64, 2.0]);
+    let (o, c, mut v) = (pinned(&gpu, &offsets), pinned(&gpu, &cols), pinned(&gpu, &values));
+    let foreign = pinned(&other, &cols);
+    let result = gpu.upload_csr_pinned((2, 2), &o, &foreign, &v);
+    assert!(matches!(result, Err(Error::ForeignBuffer("the column indices"))), "{result:?}");
+    let result = gpu.upload_csr_pinned((usize::MAX, 2), &o, &c, &v);
+    assert!(matches!(result, Err(Error::TooLarge { .. })), "{result:?}");
+    let mut in_capture = None;
+    let captured = gpu.capture(|| {
+        in_capture = Some(gpu.upload_csr_pinned((2, 2), &o, &c, &v).map(drop));
+        Ok(())
+    });
+    drop(captured);
+    assert!(matches!(in_capture, Some(Err(Error::Unsupported(_)))), "{in_capture:?}");
+    let a = gpu.upload_csr_pinned((2, 2), &o, &c, &v).unwrap();
+    v.as_mut_slice().unwrap().copy_from_slice(&[5.0, 6.0]);
+    assert_eq!(gpu.stream().clone_dtoh(a.values()).unwrap(), values, "the matrix keeps its values");
 }
 
 #[test]

@@ -191,6 +191,7 @@ fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
 #[test]
 fn an_uploads_only_run_reports_the_ceilings() {
     use crate::run::Upload;
+    use crate::staging::trials::{Fill, PipelineTrial};
     use crate::staging::{StageCeilings, UploadSteps};
     let mut r = results(0);
     r.matrices.push(MatrixInfo::new("m", "none", &RowStats::from_offsets(&[0, 1, 2], 2), 132));
@@ -206,6 +207,7 @@ fn an_uploads_only_run_reports_the_ceilings() {
         with_strategies_bytes: 210_000_000,
         from_u32_ms: Some(10.0),
         pinned_in_place_ms: None,
+        from_pinned_ms: Some(4.0),
         // 40, 25 and 50 GB/s: the host's pass bounds the upload at 8 ms of its 10.
         stage_ceilings: Some(StageCeilings { memcpy_ms: 5.0, pass_ms: 8.0, link_ms: 4.0 }),
         // Of the 10 ms: 0.5 to check the offsets, 8 through the stages; 1.5 beyond them.
@@ -218,11 +220,29 @@ fn an_uploads_only_run_reports_the_ceilings() {
             staged_ms: [0.5, 3.0, 4.0],
             staged_all_ms: 8.0,
         }),
+        // 100 MB in 2.5 ms: 40 GB/s.
+        pipeline_trials: vec![PipelineTrial {
+            stages: 2,
+            stage_mib: 16,
+            fill: Fill::Streaming,
+            total_ms: 2.5,
+            bytes: 100_000_000,
+            chunks: 6,
+            fill_ms: 0.3,
+            fill_alone_ms: 0.25,
+            wait_ms: 0.05,
+            copy_ms: 0.31,
+            link_idle_ms: 0.125,
+            first_copy_ms: 0.35,
+        }],
     });
     r.fill_speedups();
     let report = r.markdown();
     assert!(report.contains("| m | f64 | 200.0 | 20.0 | 40.0 | 25.0 | 50.0 | host (b) | 80% |"), "{report}");
     let steps = "| m | f64 | 10.00 | 0.50 | 0.25 | 1.00 | 2.00 | 0.75 | 0.50 | 3.00 | 4.00 | 8.00 | 1.50 |";
     assert!(report.contains(steps), "{report}");
+    let trial =
+        "| m | f64 | 2 | 16 | Streaming | 6 | 2.50 | 40.0 | 0.300 | 0.250 | 0.050 | 0.310 | 0.12 | 0.35 |";
+    assert!(report.contains(trial), "{report}");
     let _ = (r.summary(), text(&r));
 }

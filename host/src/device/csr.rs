@@ -199,6 +199,19 @@ impl<T: Scalar> DeviceCsr<T> {
         values: CudaSlice<T>,
     ) -> Self {
         let stats = RowStats::from_u32_offsets(&host_offsets, ncols);
+        Self::from_device_parts_with_stats(gpu, rows, stats, host_offsets, indices, values)
+    }
+
+    /// [`DeviceCsr::from_device_parts`] with the statistics of its rows computed by the caller (from
+    /// `host_offsets`, while the copies ran).
+    pub(crate) fn from_device_parts_with_stats(
+        gpu: &Gpu,
+        rows: u32,
+        stats: RowStats,
+        host_offsets: Vec<u32>,
+        indices: [CudaSlice<u32>; 2],
+        values: CudaSlice<T>,
+    ) -> Self {
         Self::assemble(gpu, rows, stats, host_offsets, indices, values)
     }
 

@@ -44,6 +44,32 @@ impl Gpu {
         self.stream().clone_htod(data).map_err(|e| out_of_memory(e, size_of_val(data)))
     }
 
+    /// Refuses page-locked memory of another context ([`Error::ForeignBuffer`], naming it as
+    /// `what`): memory pinned without `CU_MEMHOSTALLOC_PORTABLE` is page-locked for the context
+    /// that allocated it only, and this one would copy it as pageable memory, through the driver's
+    /// own staging.
+    pub(crate) fn check_pinned<E>(&self, what: &'static str, data: &PinnedHostSlice<E>) -> Result<()> {
+        if self.owns(data.context()) { Ok(()) } else { Err(Error::ForeignBuffer(what)) }
+    }
+
+    /// Copies `data`, page-locked host memory of this `Gpu`'s context ([`Gpu::check_pinned`]), to a
+    /// new device buffer by the copy engine straight from it: no pass over it on the host, no
+    /// staging. Returns once the copy is enqueued: `data`'s own event orders a later access to it
+    /// from the host after the copy (cudarc's `as_mut_slice` waits for it), and the copy after
+    /// earlier work recorded on it.
+    pub(crate) fn upload_pinned<E: DeviceRepr>(
+        &self,
+        what: &'static str,
+        data: &PinnedHostSlice<E>,
+    ) -> Result<CudaSlice<E>> {
+        self.check_pinned(what, data)?;
+        self.not_capturing("an upload while the stream captures a graph")?;
+        if data.is_empty() {
+            return Ok(self.stream().null()?);
+        }
+        self.stream().clone_htod(data).map_err(|e| out_of_memory(e, data.num_bytes()))
+    }
+
     /// A new device buffer of `len` elements for [`Gpu::upload_staged`] to write, allocated
     /// apart from the copies so that a caller can allocate one array's buffer while it stages
     /// another's: an allocation from a pool the driver has trimmed maps fresh memory, a host call

@@ -4,14 +4,20 @@
 //! ([`CsrRef::try_new`](crate::CsrRef::try_new)) gives the same arrays; or, `unsafe`, unchecked.
 //! Either way the row offsets come back to the host once (4 bytes a row), for the row statistics
 //! and the strategies that cut rows, as after an upload.
+//!
+//! Also the upload of arrays the caller keeps in page-locked host memory ([`Gpu::upload_csr_pinned`]):
+//! copied by the copy engine straight from it, then checked here as arrays from the device are. It
+//! is the one upload at the link's rate: a staged upload from pageable memory passes every byte
+//! through the host's cores while the copy engine reads the stages, and on the GPU machines the two
+//! slow each other down by a quarter or more (docs/PERF.md, section 20).
 
 use super::launch::launch;
 use crate::device::{DeviceCsr, Gpu, addr, nonnegative_as_u32};
 use crate::formats::convert::narrow;
-use crate::formats::{CsrIndex, IndexFaults};
+use crate::formats::{CsrIndex, IndexFaults, offsets_copy, offsets_stats};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, PinnedHostSlice};
 use kernels_gpu::abi::{
     self as abi, CHECK_BLOCK_SIZE, CHECK_COLUMN, CHECK_DECREASE, CHECK_NEGATIVE_COLUMN,
     CHECK_NEGATIVE_OFFSET, CHECK_NONE, CHECK_SLOTS, CsrCheckParams, DevicePtr as AbiPtr,
@@ -85,6 +91,69 @@ impl<T: Scalar> DeviceCsr<T> {
         values: CudaSlice<T>,
     ) -> std::result::Result<Self, FromDeviceError<i32, T>> {
         from_arrays(gpu, dims, [row_offsets, col_indices], values, false)
+    }
+}
+
+impl Gpu {
+    /// Uploads CSR arrays with the kernels' own `u32` indices that the caller keeps in page-locked
+    /// host memory of this `Gpu`'s context (cudarc's [`PinnedHostSlice`], made by
+    /// `gpu.context().alloc_pinned_with_flags`): the column indices and values are copied by the
+    /// copy engine straight from where they lie, at the link's rate, while the host reads the row
+    /// offsets for their statistics and the matrix's copy of them; then the offsets are copied and
+    /// the arrays checked on the device as [`DeviceCsr::try_from_device`] checks arrays, with the
+    /// errors [`CsrRef::try_new`] gives the same arrays widened to `usize`, naming the same row or
+    /// entry. [`Gpu::upload_csr_u32`] takes the same arrays from pageable memory through the `Gpu`'s
+    /// staging buffers, at the rate the host's memory leaves when its cores fill the stages while the
+    /// copy engine reads them (docs/PERF.md, section 20): a caller that builds or reads its matrix
+    /// into page-locked memory in the first place saves that pass.
+    ///
+    /// The row offsets are read by the host's cores: ordinary (cached) page-locked memory
+    /// (`alloc_pinned_with_flags(len, 0)`) reads fast, write-combined memory (cudarc's
+    /// `alloc_pinned`) slowly. cudarc makes no page-locked slice of zero elements, so a matrix with
+    /// no entries goes through [`Gpu::upload_csr_u32`].
+    ///
+    /// Refused before anything is allocated on the device: a dimension or array length past the
+    /// kernels' 32-bit indices ([`Error::TooLarge`]), memory pinned by another context
+    /// ([`Error::ForeignBuffer`]), a stream that captures a graph ([`Error::Unsupported`]); after
+    /// the copies, arrays that are not CSR ([`Error::InvalidCsr`]), and the device copies are freed.
+    /// Waits for the stream (the check's verdict comes back to the host), so the caller's arrays are
+    /// no longer read when this returns.
+    ///
+    /// [`CsrRef::try_new`]: crate::CsrRef::try_new
+    pub fn upload_csr_pinned<T: Scalar>(
+        &self,
+        dims: (usize, usize),
+        row_offsets: &PinnedHostSlice<u32>,
+        col_indices: &PinnedHostSlice<u32>,
+        values: &PinnedHostSlice<T>,
+    ) -> Result<DeviceCsr<T>> {
+        narrow("the row count", dims.0)?;
+        narrow("the row offset count", row_offsets.len())?;
+        narrow("the column count", dims.1)?;
+        narrow("the column index count", col_indices.len())?;
+        narrow("the entry count", values.len())?;
+        let names = ["the row offsets", "the column indices", "the values"];
+        self.check_pinned(names[0], row_offsets)?;
+        self.check_pinned(names[1], col_indices)?;
+        self.check_pinned(names[2], values)?;
+        self.not_capturing("an upload while the stream captures a graph")?;
+        // The bulk first: the copy engine reads the columns and values while the host reads the
+        // row offsets where they lie, before their own copy is enqueued (cudarc's view of them waits
+        // for the work recorded on them, which is none of this upload's yet).
+        let cols = self.upload_pinned(names[1], col_indices)?;
+        let values = self.upload_pinned(names[2], values)?;
+        let (host_offsets, stats) = {
+            let host = row_offsets.as_slice()?;
+            // Robust to offsets that are not CSR (saturating sums): the check below refuses them.
+            rayon::join(|| offsets_copy(host), || offsets_stats(host, dims.1))
+        };
+        let offsets = self.upload_pinned(names[0], row_offsets)?;
+        let arrays = Arrays { dims, row_offsets: &offsets, col_indices: &cols, values: &values };
+        arrays.check_sizes(self)?;
+        let faults = arrays.device_faults(self)?;
+        arrays.judge(self, &faults, &host_offsets)?;
+        let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
+        Ok(DeviceCsr::from_device_parts_with_stats(self, rows, stats, host_offsets, [offsets, cols], values))
     }
 }
 
@@ -229,6 +298,15 @@ impl<I: Checked, T> Arrays<'_, I, T> {
     /// the host as `u32`s if they pass.
     fn checked(&self, gpu: &Gpu) -> Result<Vec<u32>> {
         self.check_sizes(gpu)?;
+        let faults = self.device_faults(gpu)?;
+        let host = self.host_offsets(gpu)?;
+        self.judge(gpu, &faults, &host)?;
+        Ok(host.into_iter().map(I::to_u32).collect())
+    }
+
+    /// The first position of each fault in the arrays, found by the device check (its sizes
+    /// checked first, [`Arrays::check_sizes`]); waits for the stream.
+    fn device_faults(&self, gpu: &Gpu) -> Result<IndexFaults> {
         let (offsets_len, cols_len) = (self.row_offsets.len(), self.col_indices.len());
         let found = gpu.upload(&[CHECK_NONE; CHECK_SLOTS])?;
         let (offsets, _offsets_guard) = self.row_offsets.device_ptr(gpu.stream());
@@ -243,25 +321,28 @@ impl<I: Checked, T> Arrays<'_, I, T> {
         };
         let grid = grid_blocks(offsets_len.max(cols_len) as u64, CHECK_BLOCK_SIZE);
         // SAFETY: the arrays hold the lengths `params` gives, `found` its `CHECK_SLOTS` positions,
-        // all of `gpu`'s context (checked above); the kernel only reads the arrays and lowers
+        // all of `gpu`'s context (`check_sizes`); the kernel only reads the arrays and lowers
         // `found`'s slots atomically.
         unsafe { launch(gpu, gpu.untyped_kernel(I::CHECK)?, grid, CHECK_BLOCK_SIZE, 0, &params)? };
         let found = gpu.stream().clone_dtoh(&found)?;
         let slot =
             |s: usize| (found[s] != CHECK_NONE).then(|| usize::try_from(found[s]).unwrap_or(usize::MAX));
-        let faults = IndexFaults {
+        Ok(IndexFaults {
             negative_offset: slot(CHECK_NEGATIVE_OFFSET),
             negative_column: slot(CHECK_NEGATIVE_COLUMN),
             decrease: slot(CHECK_DECREASE),
             column: slot(CHECK_COLUMN),
-        };
-        let host = self.host_offsets(gpu)?;
-        // The one column index the verdict may name, read back before it asks.
+        })
+    }
+
+    /// The verdict on `faults` with the row offsets `host` (the device's, on the host): the error
+    /// [`CsrRef::try_new`](crate::CsrRef::try_new) gives the same arrays, the one column index it may
+    /// name read back first.
+    fn judge(&self, gpu: &Gpu, faults: &IndexFaults, host: &[I]) -> Result<()> {
         let column = match faults.column {
             Some(entry) => gpu.stream().clone_dtoh(&self.col_indices.slice(entry..=entry))?[0],
             None => I::default(),
         };
-        faults.verdict(self.dims, &host, (cols_len, self.values.len()), |_| column)?;
-        Ok(host.into_iter().map(I::to_u32).collect())
+        Ok(faults.verdict(self.dims, host, (self.col_indices.len(), self.values.len()), |_| column)?)
     }
 }
