@@ -488,11 +488,15 @@ impl Drop for PreparedSpmm<'_> {
 /// arrays, one with fill mode lower and a unit diagonal, one with fill mode upper and a non-unit
 /// diagonal; the generic SpSV reads only the triangle its fill mode names (and not the diagonal
 /// where it is unit), as NVIDIA's ILU(0) samples use one `csrilu02` output for both solves. Each
-/// solve has its analysis and work buffer made once in [`PreparedIluApply::new`], so
-/// [`PreparedIluApply::run`] is two `cusparseSpSV_solve` calls: `L y = r`, then `U z = y`.
+/// solve has its analysis and work buffer made once in [`PreparedIluApply::new`] (or
+/// [`PreparedIluApply::of_factorisation`], on cuSPARSE's own factors), so
+/// [`PreparedIluApply::run`] is two `cusparseSpSV_solve` calls: `L y = r`, then `U z = y`; a solver
+/// points `r` and `z` at the vectors of each apply ([`PreparedIluApply::set_operands`]).
 #[derive(Debug)]
 pub struct PreparedIluApply<'h, T> {
     handle: &'h Handle,
+    /// The order: the elements [`PreparedIluApply::set_operands`] checks an operand for.
+    n: usize,
     lower: sys::cusparseSpMatDescr_t,
     upper: sys::cusparseSpMatDescr_t,
     r: sys::cusparseDnVecDescr_t,
@@ -536,14 +540,56 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
         y: &DeviceVector<T>,
         z: &DeviceVector<T>,
     ) -> Result<Self> {
-        let n = factors.nrows();
-        anyhow::ensure!(factors.ncols() == n, "factors of {n} x {} are not square", factors.ncols());
+        Self::with_values(gpu, handle, factors, factors.values(), r, y, z)
+    }
+
+    /// [`PreparedIluApply::new`] on the factors `csrilu02` wrote in `factorisation`'s buffer, read
+    /// there in place (as NVIDIA's ILU(0) samples describe the factorisation's output to SpSV), on
+    /// `A`'s pattern: what a cuSPARSE user applies. Call it after the factorisation's
+    /// [`PreparedFactorisation::run`]: the analyses record the factors' values. Refused for
+    /// csric02's factors, which are `L` alone over `A`'s lower triangle, not ILU(0)'s layout. The
+    /// factorisation and the vectors must outlive the returned value.
+    pub fn of_factorisation(
+        gpu: &Gpu,
+        factorisation: &PreparedFactorisation<'h, T>,
+        r: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+        z: &DeviceVector<T>,
+    ) -> Result<Self> {
+        let routine = factorisation.factorisation.routine();
+        anyhow::ensure!(
+            factorisation.factorisation == Factorisation::Ilu0,
+            "{routine}'s factors are not in ILU(0)'s layout: PreparedFactorisation::factors converts them"
+        );
+        let (handle, pattern) = (factorisation.handle, factorisation.a);
+        Self::with_values(gpu, handle, pattern, &factorisation.factors, r, y, z)
+    }
+
+    /// [`PreparedIluApply::new`] on `pattern`'s CSR arrays with the factors' `values`.
+    fn with_values(
+        gpu: &Gpu,
+        handle: &'h Handle,
+        pattern: &DeviceCsr<T>,
+        values: &CudaSlice<T>,
+        r: &DeviceVector<T>,
+        y: &DeviceVector<T>,
+        z: &DeviceVector<T>,
+    ) -> Result<Self> {
+        let n = pattern.nrows();
+        anyhow::ensure!(pattern.ncols() == n, "factors of {n} x {} are not square", pattern.ncols());
+        anyhow::ensure!(
+            values.len() == pattern.nnz(),
+            "{} factor values for {} entries",
+            values.len(),
+            pattern.nnz()
+        );
         for (what, v) in [("r", r), ("y", y), ("z", z)] {
             anyhow::ensure!(v.len() == n, "{what} of {} elements, not {n}", v.len());
         }
         let ty = value_type::<T>();
         let mut prepared = Self {
             handle,
+            n,
             lower: std::ptr::null_mut(),
             upper: std::ptr::null_mut(),
             r: std::ptr::null_mut(),
@@ -560,7 +606,7 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
         let i32_index = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
         let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
         let (offsets, col_indices, values) =
-            (addr(gpu, factors.row_offsets()), addr(gpu, factors.col_indices()), addr(gpu, factors.values()));
+            (addr(gpu, pattern.row_offsets()), addr(gpu, pattern.col_indices()), addr(gpu, values));
         let triangles = [
             (
                 &mut prepared.lower,
@@ -585,7 +631,7 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
                         mat,
                         n as i64,
                         n as i64,
-                        factors.nnz() as i64,
+                        pattern.nnz() as i64,
                         offsets,
                         col_indices,
                         values,
@@ -641,6 +687,33 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
             check(status, "cusparseSpSV_analysis")?;
         }
         Ok(prepared)
+    }
+
+    /// Points the apply's `r` and `z` at `r` and `z` (`cusparseDnVecSetValues`), so that the next
+    /// [`PreparedIluApply::run`] computes `z = U⁻¹ L⁻¹ r` on them through the same intermediate:
+    /// what a solver does whose operand and result change from apply to apply (BiCGSTAB's `p` and
+    /// `s`, GMRES's basis vectors), as NVIDIA's BiCGSTAB sample solves other vectors than its
+    /// analyses were described with; the analyses depend on the factors alone. Both must hold at
+    /// least the order's elements and be two buffers (checked: the solves read one and write the
+    /// other), and outlive their use.
+    pub fn set_operands(&self, gpu: &Gpu, r: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
+        let n = self.n;
+        anyhow::ensure!(
+            r.len() >= n && z.len() >= n,
+            "operands of {} and {} elements, not {n}",
+            r.len(),
+            z.len()
+        );
+        let ((r, _r_record), (z, _z_record)) = (r.device_ptr(gpu.stream()), z.device_ptr(gpu.stream()));
+        anyhow::ensure!(r != z, "the apply's operand and result are one buffer");
+        for (descr, ptr, name) in
+            [(self.r, r, "cusparseDnVecSetValues (r)"), (self.z, z, "cusparseDnVecSetValues (z)")]
+        {
+            // SAFETY: the descriptor was created in `new`; `ptr` is a live device buffer of the
+            // value type `T` with at least the `n` elements the solves read or write (checked).
+            check(unsafe { sys::cusparseDnVecSetValues(descr, ptr as *mut c_void) }, name)?;
+        }
+        Ok(())
     }
 
     /// Enqueues `L y = r`, then `U z = y`, on the handle's stream (the `Gpu`'s it was made with), in

@@ -41,9 +41,9 @@ enum Mode {
     /// The CG study (Reguly & Giles §8: FEM Poisson Q1-Q4, our CG on CSR, ELL and LMA against
     /// cuSPARSE + cuBLAS); writes cg-report.md and cg-results.json
     Cg(CgArgs),
-    /// The solver study (issue 28: BiCGSTAB and GMRES(m), plain and Jacobi, ours against cuSPARSE +
-    /// cuBLAS on convection-diffusion, FEM Poisson and Matrix Market problems); writes solve-report.md
-    /// and solve-results.json
+    /// The solver study (issue 28: BiCGSTAB and GMRES(m), plain, Jacobi and ILU(0), ours against
+    /// cuSPARSE + cuBLAS on convection-diffusion, FEM Poisson and Matrix Market problems); writes
+    /// solve-report.md and solve-results.json
     Solve(SolveArgs),
     /// The multi-GPU study: the product and a CG iteration on 1 and N GPUs over NCCL, one process for
     /// all GPUs and one process per GPU (set NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off)

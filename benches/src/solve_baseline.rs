@@ -3,7 +3,9 @@
 //! for the vectors ([`crate::cublas`]), driven from the host in host pointer mode as NVIDIA's samples
 //! are: every dot product comes back to the host, which waits for the stream, and every scalar of the
 //! recurrence is computed there. Both are right-preconditioned by Jacobi (`cublas<t>dgmm` with the
-//! inverse diagonal, `1 / d` in f64 rounded to `T` as the library's) or not at all.
+//! inverse diagonal, `1 / d` in f64 rounded to `T` as the library's), by ILU(0) as cuSPARSE's users
+//! build it ([`BaselineIlu0`]: `csrilu02` on the device, applied by two `cusparseSpSV_solve`, the
+//! baseline of the library's `solve::Ilu0`), or not at all.
 //!
 //! The recurrences, stopping tests and breakdown tests are those of the library's CPU oracles,
 //! `gpu_spmv::reference::{bicgstab, gmres}`, step for step in the element type, so that the
@@ -15,7 +17,9 @@
 //! preconditioned solve reads `p̂ = M⁻¹ p` and `ŝ = M⁻¹ s`. Per iteration, beside its two products,
 //! it moves `29n` elements of vectors (`p = r + β (p - ω v)` as axpy, scal, axpy 8; `r̂ᵀv` 2;
 //! `s = r - α v` 3; `x += α p̂` 3; `sᵀs` 1; `tᵀs` 2; `tᵀt` 1; `x += ω ŝ` 3; `r = s - ω t` 3; `r̂ᵀr` 2;
-//! `rᵀr` 1), `35n` with Jacobi (two dgmm, 3 each), and waits for the host 6 times.
+//! `rᵀr` 1), `35n` with Jacobi (two dgmm, 3 each), and waits for the host 6 times. With ILU(0) the
+//! two dgmm are two applies instead, each two triangular solves that read the factors (`A`'s
+//! pattern) and move `4n` elements of vectors, and the waits stay 6.
 //!
 //! GMRES orthogonalises by classical Gram–Schmidt twice, as the oracle does, each pass two
 //! `cublas<t>gemv` on the basis held as one `n x (m + 1)` column-major matrix (`h = Vᵀw`, read back
@@ -27,10 +31,10 @@
 //! elements beside its product (two passes of `2(j + 1)n + 2n`; `‖w‖²` 1; the next basis vector,
 //! copy and scal, 4), `3n` more with Jacobi, and waits for the host 3 times (the two `h` and
 //! `‖w‖²`); a cycle adds its restart (`r = b - A x`: copy 2, the product, `rᵀr` 1, `v₀` 4) and its
-//! update (`(j + 2)n`, with Jacobi `6n` more).
+//! update (`(j + 2)n`, with Jacobi `6n` more). With ILU(0) each dgmm is an apply, as in BiCGSTAB.
 
 use crate::cublas::{BlasScalar, Vectors, inverse_diagonal};
-use crate::cusparse::{self, Algorithm, Prepared};
+use crate::cusparse::{self, Algorithm, Factorisation, Prepared, PreparedFactorisation, PreparedIluApply};
 use anyhow::{Result, ensure};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, DevicePtr};
@@ -123,14 +127,74 @@ fn breakdown<T: Scalar>(iteration: usize, what: &'static str, value: T) -> Resul
     Ok(End::Breakdown { iteration, what, value: value.to_f64() })
 }
 
-/// What both solvers share: the device, the routines, the options, Jacobi's inverse diagonal and the
+/// ILU(0) as a cuSPARSE user builds it for the baseline's solvers, after NVIDIA's BiCGSTAB sample:
+/// `A`'s factors computed on the device by `csrilu02` ([`PreparedFactorisation`]: its analysis,
+/// the factorisation, and the check for a zero pivot, which waits for it), then both triangular
+/// solves' SpSV analyses on those factors in place ([`PreparedIluApply::of_factorisation`]). Its
+/// factors equal the library's `Ilu0`'s to rounding (csrilu02 rounds each step in `T`, the library
+/// factorises in f64 and rounds once): the two solvers apply the same preconditioner.
+///
+/// [`BaselineIlu0::new`] is the whole setup a solve with it pays; the study times it as ours'
+/// `Ilu0::new` is timed.
+pub struct BaselineIlu0<'a, T: Scalar> {
+    /// The two solves over the factorisation's buffer (declared first, so dropped first: its
+    /// descriptors go before the buffers they point at).
+    apply: PreparedIluApply<'a, T>,
+    /// The operand, the intermediate `L⁻¹ r` and the result the analyses were described with, kept
+    /// for the descriptors that point at them (each apply points the operand and result at the
+    /// solver's vectors and solves through the intermediate).
+    _vectors: [DeviceVector<T>; 3],
+    /// The factors' buffer, which the apply reads.
+    _factorisation: PreparedFactorisation<'a, T>,
+    /// The matrix factorised, which a solver checks is its own.
+    a: &'a DeviceCsr<T>,
+}
+
+impl<T: Scalar> std::fmt::Debug for BaselineIlu0<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaselineIlu0").field("apply", &self.apply).finish_non_exhaustive()
+    }
+}
+
+impl<'a, T: Scalar> BaselineIlu0<'a, T> {
+    /// Factorises `a` by `csrilu02` and prepares the apply. Refused: what [`PreparedFactorisation`]
+    /// refuses (a matrix that is not square, sizes past a C int), and a zero pivot, structural or
+    /// numerical, as a [`cusparse::ZeroPivot`] naming its row.
+    pub fn new(gpu: &Gpu, sparse: &'a cusparse::Handle, a: &'a DeviceCsr<T>) -> Result<Self> {
+        let mut factorisation = PreparedFactorisation::new(gpu, sparse, Factorisation::Ilu0, a)?;
+        factorisation.run(gpu)?;
+        factorisation.zero_pivot()?;
+        let n = a.nrows();
+        let vectors = [gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?];
+        let [r, y, z] = &vectors;
+        let apply = PreparedIluApply::of_factorisation(gpu, &factorisation, r, y, z)?;
+        Ok(Self { apply, _vectors: vectors, _factorisation: factorisation, a })
+    }
+
+    /// Enqueues `z = U⁻¹ L⁻¹ v`.
+    fn apply(&self, gpu: &Gpu, v: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
+        self.apply.set_operands(gpu, v, z)?;
+        self.apply.run()
+    }
+}
+
+/// The baseline's right preconditioner `M⁻¹`.
+enum Inverse<'a, T: Scalar> {
+    /// The identity: the solvers read the vector itself.
+    None,
+    /// Jacobi's inverse diagonal.
+    Jacobi(CudaSlice<T>),
+    /// Boxed: its descriptors and buffers are ten times the other variants'.
+    Ilu0(Box<BaselineIlu0<'a, T>>),
+}
+
+/// What both solvers share: the device, the routines, the options, the preconditioner and the
 /// iterate.
-struct Common<'a, T> {
+struct Common<'a, T: Scalar> {
     gpu: &'a Gpu,
     blas: Vectors<'a>,
     options: SolverOptions,
-    /// `M⁻¹` of Jacobi; `None` without a preconditioner.
-    inv_diag: Option<CudaSlice<T>>,
+    inverse: Inverse<'a, T>,
     x: DeviceVector<T>,
     /// `|b|²` and the threshold on `|r|²` of the solve under way.
     bb: T,
@@ -138,14 +202,52 @@ struct Common<'a, T> {
 }
 
 impl<'a, T: BlasScalar> Common<'a, T> {
-    /// `diagonal` is `A`'s, needed for Jacobi: refused when an entry is zero or not finite, as the
-    /// oracles refuse it.
+    /// The preconditioner of `options`: `diagonal` is `A`'s, needed for Jacobi, refused when an
+    /// entry is zero or not finite, as the oracles refuse it.
     fn new(
         gpu: &'a Gpu,
         blas: &'a CudaBlas,
         a: &DeviceCsr<T>,
         options: SolverOptions,
         diagonal: &[T],
+    ) -> Result<Self> {
+        let inverse = match options.preconditioner {
+            Preconditioner::None => Inverse::None,
+            Preconditioner::Jacobi => Inverse::Jacobi(inverse_diagonal(
+                gpu,
+                diagonal,
+                a.nrows(),
+                |d| d.to_f64() != 0.0 && finite(d),
+                "non-zero and finite",
+            )?),
+        };
+        Self::with_inverse(gpu, blas, a, options, inverse)
+    }
+
+    /// Preconditioned by `ilu`: `options.preconditioner` must be `None`, as the library's
+    /// `with_preconditioner` solvers refuse another (the preconditioner is `ilu`).
+    fn with_ilu0(
+        gpu: &'a Gpu,
+        blas: &'a CudaBlas,
+        a: &DeviceCsr<T>,
+        options: SolverOptions,
+        ilu: BaselineIlu0<'a, T>,
+    ) -> Result<Self> {
+        ensure!(
+            options.preconditioner == Preconditioner::None,
+            "preconditioned by ILU(0), the options must name no preconditioner, not {:?}",
+            options.preconditioner
+        );
+        ensure!(std::ptr::eq(ilu.a, a), "the ILU(0) factors of another matrix than the solver's");
+        Self::with_inverse(gpu, blas, a, options, Inverse::Ilu0(Box::new(ilu)))
+    }
+
+    fn with_inverse(
+        gpu: &'a Gpu,
+        blas: &'a CudaBlas,
+        a: &DeviceCsr<T>,
+        options: SolverOptions,
+        inverse: Inverse<'a, T>,
     ) -> Result<Self> {
         ensure!(
             a.nrows() == a.ncols(),
@@ -154,25 +256,20 @@ impl<'a, T: BlasScalar> Common<'a, T> {
             a.ncols()
         );
         let n = a.nrows();
-        let inv_diag = match options.preconditioner {
-            Preconditioner::None => None,
-            Preconditioner::Jacobi => Some(inverse_diagonal(
-                gpu,
-                diagonal,
-                n,
-                |d| d.to_f64() != 0.0 && finite(d),
-                "non-zero and finite",
-            )?),
-        };
         Ok(Self {
             gpu,
             blas: Vectors::new(gpu, blas, n)?,
             options,
-            inv_diag,
+            inverse,
             x: gpu.zeros(n)?,
             bb: T::ZERO,
             tol_rr: T::ZERO,
         })
+    }
+
+    /// Whether `M⁻¹` is not the identity, so that the solvers keep vectors for `M⁻¹ v`.
+    fn preconditioned(&self) -> bool {
+        !matches!(self.inverse, Inverse::None)
     }
 
     /// Copies `x0` to `x` on the device and computes `|b|²` and the tolerance, as the oracles do.
@@ -186,11 +283,12 @@ impl<'a, T: BlasScalar> Common<'a, T> {
         Ok(())
     }
 
-    /// `z = M⁻¹ v` with Jacobi; nothing without (the caller reads `v`).
+    /// `z = M⁻¹ v`; nothing without a preconditioner (the caller reads `v`).
     fn precondition(&self, v: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
-        match &self.inv_diag {
-            Some(d) => self.blas.diag_times(d, v, z),
-            None => Ok(()),
+        match &self.inverse {
+            Inverse::None => Ok(()),
+            Inverse::Jacobi(d) => self.blas.diag_times(d, v, z),
+            Inverse::Ilu0(ilu) => ilu.apply(self.gpu, v, z),
         }
     }
 
@@ -209,7 +307,7 @@ pub struct BaselineBicgstab<'a, T: BlasScalar> {
     p: DeviceVector<T>,
     v: DeviceVector<T>,
     t: DeviceVector<T>,
-    /// `p̂` and `ŝ`, with Jacobi.
+    /// `p̂` and `ŝ`, with a preconditioner.
     hats: Option<(DeviceVector<T>, DeviceVector<T>)>,
     /// `r = -A x + r`.
     residual_product: Prepared<'a>,
@@ -237,14 +335,34 @@ impl<'a, T: BlasScalar> BaselineBicgstab<'a, T> {
         options: SolverOptions,
         diagonal: &[T],
     ) -> Result<Self> {
-        let common = Common::new(gpu, blas, a, options, diagonal)?;
-        let n = a.nrows();
+        Self::with_common(sparse, alg, a, Common::new(gpu, blas, a, options, diagonal)?)
+    }
+
+    /// A solver for `a` with cuSPARSE algorithm `alg`, right-preconditioned by `ilu` (`a`'s own);
+    /// `options.preconditioner` must be `None`, as for the library's `with_preconditioner`.
+    pub fn with_ilu0(
+        gpu: &'a Gpu,
+        sparse: &'a cusparse::Handle,
+        blas: &'a CudaBlas,
+        alg: Algorithm,
+        a: &'a DeviceCsr<T>,
+        options: SolverOptions,
+        ilu: BaselineIlu0<'a, T>,
+    ) -> Result<Self> {
+        Self::with_common(sparse, alg, a, Common::with_ilu0(gpu, blas, a, options, ilu)?)
+    }
+
+    /// The vectors and prepared products of a solver of `common`.
+    fn with_common(
+        sparse: &'a cusparse::Handle,
+        alg: Algorithm,
+        a: &'a DeviceCsr<T>,
+        common: Common<'a, T>,
+    ) -> Result<Self> {
+        let (gpu, n) = (common.gpu, a.nrows());
         let vector = || gpu.zeros::<T>(n);
         let (r, r_hat, p, v, t) = (vector()?, vector()?, vector()?, vector()?, vector()?);
-        let hats = match common.inv_diag {
-            Some(_) => Some((vector()?, vector()?)),
-            None => None,
-        };
+        let hats = if common.preconditioned() { Some((vector()?, vector()?)) } else { None };
         let (p_hat, s_hat) = hats.as_ref().map_or((&p, &r), |(p_hat, s_hat)| (p_hat, s_hat));
         let p_product = Prepared::new(gpu, sparse, alg, a, None, p_hat, &v)?;
         let s_product = Prepared::new(gpu, sparse, alg, a, None, s_hat, &t)?;
@@ -362,7 +480,7 @@ pub struct BaselineGmres<'a, T: BlasScalar> {
     /// The residual at a restart, then `V y` of the update.
     r: DeviceVector<T>,
     w: DeviceVector<T>,
-    /// `M⁻¹ v_j` and `M⁻¹ V y`, with Jacobi.
+    /// `M⁻¹ v_j` and `M⁻¹ V y`, with a preconditioner.
     z: Option<DeviceVector<T>>,
     /// `r = -A x + r`.
     residual_product: Prepared<'a>,
@@ -392,18 +510,42 @@ impl<'a, T: BlasScalar> BaselineGmres<'a, T> {
         restart: usize,
         diagonal: &[T],
     ) -> Result<Self> {
+        Self::with_common(sparse, alg, a, Common::new(gpu, blas, a, options, diagonal)?, restart)
+    }
+
+    /// A solver for `a` restarting every `restart` steps with cuSPARSE algorithm `alg`,
+    /// right-preconditioned by `ilu` (`a`'s own); `options.preconditioner` must be `None`, as for
+    /// the library's `with_preconditioner`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_ilu0(
+        gpu: &'a Gpu,
+        sparse: &'a cusparse::Handle,
+        blas: &'a CudaBlas,
+        alg: Algorithm,
+        a: &'a DeviceCsr<T>,
+        options: SolverOptions,
+        restart: usize,
+        ilu: BaselineIlu0<'a, T>,
+    ) -> Result<Self> {
+        Self::with_common(sparse, alg, a, Common::with_ilu0(gpu, blas, a, options, ilu)?, restart)
+    }
+
+    /// The basis, vectors and prepared products of a solver of `common` (the restart length checked).
+    fn with_common(
+        sparse: &'a cusparse::Handle,
+        alg: Algorithm,
+        a: &'a DeviceCsr<T>,
+        common: Common<'a, T>,
+        restart: usize,
+    ) -> Result<Self> {
         let limit = kernels_gpu::abi::KRYLOV_MAX_RESTART as usize;
         ensure!((1..=limit).contains(&restart), "the restart length {restart} is not in 1..={limit}");
-        let common = Common::new(gpu, blas, a, options, diagonal)?;
-        let n = a.nrows();
+        let (gpu, n) = (common.gpu, a.nrows());
         let elements = n
             .checked_mul(restart + 1)
             .ok_or_else(|| anyhow::anyhow!("a basis of {restart} + 1 vectors of {n} overflows"))?;
         let (r, w) = (gpu.zeros::<T>(n)?, gpu.zeros::<T>(n)?);
-        let z = match common.inv_diag {
-            Some(_) => Some(gpu.zeros::<T>(n)?),
-            None => None,
-        };
+        let z = if common.preconditioned() { Some(gpu.zeros::<T>(n)?) } else { None };
         let residual_product = Prepared::new(gpu, sparse, alg, a, None, &common.x, &r)?;
         let step_product = Prepared::new(gpu, sparse, alg, a, None, z.as_ref().unwrap_or(&r), &w)?;
         Ok(Self {

@@ -4,8 +4,10 @@
 //! every factor entry finite and the oracle's within a tolerance of the precision's epsilon times
 //! the levels, `A`'s own values untouched (the routines factorise a copy), a second factorisation
 //! the same (it starts again from `A`'s values); then the factors applied by cuSPARSE's SpSV (`PreparedIluApply`) against
-//! the oracle's apply. And the zero pivots cuSPARSE reports, each naming its row. Without a GPU the
-//! test says why it skips (see `skip.rs`).
+//! the oracle's apply, read back and uploaded, and for ILU(0) also read in place in the
+//! factorisation's buffer (`PreparedIluApply::of_factorisation`, as the solver baseline applies
+//! them; refused for IC(0)'s). And the zero pivots cuSPARSE reports, each naming its row. Without a
+//! GPU the test says why it skips (see `skip.rs`).
 
 #[path = "../../host/tests/common/skip.rs"]
 #[allow(dead_code)] // the helpers of every GPU test; this one uses a part
@@ -17,7 +19,7 @@ use gpu_spmv::reference::ilu::IluFactors;
 use gpu_spmv::reference::problems::convection_diffusion;
 use gpu_spmv::{CsrRef, Gpu, Scalar};
 use rand::{Rng, SeedableRng};
-use spmv_bench::cusparse::{Factorisation, Handle, PreparedFactorisation, ZeroPivot};
+use spmv_bench::cusparse::{Factorisation, Handle, PreparedFactorisation, PreparedIluApply, ZeroPivot};
 use spmv_bench::solve_study::max_relative_difference;
 
 /// cuSPARSE's `factorisation` of `a`, factors and apply, against the oracle.
@@ -87,6 +89,24 @@ fn agree<T: Scalar>(
         apply_difference <= apply_tolerance,
         "{what}: max |z - z_cpu| / max |z_cpu| = {apply_difference:e} over {apply_tolerance:e}"
     );
+    // The same factors read in place, where the factorisation wrote them.
+    let n = oracle.n();
+    let r: Vec<T> = (0..n).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
+    let (dr, y, z) = (gpu.upload_vector(&r).unwrap(), gpu.zeros::<T>(n).unwrap(), gpu.zeros::<T>(n).unwrap());
+    let in_place = PreparedIluApply::of_factorisation(gpu, &prepared, &dr, &y, &z);
+    if factorisation == Factorisation::Ic0 {
+        let refused = in_place.expect_err("csric02's factors refused");
+        assert!(format!("{refused:#}").contains("not in ILU(0)'s layout"), "{what}: {refused:#}");
+    } else {
+        in_place.unwrap().run().unwrap();
+        let mut expected = vec![T::ZERO; n];
+        oracle.apply(&r, &mut expected).unwrap();
+        let in_place_difference = max_relative_difference(&expected, &z.to_host(gpu).unwrap());
+        assert!(
+            in_place_difference <= apply_tolerance,
+            "{what}: in place, max |z - z_cpu| / max |z_cpu| = {in_place_difference:e} over {apply_tolerance:e}"
+        );
+    }
     println!(
         "{what}: {depth} lower levels, factors' max rel. difference {difference:.2e} (tolerance \
          {factor_tolerance:.2e}), apply's {apply_difference:.2e} (tolerance {apply_tolerance:.2e})"

@@ -21,6 +21,8 @@ fn record(
         relative_residual: Some(9e-7),
         true_residual: 1.1e-6,
         speedup_vs_baseline: None,
+        setup_ms: None,
+        speedup_with_setup: None,
         iterations_permuted: Vec::new(),
     }
 }
@@ -348,4 +350,74 @@ fn results_without_factorisations_still_parse_and_factorisations_render_as_a_tab
     record.as_object_mut().unwrap().remove("device_setup_ms");
     let old: FactorisationRecord = serde_json::from_value(record).unwrap();
     assert_eq!(old.device_setup_ms, None);
+}
+
+/// The ILU(0) pairs: `compare` adds the setups to the times where both sides' were timed, and the
+/// report sets the iteration counts, the tolerance and both ratios side by side; older results
+/// without setup times still parse.
+#[test]
+fn ilu0_pairs_compare_with_and_without_setup_and_render_side_by_side() {
+    use Implementation::{Baseline, Ours};
+    let mut records = vec![
+        record("cd-pe0", Precision::F64, "bicgstab", "ilu(0)", Ours),
+        record("cd-pe0", Precision::F64, "bicgstab", "ilu(0)", Baseline),
+        record("cd-pe0", Precision::F64, "gmres(30)", "ilu(0)", Ours),
+        record("cd-pe0", Precision::F64, "gmres(30)", "ilu(0)", Baseline),
+        record("cd-pe0", Precision::F64, "bicgstab", "jacobi", Ours),
+        record("cd-pe0", Precision::F64, "bicgstab", "jacobi", Baseline),
+    ];
+    // BiCGSTAB: ours 149 iterations in 270 ms after a 100 ms setup; the baseline 152 in 540 ms after
+    // 20 ms: 2x without setup, 560 / 370 with it.
+    (records[0].iterations, records[0].time_ms, records[0].setup_ms) = (149, 270.0, Some(100.0));
+    (records[1].iterations, records[1].time_ms, records[1].setup_ms) = (152, 540.0, Some(20.0));
+    // GMRES: the baseline at the cap, 2000 against 200, past the tolerance of 2 + 20; faster without
+    // the setup, 80 / 50 ms, slower with it, 100 / 150.
+    (records[2].iterations, records[2].time_ms, records[2].setup_ms) = (200, 50.0, Some(100.0));
+    (records[3].iterations, records[3].time_ms, records[3].setup_ms) = (2000, 80.0, Some(20.0));
+    (records[3].converged, records[3].end) = (false, "iteration limit".to_owned());
+    let mut notes = Vec::new();
+    compare(&mut records, &mut notes);
+    assert_eq!(records[0].speedup_vs_baseline, Some(2.0));
+    let with_setup = records[0].speedup_with_setup.unwrap();
+    assert!((with_setup - 560.0 / 370.0).abs() < 1e-12, "{with_setup}");
+    // Jacobi's setup is the solver's own, not timed: no ratio with setup.
+    assert_eq!(records[4].speedup_vs_baseline, Some(1.0));
+    assert_eq!(records[4].speedup_with_setup, None);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(is_disagreement(&notes[0]) && notes[0].contains("gmres(30) ilu(0)"), "{notes:?}");
+
+    let mut results = results(vec![problem("cd-pe0", Precision::F64, 1.0)], records);
+    let md = results.markdown();
+    assert!(md.contains("## ILU(0): ours against the baseline with cuSPARSE's ILU(0)"), "{md}");
+    assert!(md.contains("\n| problem | prec | solver | ours its | baseline its | tolerance |"), "{md}");
+    assert!(!md.lines().any(|l| l.starts_with("    ")), "{md}");
+    assert!(
+        md.contains(
+            "| cd-pe0 | f64 | bicgstab | 149 | 152 | 21 | 270.0 | 540.0 | 2.00x | 100.0 | 20.0 | 1.51x |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| cd-pe0 | f64 | gmres(30) | 200 | 2000 (iteration limit) | 22 | 50.0 | 80.0 | 1.60x | 100.0 | \
+             20.0 | 0.67x |"
+        ),
+        "{md}"
+    );
+    // The solves table shows each setup, n/a where none was built for the solve.
+    assert!(
+        md.contains("| cd-pe0 | bicgstab | ilu(0) | cusparse+cublas | converged | 152 | 540.0 | 20.0 |"),
+        "{md}"
+    );
+    assert!(md.contains("| cd-pe0 | bicgstab | jacobi | ours | converged | 400 | 10.0 | n/a |"), "{md}");
+    // Without an ILU(0) pair there is no such section.
+    results.records.retain(|r| r.preconditioner != "ilu(0)" || r.implementation == Ours);
+    assert!(!results.markdown().contains("## ILU(0): ours against"));
+    // Older runs' records, without setup times, still parse.
+    let mut json = serde_json::to_value(&results.records[0]).unwrap();
+    for field in ["setup_ms", "speedup_with_setup"] {
+        json.as_object_mut().unwrap().remove(field);
+    }
+    let old: SolveRecord = serde_json::from_value(json).unwrap();
+    assert_eq!((old.setup_ms, old.speedup_with_setup), (None, None));
 }
