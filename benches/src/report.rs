@@ -552,10 +552,11 @@ impl Results {
              through a replica of the library's pipeline (pass into a stage, copy, event; a stage refilled \
              once its copy completed) into buffers allocated beforehand, and the three back to back \
              (*staged all*). *Beyond* is the upload's time less the offsets' check and staged all: what \
-             the steps overlapped with them leave, and what no step alone accounts for.\n\n\
+             the steps overlapped with them leave, and what no step alone accounts for. *Pin* is what the \
+             first staged upload of a `Gpu` pays once: its four stages pinned, written once and freed.\n\n\
              | matrix | prec | upload ms | check | stats | host copy | alloc | free | staged offsets \
-             | staged columns | staged values | staged all | beyond |\n\
-             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             | staged columns | staged values | staged all | beyond | pin |\n\
+             |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for u in &self.uploads {
             let (Some(s), Some(upload_ms)) = (u.steps, u.from_u32_ms) else { continue };
@@ -563,7 +564,7 @@ impl Results {
             let _ = writeln!(
                 out,
                 "| {} | {} | {upload_ms:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} \
-                 | {:.2} | {beyond:.2} |",
+                 | {:.2} | {beyond:.2} | {} |",
                 u.matrix,
                 u.precision,
                 s.check_ms,
@@ -574,7 +575,8 @@ impl Results {
                 s.staged_ms[0],
                 s.staged_ms[1],
                 s.staged_ms[2],
-                s.staged_all_ms
+                s.staged_all_ms,
+                s.pin_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2}"))
             );
         }
         out.push('\n');

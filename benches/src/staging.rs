@@ -100,6 +100,11 @@ pub struct UploadSteps {
     /// The three arrays back to back through the same pipeline, to completion: the upload without
     /// its allocations and its host work on the offsets.
     pub staged_all_ms: f64,
+    /// Pinning the stages of an upload's two element sizes (two buffers of `STAGE_BYTES` for the
+    /// indices, two for the values) and writing them once, as the first staged upload of a `Gpu`
+    /// does, and freeing them; absent from runs before it was measured.
+    #[serde(default)]
+    pub pin_ms: Option<f64>,
 }
 
 /// Measures [`UploadSteps`] on the arrays of an upload from `u32`, valid by construction.
@@ -146,6 +151,10 @@ pub fn upload_steps<T: Scalar>(
         gpu.synchronize()?;
         free_ms = free_ms.min(start.elapsed().as_secs_f64() * 1e3);
     }
+    let pin_ms = Some(best(|| {
+        drop((Stages::<u32>::pin(gpu)?, Stages::<T>::pin(gpu)?));
+        Ok(())
+    })?);
     let (mut index_stages, mut value_stages) = (Stages::<u32>::pin(gpu)?, Stages::<T>::pin(gpu)?);
     let mut device = (stream.alloc_zeros::<u32>(offsets.len())?, stream.alloc_zeros::<u32>(cols.len())?);
     let mut device_values = stream.alloc_zeros::<T>(values.len())?;
@@ -169,7 +178,7 @@ pub fn upload_steps<T: Scalar>(
         index_stages.pipeline(gpu, cols, &mut device.1, checked)?;
         value_stages.pipeline(gpu, values, &mut device_values, copy_values)
     })?;
-    Ok(UploadSteps { check_ms, stats_ms, host_copy_ms, alloc_ms, free_ms, staged_ms, staged_all_ms })
+    Ok(UploadSteps { check_ms, stats_ms, host_copy_ms, alloc_ms, free_ms, staged_ms, staged_all_ms, pin_ms })
 }
 
 /// The shortest of [`PASSES`] runs of `pass`, in milliseconds.

@@ -219,6 +219,7 @@ fn an_uploads_only_run_reports_the_ceilings() {
             free_ms: 0.75,
             staged_ms: [0.5, 3.0, 4.0],
             staged_all_ms: 8.0,
+            pin_ms: Some(12.5),
         }),
         // 100 MB in 2.5 ms: 40 GB/s.
         pipeline_trials: vec![PipelineTrial {
@@ -239,7 +240,8 @@ fn an_uploads_only_run_reports_the_ceilings() {
     r.fill_speedups();
     let report = r.markdown();
     assert!(report.contains("| m | f64 | 200.0 | 20.0 | 40.0 | 25.0 | 50.0 | host (b) | 80% |"), "{report}");
-    let steps = "| m | f64 | 10.00 | 0.50 | 0.25 | 1.00 | 2.00 | 0.75 | 0.50 | 3.00 | 4.00 | 8.00 | 1.50 |";
+    let steps =
+        "| m | f64 | 10.00 | 0.50 | 0.25 | 1.00 | 2.00 | 0.75 | 0.50 | 3.00 | 4.00 | 8.00 | 1.50 | 12.50 |";
     assert!(report.contains(steps), "{report}");
     let trial =
         "| m | f64 | 2 | 16 | Streaming | 6 | 2.50 | 40.0 | 0.300 | 0.250 | 0.050 | 0.310 | 0.12 | 0.35 |";
