@@ -126,6 +126,10 @@ struct CgArgs {
     /// Only these element degrees (comma-separated, 1 to 4); all when absent
     #[arg(long, value_name = "DEGREES", value_delimiter = ',')]
     degree: Vec<usize>,
+    /// Only these solvers (comma-separated), to spend less time on the GPU; all when absent. The
+    /// speedups need cusparse+cublas, the payoffs csr-auto
+    #[arg(long, value_enum, value_name = "SOLVERS", value_delimiter = ',')]
+    solvers: Vec<cg_study::Solver>,
     /// Where cg-report.md and cg-results.json go [default: target/bench/<UTC start time>]
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -420,7 +424,9 @@ fn cg_study(args: &CgArgs) -> Result<()> {
     };
     let log = |line: &str| println!("{line}");
     let degrees = if args.degree.is_empty() { cg_study::DEGREES.to_vec() } else { args.degree.clone() };
-    cg_study::run(devices.as_ref(), unknowns, &degrees, &args.precision.list(), &mut results, &log)?;
+    let solvers = if args.solvers.is_empty() { cg_study::SOLVERS.to_vec() } else { args.solvers.clone() };
+    let precisions = args.precision.list();
+    cg_study::run(devices.as_ref(), unknowns, &degrees, &precisions, &solvers, &mut results, &log)?;
     if let (Some(d), Some(gpu)) = (&mut device, gpu) {
         d.finish(gpu);
     }

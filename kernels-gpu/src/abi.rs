@@ -788,48 +788,143 @@ pub struct CgParams<T> {
     pub n: u32,
 }
 
-const LMA_ATOMIC_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_atomic_m", ""; 4, 9, 16, 25);
-const LMA_COLOUR_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_colour_m", ""; 4, 9, 16, 25);
-const _: () = assert!(same_values(&LMA_ATOMIC_FAMILY.0, &LMA_COLOUR_FAMILY.0));
+const LMA_ATOMIC_FULL_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_atomic_m", "_full"; 4, 9, 16, 25);
+const LMA_ATOMIC_SYM_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_atomic_m", "_sym"; 4, 9, 16, 25);
+const LMA_COLOUR_FULL_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_colour_m", "_full"; 4, 9, 16, 25);
+const LMA_COLOUR_SYM_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_lma_colour_m", "_sym"; 4, 9, 16, 25);
+const _: () = assert!(same_values(&LMA_ATOMIC_FULL_FAMILY.0, &LMA_ATOMIC_SYM_FAMILY.0));
+const _: () = assert!(same_values(&LMA_ATOMIC_FULL_FAMILY.0, &LMA_COLOUR_FULL_FAMILY.0));
+const _: () = assert!(same_values(&LMA_ATOMIC_FULL_FAMILY.0, &LMA_COLOUR_SYM_FAMILY.0));
 
 /// Nodes per element the LMA kernels are compiled for: the tensor-product Lagrange quadrilaterals of
-/// degree 1 to 4 (Q1 to Q4, (k + 1)^2 nodes). One PTX entry per value, variant and type.
-pub const LMA_NODES_PER_ELEMENT: [u32; 4] = LMA_ATOMIC_FAMILY.0;
+/// degree 1 to 4 (Q1 to Q4, (k + 1)^2 nodes). One PTX entry per value, variant, storage and type.
+pub const LMA_NODES_PER_ELEMENT: [u32; 4] = LMA_ATOMIC_FULL_FAMILY.0;
 
-/// `spmv_lma_atomic_m<m>_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
-pub const LMA_ATOMIC: [Entry; 4] = LMA_ATOMIC_FAMILY.1;
+/// `spmv_lma_atomic_m<m>_full_*` (every element matrix stored whole), indexed like
+/// [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_ATOMIC_FULL: [Entry; 4] = LMA_ATOMIC_FULL_FAMILY.1;
 
-/// `spmv_lma_colour_m<m>_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
-pub const LMA_COLOUR: [Entry; 4] = LMA_COLOUR_FAMILY.1;
+/// `spmv_lma_atomic_m<m>_sym_*` (upper triangles of symmetric element matrices), indexed like
+/// [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_ATOMIC_SYM: [Entry; 4] = LMA_ATOMIC_SYM_FAMILY.1;
+
+/// `spmv_lma_colour_m<m>_full_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_COLOUR_FULL: [Entry; 4] = LMA_COLOUR_FULL_FAMILY.1;
+
+/// `spmv_lma_colour_m<m>_sym_*`, indexed like [`LMA_NODES_PER_ELEMENT`].
+pub const LMA_COLOUR_SYM: [Entry; 4] = LMA_COLOUR_SYM_FAMILY.1;
 
 /// A slot of the LMA element-to-node map that names no unknown: a node with a Dirichlet condition,
 /// eliminated from the system. Node indices are below the node count, which the host keeps below
 /// `u32::MAX`, so no node has this index.
 pub const LMA_NO_NODE: u32 = u32::MAX;
 
-/// The local matrix approach (Reguly & Giles 2012, section 8): `elements` dense `m x m` element
-/// matrices and their element-to-node map, both entry-major so that a thread per element reads
-/// coalesced: node `k` of element `e` at `nodes[k * elements + e]`, entry `(i, j)` of its matrix at
-/// `values[(i * m + j) * elements + e]`. The operator is `y = sum_e P_eᵀ K_e P_e x`; a slot holding
-/// [`LMA_NO_NODE`] has zeros in its row and column of `K_e`.
+/// Warps per block of the LMA kernels: each warp works alone (its own slice of shared memory, no
+/// block-wide barrier after the start), so the block only sets how the slices are allocated.
+pub const LMA_WARPS_PER_BLOCK: u32 = 4;
+
+/// Threads per block of the LMA kernels.
+pub const LMA_BLOCK_SIZE: u32 = LMA_WARPS_PER_BLOCK * WARP_SIZE;
+
+/// Lane groups per warp of the LMA kernels for `m` nodes per element: a group of `m` lanes per
+/// element, lane `r` of a group computing row `r` of its element's product (8 groups of 4 lanes, 3
+/// of 9, 2 of 16, 1 of 25; the lanes past the last group idle).
+pub const fn lma_groups_per_warp(m: u32) -> u32 {
+    WARP_SIZE / m
+}
+
+/// Elements each group takes at every step of a warp: more where the elements are small, so that a
+/// step of a warp moves enough bytes to keep memory busy (a Q1 element is 10 to 16 values, a Q4
+/// element 325 to 625).
+pub const fn lma_group_rounds(m: u32) -> u32 {
+    if m <= 4 {
+        4
+    } else if m <= 9 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Elements a warp takes at each step: [`lma_groups_per_warp`] times [`lma_group_rounds`], stored
+/// consecutively, so that the step's values are one contiguous run that the warp reads coalesced.
+pub const fn lma_step_elements(m: u32) -> u32 {
+    lma_groups_per_warp(m) * lma_group_rounds(m)
+}
+
+/// The row stride, in values, of an element matrix staged in shared memory: `m` rounded up to an
+/// odd number, so that the lanes of a group reading down a column (row `r`, `r * stride + j`) hit
+/// different banks.
+pub const fn lma_row_stride(m: u32) -> u32 {
+    m | 1
+}
+
+/// Values stored per element: `m * m`, or `m * (m + 1) / 2` for the upper triangles of symmetric
+/// element matrices.
+pub const fn lma_stored_values(m: u32, symmetric: bool) -> u32 {
+    if symmetric { m * (m + 1) / 2 } else { m * m }
+}
+
+/// Bytes of the table at the start of a symmetric kernel's shared memory: the staged position of
+/// each packed value (`u16`), rounded up to 16 bytes so that the values after it stay aligned.
+pub const fn lma_table_bytes(m: u32, symmetric: bool) -> u32 {
+    if symmetric { (lma_stored_values(m, true) * 2).next_multiple_of(16) } else { 0 }
+}
+
+/// Dynamic shared memory of an LMA launch for `m` nodes per element, values of `value_bytes` bytes:
+/// the table of a symmetric kernel, then for each warp of the block the element matrices of one
+/// step, each `m` rows of [`lma_row_stride`] values.
+pub const fn lma_shared_bytes(m: u32, symmetric: bool, value_bytes: u32) -> u32 {
+    lma_table_bytes(m, symmetric)
+        + LMA_WARPS_PER_BLOCK * lma_step_elements(m) * m * lma_row_stride(m) * value_bytes
+}
+
+/// Every LMA launch fits the 48 KiB of shared memory a block gets without opting in, and every
+/// element fits a warp.
+const _: () = {
+    let mut i = 0;
+    while i < LMA_NODES_PER_ELEMENT.len() {
+        let m = LMA_NODES_PER_ELEMENT[i];
+        assert!(m >= 1 && m <= WARP_SIZE);
+        assert!(lma_shared_bytes(m, false, 8) <= 48 * 1024 && lma_shared_bytes(m, true, 8) <= 48 * 1024);
+        assert!(lma_row_stride(m) * m <= u16::MAX as u32);
+        i += 1;
+    }
+};
+
+/// The local matrix approach (Reguly & Giles 2012, section 8): `elements` element matrices of `m x m`
+/// and their element-to-node map, element-major: node `k` of element `e` at `nodes[e * m + k]`, its
+/// matrix at `values[e * s ..]` with `s` = [`lma_stored_values`]: all `m * m` entries row by row
+/// (`(i, j)` at `i * m + j`, the `_full` kernels), or for symmetric matrices the upper triangle with
+/// the diagonal row by row (`(i, j)`, `i <= j`, at `i * m - i * (i - 1) / 2 + (j - i)`, the `_sym`
+/// kernels). The operator is `y = sum_e P_eᵀ K_e P_e x`; a slot holding [`LMA_NO_NODE`] has zeros in
+/// its row and column of `K_e`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LmaArgs<T> {
     pub nodes: DevicePtr<u32>,
     pub values: DevicePtr<T>,
     pub elements: u32,
+    /// 1 when some element names a node in two of its slots: the coloured kernels then add an
+    /// element's rows to `y` one slot after the other (its rows at one node must not race), else 0.
+    pub repeated_nodes: u32,
 }
 
-/// `spmv_lma_atomic_m<m>_*` and `spmv_lma_colour_m<m>_*` (`formats/lma.rs`): one thread per element
-/// of `first .. first + count` (all elements for the atomic kernel, one colour for the coloured one).
-/// `y` must already hold `beta * y` (a launch of `spmv_scale_*`).
+/// `spmv_lma_<atomic|colour>_m<m>_<full|sym>_*` (`formats/lma.rs`): the elements of the ranges
+/// `ranges[i] .. ranges[i + 1]` for `i < range_count` (all elements, or each colour, for the atomic
+/// kernel; one colour for the coloured one). A warp takes [`lma_step_elements`] consecutive elements
+/// of one range at each step; the steps go round the ranges (step 0 of every range, then step 1, ...),
+/// `steps` of them per range, at least enough for the longest. Launch with [`LMA_BLOCK_SIZE`] threads
+/// per block and [`lma_shared_bytes`] of dynamic shared memory, any number of blocks. `y` must already
+/// hold `beta * y` (a launch of `spmv_scale_*`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct LmaParams<T> {
     pub a: LmaArgs<T>,
     pub op: Accumulate<T>,
-    pub first: u32,
-    pub count: u32,
+    pub ranges: DevicePtr<u32>,
+    pub range_count: u32,
+    pub steps: u32,
 }
 
 const CSRT_ATOMIC_FAMILY: ([u32; 6], [Entry; 6]) = family!("spmv_csrt_atomic_c", ""; 1, 2, 4, 8, 16, 32);
@@ -1815,8 +1910,10 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[ELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
-    &LMA_ATOMIC,
-    &LMA_COLOUR,
+    &LMA_ATOMIC_FULL,
+    &LMA_ATOMIC_SYM,
+    &LMA_COLOUR_FULL,
+    &LMA_COLOUR_SYM,
     &CSRT_ATOMIC,
     &[CSRT_BUILD_GATHER, COO_ASSEMBLE_SUM],
     &SPMM_ROW_MAJOR,

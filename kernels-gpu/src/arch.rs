@@ -214,6 +214,18 @@ pub fn thread_idx() -> u32 {
     unsafe { nvptx::_thread_idx_x() }
 }
 
+/// `%laneid`: the calling thread's lane in its warp. Read with side effects (not `pure`), so that
+/// LLVM neither hoists it out of a loop nor reuses it across iterations: what a kernel derives from
+/// it is computed again where it is used, instead of dozens of lane-dependent addresses being kept
+/// in registers for the whole kernel.
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(nomem, nostack)) };
+    lane
+}
+
 /// `shfl.sync.up` of a 32-bit word: the value held by lane `lane - delta`, or the lane's own value
 /// when `lane < delta`. Every lane of the warp must execute it (full member mask).
 #[inline(always)]

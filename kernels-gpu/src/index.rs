@@ -1,7 +1,9 @@
 //! Index arithmetic shared by the kernels and the host: how many blocks a launch gets and which row a
 //! thread works on. Plain functions, so they are unit-tested on the host.
 
-use crate::abi::{CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, RADIX_BITS, RADIX_TILE, WARP_SIZE};
+use crate::abi::{
+    CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, RADIX_BITS, RADIX_TILE, WARP_SIZE, lma_row_stride,
+};
 
 /// Blocks for `items` work items of `per_block` items each, capped at [`MAX_GRID_X`]. Every kernel
 /// walks its items with a grid stride, so the cap bounds the launch without losing work.
@@ -64,6 +66,31 @@ pub const fn radix_passes(cols: u32) -> u32 {
 /// Tiles of [`RADIX_TILE`] entries that cover `nnz` entries.
 pub const fn radix_tiles(nnz: u32) -> u32 {
     nnz.div_ceil(RADIX_TILE)
+}
+
+/// Where the LMA kernels stage value `p` of an element matrix (`formats/lma.rs`): entry `(i, j)` at
+/// `i * stride + j` of the element's slice, `stride` = [`lma_row_stride`]`(m)`. Stored whole, `p`
+/// is `(p / m, p % m)` (`LmaArgs`); stored as the upper triangle of a symmetric matrix
+/// (`symmetric`), row `i` holds the `m - i` entries `(i, i ..)` from `i * m - i * (i - 1) / 2`.
+pub const fn lma_staged_position(p: usize, m: usize, symmetric: bool) -> usize {
+    let stride = lma_row_stride(m as u32) as usize;
+    if !symmetric {
+        return p / m * stride + p % m;
+    }
+    let (mut i, mut start) = (0, 0);
+    while p >= start + (m - i) {
+        start += m - i;
+        i += 1;
+    }
+    i * stride + i + (p - start)
+}
+
+/// Where lane `row` of an LMA group reads entry `(row, j)` of its element's staged matrix: there, or
+/// at its mirror `(j, row)` below the diagonal of a symmetric one, which only the upper triangle
+/// holds.
+pub const fn lma_read_position(row: usize, j: usize, m: usize, symmetric: bool) -> usize {
+    let stride = lma_row_stride(m as u32) as usize;
+    if !symmetric || row <= j { row * stride + j } else { j * stride + row }
 }
 
 #[cfg(test)]
@@ -130,5 +157,55 @@ mod tests {
     #[test]
     fn coop_threads_do_not_overflow() {
         assert_eq!(coop_threads(u32::MAX, 32), u32::MAX as u64 * 32);
+    }
+
+    #[test]
+    fn lma_staging_puts_every_entry_where_its_rows_read_it() {
+        use crate::abi::{LMA_NODES_PER_ELEMENT, lma_step_elements, lma_stored_values};
+        for m in LMA_NODES_PER_ELEMENT {
+            for symmetric in [false, true] {
+                let (step, stored) =
+                    (lma_step_elements(m) as usize, lma_stored_values(m, symmetric) as usize);
+                let (m, square) = (m as usize, m as usize * lma_row_stride(m) as usize);
+                // Entry `(i, j)` of element `e`, distinct everywhere but at mirrored entries of a
+                // symmetric matrix; stored as `LmaArgs` documents.
+                let entry = |e: usize, i: usize, j: usize| {
+                    let (i, j) = if symmetric && i > j { (j, i) } else { (i, j) };
+                    1 + (e * m + i) * m + j
+                };
+                let stored_at = |e: usize, p: usize| {
+                    let (mut i, mut start) = (0, 0);
+                    if symmetric {
+                        while p >= start + (m - i) {
+                            start += m - i;
+                            i += 1;
+                        }
+                        entry(e, i, i + p - start)
+                    } else {
+                        entry(e, p / m, p % m)
+                    }
+                };
+                // A warp's step: value `v` of the run to its element and staged position.
+                let mut staged = vec![0usize; step * square];
+                for v in 0..step * stored {
+                    let (e, p) = (v / stored, v % stored);
+                    let at = e * square + lma_staged_position(p, m, symmetric);
+                    assert!(at < (e + 1) * square && staged[at] == 0, "m {m}: value {v} at {at}");
+                    staged[at] = stored_at(e, p);
+                }
+                for e in 0..step {
+                    for row in 0..m {
+                        for j in 0..m {
+                            let at = e * square + lma_read_position(row, j, m, symmetric);
+                            assert_eq!(
+                                staged[at],
+                                entry(e, row, j),
+                                "m {m} symmetric {symmetric}: ({row}, {j})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -109,6 +109,15 @@ fn check_lma<T: Scalar>(rng: &mut ChaCha8Rng, p: &Poisson) {
     // An element row sums m products and a node adds at most 4 rows (k + 1)^2 <= 25: well within
     // 64 roundings.
     assert!(err <= 64.0 * T::EPSILON, "Q{} {}: error {err}", p.degree, T::NAME);
+    // The stiffness matrices are symmetric bit for bit, so the study's operator is stored packed,
+    // and gives the bits of the whole storage.
+    assert_eq!(lma.storage(), gpu_spmv::formats::LmaStorage::Symmetric, "Q{}", p.degree);
+    let m = p.nodes_per_element();
+    assert_eq!(lma.values().len(), p.elements() * m * (m + 1) / 2);
+    let mut y_full = y0.clone();
+    lma.to_full_storage().spmv(alpha, &x, beta, &mut y_full).unwrap();
+    let bits = |v: &[T]| v.iter().map(|e| e.to_f64().to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&y), bits(&y_full), "Q{} {}", p.degree, T::NAME);
 }
 
 #[test]

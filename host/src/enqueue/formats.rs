@@ -10,10 +10,12 @@ use crate::Result;
 use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, Gpu};
 use crate::formats::Shape;
 use crate::formats::convert::narrow;
+use crate::formats::lma::LmaStorage;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
     self as abi, Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
-    DenseBlockParams, EllParams, LMA_NODES_PER_ELEMENT, LmaParams, RESIDENT_WARPS_PER_SM, WARP_SIZE,
+    DenseBlockParams, EllParams, LMA_BLOCK_SIZE, LMA_NODES_PER_ELEMENT, LMA_WARPS_PER_BLOCK, LmaParams,
+    RESIDENT_WARPS_PER_SM, WARP_SIZE, lma_shared_bytes, lma_step_elements,
 };
 use kernels_gpu::index::grid_blocks;
 
@@ -49,16 +51,35 @@ pub enum BrcCombine {
     Atomic,
 }
 
-/// How the element products of the local matrix approach reach `y` (`kernels-gpu/src/formats/lma.rs`):
-/// the strategy of [`DeviceLma`].
+/// How the element products of the local matrix approach reach `y` (`kernels-gpu/src/formats/lma.rs`,
+/// a group of lanes per element): the strategy of [`DeviceLma`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LmaKernel {
     /// All elements in one launch, each adding to its nodes' `y` with atomics: the order of the
-    /// adds, and so the last bits of `y`, vary from run to run.
+    /// adds, and so the last bits of `y`, vary from run to run. Where the colours are about equal
+    /// (a mesh's are), the launch goes round them a step at a time, so that the elements at work at
+    /// any moment are neighbours and the `x` and `y` they share stay in L2.
     Atomic,
     /// One launch per colour of elements that share no node, plain adds: the same `y` every run.
     #[default]
     Coloured,
+}
+
+/// Whether the atomic LMA launch takes the colours as its ranges, going round them a step (a warp's
+/// [`lma_step_elements`]) at a time, rather than the elements in stored order, colour after colour.
+/// In stored order the warps at work at any moment hold elements of one colour, which share no node,
+/// so every `x` they gather and `y` they add to comes from memory once per colour (four times on a
+/// quadrilateral mesh). Going round the colours puts step `k` of every colour side by side, and where
+/// the colouring follows the input order, as the greedy one does on a mesh numbered row by row, those
+/// are neighbouring elements, whose shared nodes are then still in L2. Taken when it launches at most
+/// twice the warps of the stored order (every colour gets as many steps as the longest): always for
+/// colours of about equal sizes.
+pub(crate) fn lma_rounds_colours(colour_offsets: &[u32], step: u32) -> bool {
+    let steps = |w: &[u32]| u64::from((w[1] - w[0]).div_ceil(step));
+    let colours = colour_offsets.len().saturating_sub(1) as u64;
+    let longest = colour_offsets.windows(2).map(steps).max().unwrap_or(0);
+    let total: u64 = colour_offsets.windows(2).map(steps).sum();
+    colours * longest <= 2 * total
 }
 
 /// The warps and the interval of entries per warp (a multiple of 32, so every warp starts on an
@@ -276,26 +297,61 @@ impl<T: Scalar> Enqueue<T> for DeviceLma<T> {
     }
 
     fn prepare(&self, gpu: &Gpu, kernel: LmaKernel) -> Result<(LmaKernel, Self::Launch)> {
-        let m = LMA_NODES_PER_ELEMENT.iter().position(|&m| m as usize == self.nodes_per_element());
+        let index = LMA_NODES_PER_ELEMENT.iter().position(|&m| m as usize == self.nodes_per_element());
         // `Gpu::upload_lma` refused every other element size.
-        let m = m.unwrap_or_default();
-        let (f, ranges): (_, Vec<(u32, u32)>) = match kernel {
-            LmaKernel::Atomic => (gpu.kernel::<T>(abi::LMA_ATOMIC[m])?, vec![(0, self.args().elements)]),
-            LmaKernel::Coloured => (
-                gpu.kernel::<T>(abi::LMA_COLOUR[m])?,
-                self.colour_offsets().windows(2).map(|w| (w[0], w[1] - w[0])).collect(),
-            ),
+        let index = index.unwrap_or_default();
+        let m = LMA_NODES_PER_ELEMENT[index];
+        let symmetric = self.storage() == LmaStorage::Symmetric;
+        let family = match (kernel, symmetric) {
+            (LmaKernel::Atomic, false) => &abi::LMA_ATOMIC_FULL,
+            (LmaKernel::Atomic, true) => &abi::LMA_ATOMIC_SYM,
+            (LmaKernel::Coloured, false) => &abi::LMA_COLOUR_FULL,
+            (LmaKernel::Coloured, true) => &abi::LMA_COLOUR_SYM,
+        };
+        let f = gpu.kernel::<T>(family[index])?;
+        #[allow(clippy::cast_possible_truncation)] // 4 or 8 bytes
+        let shared = lma_shared_bytes(m, symmetric, size_of::<T>() as u32);
+        let per_sm =
+            f.occupancy_max_active_blocks_per_multiprocessor(LMA_BLOCK_SIZE, shared as usize, None)?;
+        let resident = per_sm.max(1).saturating_mul(gpu.sm_count());
+        let step = lma_step_elements(m);
+        let offsets = self.colour_offsets();
+        let colours = offsets.len() - 1;
+        let steps = |w: &[u32]| (w[1] - w[0]).div_ceil(step);
+        // (where the ranges' offsets start, how many ranges, steps per range)
+        let ranges: Vec<(usize, u32, u32)> = match kernel {
+            LmaKernel::Atomic if colours > 1 && lma_rounds_colours(offsets, step) => {
+                let longest = offsets.windows(2).map(steps).max().unwrap_or(0);
+                // The upload narrowed every offset, so the element count, which is at least
+                // the colour count, fits.
+                vec![(0, narrow("the colour count", colours)?, longest)]
+            }
+            LmaKernel::Atomic => vec![(colours + 1, 1, self.args().elements.div_ceil(step))],
+            LmaKernel::Coloured => offsets.windows(2).enumerate().map(|(c, w)| (c, 1, steps(w))).collect(),
         };
         let launches = ranges
             .into_iter()
-            .map(|(first, count)| {
-                let params = LmaParams { a: self.args(), op: unset_accumulate(), first, count };
-                let grid = grid_blocks(u64::from(count), BLOCK_SIZE);
+            .filter(|&(_, count, steps)| count > 0 && steps > 0)
+            .map(|(first, range_count, steps)| {
+                let params = LmaParams {
+                    a: self.args(),
+                    op: unset_accumulate(),
+                    ranges: self.range_at(first),
+                    range_count,
+                    steps,
+                };
+                let grid =
+                    grid_blocks(u64::from(range_count) * u64::from(steps), LMA_WARPS_PER_BLOCK).min(resident);
                 // SAFETY: every node slot holds a node below the node count (the rows of `y` and
                 // the columns of `x`) or `LMA_NO_NODE`, which the kernel skips (by construction of
-                // `Lma`); elements `first .. first + count` exist; the kernel grid-strides over
-                // them. A colour's elements share no node, so its launch has no write conflicts.
-                unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) }
+                // `Lma`); the values are stored as the entry's storage reads them; `ranges` points
+                // at `range_count + 1` nondecreasing offsets of the device's range array (the
+                // colour offsets, or `[0, elements]`), each at most the element count; the block
+                // size and shared memory are those the kernel is written for, and its warps walk
+                // the `range_count * steps` slots with a grid stride. A colour's elements share no
+                // node, so a coloured launch has no write conflicts between elements, and
+                // `repeated_nodes` tells it whether one element names a node twice.
+                unsafe { Prepared::new(f, grid, LMA_BLOCK_SIZE, shared, params) }
             })
             .collect();
         Ok((kernel, launches))
@@ -315,6 +371,22 @@ impl<T: Scalar> Enqueue<T> for DeviceLma<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_atomic_lma_launch_goes_round_colours_of_about_equal_sizes() {
+        // A mesh's four colours, steps of 6 elements: 4 x 167 slots for 4 x 167 steps.
+        assert!(lma_rounds_colours(&[0, 1000, 2000, 2990, 3970], 6));
+        // A star: a colour per element, one step each.
+        let star: Vec<u32> = (0..=70).collect();
+        assert!(lma_rounds_colours(&star, 1));
+        // One large colour and many small ones: 70 x 1000 slots for 1069 steps.
+        let lopsided: Vec<u32> = [0].into_iter().chain((0..70).map(|c| 1000 + c)).collect();
+        assert!(!lma_rounds_colours(&lopsided, 1));
+        // Twice the stored order's warps is the limit: 2 x 4 slots for 4 steps, not 3 x 4.
+        assert!(lma_rounds_colours(&[0, 4, 4], 1));
+        assert!(!lma_rounds_colours(&[0, 4, 4, 4], 1));
+        assert!(lma_rounds_colours(&[0], 1));
+    }
 
     #[test]
     fn coo_intervals_cover_every_entry_in_whole_warps() {

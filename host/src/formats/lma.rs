@@ -4,9 +4,21 @@
 //! `kernels-gpu/src/formats/lma.rs`.
 //!
 //! Storage, as the kernels read it: element `s` (in stored order) has `m` nodes, node `k` at
-//! `nodes[k * elements + s]`, and a dense `m x m` matrix, entry `(i, j)` at
-//! `values[(i * m + j) * elements + s]`: entry-major, so that a warp on consecutive elements reads
-//! consecutive words.
+//! `nodes[s * m + k]`, and a dense `m x m` matrix at `values[s * v ..]`, `v` values per element
+//! ([`LmaStorage`]): all `m * m` entries row by row, or, when every element matrix is symmetric, the
+//! upper triangle with the diagonal row by row (`m (m + 1) / 2` values: 52% of the bytes at
+//! `m = 25`). Element-major, so that the consecutive elements a warp of the kernel takes at a step
+//! are one contiguous run of values that it reads coalesced.
+//!
+//! Which storage is chosen automatically: [`Lma::try_new`] compares every element matrix with its
+//! transpose bit for bit (after the Dirichlet rows and columns are zeroed) and packs the upper
+//! triangles when all are equal; [`Lma::storage`] says which it chose. Not an option of the
+//! constructor, because nothing but the bytes depends on it: the packed storage holds the very
+//! values of the full one, and every product (the CPU's here and both GPU kernels) reads entry
+//! `(i, j)` in the same order from either, so the results are the same bits. A caller could only
+//! choose the full storage of a symmetric operator to move more bytes; [`Lma::to_full_storage`]
+//! makes it, for comparisons. The check costs one read of the element matrices, which the
+//! constructor reads anyway.
 //!
 //! Colouring: elements that share a node get different colours (greedy, in input order: each element
 //! takes the smallest colour none of its neighbours has; 4 colours on a quadrilateral grid), and are
@@ -37,6 +49,48 @@ pub const NO_NODE: usize = usize::MAX;
 /// Rows per rayon task of [`Lma::to_csr`].
 const ROWS_PER_TASK: usize = 4096;
 
+/// How an [`Lma`] stores its element matrices: chosen by [`Lma::try_new`] (see the module
+/// documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LmaStorage {
+    /// Every entry: `m * m` values per element, row by row.
+    Full,
+    /// Every element matrix is symmetric, bit for bit (its Dirichlet rows and columns zeroed): the
+    /// upper triangle with the diagonal, row by row, `m (m + 1) / 2` values per element.
+    Symmetric,
+}
+
+impl LmaStorage {
+    /// Values stored per element of `m` nodes; `None` past `usize`.
+    pub fn values_per_element(self, m: usize) -> Option<usize> {
+        match self {
+            LmaStorage::Full => m.checked_mul(m),
+            LmaStorage::Symmetric => {
+                // `m (m + 1) / 2`, halving whichever factor is even.
+                let n = m.checked_add(1)?;
+                if m.is_multiple_of(2) { (m / 2).checked_mul(n) } else { m.checked_mul(n / 2) }
+            }
+        }
+    }
+
+    fn is_symmetric(self) -> bool {
+        self == LmaStorage::Symmetric
+    }
+}
+
+/// Where entry `(i, j)` of an element matrix sits among the element's values in `storage`, for
+/// `i, j < m` (the symmetric storage reads `(j, i)` for `i > j`).
+fn entry_index(storage: LmaStorage, m: usize, i: usize, j: usize) -> usize {
+    match storage {
+        LmaStorage::Full => i * m + j,
+        LmaStorage::Symmetric => {
+            let (i, j) = if i <= j { (i, j) } else { (j, i) };
+            // Row `i` of the upper triangle starts after rows `0 .. i`, of `m - q` values each.
+            i * m - i * i.saturating_sub(1) / 2 + (j - i)
+        }
+    }
+}
+
 /// A finite element operator in the local matrix approach (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Lma<T> {
@@ -47,6 +101,11 @@ pub struct Lma<T> {
     order: Vec<usize>,
     colour_offsets: Vec<usize>,
     nodes: Vec<u32>,
+    storage: LmaStorage,
+    /// Values per element: `m * m`, or `m (m + 1) / 2` for [`LmaStorage::Symmetric`].
+    per_element: usize,
+    /// Whether some element names a node in two of its slots.
+    repeats_nodes: bool,
     values: Vec<T>,
 }
 
@@ -54,7 +113,9 @@ impl<T: Scalar> Lma<T> {
     /// An operator on `node_count` unknowns from `element_nodes` (element `e`'s `nodes_per_element`
     /// nodes at `e * nodes_per_element ..`, each below `node_count` or [`NO_NODE`]) and
     /// `element_matrices` (element `e`'s dense matrix, row-major, at `e * m * m ..`). A node may
-    /// appear twice in an element (the entries then add up).
+    /// appear twice in an element (the entries then add up). The element matrices are stored packed
+    /// when every one is symmetric bit for bit ([`LmaStorage::Symmetric`], see [`Lma::storage`]),
+    /// else whole.
     ///
     /// Refused: `nodes_per_element == 0` or a map whose length is not a multiple of it
     /// ([`FormatError::InvalidParameter`]), matrices of the wrong total length
@@ -66,8 +127,8 @@ impl<T: Scalar> Lma<T> {
     /// [`crate::formats::MAX_ROWS_PER_ENTRY`] per slot of the map (the per-node arrays of the
     /// colouring, the diagonal and `to_csr` are sized by it).
     ///
-    /// Memory is linear in the input: the map and matrices once more, and a few words per node and
-    /// per slot for the colouring.
+    /// Memory is linear in the input: the map and matrices once more (about half the matrices when
+    /// they are symmetric), and a few words per node and per slot for the colouring.
     pub fn try_new(
         node_count: usize,
         nodes_per_element: usize,
@@ -92,13 +153,13 @@ impl<T: Scalar> Lma<T> {
             .into());
         }
         let elements = element_nodes.len() / m;
+        let too_many = || Error::TooLarge {
+            what: "the element count for this many nodes per element (elements × m² entries)",
+            value: elements,
+            limit: usize::MAX / m / m,
+        };
         // `elements * m` is the map's length; `m * m` may overflow where that does not.
-        let expected =
-            m.checked_mul(elements).and_then(|slots| slots.checked_mul(m)).ok_or(Error::TooLarge {
-                what: "the element count for this many nodes per element (elements × m² entries)",
-                value: elements,
-                limit: usize::MAX / m / m,
-            })?;
+        let expected = m.checked_mul(elements).and_then(|slots| slots.checked_mul(m)).ok_or_else(too_many)?;
         if element_matrices.len() != expected {
             return Err(Error::DimensionMismatch {
                 what: "element_matrices",
@@ -124,6 +185,16 @@ impl<T: Scalar> Lma<T> {
             }
         }
 
+        // The packed triangles are fewer values than `expected`, which fits.
+        let storage = if elements > 0 && all_symmetric(m, element_nodes, element_matrices) {
+            LmaStorage::Symmetric
+        } else {
+            LmaStorage::Full
+        };
+        let per_element = storage.values_per_element(m).ok_or_else(too_many)?;
+        let stored = per_element.checked_mul(elements).ok_or_else(too_many)?;
+        let repeats_nodes = element_nodes.par_chunks(m).any(repeats_a_node);
+
         let colours = greedy_colours(node_count, m, element_nodes);
         let colour_count = colours.iter().max().map_or(0, |&c| c + 1);
         let mut order: Vec<usize> = (0..elements).collect();
@@ -137,24 +208,77 @@ impl<T: Scalar> Lma<T> {
         }
 
         let mut nodes = vec![LMA_NO_NODE; m * elements];
-        let mut values = vec![T::ZERO; m * m * elements];
-        for (s, &e) in order.iter().enumerate() {
-            let slots = &element_nodes[e * m..(e + 1) * m];
-            for (k, &node) in slots.iter().enumerate() {
-                if node != NO_NODE {
-                    // Below `node_count < u32::MAX` (checked above).
-                    nodes[k * elements + s] = u32::try_from(node).expect("node below u32::MAX");
-                }
-            }
-            for i in 0..m {
-                for j in 0..m {
-                    if slots[i] != NO_NODE && slots[j] != NO_NODE {
-                        values[(i * m + j) * elements + s] = element_matrices[(e * m + i) * m + j];
+        let mut values = vec![T::ZERO; stored];
+        nodes.par_chunks_mut(m).zip(values.par_chunks_mut(per_element.max(1))).zip(&order).for_each(
+            |((nodes, values), &e)| {
+                let slots = &element_nodes[e * m..(e + 1) * m];
+                for (k, &node) in slots.iter().enumerate() {
+                    if node != NO_NODE {
+                        // Below `node_count < u32::MAX` (checked above).
+                        nodes[k] = u32::try_from(node).expect("node below u32::MAX");
                     }
                 }
-            }
+                for i in 0..m {
+                    let first_column = if storage.is_symmetric() { i } else { 0 };
+                    for j in first_column..m {
+                        if slots[i] != NO_NODE && slots[j] != NO_NODE {
+                            values[entry_index(storage, m, i, j)] = element_matrices[(e * m + i) * m + j];
+                        }
+                    }
+                }
+            },
+        );
+        Ok(Self {
+            node_count,
+            nodes_per_element: m,
+            elements,
+            order,
+            colour_offsets,
+            nodes,
+            storage,
+            per_element,
+            repeats_nodes,
+            values,
+        })
+    }
+
+    /// The same operator with every element matrix stored whole ([`LmaStorage::Full`]): a copy for
+    /// an operator stored so already, else the triangles unpacked. Its products, diagonal and
+    /// assembly are this one's, bit for bit; it only moves more bytes.
+    pub fn to_full_storage(&self) -> Self {
+        if !self.storage.is_symmetric() {
+            return self.clone();
         }
-        Ok(Self { node_count, nodes_per_element: m, elements, order, colour_offsets, nodes, values })
+        let m = self.nodes_per_element;
+        // `elements * m * m` fitted `usize` when the input was checked.
+        let values = (0..self.elements)
+            .into_par_iter()
+            .flat_map_iter(|s| (0..m * m).map(move |k| self.value(k / m, k % m, s)))
+            .collect();
+        Self {
+            node_count: self.node_count,
+            nodes_per_element: m,
+            elements: self.elements,
+            order: self.order.clone(),
+            colour_offsets: self.colour_offsets.clone(),
+            nodes: self.nodes.clone(),
+            storage: LmaStorage::Full,
+            per_element: m * m,
+            repeats_nodes: self.repeats_nodes,
+            values,
+        }
+    }
+
+    /// How the element matrices are stored: [`LmaStorage::Symmetric`] when every one was symmetric
+    /// bit for bit (after its Dirichlet rows and columns were zeroed), else [`LmaStorage::Full`].
+    pub fn storage(&self) -> LmaStorage {
+        self.storage
+    }
+
+    /// Whether some element names a node in two of its slots (the coloured GPU kernel then adds
+    /// that element's rows one after the other).
+    pub fn repeats_nodes(&self) -> bool {
+        self.repeats_nodes
     }
 
     /// The unknowns: the operator is `node_count x node_count`.
@@ -184,25 +308,28 @@ impl<T: Scalar> Lma<T> {
         &self.order
     }
 
-    /// The `m * elements` map, entry-major; [`LMA_NO_NODE`] for a Dirichlet slot.
+    /// The `m * elements` map, element-major (slot `k` of stored element `s` at `s * m + k`);
+    /// [`LMA_NO_NODE`] for a Dirichlet slot.
     pub fn nodes(&self) -> &[u32] {
         &self.nodes
     }
 
-    /// The `m * m * elements` element matrix entries, entry-major; 0 in the rows and columns of
-    /// Dirichlet slots.
+    /// The element matrices, element-major in stored order, each as [`Lma::storage`] says: `m * m`
+    /// values row by row, or the upper triangle with the diagonal row by row; 0 in the rows and
+    /// columns of Dirichlet slots.
     pub fn values(&self) -> &[T] {
         &self.values
     }
 
     /// The node of slot `k` of stored element `s`, if it has one.
     fn node(&self, k: usize, s: usize) -> Option<usize> {
-        let node = self.nodes[k * self.elements + s];
+        let node = self.nodes[s * self.nodes_per_element + k];
         (node != LMA_NO_NODE).then_some(node as usize)
     }
 
+    /// Entry `(i, j)` of stored element `s`'s matrix, whichever the storage.
     fn value(&self, i: usize, j: usize, s: usize) -> T {
-        self.values[(i * self.nodes_per_element + j) * self.elements + s]
+        self.values[s * self.per_element + entry_index(self.storage, self.nodes_per_element, i, j)]
     }
 
     /// `y = alpha * A * x + beta * y` on the CPU, under the GPU products' contract: `y` not read
@@ -332,6 +459,23 @@ impl<T: Scalar> Lma<T> {
         CsrMatrix::try_from_csr_data(n, n, offsets, cols, vals)
             .expect("sorted, distinct, in-range entries form a valid CSR matrix")
     }
+}
+
+/// Whether every element matrix equals its transpose bit for bit, with the rows and columns of its
+/// Dirichlet slots taken as zeros (as they are stored). `elements > 0`, so `m * m` fits `usize`.
+fn all_symmetric<T: Scalar>(m: usize, element_nodes: &[usize], element_matrices: &[T]) -> bool {
+    element_nodes.par_chunks(m).zip(element_matrices.par_chunks(m * m)).all(|(slots, k)| {
+        (0..m).all(|i| {
+            (i + 1..m).all(|j| {
+                slots[i] == NO_NODE || slots[j] == NO_NODE || k[i * m + j].bits() == k[j * m + i].bits()
+            })
+        })
+    })
+}
+
+/// Whether an element's slots name some node twice (Dirichlet slots aside).
+fn repeats_a_node(slots: &[usize]) -> bool {
+    slots.iter().enumerate().any(|(k, &node)| node != NO_NODE && slots[..k].contains(&node))
 }
 
 /// The greedy colouring of the elements in input order: each takes the smallest colour that no
@@ -587,5 +731,95 @@ mod tests {
         let mut y = vec![1.0f32; 4];
         a.spmv(1.0, &[1.0; 4], 3.0, &mut y).unwrap();
         assert_eq!(y, [3.0; 4]);
+    }
+
+    /// A strip of `n` Q1-like elements of 4 nodes (`[2i, 2i + 1, 2i + 2, 2i + 3]`, neighbours sharing
+    /// two nodes), node 0 Dirichlet, with element matrices from `matrix(e, i, j)`.
+    fn strip(n: usize, matrix: impl Fn(usize, usize, usize) -> f64) -> (usize, Vec<usize>, Vec<f64>) {
+        let map: Vec<usize> = (0..n)
+            .flat_map(|e| (0..4).map(move |k| if e == 0 && k == 0 { NO_NODE } else { 2 * e + k - 1 }))
+            .collect();
+        let values =
+            (0..n).flat_map(|e| (0..16).map(move |k| (e, k / 4, k % 4))).map(|(e, i, j)| matrix(e, i, j));
+        (2 * n + 1, map, values.collect())
+    }
+
+    /// Bits of a vector, to compare results exactly (NaN and signed zeros included).
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn symmetric_elements_are_packed_and_give_the_same_bits() {
+        // Entries with many significant bits, `K_ij = K_ji`, different in every element.
+        let value =
+            |e: usize, i: usize, j: usize| ((e * 31 + i.min(j) * 7 + i.max(j) * 3) as f64).sin() / 3.0;
+        let (n, map, values) = strip(9, value);
+        let a = Lma::try_new(n, 4, &map, &values).unwrap();
+        assert_eq!(a.storage(), LmaStorage::Symmetric);
+        assert_eq!(a.values().len(), 9 * 10);
+        let full = a.to_full_storage();
+        assert_eq!((full.storage(), full.values().len()), (LmaStorage::Full, 9 * 16));
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).cos()).collect();
+        let y0: Vec<f64> = (0..n).map(|i| i as f64 - 3.5).collect();
+        let (mut y, mut y_full) = (y0.clone(), y0.clone());
+        a.spmv(1.5, &x, -0.25, &mut y).unwrap();
+        full.spmv(1.5, &x, -0.25, &mut y_full).unwrap();
+        assert_eq!(bits(&y), bits(&y_full));
+        assert_eq!(bits(&a.diagonal()), bits(&full.diagonal()));
+        assert_eq!(a.to_csr(), full.to_csr());
+        // One entry off its mirror keeps the whole matrices.
+        let mut unpacked = values.clone();
+        unpacked[16 + 1] = -unpacked[16 + 1]; // element 1, (0, 1)
+        let b = Lma::try_new(n, 4, &map, &unpacked).unwrap();
+        assert_eq!(b.storage(), LmaStorage::Full);
+        assert_eq!(b.values().len(), 9 * 16);
+    }
+
+    #[test]
+    fn symmetry_is_checked_bit_for_bit_past_the_dirichlet_slots() {
+        // `0.0` against `-0.0`: equal as numbers, not as bits.
+        let (n, map, mut values) = strip(3, |_, i, j| if i == j { 2.0 } else { 0.0 });
+        values[16 + 4 + 2] = -0.0; // element 1, (1, 2)
+        assert_eq!(Lma::try_new(n, 4, &map, &values).unwrap().storage(), LmaStorage::Full);
+        // Row and column 0 of element 0 are Dirichlet's, stored as zeros: their asymmetry does not count.
+        let (n, map, mut values) = strip(3, |_, i, j| if i == j { 2.0 } else { -0.5 });
+        values[1] = 7.0;
+        values[4 * 3] = f64::NAN;
+        let a = Lma::try_new(n, 4, &map, &values).unwrap();
+        assert_eq!(a.storage(), LmaStorage::Symmetric);
+        assert_eq!(a.value(0, 1, a.element_order().iter().position(|&e| e == 0).unwrap()), 0.0);
+        // No elements: nothing to pack, nothing stored.
+        let empty = Lma::<f32>::try_new(3, 25, &[], &[]).unwrap();
+        assert_eq!((empty.storage(), empty.values().len()), (LmaStorage::Full, 0));
+    }
+
+    #[test]
+    fn packed_rows_follow_the_upper_triangle() {
+        let index = |i, j| entry_index(LmaStorage::Symmetric, 4, i, j);
+        let rows: Vec<usize> =
+            (0..4).flat_map(|i| (i..4).map(move |j| (i, j))).map(|(i, j)| index(i, j)).collect();
+        assert_eq!(rows, (0..10).collect::<Vec<_>>());
+        assert_eq!((index(3, 0), index(2, 1)), (index(0, 3), index(1, 2)));
+        assert_eq!(entry_index(LmaStorage::Full, 4, 2, 1), 9);
+        let per = |storage: LmaStorage, m| storage.values_per_element(m);
+        assert_eq!((per(LmaStorage::Symmetric, 25), per(LmaStorage::Symmetric, 4)), (Some(325), Some(10)));
+        assert_eq!((per(LmaStorage::Full, 25), per(LmaStorage::Symmetric, 1)), (Some(625), Some(1)));
+        assert_eq!(per(LmaStorage::Symmetric, usize::MAX), None);
+        assert_eq!(per(LmaStorage::Full, 1 << 33), None);
+        // The kernels' count of packed values is the same.
+        for m in kernels_gpu::abi::LMA_NODES_PER_ELEMENT {
+            let packed = kernels_gpu::abi::lma_stored_values(m, true) as usize;
+            assert_eq!(per(LmaStorage::Symmetric, m as usize), Some(packed));
+        }
+    }
+
+    #[test]
+    fn an_element_naming_a_node_twice_is_flagged() {
+        assert!(!two_bars().repeats_nodes());
+        let k = [2.0, 1.0, -1.0, 1.0, 3.0, -1.0, -1.0, -1.0, 4.0];
+        assert!(Lma::try_new(2, 3, &[0, 0, 1], &k).unwrap().repeats_nodes());
+        // Two Dirichlet slots are not a repeated node.
+        assert!(!Lma::try_new(2, 3, &[NO_NODE, 1, NO_NODE], &k).unwrap().repeats_nodes());
     }
 }

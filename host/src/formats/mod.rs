@@ -37,7 +37,7 @@ pub use index_check::{CsrIndex, IndexFaults};
 #[cfg(any(feature = "sprs", feature = "faer"))]
 pub use interop::Csr;
 pub use limits::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
-pub use lma::{Lma, NO_NODE};
+pub use lma::{Lma, LmaStorage, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
 pub use shape::Shape;

@@ -1,7 +1,9 @@
 //! `Lma::try_new`: refused exactly as documented, and an accepted operator consistent with its own
-//! assembly (its diagonal and product those of `to_csr`), with a valid colouring.
+//! assembly (its diagonal and product those of `to_csr`), with a valid colouring, stored packed
+//! exactly when its element matrices are symmetric bit for bit, and giving the same bits in either
+//! storage; the same for the input's element matrices mirrored into symmetric ones.
 
-use gpu_spmv::formats::{Lma, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
+use gpu_spmv::formats::{Lma, LmaStorage, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, NO_NODE};
 use gpu_spmv::reference::spmv_f64;
 use gpu_spmv::{CsrRef, Error, FormatError};
 
@@ -26,7 +28,9 @@ fn lma_fault(node_count: usize, m: usize, map: &[usize], values: usize) -> Optio
 /// `Lma::try_new` on any input: the documented refusal, or an operator whose colours separate the
 /// elements that share a node, whose diagonal is its assembly's (repeated nodes included), and
 /// whose product is its assembly's (exactly: the values must be small integers), under the GPU
-/// contract for `alpha == 0`.
+/// contract for `alpha == 0`, stored packed exactly when its element matrices are symmetric, with
+/// the products, diagonal and assembly of its full storage; then the same with the input's upper
+/// triangles mirrored, which must be packed.
 pub fn check_lma(node_count: usize, m: usize, map: &[usize], values: &[f64], x: &[f64]) {
     let expected = lma_fault(node_count, m, map, values.len());
     let a = match (Lma::try_new(node_count, m, map, values), expected) {
@@ -48,8 +52,49 @@ pub fn check_lma(node_count: usize, m: usize, map: &[usize], values: &[f64], x: 
         }
         (got, expected) => panic!("try_new gave {got:?}, expected {expected:?}"),
     };
+    check_operator(&a, node_count, m, map, values, x);
+    // The same map with each element's upper triangle mirrored below it: symmetric, so packed.
+    let mut mirrored = values.to_vec();
+    for e in 0..map.len() / m {
+        for i in 0..m {
+            for j in 0..i {
+                mirrored[(e * m + i) * m + j] = mirrored[(e * m + j) * m + i];
+            }
+        }
+    }
+    let b = Lma::try_new(node_count, m, map, &mirrored).expect("the same map and sizes");
+    check_operator(&b, node_count, m, map, &mirrored, x);
+    if !map.is_empty() {
+        assert_eq!(b.storage(), LmaStorage::Symmetric);
+    }
+}
+
+/// Whether every element matrix equals its transpose bit for bit, with the rows and columns of
+/// Dirichlet slots taken as zeros.
+fn symmetric(m: usize, map: &[usize], values: &[f64]) -> bool {
+    let live = |e: usize, k: usize| map[e * m + k] != NO_NODE;
+    (0..map.len() / m).all(|e| {
+        (0..m).all(|i| {
+            (0..m).all(|j| {
+                !live(e, i)
+                    || !live(e, j)
+                    || values[(e * m + i) * m + j].to_bits() == values[(e * m + j) * m + i].to_bits()
+            })
+        })
+    })
+}
+
+/// An accepted operator: its sizes, storage, colouring, diagonal and product (against its assembly
+/// and against its full storage, bit for bit).
+fn check_operator(a: &Lma<f64>, node_count: usize, m: usize, map: &[usize], values: &[f64], x: &[f64]) {
     let elements = map.len() / m;
     assert_eq!((a.node_count(), a.nodes_per_element(), a.elements()), (node_count, m, elements));
+    let packed = elements > 0 && symmetric(m, map, values);
+    let (storage, per_element) =
+        if packed { (LmaStorage::Symmetric, m * (m + 1) / 2) } else { (LmaStorage::Full, m * m) };
+    assert_eq!((a.storage(), a.values().len()), (storage, elements * per_element));
+    let repeats = map.chunks(m).any(|s| (0..m).any(|k| s[k] != NO_NODE && s[..k].contains(&s[k])));
+    assert_eq!(a.repeats_nodes(), repeats);
     let mut order = a.element_order().to_vec();
     order.sort_unstable();
     assert!(order.iter().copied().eq(0..elements), "the stored order is not a permutation");
@@ -88,4 +133,13 @@ pub fn check_lma(node_count: usize, m: usize, map: &[usize], values: &[f64], x: 
     let mut y = vec![f64::NAN; node_count];
     a.spmv(1.0, &x, 0.0, &mut y).unwrap();
     assert!(y.iter().all(|v| !v.is_nan()), "beta == 0 read y");
+    let full = a.to_full_storage();
+    assert_eq!((full.storage(), full.values().len()), (LmaStorage::Full, elements * m * m));
+    let (mut y, mut y_full) = (y0.clone(), y0.clone());
+    a.spmv(-1.5, &x, 0.5, &mut y).unwrap();
+    full.spmv(-1.5, &x, 0.5, &mut y_full).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&y), bits(&y_full), "the storages' products differ");
+    assert_eq!(bits(&a.diagonal()), bits(&full.diagonal()), "the storages' diagonals differ");
+    assert_eq!(a.to_csr(), full.to_csr(), "the storages' assemblies differ");
 }

@@ -2,106 +2,325 @@
 //! cache-based GPUs", InPar 2012, section 8): the finite element operator applied from its element
 //! matrices, `y += alpha * sum_e P_eᵀ K_e P_e x`, without assembling `A`.
 //!
-//! One thread per element: it gathers its `M` nodes' `x` into registers, multiplies by its dense
-//! `M x M` matrix row by row and adds each row's result to its node's `y`. The element matrices and
-//! the element-to-node map are stored entry-major (entry `n` of every element contiguous, as the paper
-//! does), so the 32 lanes of a warp, on 32 consecutive elements, read 32 consecutive words at each
-//! of the `M^2 + M` steps. `M` is a compile-time value, so `x` and the node indices stay in
-//! registers. A slot without a node (`LMA_NO_NODE`, a Dirichlet node) reads no `x` and writes no
-//! `y`; its row and column of `K_e` hold zeros (the host stores them so), so the inner loop has no
-//! test.
+//! A group of `M` lanes per element, lane `r` computing row `r` of `K_e x_e` (the paper, and this
+//! crate before it, used a thread per element: each thread kept its element's `M` gathered `x` and
+//! walked all `M^2` values alone, which capped occupancy and left a Q4 kernel at 1.7-2.3 TB/s on an
+//! H100, `docs/PERF.md` section 7). A warp holds [`lma_groups_per_warp`] groups and takes
+//! [`lma_step_elements`] consecutive elements at each step, so that:
+//! - the step's values, stored element after element, are one contiguous run: the 32 lanes copy it
+//!   to the warp's slice of shared memory with coalesced loads, whatever the storage;
+//! - lane `r` gathers `x` at its own node once, and the group passes the `M` values round by
+//!   shuffles;
+//! - lane `r` reads row `r` of the staged matrix, `(r, 0)` to `(r, M - 1)`, from shared memory, rows
+//!   [`lma_row_stride`] (odd) values apart so that the lanes of a group hit different banks.
+//!
+//! Two storages, one entry each (`_full`, `_sym`): every entry of the element matrix, or, for a
+//! symmetric one, the upper triangle with the diagonal (`M (M + 1) / 2` values, 52% of the bytes at
+//! Q4), staged into the upper triangle of the shared square and read there as `(min(r, j), max(r, j))`.
+//! A table at the start of the block's shared memory gives each packed value its staged position.
+//! Either way lane `r` sums `K_e[r][j] * x_j` by `fma` from `j = 0` up, the order of the CPU's
+//! `Lma::spmv`: the two storages of one operator give the same bits, and the coloured kernel gives
+//! the CPU's.
+//!
+//! A slot without a node (`LMA_NO_NODE`, a Dirichlet node) reads no `x` (it passes 0) and writes no
+//! `y`; its row and column of `K_e` hold zeros (the host stores them so), so the sums need no test.
 //!
 //! Two variants, both accumulating into a `y` already scaled by `beta` (`spmv_scale_*`):
-//! - `spmv_lma_atomic_m<M>_*`: all elements in one launch, `y` updated with atomic adds (f64 ones
-//!   included: Hopper has them, the paper's Fermi did not). The order of the adds, and so the
-//!   rounding of `y`, varies from run to run.
-//! - `spmv_lma_colour_m<M>_*`: one launch per colour, over that colour's elements, which share no
+//! - `spmv_lma_atomic_m<M>_<full|sym>_*`: every element in one launch, each row's result added with an atomic
+//!   (f64 ones included: Hopper has them, the paper's Fermi did not). The order of the adds, and so
+//!   the rounding of `y`, varies from run to run. The host gives it the colours as its ranges where
+//!   they are about equal, so that the steps going round them keep the warps at work at any moment on
+//!   neighbouring elements of every colour, whose shared `x` and `y` stay in L2.
+//! - `spmv_lma_colour_m<M>_<full|sym>_*`: one launch per colour, over that colour's elements, which share no
 //!   node: a plain read-modify-write of `y`. The colours run in order and each node gets one add per
-//!   element, so `y` is the same on every run.
-//!
-//! Thread mapping: thread `t` handles elements `first + t, first + t + grid, ...` below
-//! `first + count`.
+//!   element, so `y` is the same on every run. An element that names a node twice adds its rows in
+//!   slot order, one slot at a time (only for operators that have such an element).
 
 use super::FormatReal;
-use crate::abi::{LMA_NO_NODE, LmaParams};
-use crate::arch::{Load, global_thread, grid_threads};
+use crate::abi::{
+    LMA_NO_NODE, LMA_WARPS_PER_BLOCK, LmaParams, WARP_SIZE, lma_group_rounds, lma_groups_per_warp,
+    lma_row_stride, lma_step_elements, lma_stored_values, lma_table_bytes,
+};
+use crate::arch::{
+    Load, block_dim, block_idx, dynamic_shared, grid_dim, lane_id, sync_threads, sync_warp, thread_idx,
+};
+use crate::index::{lma_read_position, lma_staged_position};
 
-/// Calls `f(0), f(1), ..., f(M - 1)` as straight-line code. LLVM unrolls a loop of `M` gathers only
-/// partly for `M = 25`, which leaves `xs` indexed at run time and so in local memory; spelt out, every
-/// index is a constant and `xs` stays in registers.
-#[inline(always)]
-fn each_slot<const M: usize>(mut f: impl FnMut(usize)) {
-    const { assert!(M <= 25, "each_slot spells out 25 slots") };
-    macro_rules! calls {
-        ($($k:literal)*) => { $( if $k < M { f($k) } )* };
-    }
-    calls!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24);
+/// The most [`lma_group_rounds`] of any element size.
+const MAX_ROUNDS: usize = 4;
+
+/// `$body` with `$k` bound to `0, 1, ..., $n - 1` in turn, as straight-line code (`$n` at most 32):
+/// LLVM unrolls loops of these lengths only partly, which leaves the arrays they index in local
+/// memory, and a closure called that many times is not always inlined (with the same effect); spelt
+/// out by a macro, every index is a constant and the arrays stay in registers.
+macro_rules! unroll {
+    ($n:expr, $k:ident => $body:block) => {
+        unroll!(@each $n, $k, $body;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+    };
+    (@each $n:expr, $k:ident, $body:block; $($i:literal)*) => {{
+        const { assert!($n <= 32, "unroll! spells out 32 steps") };
+        $( if $i < $n { let $k: usize = $i; $body } )*
+    }};
 }
 
 /// # Safety
-/// `p` describes a validated LMA operator (every node below the length of `x` and `y`, or
-/// `LMA_NO_NODE`; `first + count <= elements`) with `M` nodes per element. Without `ATOMIC`, no two
-/// elements of `first .. first + count` share a node.
+/// `p` describes a validated LMA operator with `M` nodes per element stored as `SYM` says (every
+/// node below the length of `x` and `y`, or `LMA_NO_NODE`; `ranges` holds `range_count + 1`
+/// nondecreasing offsets, the last at most `elements`); launched with `LMA_BLOCK_SIZE` threads per
+/// block and `lma_shared_bytes(M, SYM, size_of::<T>())` of dynamic shared memory. Without `ATOMIC`,
+/// no two elements of a range share a node, and `repeated_nodes` is 1 if an element names a node
+/// twice.
 #[inline(always)]
-unsafe fn lma<T: FormatReal, const M: usize, const ATOMIC: bool>(p: LmaParams<T>) {
-    let elements = p.a.elements as usize;
-    let (x, y) = (p.op.x.as_ptr(), p.op.y.as_mut_ptr());
-    let (mut i, stride) = (global_thread(), grid_threads());
-    while i < p.count as u64 {
-        let e = p.first as usize + i as usize;
-        let node_at = |k: usize| {
-            // SAFETY: `k < M` and `e < elements`: `k * elements + e` is inside the map.
-            unsafe { u32::load_nc(p.a.nodes.as_ptr().add(k * elements + e)) }
-        };
-        let mut xs = [T::ZERO; M];
-        each_slot::<M>(|k| {
-            let node = node_at(k);
-            if node != LMA_NO_NODE {
-                // SAFETY: a node that is not `LMA_NO_NODE` is below the length of `x`.
-                xs[k] = unsafe { T::load_nc(x.add(node as usize)) };
-            }
-        });
-        for row in 0..M {
-            // Read again rather than kept from the gather: the row loop is not unrolled, and a
-            // runtime index into an array would put it in local memory. The map's line is in L1.
-            let node = node_at(row);
-            if node == LMA_NO_NODE {
-                continue;
-            }
-            let mut sum = T::ZERO;
-            for (col, &xc) in xs.iter().enumerate() {
-                // SAFETY: `(row * M + col) * elements + e < M^2 * elements`, the values' length.
-                sum = unsafe { T::load_nc(p.a.values.as_ptr().add((row * M + col) * elements + e)) }
-                    .fma(xc, sum);
-            }
-            // SAFETY: `node` is below the length of `y`. With `ATOMIC` every update is atomic;
-            // without, this launch's elements share no node, so no other thread touches `y[node]`.
-            unsafe {
-                let out = y.add(node as usize);
-                if ATOMIC {
-                    T::atomic_add(out, p.op.alpha * sum);
-                } else {
-                    *out = p.op.alpha.fma(sum, *out);
-                }
-            }
+unsafe fn lma<T: FormatReal, const M: usize, const SYM: bool, const ATOMIC: bool>(p: LmaParams<T>) {
+    let m = M as u32;
+    const {
+        let m = M as u32;
+        assert!(lma_group_rounds(m) as usize <= MAX_ROUNDS);
+        assert!((lma_step_elements(m) * lma_stored_values(m, SYM)).div_ceil(WARP_SIZE) <= 32);
+    };
+    let (groups, rounds, step) =
+        (lma_groups_per_warp(m) as usize, lma_group_rounds(m) as usize, lma_step_elements(m) as usize);
+    let stride = lma_row_stride(m) as usize;
+    let stored = lma_stored_values(m, SYM) as usize;
+    // Staged values per element, and the loads of a step per lane.
+    let square = M * stride;
+    let loads = (step * stored).div_ceil(WARP_SIZE as usize);
+
+    // Declared as 16-byte words, so that the launch's shared memory starts 16-byte aligned.
+    let shared = dynamic_shared::<u128>().cast::<u8>();
+    let table = shared.cast::<u16>();
+    let tid = thread_idx();
+    if SYM {
+        let mut k = tid as usize;
+        while k < stored {
+            // SAFETY: `k < stored`, inside the table (`lma_table_bytes`); each thread writes its
+            // own entries, and nobody reads them before the barrier below.
+            unsafe { *table.add(k) = lma_staged_position(k, M, true) as u16 };
+            k += block_dim() as usize;
         }
-        i += stride;
+        // SAFETY: every thread of the block reaches it: nothing before it depends on the thread but
+        // the loop above, which every thread leaves.
+        unsafe { sync_threads() };
+    }
+    let warp = (tid / WARP_SIZE) as usize;
+    // SAFETY: the shared memory holds the table, then `LMA_WARPS_PER_BLOCK` slices of
+    // `step * square` values (`lma_shared_bytes`); `warp < LMA_WARPS_PER_BLOCK`. The table's size is
+    // a multiple of 16 bytes, so the slices are aligned for `T`.
+    let staged =
+        unsafe { shared.add(lma_table_bytes(m, SYM) as usize).cast::<T>().add(warp * step * square) };
+    let (x, nodes, values, ranges) =
+        (p.op.x.as_ptr(), p.a.nodes.as_ptr(), p.a.values.as_ptr(), p.ranges.as_ptr());
+
+    if p.range_count == 0 {
+        return;
+    }
+    let range_count = p.range_count as u64;
+    let slots = range_count * p.steps as u64;
+    let mut slot = block_idx() as u64 * LMA_WARPS_PER_BLOCK as u64 + warp as u64;
+    let slot_stride = grid_dim() as u64 * LMA_WARPS_PER_BLOCK as u64;
+    // The loop bound and `first < end` below are the same for every lane of the warp, so every lane
+    // reaches the shuffles and warp barriers.
+    while slot < slots {
+        let range = (slot % range_count) as usize;
+        // SAFETY: `range < range_count`: `ranges` holds `range_count + 1` offsets.
+        let (begin, end) =
+            unsafe { (u32::load_nc(ranges.add(range)) as u64, u32::load_nc(ranges.add(range + 1)) as u64) };
+        let first = begin + slot / range_count * step as u64;
+        if first < end {
+            let count = (end - first).min(step as u64) as usize;
+            let first = first as usize;
+            // Read at each step (see `lane_id`): every lane-dependent address below is computed
+            // where it is used rather than held in a register across the loop.
+            let lane = lane_id() as usize;
+            let (group, row) = (lane / M, lane % M);
+            let in_group = group < groups;
+
+            let mut node = [LMA_NO_NODE; MAX_ROUNDS];
+            let mut xs = [T::ZERO; MAX_ROUNDS];
+            unroll!(MAX_ROUNDS, t => {
+                let e = t * groups + group;
+                if t < rounds && in_group && e < count {
+                    // SAFETY: `first + e < end <= elements` and `row < M`: inside the map. A node
+                    // that is not `LMA_NO_NODE` is below the length of `x`.
+                    unsafe {
+                        node[t] = u32::load_nc(nodes.add((first + e) * M + row));
+                        if node[t] != LMA_NO_NODE {
+                            xs[t] = T::load_nc(x.add(node[t] as usize));
+                        }
+                    }
+                }
+            });
+
+            // The step's values: `count * stored` of them from `first * stored`, all issued before
+            // the first is stored.
+            let run = count * stored;
+            let mut held = [T::ZERO; 32];
+            unroll!(32, k => {
+                let v = k * WARP_SIZE as usize + lane;
+                if k < loads && v < run {
+                    // SAFETY: `v < count * stored`: value `v` of the run lies in elements
+                    // `first .. first + count`, inside the values.
+                    held[k] = unsafe { T::load_nc(values.add(first * stored + v)) };
+                }
+            });
+            // The previous step's reads of the slice are done before it is overwritten.
+            sync_warp();
+            unroll!(32, k => {
+                let v = k * WARP_SIZE as usize + lane;
+                if k < loads && v < run {
+                    let (e, packed) = (v / stored, v % stored);
+                    // SAFETY: `packed < stored`, inside the table, which the barrier at the start
+                    // made visible.
+                    let at = if SYM { unsafe { *table.add(packed) as usize } } else { lma_staged_position(packed, M, false) };
+                    // SAFETY: `e < count <= step` and `at < square`: inside this warp's slice,
+                    // which no other warp touches.
+                    unsafe { *staged.add(e * square + at) = held[k] };
+                }
+            });
+            sync_warp();
+
+            unroll!(MAX_ROUNDS, t => {
+                if t < rounds {
+                    let e = t * groups + group;
+                    let live = in_group && e < count && node[t] != LMA_NO_NODE;
+                    // SAFETY: a live lane's element `e < count` was staged above, and its node is
+                    // below the length of `y`; see `element_row` for the rest.
+                    unsafe {
+                        element_row::<T, M, SYM, ATOMIC>(&p, staged.wrapping_add(e * square), row, group, xs[t], node[t], live)
+                    };
+                }
+            });
+        }
+        slot += slot_stride;
     }
 }
 
-crate::ptx_entry!(spmv_lma_atomic_m4_f32, LmaParams<f32>, lma::<f32, 4, true>);
-crate::ptx_entry!(spmv_lma_atomic_m9_f32, LmaParams<f32>, lma::<f32, 9, true>);
-crate::ptx_entry!(spmv_lma_atomic_m16_f32, LmaParams<f32>, lma::<f32, 16, true>);
-crate::ptx_entry!(spmv_lma_atomic_m25_f32, LmaParams<f32>, lma::<f32, 25, true>);
-crate::ptx_entry!(spmv_lma_atomic_m4_f64, LmaParams<f64>, lma::<f64, 4, true>);
-crate::ptx_entry!(spmv_lma_atomic_m9_f64, LmaParams<f64>, lma::<f64, 9, true>);
-crate::ptx_entry!(spmv_lma_atomic_m16_f64, LmaParams<f64>, lma::<f64, 16, true>);
-crate::ptx_entry!(spmv_lma_atomic_m25_f64, LmaParams<f64>, lma::<f64, 25, true>);
-crate::ptx_entry!(spmv_lma_colour_m4_f32, LmaParams<f32>, lma::<f32, 4, false>);
-crate::ptx_entry!(spmv_lma_colour_m9_f32, LmaParams<f32>, lma::<f32, 9, false>);
-crate::ptx_entry!(spmv_lma_colour_m16_f32, LmaParams<f32>, lma::<f32, 16, false>);
-crate::ptx_entry!(spmv_lma_colour_m25_f32, LmaParams<f32>, lma::<f32, 25, false>);
-crate::ptx_entry!(spmv_lma_colour_m4_f64, LmaParams<f64>, lma::<f64, 4, false>);
-crate::ptx_entry!(spmv_lma_colour_m9_f64, LmaParams<f64>, lma::<f64, 9, false>);
-crate::ptx_entry!(spmv_lma_colour_m16_f64, LmaParams<f64>, lma::<f64, 16, false>);
-crate::ptx_entry!(spmv_lma_colour_m25_f64, LmaParams<f64>, lma::<f64, 25, false>);
+/// Row `row` of one element's product, by the lanes of one round: every lane of the warp passes its
+/// `x` round (`x_own`, 0 for a slot without a node), and a `live` lane (one with a node, in a group,
+/// on an element of the step) sums `K[row][j] x_j` from `j = 0` up and adds `alpha` times the sum to
+/// `y[node]`. Every lane of the warp calls it, with the same `p`.
+///
+/// # Safety
+/// For a live lane, `matrix` is its element's matrix staged in this warp's slice of shared memory
+/// (`(i, j)` at `i * lma_row_stride(M) + j`, only `i <= j` with `SYM`) and `node` below the length of
+/// `y`; the contract of [`lma`] holds.
+#[inline(always)]
+unsafe fn element_row<T: FormatReal, const M: usize, const SYM: bool, const ATOMIC: bool>(
+    p: &LmaParams<T>,
+    matrix: *const T,
+    row: usize,
+    group: usize,
+    x_own: T,
+    node: u32,
+    live: bool,
+) {
+    let mut sum = T::ZERO;
+    unroll!(M, j => {
+        let xj = x_own.shfl_idx((group * M + j) as u32);
+        if live {
+            let at = lma_read_position(row, j, M, SYM);
+            // SAFETY: `at < M * lma_row_stride(M)`, inside the staged matrix (the caller's contract).
+            sum = unsafe { *matrix.add(at) }.fma(xj, sum);
+        }
+    });
+    let out = p.op.y.as_mut_ptr().wrapping_add(node as usize);
+    if ATOMIC {
+        if live {
+            // SAFETY: `node` is below the length of `y`; every update of `y` in this launch is atomic.
+            unsafe { T::atomic_add(out, p.op.alpha * sum) };
+        }
+    } else if p.a.repeated_nodes == 0 {
+        if live {
+            // SAFETY: `node` is below the length of `y`; this launch's elements share no node and
+            // this element names it once, so no other thread touches `y[node]`.
+            unsafe { *out = p.op.alpha.fma(sum, *out) };
+        }
+    } else {
+        // Slot by slot: lanes of one element naming the same node add in slot order, each after the
+        // one before it has written (the warp barrier orders memory between the lanes).
+        for slot in 0..M {
+            if live && row == slot {
+                // SAFETY: as above, but for the other lanes of this element that name the node,
+                // which write before or after the barrier.
+                unsafe { *out = p.op.alpha.fma(sum, *out) };
+            }
+            sync_warp();
+        }
+    }
+}
+
+/// Defines the four entries of one element size and storage.
+macro_rules! lma_entries {
+    ($m:literal, $sym:literal, $atomic_f32:ident, $atomic_f64:ident, $colour_f32:ident, $colour_f64:ident) => {
+        crate::ptx_entry!($atomic_f32, LmaParams<f32>, lma::<f32, $m, $sym, true>);
+        crate::ptx_entry!($atomic_f64, LmaParams<f64>, lma::<f64, $m, $sym, true>);
+        crate::ptx_entry!($colour_f32, LmaParams<f32>, lma::<f32, $m, $sym, false>);
+        crate::ptx_entry!($colour_f64, LmaParams<f64>, lma::<f64, $m, $sym, false>);
+    };
+}
+
+lma_entries!(
+    4,
+    false,
+    spmv_lma_atomic_m4_full_f32,
+    spmv_lma_atomic_m4_full_f64,
+    spmv_lma_colour_m4_full_f32,
+    spmv_lma_colour_m4_full_f64
+);
+lma_entries!(
+    9,
+    false,
+    spmv_lma_atomic_m9_full_f32,
+    spmv_lma_atomic_m9_full_f64,
+    spmv_lma_colour_m9_full_f32,
+    spmv_lma_colour_m9_full_f64
+);
+lma_entries!(
+    16,
+    false,
+    spmv_lma_atomic_m16_full_f32,
+    spmv_lma_atomic_m16_full_f64,
+    spmv_lma_colour_m16_full_f32,
+    spmv_lma_colour_m16_full_f64
+);
+lma_entries!(
+    25,
+    false,
+    spmv_lma_atomic_m25_full_f32,
+    spmv_lma_atomic_m25_full_f64,
+    spmv_lma_colour_m25_full_f32,
+    spmv_lma_colour_m25_full_f64
+);
+lma_entries!(
+    4,
+    true,
+    spmv_lma_atomic_m4_sym_f32,
+    spmv_lma_atomic_m4_sym_f64,
+    spmv_lma_colour_m4_sym_f32,
+    spmv_lma_colour_m4_sym_f64
+);
+lma_entries!(
+    9,
+    true,
+    spmv_lma_atomic_m9_sym_f32,
+    spmv_lma_atomic_m9_sym_f64,
+    spmv_lma_colour_m9_sym_f32,
+    spmv_lma_colour_m9_sym_f64
+);
+lma_entries!(
+    16,
+    true,
+    spmv_lma_atomic_m16_sym_f32,
+    spmv_lma_atomic_m16_sym_f64,
+    spmv_lma_colour_m16_sym_f32,
+    spmv_lma_colour_m16_sym_f64
+);
+lma_entries!(
+    25,
+    true,
+    spmv_lma_atomic_m25_sym_f32,
+    spmv_lma_atomic_m25_sym_f64,
+    spmv_lma_colour_m25_sym_f32,
+    spmv_lma_colour_m25_sym_f64
+);
