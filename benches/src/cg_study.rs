@@ -514,10 +514,37 @@ fn compare(records: &mut [CgRecord], notes: &mut Vec<String>) {
     ) else {
         return;
     };
-    let spread = records.iter().filter(|r| r.solver != Solver::CusparseCublas).filter_map(|r| r.iterations);
-    let (low, high) = spread.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
-    if let Some(note) = agreement(ours, base, (low, high)) {
+    let solves: Vec<&CgRecord> =
+        records.iter().filter(|r| r.solver != Solver::CusparseCublas && r.iterations.is_some()).collect();
+    if let Some(note) = agreement(ours, base, &Spread::of(&solves)) {
         notes.push(note);
+    }
+}
+
+/// What our own solves of one problem span (each format with its summation order, the same
+/// recurrence): their iteration counts, L2 errors and true residuals, lowest and highest. Where
+/// rounding alone sets these, the spread of our formats is the measured yardstick for the
+/// baseline's (its dot products and product sum in orders of their own).
+#[derive(Debug, Clone, Copy)]
+struct Spread {
+    iterations: (usize, usize),
+    l2_error: Option<(f64, f64)>,
+    true_residual: Option<(f64, f64)>,
+}
+
+impl Spread {
+    fn of(solves: &[&CgRecord]) -> Self {
+        let range = |values: &mut dyn Iterator<Item = f64>| {
+            values.fold(None, |acc: Option<(f64, f64)>, v| {
+                Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+            })
+        };
+        let its = solves.iter().filter_map(|r| r.iterations);
+        Spread {
+            iterations: its.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n))),
+            l2_error: range(&mut solves.iter().filter_map(|r| r.l2_error)),
+            true_residual: range(&mut solves.iter().filter_map(|r| r.true_residual)),
+        }
     }
 }
 
@@ -533,30 +560,36 @@ const ATTAINABLE: f64 = 10.0 * STUDY_REL_TOL;
 /// they cross `rel_tol` depends on the rounding of the dot products: measured on the H100 in f32 at
 /// 4 M unknowns, true residuals of 1.6 (Q3) and 3.0 (Q4), the same for every solver, while our own
 /// formats alone took 6,730 to 7,087 (Q3) and 9,905 to 11,220 (Q4) iterations (`PERF.md`, section
-/// 19). There the solutions themselves must agree: L2 errors within 1% and true residuals within 10%.
-/// The note says so either way; only a real disagreement is marked [`is_disagreement`].
-fn agreement(ours: &CgRecord, base: &CgRecord, (low, high): (usize, usize)) -> Option<String> {
+/// 19). There the solutions themselves must agree, as closely as our own formats' solutions agree
+/// with each other: the baseline's L2 error within the range of ours widened by 1%, its true residual
+/// within theirs widened by 10%. The range is the evidence: at Q2 in f32 (H100, 2026-11-27) our CSR
+/// and LMA solves, the same recurrence in two summation orders, ended 7.8% apart in L2 error
+/// (1.816e-3 and 1.958e-3) at the same true residual (0.81), so one format's error alone is no
+/// yardstick for the baseline's (1.965e-3). The note says so either way; only a real disagreement
+/// is marked [`is_disagreement`].
+fn agreement(ours: &CgRecord, base: &CgRecord, spread: &Spread) -> Option<String> {
+    let (low, high) = spread.iterations;
     let (Some(ours_its), Some(base_its)) = (ours.iterations, base.iterations) else { return None };
     let what = format!("Q{} {}", ours.degree, ours.precision);
     let stalled = |r: &CgRecord| r.true_residual.is_some_and(|t| t > ATTAINABLE);
     if stalled(ours) && stalled(base) {
-        let close = |a: Option<f64>, b: Option<f64>, by: f64| match (a, b) {
-            (Some(a), Some(b)) => (a - b).abs() <= by * b.abs(),
+        let within = |range: Option<(f64, f64)>, b: Option<f64>, by: f64| match (range, b) {
+            (Some((lo, hi)), Some(b)) => b >= lo - by * lo.abs() && b <= hi + by * hi.abs(),
             _ => false,
         };
-        let same =
-            close(ours.l2_error, base.l2_error, 0.01) && close(ours.true_residual, base.true_residual, 0.1);
+        let same = within(spread.l2_error, base.l2_error, 0.01)
+            && within(spread.true_residual, base.true_residual, 0.1);
         let marker = if same { "iteration counts not comparable" } else { "ITERATION COUNTS DISAGREE" };
         return Some(format!(
             "{what}: {marker}: the true residuals (ours {}, cusparse+cublas {}) stall above the tolerance, \
              so the recurrences' residuals fall below what {} attains and their counts depend on rounding \
              (ours on CSR {ours_its}, cusparse+cublas {base_its}; our formats {low} to {high}); the solutions \
-             {} (L2 errors {} and {})",
+             {} (L2 errors: our formats {}, cusparse+cublas {})",
             or_na(ours.true_residual, |v| format!("{v:.2e}")),
             or_na(base.true_residual, |v| format!("{v:.2e}")),
             ours.precision,
             if same { "agree" } else { "differ" },
-            or_na(ours.l2_error, |v| format!("{v:.4e}")),
+            spread.l2_error.map_or_else(|| "n/a".to_owned(), |(lo, hi)| format!("{lo:.4e} to {hi:.4e}")),
             or_na(base.l2_error, |v| format!("{v:.4e}")),
         ));
     }
