@@ -2,9 +2,12 @@
 //! size the GPU grants, on the shapes its panels and row groups meet: few wide rows over a million
 //! columns (what it is for), column counts one below, at and one above a panel and past three
 //! panels (`P - 1`, `P`, `P + 1`, `3P + 7` for the panel's `P` columns), rows that all lie inside one
-//! panel, runs of empty rows, one huge row, rectangular matrices, sorted rows with repeated columns,
-//! and the shared edge cases (`alpha`/`beta` cases and NaN-poisoned `y` in `check_kernels`).
-//! Products of a plan give the same bits, also in a CUDA graph; a NaN or an infinity in `x` reaches
+//! panel, runs of empty rows, one huge row (alone, and among many short rows), rows of tenfold
+//! different lengths side by side, enough rows that the blocks' ranges start and end inside panels
+//! and deal each panel's rows over several rounds, rectangular matrices, sorted rows with repeated
+//! columns, and the shared edge cases (`alpha`/`beta` cases and NaN-poisoned `y` in `check_kernels`).
+//! Products of a plan give the same bits, also in a CUDA graph, and so do plans of every block size
+//! at one panel size (whose grids and ranges differ); a NaN or an infinity in `x` reaches
 //! exactly the rows that read it; a matrix whose columns decrease in a row is refused, naming the
 //! row. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
@@ -16,26 +19,38 @@ use kernels_gpu::abi::csr_panel_cols;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-/// Block sizes each panel size is tried with: the bench's 512, and three warps (a block whose groups
-/// do not divide a power of two of rows).
-const BLOCK_SIZES: [u32; 2] = [512, 96];
+/// Block sizes each panel size is tried with: the bench's 512, three warps (a block whose groups
+/// do not divide a power of two of rows), and the largest, 1024 (fewer blocks, so longer ranges).
+const BLOCK_SIZES: [u32; 3] = [512, 96, 1024];
 
-/// The panel sizes this GPU grants a block, with a note for each it does not (checked refused).
+/// The panel sizes this GPU grants a block, each at every block size of [`BLOCK_SIZES`] that fits
+/// an SM with it in both precisions, with a note for each it refuses.
 fn panel_kernels(gpu: &Gpu, test: &str) -> Vec<Kernel> {
-    let a = gpu.upload_csr_parts::<f32>(1, 1, &[0, 1], &[0], &[1.0]).unwrap();
     let mut kernels = Vec::new();
     for panel_kib in Kernel::PANEL_KIB {
-        let kernel = Kernel::CsrPanels { panel_kib, block_size: 512 };
-        match gpu.plan(&a, kernel) {
-            Ok(_) => {
-                kernels.extend(BLOCK_SIZES.map(|block_size| Kernel::CsrPanels { panel_kib, block_size }))
+        for block_size in BLOCK_SIZES {
+            let kernel = Kernel::CsrPanels { panel_kib, block_size };
+            match (plan_f32(gpu, kernel), plan_f64(gpu, kernel)) {
+                (Ok(()), Ok(())) => kernels.push(kernel),
+                (Err(Error::InvalidKernel(why)), _) | (_, Err(Error::InvalidKernel(why))) => {
+                    eprintln!("{test}: {} refuses {kernel}: {why}", gpu.name());
+                }
+                (Err(e), _) | (_, Err(e)) => panic!("{test}: {kernel}: {e}"),
             }
-            Err(Error::InvalidKernel(why)) => eprintln!("{test}: {} refuses {kernel}: {why}", gpu.name()),
-            Err(e) => panic!("{test}: {kernel}: {e}"),
         }
     }
     assert!(!kernels.is_empty(), "48 KiB panels need no opt-in and run on every GPU");
     kernels
+}
+
+fn plan_f32(gpu: &Gpu, kernel: Kernel) -> Result<(), Error> {
+    let a = gpu.upload_csr_parts::<f32>(1, 1, &[0, 1], &[0], &[1.0])?;
+    gpu.plan(&a, kernel).map(drop)
+}
+
+fn plan_f64(gpu: &Gpu, kernel: Kernel) -> Result<(), Error> {
+    let a = gpu.upload_csr_parts::<f64>(1, 1, &[0, 1], &[0], &[1.0])?;
+    gpu.plan(&a, kernel).map(drop)
 }
 
 /// `a` with each row's entries sorted by column, repeated columns kept (non-decreasing).
@@ -81,6 +96,25 @@ fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
         ("one huge row".into(), Csr::random(rng, 3, 1_000_003, true, |r| if r == 1 { 700_000 } else { r })),
         ("tall: 50021 x 20011".into(), Csr::random(rng, 50_021, 20_011, true, |r| r % 9)),
         ("sorted, repeated columns".into(), sorted_rows(Csr::random(rng, 999, 50, false, |r| r % 70))),
+        // Blocks' ranges of (panel, row group) items that start and end inside a panel's rows, each
+        // panel's rows dealt over several rounds of 32 rows a warp, and the warps' last round cut
+        // short: many rows, a fifth of them empty, of unequal lengths, over 17 f32 panels.
+        (
+            "20011 x 200003, several rounds a panel".into(),
+            Csr::random(rng, 20_011, 200_003, true, |r| if r % 5 == 0 { 0 } else { 20 + (r * 7) % 180 }),
+        ),
+        // Row lengths that differ tenfold in a repeating pattern, as short-wide's log-normal rows do:
+        // a warp's groups hold segments of 0 to a few hundred entries in the same round.
+        (
+            "unequal wide rows".into(),
+            Csr::random(rng, 1_537, 400_009, true, |r| [260, 26, 2_600, 0, 9, 1_300, 1][r % 7]),
+        ),
+        // One row of most of the entries among many short ones: its segment in every panel is long,
+        // the others' are mostly empty.
+        (
+            "huge row among short ones".into(),
+            Csr::random(rng, 5_001, 800_000, true, |r| if r == 2_500 { 700_000 } else { 1 + r % 4 }),
+        ),
     ];
     // Column counts around each panel width of this precision.
     let widths: Vec<usize> =
@@ -139,6 +173,45 @@ fn gpu_csr_panels_is_deterministic_and_keeps_nan_in_its_rows() {
     for (name, a) in &matrices {
         for kernel in [kernels[0], kernels[kernels.len() - 1]] {
             check_deterministic_and_nan(&gpu, name, a, kernel, &mut rng);
+        }
+    }
+}
+
+/// A (row, panel) partial sum is a group's alone, its lanes' order set by the panel's mean segment
+/// and not by the block, the grid or the blocks' ranges: the products of every block size at one
+/// panel size give the same bits, on matrices whose ranges cross panels differently at each size.
+#[test]
+fn gpu_csr_panels_gives_the_same_bits_at_every_block_size() {
+    let test = "gpu_csr_panels_gives_the_same_bits_at_every_block_size";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let kernels = panel_kernels(&gpu, test);
+    let mut rng = rng(test);
+    let matrices = [
+        ("short-wide", Csr::<f64>::random(&mut rng, 301, 1_090_000, true, |r| 2_400 + (r * 37) % 400)),
+        ("20011 x 200003", Csr::random(&mut rng, 20_011, 200_003, true, |r| (r * 13) % 200)),
+    ];
+    for (name, a) in &matrices {
+        let da = gpu.upload_csr_ref(a.view()).unwrap();
+        let dx = gpu.upload_vector(&random_vector::<f64>(&mut rng, a.ncols)).unwrap();
+        let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+        for panel_kib in Kernel::PANEL_KIB {
+            let mut first: Option<Vec<f64>> = None;
+            for kernel in kernels
+                .iter()
+                .copied()
+                .filter(|k| matches!(k, Kernel::CsrPanels { panel_kib: kib, .. } if *kib == panel_kib))
+            {
+                dy.copy_from_host(&gpu, &vec![f64::NAN; a.nrows]).unwrap();
+                gpu.spmv_with(kernel, 1.0, &da, &dx, 0.0, &mut dy).unwrap();
+                let y = dy.to_host(&gpu).unwrap();
+                match &first {
+                    None => first = Some(y),
+                    Some(f) => assert!(
+                        f.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+                        "{name}, {kernel}: not the bits of the first block size"
+                    ),
+                }
+            }
         }
     }
 }
