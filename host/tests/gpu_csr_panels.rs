@@ -13,8 +13,13 @@
 
 mod common;
 
-use common::{Csr, check_deterministic_and_nan, check_kernels, edge_cases, gpu_or_skip, random_vector, rng};
-use gpu_spmv::{Error, Gpu, Kernel, Scalar};
+use common::{
+    Case, Csr, check_deterministic_and_nan, check_kernels, edge_cases, gpu_or_skip, random_vector, rng,
+    tolerance,
+};
+use gpu_spmv::rule::panels_term;
+use gpu_spmv::tune::TunedSpmv;
+use gpu_spmv::{Error, Gpu, Kernel, Regime, Scalar};
 use kernels_gpu::abi::csr_panel_cols;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -263,4 +268,85 @@ fn gpu_csr_panels_refuses_unsorted_rows() {
     }
     let bad = gpu.plan(&da, Kernel::CsrPanels { panel_kib: 40, block_size: 512 });
     assert!(matches!(bad, Err(Error::InvalidKernel(_))), "{bad:?}");
+}
+
+/// Auto's column-panel term on a matrix it takes (few, long rows over a wide `x`, entries worth two
+/// panels an SM): Auto's plans run the column panels in every regime and give the reference's
+/// products; the tuner starts there, tries Auto's choice without the term, and every product it
+/// runs on the way is right; the same matrix with a row whose columns decrease falls back to Auto's
+/// choice without the term, for a plan and for the tuner.
+#[test]
+fn gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x() {
+    let test = "gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // 1,800 rows of 1,300 to 3,900 entries over 1.09 M columns: 4.7 M entries, an `x` of 8.7 MB.
+    let a = Csr::<f64>::random(&mut rng, 1_800, 1_090_000, true, |r| 1_300 + (r * 37) % 2_600);
+    let stats = a.view().stats();
+    let Some(panels) = panels_term(&stats, 8, gpu.target()) else {
+        eprintln!("{test}: the panel term does not take this matrix on {} ({:?})", gpu.name(), gpu.target());
+        return;
+    };
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+        assert_eq!(gpu.auto_kernel::<f64>(da.stats(), regime), panels, "{regime:?}");
+        assert_eq!(gpu.plan_for(&da, Kernel::Auto, regime).unwrap().kernel(), panels, "{regime:?}");
+    }
+    assert_eq!(gpu.plan(&da, Kernel::Auto).unwrap().kernel(), panels);
+    check_kernels(&gpu, "few long rows, Auto", &a, &[Kernel::Auto], &mut rng);
+    tune_and_check(&gpu, "few long rows", &a, panels, &mut rng);
+
+    // Rows 700 and 1,500 swap two entries: the plan refuses the panels, Auto takes its other choice.
+    let mut unsorted = a;
+    for r in [1_500, 700] {
+        unsorted.cols.swap(unsorted.offsets[r] + 3, unsorted.offsets[r] + 11);
+    }
+    let du = gpu.upload_csr_ref(unsorted.view()).unwrap();
+    let without = gpu.auto_kernel_without_panels::<f64>(du.stats(), Regime::Cold);
+    assert_ne!(without, panels);
+    assert!(matches!(gpu.plan(&du, panels), Err(Error::UnsortedRow { row: 700, .. })));
+    assert_eq!(gpu.plan(&du, Kernel::Auto).unwrap().kernel(), without);
+    for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+        let expected = gpu.auto_kernel_without_panels::<f64>(du.stats(), regime);
+        assert_eq!(gpu.plan_for(&du, Kernel::Auto, regime).unwrap().kernel(), expected, "{regime:?}");
+    }
+    check_kernels(&gpu, "few long rows, one unsorted, Auto", &unsorted, &[Kernel::Auto], &mut rng);
+    tune_and_check(&gpu, "few long rows, one unsorted", &unsorted, without, &mut rng);
+}
+
+/// Runs a tuner on `a` until it has converged (and 5 products more), each product checked against
+/// the f64 reference (`y` poisoned before each, `beta = 0`), its first timed kernel `start`.
+fn tune_and_check(gpu: &Gpu, name: &str, a: &Csr<f64>, start: Kernel, rng: &mut ChaCha8Rng) {
+    let x = random_vector::<f64>(rng, a.ncols);
+    let case = Case::new(a, &x, 1.0, 0.0, vec![f64::NAN; a.nrows]);
+    let tol = tolerance::<f64>(a.view().stats().max);
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    let dx = gpu.upload_vector(&x).unwrap();
+    let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
+    let mut tuned = TunedSpmv::new(gpu, &da).unwrap();
+    let mut after = 0;
+    for product in 0..100 {
+        dy.copy_from_host(gpu, &case.start).unwrap();
+        tuned.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
+        gpu.synchronize().unwrap();
+        case.assert_close(
+            &format!("{name}, tuned product {product} ({})", tuned.best()),
+            &dy.to_host(gpu).unwrap(),
+            tol,
+        );
+        if tuned.converged().is_some() {
+            after += 1;
+            if after == 5 {
+                break;
+            }
+        }
+    }
+    let chosen = tuned.converged().unwrap_or_else(|| panic!("{name}: not converged in 100 products"));
+    assert_eq!(tuned.timed().first(), Some(&start), "{name}");
+    assert!(tuned.timed().len() <= gpu_spmv::tune::MAX_TIMED_PRODUCTS, "{name}: {:?}", tuned.timed());
+    eprintln!(
+        "{name}: tuned to {chosen} after {} products, timed {:?}",
+        tuned.tuning_products(),
+        tuned.timed()
+    );
 }

@@ -76,19 +76,21 @@ unsafe fn csr_panels<T: Real, const COOP: u32>(p: CsrPanelsParams<T>) {
     let my_offset = lane_in_warp / groups_per_warp * block_groups
         + warp * groups_per_warp
         + lane_in_warp % groups_per_warp;
-    let (rows, panels, groups) = (p.a.rows as usize, q.panels as usize, q.groups as u64);
+    let (rows, panels, groups) = (p.a.rows as usize, q.panels as usize, q.groups);
     // No rows, no items (the host launches at least one panel).
     if groups == 0 || panels == 0 {
         return;
     }
-    // At most `u32::MAX` items (safety contract), so the products below fit a u64.
-    let items = q.panels as u64 * groups;
+    // At most `u32::MAX` items (safety contract): the range's bounds fit a u32, and the products
+    // that find them a u64.
+    let items = q.panels as u64 * groups as u64;
     let (block, blocks) = (block_idx() as u64, grid_dim() as u64);
-    let mut item = block * items / blocks;
-    let end = (block + 1) * items / blocks;
+    let mut item = (block * items / blocks) as u32;
+    let end = ((block + 1) * items / blocks) as u32;
     // The loop bound and every barrier below are uniform across the block.
     while item < end {
         let b = item / groups;
+        // `(b + 1) * groups <= items` for `b < panels`.
         let next = end.min((b + 1) * groups);
         let (g0, g1) = ((item - b * groups) as usize, (next - b * groups) as usize);
         let b = b as usize;
