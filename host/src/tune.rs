@@ -331,8 +331,8 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return Err(Error::ForeignBuffer("the matrix"));
         }
         let mut start = gpu.auto_kernel::<T>(a.stats(), regime);
-        // Where Auto's panel term applies, the panels are tried only if the matrix and the GPU take
-        // them (a plan of them, built once here, is refused for rows whose columns decrease).
+        // Where Auto's panel term applies, the panels are tried only if the GPU takes them (a plan
+        // of them, built once here; refused for a panel or block the GPU cannot give).
         let mut compare = auto_per_row(a.stats(), gpu.sm_count());
         if let Kernel::CsrPanels { .. } = start {
             let without = gpu.auto_kernel_without_panels::<T>(a.stats(), regime);

@@ -8,8 +8,8 @@
 //! columns, and the shared edge cases (`alpha`/`beta` cases and NaN-poisoned `y` in `check_kernels`).
 //! Products of a plan give the same bits, also in a CUDA graph, and so do plans of every block size
 //! at one panel size (whose grids and ranges differ); a NaN or an infinity in `x` reaches
-//! exactly the rows that read it; a matrix whose columns decrease in a row is refused, naming the
-//! row. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
+//! exactly the rows that read it; rows whose columns decrease are summed whole by the combine, and
+//! right. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
 mod common;
 
@@ -131,12 +131,8 @@ fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
         }
         all.push((format!("rows inside one panel of {p}"), rows_in_one_panel(rng, p)));
     }
-    all.extend(
-        edge_cases(rng)
-            .into_iter()
-            .filter(|(name, _)| !name.starts_with("unsorted"))
-            .map(|(name, a)| (name.to_owned(), a)),
-    );
+    // Every edge case, unsorted rows among them: summed whole by the combine.
+    all.extend(edge_cases(rng).into_iter().map(|(name, a)| (name.to_owned(), a)));
     all
 }
 
@@ -249,23 +245,35 @@ fn gpu_csr_panels_keeps_infinity_in_its_rows() {
     }
 }
 
-/// A matrix with a row whose columns decrease is refused at plan time, naming the first such row;
-/// panel sizes outside the compiled list are refused by the strategy's check.
+/// Rows whose columns decrease (swapped entries, and rows in random order with repeated columns)
+/// among sorted ones: the plan takes them without asking the device, gives them no panel segments,
+/// and the combine sums them whole, so the products match the reference at every panel size, with
+/// the same bits on every product; panel sizes outside the compiled list are refused by the
+/// strategy's check.
 #[test]
-fn gpu_csr_panels_refuses_unsorted_rows() {
-    let test = "gpu_csr_panels_refuses_unsorted_rows";
+fn gpu_csr_panels_sums_unsorted_rows_whole() {
+    let test = "gpu_csr_panels_sums_unsorted_rows_whole";
     let Some(gpu) = gpu_or_skip(test) else { return };
+    let kernels = panel_kernels(&gpu, test);
     let mut rng = rng(test);
-    let mut a = Csr::<f64>::random(&mut rng, 4_000, 10_000, true, |_| 20);
-    // Rows 2,500 and 3,100 swap two entries: 2,500 is the first unsorted row.
+    let mut a = Csr::<f64>::random(&mut rng, 4_000, 300_000, true, |r| 20 + r % 300);
+    // Rows 2,500 and 3,100 swap two entries; rows 3,200 to 3,299 are replaced by unsorted rows with
+    // repeated columns (a row of the same columns in random order).
     for r in [3_100, 2_500] {
         a.cols.swap(a.offsets[r] + 3, a.offsets[r] + 11);
     }
-    let da = gpu.upload_csr_ref(a.view()).unwrap();
-    match gpu.plan(&da, Kernel::CsrPanels { panel_kib: 48, block_size: 512 }) {
-        Err(Error::UnsortedRow { row, .. }) => assert_eq!(row, 2_500),
-        other => panic!("{other:?}"),
+    for r in 3_200..3_300 {
+        let range = a.offsets[r]..a.offsets[r + 1];
+        let len = range.len();
+        for k in range {
+            a.cols[k] = rng.random_range(0..a.ncols.min(len.max(1) * 1_000));
+        }
     }
+    check_kernels(&gpu, "unsorted rows among sorted ones", &a, &kernels, &mut rng);
+    for kernel in [kernels[0], kernels[kernels.len() - 1]] {
+        check_deterministic_and_nan(&gpu, "unsorted rows among sorted ones", &a, kernel, &mut rng);
+    }
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
     let bad = gpu.plan(&da, Kernel::CsrPanels { panel_kib: 40, block_size: 512 });
     assert!(matches!(bad, Err(Error::InvalidKernel(_))), "{bad:?}");
 }
@@ -273,8 +281,8 @@ fn gpu_csr_panels_refuses_unsorted_rows() {
 /// Auto's column-panel term on a matrix it takes (few, long rows over a wide `x`, entries worth two
 /// panels an SM): Auto's plans run the column panels in every regime and give the reference's
 /// products; the tuner starts there, tries Auto's choice without the term, and every product it
-/// runs on the way is right; the same matrix with a row whose columns decrease falls back to Auto's
-/// choice without the term, for a plan and for the tuner.
+/// runs on the way is right; the same matrix with rows whose columns decrease keeps the panels,
+/// for a plan and for the tuner, and its products are right too.
 #[test]
 fn gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x() {
     let test = "gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x";
@@ -296,22 +304,15 @@ fn gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x() {
     check_kernels(&gpu, "few long rows, Auto", &a, &[Kernel::Auto], &mut rng);
     tune_and_check(&gpu, "few long rows", &a, panels, &mut rng);
 
-    // Rows 700 and 1,500 swap two entries: the plan refuses the panels, Auto takes its other choice.
+    // Rows 700 and 1,500 swap two entries: Auto keeps the panels, which sum those rows whole.
     let mut unsorted = a;
     for r in [1_500, 700] {
         unsorted.cols.swap(unsorted.offsets[r] + 3, unsorted.offsets[r] + 11);
     }
     let du = gpu.upload_csr_ref(unsorted.view()).unwrap();
-    let without = gpu.auto_kernel_without_panels::<f64>(du.stats(), Regime::Cold);
-    assert_ne!(without, panels);
-    assert!(matches!(gpu.plan(&du, panels), Err(Error::UnsortedRow { row: 700, .. })));
-    assert_eq!(gpu.plan(&du, Kernel::Auto).unwrap().kernel(), without);
-    for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
-        let expected = gpu.auto_kernel_without_panels::<f64>(du.stats(), regime);
-        assert_eq!(gpu.plan_for(&du, Kernel::Auto, regime).unwrap().kernel(), expected, "{regime:?}");
-    }
-    check_kernels(&gpu, "few long rows, one unsorted, Auto", &unsorted, &[Kernel::Auto], &mut rng);
-    tune_and_check(&gpu, "few long rows, one unsorted", &unsorted, without, &mut rng);
+    assert_eq!(gpu.plan(&du, Kernel::Auto).unwrap().kernel(), panels);
+    check_kernels(&gpu, "few long rows, two unsorted, Auto", &unsorted, &[Kernel::Auto], &mut rng);
+    tune_and_check(&gpu, "few long rows, two unsorted", &unsorted, panels, &mut rng);
 }
 
 /// Runs a tuner on `a` until it has converged (and 5 products more), each product checked against

@@ -492,9 +492,10 @@ pub struct CsrPanelArgs<T> {
     pub panels: u32,
     pub groups: u32,
     /// `(panels + 1) * rows` entry positions, panel-major: the entries of row `r` whose columns lie
-    /// in panel `b` are `table[b * rows + r] .. table[(b + 1) * rows + r]` (the row's columns are
-    /// non-decreasing, which the table's construction checked), so that a warp reads the segments
-    /// of consecutive rows in one panel with adjacent loads.
+    /// in panel `b` are `table[b * rows + r] .. table[(b + 1) * rows + r]`, so that a warp reads
+    /// the segments of consecutive rows in one panel with adjacent loads. A row whose columns
+    /// decrease somewhere has its start in every entry: no entries in any panel, and a last entry
+    /// (`table[panels * rows + r]`) other than its end, so the combine sums it whole.
     pub table: DevicePtr<u32>,
     /// `groups + 1` ascending rows: group `g` is rows `group_rows[g] .. group_rows[g + 1]`. Fine
     /// groups (many a block), so that the blocks' contiguous ranges of (panel, group) items are
@@ -518,8 +519,9 @@ pub struct CsrPanelsParams<T> {
 }
 
 /// `spmv_csr_panels_table`: a warp per row of a CSR matrix writes the row's `panels + 1` entries of
-/// `table` (panel-major, see [`CsrPanelArgs::table`]: the first entry of each panel, by binary search in the row's columns, then the row's
-/// end), and lowers `unsorted` to the row's index if its columns decrease anywhere.
+/// `table` (panel-major, see [`CsrPanelArgs::table`]): the first entry of each panel, by binary
+/// search in the row's columns, then the row's end; a row whose columns decrease anywhere gets its
+/// start in every entry instead (no entries in any panel; the combine sums it whole).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CsrPanelTableParams {
@@ -529,8 +531,6 @@ pub struct CsrPanelTableParams {
     pub panel_cols: u32,
     pub panels: u32,
     pub table: DevicePtr<u32>,
-    /// One `u64`, `u64::MAX` before the launch: the smallest row whose columns decrease, after it.
-    pub unsorted: DevicePtr<u64>,
 }
 
 /// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`

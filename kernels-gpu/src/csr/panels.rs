@@ -32,13 +32,18 @@
 //! A second launch (`spmv_csr_panels_combine_*`) adds each row's partial sums in panel order, a warp
 //! per row, and writes `y = alpha * sum + beta * y` (`y` unread when `beta == 0`). No atomics: every
 //! sum is added in an order fixed by the plan, so two products give the same bits.
+//!
+//! A row whose columns decrease somewhere has no run of entries per panel. Its table (built by
+//! [`csr_panel_table`], which checks every row) gives it no entries in any panel, and the second
+//! launch sums the whole row itself, gathering `x` from global memory: correct for any CSR matrix,
+//! slower only for such rows, and the plan needs no answer from the device.
 
 use crate::abi::{
     CSR_PANELS_STAGE_LOADS, CSR_PANELS_STEPS, CsrArgs, CsrPanelTableParams, CsrPanelsParams, WARP_SIZE,
 };
 use crate::arch::{
-    Load, atomic_min_u64, block_dim, block_idx, dynamic_shared, global_thread, grid_dim, grid_threads,
-    load_nc_v4_u32, shfl_idx_b32, sync_threads, thread_idx,
+    Load, block_dim, block_idx, dynamic_shared, global_thread, grid_dim, grid_threads, load_nc_v4_u32,
+    shfl_idx_b32, shfl_xor_b32, sync_threads, thread_idx,
 };
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
@@ -53,8 +58,8 @@ const WARP: usize = WARP_SIZE as usize;
 struct Unit([u32; 4]);
 
 /// # Safety
-/// `p` was built by the host for a CSR matrix whose rows' columns are non-decreasing (checked when
-/// its table was built by [`csr_panel_table`]), vectors of matching lengths; `panels >= 1` panels
+/// `p` was built by the host for a CSR matrix whose table [`csr_panel_table`] built (so that every
+/// segment it gives a row in a panel holds columns of that panel), vectors of matching lengths; `panels >= 1` panels
 /// cover the `ncols` columns (`(panels - 1) * panel_cols < ncols` where `ncols > 0`); `groups` is at
 /// most the row count, so that `panels * groups <= rows * (panels + 1) <= u32::MAX`; the block is
 /// whole warps, with `panel_cols` elements of `T` of dynamic shared memory. Any grid size.
@@ -242,7 +247,10 @@ unsafe fn segment_sum<T: Real, const COOP: u32>(
 }
 
 /// `y = alpha * (sum of the row's partial sums, in panel order) + beta * y`, a warp per row (grid
-/// stride): lane `l` adds panels `l, l + 32, ...`, [`STEPS`] loads in flight, then a butterfly.
+/// stride): lane `l` adds panels `l, l + 32, ...`, [`STEPS`] loads in flight, then a butterfly. A
+/// row whose columns decrease (its table's last entry is its start, not its end: see
+/// [`csr_panel_table`]) has partial sums of zero, and the warp adds the whole row's products to them,
+/// lane `l` taking entries `l, l + 32, ...` and gathering `x` from global memory.
 ///
 /// # Safety
 /// `p` is the parameter struct of the `spmv_csr_panels_c<coop>_*` launch that ran before on the
@@ -255,8 +263,9 @@ unsafe fn csr_panels_combine<T: Real>(p: CsrPanelsParams<T>) {
     let stride = grid_threads() / WARP as u64;
     // Uniform across the warp.
     while row < rows {
-        // SAFETY: `row < rows`: its `panels` sums are inside the scratch.
-        let sums = unsafe { p.panels.partials.as_ptr().add(row as usize * panels) };
+        let r = row as usize;
+        // SAFETY: `r < rows`: its `panels` sums are inside the scratch.
+        let sums = unsafe { p.panels.partials.as_ptr().add(r * panels) };
         let mut sum = T::ZERO;
         let mut base = 0;
         while base < panels {
@@ -272,10 +281,33 @@ unsafe fn csr_panels_combine<T: Real>(p: CsrPanelsParams<T>) {
             }
             base += STEPS * WARP;
         }
-        let total = group_sum::<T, WARP_SIZE>(sum);
+        let mut total = group_sum::<T, WARP_SIZE>(sum);
+        // SAFETY: `r < rows`: the offsets have `rows + 1` elements, and the table's last column
+        // (panel `panels`) `rows` entries.
+        let (start, end, last) = unsafe {
+            let offsets = p.a.row_offsets.as_ptr();
+            let last = p.panels.table.as_ptr().add(panels * rows as usize + r);
+            (u32::load_nc(offsets.add(r)), u32::load_nc(offsets.add(r + 1)), u32::load_nc(last))
+        };
+        // Uniform across the warp (every lane read the same words), so that every lane reaches the
+        // butterfly.
+        if last != end {
+            let (mut k, end) = (start as usize + lane, end as usize);
+            let mut whole = T::ZERO;
+            while k < end {
+                // SAFETY: `k < end <= nnz`, and the matrix's columns are below `ncols`, the length
+                // of `x`.
+                whole = unsafe {
+                    let col = u32::load_nc(p.a.col_indices.as_ptr().add(k)) as usize;
+                    T::load_nc(p.a.values.as_ptr().add(k)).fma(T::load_nc(p.op.x.as_ptr().add(col)), whole)
+                };
+                k += WARP;
+            }
+            total = total + group_sum::<T, WARP_SIZE>(whole);
+        }
         if lane == 0 {
-            // SAFETY: `row < rows`, written by lane 0 of this warp only.
-            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
+            // SAFETY: `r < rows`, written by lane 0 of this warp only.
+            unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, total, p.op.beta) };
         }
         row += stride;
     }
@@ -283,14 +315,15 @@ unsafe fn csr_panels_combine<T: Real>(p: CsrPanelsParams<T>) {
 
 /// The panel table of a CSR matrix, panel-major (`table[b * rows + r]`), a warp per row (grid
 /// stride): lane `l` writes the row's table entries `l, l + 32, ...` up to `panels`, entry `b` the
-/// first entry of the row whose column is at least `b * panel_cols` (a binary search in the row's columns; `panels * panel_cols >= ncols`, so
-/// entry `panels` is the row's end), and every lane checks that the row's columns do not decrease
-/// over its pairs `(k, k + 1)`, lowering `unsorted` to the row if one does (the table of such a row is
-/// meaningless, and the host refuses the matrix).
+/// first entry of the row whose column is at least `b * panel_cols` (a binary search in the row's
+/// columns; `panels * panel_cols >= ncols`, so entry `panels` is the row's end). Every lane first
+/// checks that the row's columns do not decrease over its pairs `(k, k + 1)`, and the warp agrees by
+/// a butterfly; a row whose columns decrease gets its start in every entry (no entries in any
+/// panel, and a last entry that is not its end, which tells the combine to sum the row whole).
 ///
 /// # Safety
-/// `p` describes valid CSR row offsets and column indices of `rows` rows, `table` holds
-/// `rows * (panels + 1)` elements and `unsorted` one.
+/// `p` describes valid CSR row offsets and column indices of `rows` rows, and `table` holds
+/// `rows * (panels + 1)` elements.
 #[inline(always)]
 unsafe fn csr_panel_table(p: CsrPanelTableParams) {
     let lane = (thread_idx() as usize) % WARP;
@@ -298,26 +331,28 @@ unsafe fn csr_panel_table(p: CsrPanelTableParams) {
     let stride = grid_threads() / WARP as u64;
     let (offsets, cols) = (p.row_offsets.as_ptr(), p.col_indices.as_ptr());
     let (width, rows) = (p.panels as usize + 1, p.rows as usize);
+    // Uniform across the warp.
     while row < p.rows as u64 {
         let r = row as usize;
         // SAFETY: `r < rows`: the offsets have `rows + 1` elements, and bound the row's entries.
         let (start, end) =
             unsafe { (u32::load_nc(offsets.add(r)) as usize, u32::load_nc(offsets.add(r + 1)) as usize) };
         let mut k = start + lane;
-        let mut decreases = false;
+        let mut decreases = 0u32;
         while k + 1 < end {
             // SAFETY: `k + 1 < end <= nnz`.
-            decreases |= unsafe { u32::load_nc(cols.add(k)) > u32::load_nc(cols.add(k + 1)) };
+            decreases |= unsafe { u32::from(u32::load_nc(cols.add(k)) > u32::load_nc(cols.add(k + 1))) };
             k += WARP;
         }
-        if decreases {
-            // SAFETY: `unsorted` is one `u64`, changed only atomically during the kernel.
-            unsafe { atomic_min_u64(p.unsorted.as_mut_ptr(), row) };
+        let mut offset = WARP_SIZE / 2;
+        while offset > 0 {
+            decreases |= shfl_xor_b32(decreases, offset);
+            offset /= 2;
         }
         let mut b = lane;
         while b < width {
             let target = b as u64 * p.panel_cols as u64;
-            let (mut lo, mut hi) = (start, end);
+            let (mut lo, mut hi) = (start, if decreases != 0 { start } else { end });
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
                 // SAFETY: `start <= mid < end`.

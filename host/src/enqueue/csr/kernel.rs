@@ -68,10 +68,12 @@ pub enum Kernel {
     /// [`panels_term`](super::rule::panels_term) says so, and the tuner tries its other panel
     /// sizes there.
     ///
-    /// Needs every row's column indices in non-decreasing order (planning it is
-    /// [`Error::UnsortedRow`] otherwise) and a GPU whose blocks may take `panel_kib` KiB of shared
-    /// memory ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB from Volta, 192 KiB
-    /// from Ampere). The plan owns its table and scratch, built when it is made.
+    /// A row whose column indices decrease somewhere has no run of entries per panel: the second
+    /// launch sums it whole, gathering `x` from global memory (right, but slower for such rows).
+    /// Needs a GPU whose blocks may take `panel_kib` KiB of shared memory
+    /// ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB from Volta, 192 KiB from
+    /// Ampere). The plan owns its table and scratch, built on the device when it is made (enqueued
+    /// on the stream, never waited for).
     CsrPanels { panel_kib: u32, block_size: u32 },
 }
 
@@ -101,9 +103,8 @@ impl Kernel {
     /// The kernel [`Kernel::Auto`] stands for in products of `regime`, with values of `value_bytes`
     /// bytes, on `target`: the column-panel kernel for few, long rows over a wide `x`
     /// ([`panels_term`](super::rule::panels_term)); elsewhere [`Kernel::auto_without_panels`]. A
-    /// plan of `Auto` whose column panels the GPU or the matrix refuses (rows whose columns
-    /// decrease, a panel the GPU cannot give a block) takes [`Kernel::auto_without_panels`]
-    /// instead. Constant time.
+    /// plan of `Auto` whose column panels the GPU refuses (a panel or block it cannot give, a table
+    /// past 32-bit indices) takes [`Kernel::auto_without_panels`] instead. Constant time.
     pub fn auto_for(stats: &RowStats, value_bytes: usize, target: Target, regime: Regime) -> Kernel {
         panels_term(stats, value_bytes, target)
             .unwrap_or_else(|| Self::auto_without_panels(stats, value_bytes, target, regime))
@@ -125,11 +126,11 @@ impl Kernel {
     }
 
     /// Whether `error`, from planning `self`, is a refusal of the column-panel kernel that
-    /// [`Kernel::Auto`] and the tuner step around: rows whose columns decrease, a panel or block
-    /// the GPU cannot give, or a table past 32-bit indices.
+    /// [`Kernel::Auto`] and the tuner step around: a panel or block the GPU cannot give, or a table
+    /// past 32-bit indices.
     pub(crate) fn panels_refused(self, error: &Error) -> bool {
         matches!(self, Kernel::CsrPanels { .. })
-            && matches!(error, Error::UnsortedRow { .. } | Error::InvalidKernel(_) | Error::TooLarge { .. })
+            && matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. })
     }
 
     /// The hand-calibrated rule on a GPU of `sm_count` SMs, in constant time (see `rule.rs` for each

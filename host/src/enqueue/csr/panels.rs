@@ -1,7 +1,8 @@
 //! The plan of the column-panel kernel ([`Kernel::CsrPanels`](super::Kernel::CsrPanels);
 //! `kernels-gpu/src/csr/panels.rs`): the panel width checked against the GPU's shared memory, the
-//! row groups sized from the GPU's occupancy, the panel table built on the device (refusing rows
-//! whose columns decrease), and the two launches of each product.
+//! row groups sized from the GPU's occupancy, the panel table built on the device (enqueued with
+//! the plan, never waited for: rows whose columns decrease get no panel segments and are summed
+//! whole by the combine), and the two launches of each product.
 
 use super::CsrLaunch;
 use crate::device::{DeviceColumnPanels, DeviceCsr, Gpu, PanelLayout, panel_count};
@@ -36,8 +37,7 @@ const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 /// `block_size` threads (both checked by `Kernel::check`): builds the plan's table and scratch.
 ///
 /// Refused with [`Error::InvalidKernel`] where the GPU gives a block less shared memory than the
-/// panel or cannot hold one such block on an SM, with [`Error::UnsortedRow`] where a row's column
-/// indices decrease (the panel's entries of a row would not be one run), and with
+/// panel or cannot hold one such block on an SM, and with
 /// [`Error::TooLarge`] where the table's `rows x (panels + 1)` entries pass 32-bit indices.
 pub(super) fn prepare<T: Scalar>(
     a: &DeviceCsr<T>,
@@ -82,15 +82,15 @@ pub(super) fn prepare<T: Scalar>(
     let layout = PanelLayout::new(a.host_offsets(), ncols, panel_cols, groups)?;
     let data = DeviceColumnPanels::<T>::alloc(gpu, &layout)?;
     let csr = a.args();
+    // Enqueued, not waited for: the plan needs no answer from the device (a row whose columns
+    // decrease is summed whole by the combine, see `kernels-gpu/src/csr/panels.rs`).
     build_table(gpu, csr, &data, panel_cols, panels)?;
-    if let Some(row) = data.unsorted_row(gpu)? {
-        return Err(Error::UnsortedRow { kernel: "the column-panel kernel (Kernel::CsrPanels)", row });
-    }
     let params = CsrPanelsParams { a: csr, op: unset_axpby(), panels: data.args() };
     let items = u64::from(panels) * u64::from(layout.groups());
     let grid = u32::try_from(blocks.min(items).clamp(1, u64::from(MAX_GRID_X))).unwrap_or(MAX_GRID_X);
-    // SAFETY: the table was built for this very matrix, whose columns the table launch found
-    // non-decreasing in every row, so each (row, panel) segment's columns lie in its panel; the
+    // SAFETY: the table was built for this very matrix by the launch enqueued above on the same
+    // stream, so each (row, panel) segment it gives holds columns of that panel (none for a row
+    // whose columns decrease, which the combine sums whole); the
     // table, row groups and scratch are owned by the launch (`data`, moved into it below), and the
     // groups are at most the rows (`row_groups`), whose table `PanelLayout::new` kept within 32-bit
     // indices; the block is whole warps (`Kernel::check`) with the panel's shared memory, within
@@ -153,11 +153,10 @@ fn build_table<T: Scalar>(
         panel_cols,
         panels,
         table: data.args().table,
-        unsorted: data.unsorted_ptr(gpu),
     };
     let f = gpu.untyped_kernel(abi::CSR_PANELS_TABLE)?;
     // SAFETY: the offsets and columns are the matrix's (valid CSR); `data` was laid out for its rows
-    // and these panels (`rows * (panels + 1)` table entries) and holds the one `unsorted` word.
+    // and these panels (`rows * (panels + 1)` table entries).
     unsafe { launch(gpu, f, warp_grid(csr.rows), CSR_PANELS_AUX_BLOCK_SIZE, 0, &params) }
 }
 
