@@ -59,10 +59,11 @@ struct Unit([u32; 4]);
 
 /// # Safety
 /// `p` was built by the host for a CSR matrix whose table [`csr_panel_table`] built (so that every
-/// segment it gives a row in a panel holds columns of that panel), vectors of matching lengths; `panels >= 1` panels
-/// cover the `ncols` columns (`(panels - 1) * panel_cols < ncols` where `ncols > 0`); `groups` is at
-/// most the row count, so that `panels * groups <= rows * (panels + 1) <= u32::MAX`; the block is
-/// whole warps, with `panel_cols` elements of `T` of dynamic shared memory. Any grid size.
+/// segment it gives a row in a panel holds columns of that panel), vectors of matching lengths;
+/// `panels >= 1` panels cover the `ncols` columns (`(panels - 1) * panel_cols < ncols` where
+/// `ncols > 0`); `groups` is at most the row count, so that
+/// `panels * groups <= rows * (panels + 1) <= u32::MAX`; the block is whole warps, with
+/// `panel_cols` elements of `T` of dynamic shared memory. Any grid size.
 #[inline(always)]
 unsafe fn csr_panels<T: Real, const COOP: u32>(p: CsrPanelsParams<T>) {
     let q = &p.panels;
