@@ -124,7 +124,7 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
             let kernel = match in_regime.or(auto.resolved.as_deref()) {
                 None => Kernel::auto(&stats, target.sm_count),
                 Some(key) => {
-                    let known = gpu_kernels(true).into_iter().chain(per_row_kernels());
+                    let known = gpu_kernels(true).into_iter().chain(per_row_kernels()).chain(panel_kernels());
                     let Some(kernel) = known.into_iter().find(|k| k.to_string() == key) else { continue };
                     kernel
                 }
@@ -159,6 +159,14 @@ fn per_row_kernels() -> impl Iterator<Item = Kernel> {
         repeat: 1,
         block_size: 128,
         split_long_rows: true,
+    })
+}
+
+/// The column-panel kernels Auto's panel term and the tuner plan, every panel size at each of the
+/// tuner's block sizes: where a recorded `resolved` key is looked up.
+fn panel_kernels() -> impl Iterator<Item = Kernel> {
+    Kernel::PANEL_KIB.into_iter().flat_map(|panel_kib| {
+        gpu_spmv::tune::TUNE_PANEL_BLOCK_SIZES.map(|block_size| Kernel::CsrPanels { panel_kib, block_size })
     })
 }
 

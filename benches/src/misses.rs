@@ -40,6 +40,7 @@ fn shape(key: &str) -> Option<Shape<'_>> {
         "balanced" => Some(Shape { family: "balanced", kernel: "balanced", width: 0, block }),
         "merge" => Some(Shape { family: "merge", kernel: "merge", width: 0, block }),
         "stream" => Some(Shape { family: "stream", kernel: "stream", width: 0, block: number('s')? }),
+        "panels" => Some(Shape { family: "panels", kernel: "panels", width: number('k')?, block }),
         _ => None,
     }
 }
@@ -51,7 +52,8 @@ pub fn kind(auto: &str, fastest: &str) -> &'static str {
         "measurement"
     } else if a.family != f.family {
         "family"
-    } else if a.family == "per-row" && a.width != f.width {
+    } else if (a.family == "per-row" || a.family == "panels") && a.width != f.width {
+        // For column panels, the panel's width.
         "width"
     } else if a.kernel != f.kernel {
         "per-row kernel"
@@ -210,5 +212,8 @@ mod tests {
         assert_eq!(kind("csr-merge-b128", "csr-merge-b256"), "block size");
         assert_eq!(kind("csr-balanced-b128", "csr-balanced-b128"), "measurement");
         assert_eq!(kind("csr-balanced-b128", "cusparse-csr-alg1"), "unknown kernel");
+        assert_eq!(kind("csr-panels-k64-b512", "csr-balanced-b128"), "family");
+        assert_eq!(kind("csr-panels-k64-b512", "csr-panels-k48-b512"), "width");
+        assert_eq!(kind("csr-panels-k64-b512", "csr-panels-k64-b256"), "block size");
     }
 }

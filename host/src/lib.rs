@@ -91,7 +91,9 @@ pub use enqueue::{
 /// features of the matrix and the GPU ([`Kernel::auto_for`]).
 pub mod rule {
     pub use crate::enqueue::{
-        COLD_RULE, Feature, Features, HOT_RULE, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+        AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Node,
+        PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule,
+        Target, panels_term, resolve_leaf, rule_for, width_kernel,
     };
 }
 pub use error::{CsrError, Error, FormatError, Result};

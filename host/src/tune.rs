@@ -41,6 +41,22 @@ pub const GRAPH_TIMED_PRODUCTS: usize = 16;
 /// of the real matrices used 64 to 256 threads per block (`docs/PERF.md`).
 pub const TUNE_BLOCK_SIZES: [u32; 3] = [64, BLOCK_SIZE, 256];
 
+/// The block sizes the search tries for the column-panel kernel, Auto's 512 among them.
+pub const TUNE_PANEL_BLOCK_SIZES: [u32; 3] = [256, 512, 1024];
+
+/// The column-panel kernels next to `panel_kib`: the panel sizes just below and above it in
+/// [`Kernel::PANEL_KIB`], at `block_size`.
+fn panel_neighbours(panel_kib: u32, block_size: u32) -> Vec<Kernel> {
+    let sizes = Kernel::PANEL_KIB;
+    let Some(at) = sizes.iter().position(|&k| k == panel_kib) else { return Vec::new() };
+    [at.checked_sub(1), Some(at + 1)]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| sizes.get(i))
+        .map(|&panel_kib| Kernel::CsrPanels { panel_kib, block_size })
+        .collect()
+}
+
 /// The per-row kernel of `coop` threads per row and `block_size` threads per block, as Auto's hand
 /// rule runs it (one row per group, long rows split).
 fn per_row(coop: u32, block_size: u32) -> Kernel {
@@ -101,11 +117,13 @@ enum Phase {
     /// Auto's choice.
     Start,
     /// Around the best: the per-row kernel at half and twice its width and the balanced kernel; or,
-    /// from the balanced kernel, the per-row kernel Auto would give the matrix's rows.
+    /// from the balanced kernel, the per-row kernel Auto would give the matrix's rows; or, from the
+    /// column-panel kernel (where Auto's panel term applies), the kernel Auto takes without it and
+    /// the panel sizes next to the start's.
     Neighbours,
     /// One more width in the direction that won.
     Widen,
-    /// The best kernel at the other block sizes.
+    /// The best kernel at the other block sizes ([`TUNE_PANEL_BLOCK_SIZES`] for column panels).
     Block,
     /// For a per-row best of 8 or more lanes, the aligned kernel of that width and block.
     Aligned,
@@ -122,7 +140,8 @@ pub(crate) struct Search {
     best: Kernel,
     /// The best kernel's time; `None` until the start has been timed.
     best_ms: Option<f32>,
-    /// The per-row kernel tried from a balanced start.
+    /// The per-row kernel tried from a balanced start; from a column-panel start, the kernel Auto
+    /// takes without its panel term.
     per_row: Kernel,
     /// Index into [`PHASES`] of the phase whose candidates are queued.
     phase: usize,
@@ -133,8 +152,9 @@ pub(crate) struct Search {
 }
 
 impl Search {
-    /// A search from `start` (Auto's choice); `per_row` is the per-row kernel to compare with when
-    /// `start` is the balanced kernel.
+    /// A search from `start` (Auto's choice); `per_row` is the kernel to compare with when `start`
+    /// is the balanced kernel (the per-row kernel Auto would give the rows) or the column-panel
+    /// kernel (Auto's choice without its panel term).
     pub fn new(start: Kernel, per_row: Kernel) -> Self {
         Search { best: start, best_ms: None, per_row, phase: 0, queue: vec![start], timed: Vec::new() }
     }
@@ -201,6 +221,11 @@ impl Search {
                     .flatten()
                     .collect()
             }
+            (Phase::Neighbours, None, Kernel::CsrPanels { panel_kib, block_size }) => {
+                let mut near = vec![self.per_row];
+                near.extend(panel_neighbours(panel_kib, block_size));
+                near
+            }
             (Phase::Neighbours, None, _) => vec![self.per_row],
             (Phase::Widen, Some(row), _) => [wider(row), narrower(row)].into_iter().flatten().collect(),
             (Phase::Block, Some((kind, coop, block_size)), _) => TUNE_BLOCK_SIZES
@@ -212,6 +237,11 @@ impl Search {
                 .iter()
                 .filter(|&&b| b != block_size)
                 .map(|&block_size| Kernel::CsrBalanced { block_size })
+                .collect(),
+            (Phase::Block, None, Kernel::CsrPanels { panel_kib, block_size }) => TUNE_PANEL_BLOCK_SIZES
+                .iter()
+                .filter(|&&b| b != block_size)
+                .map(|&block_size| Kernel::CsrPanels { panel_kib, block_size })
                 .collect(),
             (Phase::Aligned, Some((_, coop, block_size)), _) if CSR_ALIGNED_GROUPS.contains(&coop) => {
                 vec![Kernel::CsrAligned { group: coop, cached_x: true, block_size }]
@@ -237,7 +267,10 @@ struct Timer<T: Scalar> {
 /// Products `y = alpha * A * x + beta * y` with one matrix, whose kernel tunes itself over the
 /// calls: from [`Kernel::Auto`]'s choice, the neighbouring widths and the other kernel family, one
 /// more width where that won, the block sizes 64, 128 and 256, and the aligned kernel for groups of 8
-/// or more lanes; each step is kept only if it gains more than 3%, and at most 8 products are timed.
+/// or more lanes; where Auto takes the column-panel kernel (its panel term,
+/// [`panels_term`](crate::rule::panels_term)), Auto's choice without it, the neighbouring panel
+/// sizes and the block sizes of [`TUNE_PANEL_BLOCK_SIZES`] instead; each step is kept only if it
+/// gains more than 3%, and at most 8 products are timed.
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on
@@ -297,7 +330,18 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));
         }
-        let start = gpu.auto_kernel::<T>(a.stats(), regime);
+        let mut start = gpu.auto_kernel::<T>(a.stats(), regime);
+        // Where Auto's panel term applies, the panels are tried only if the GPU takes them (a plan
+        // of them, built once here; refused for a panel or block the GPU cannot give).
+        let mut compare = auto_per_row(a.stats(), gpu.sm_count());
+        if let Kernel::CsrPanels { .. } = start {
+            let without = gpu.auto_kernel_without_panels::<T>(a.stats(), regime);
+            match gpu.plan(a, start) {
+                Ok(_) => compare = without,
+                Err(e) if start.panels_refused(&e) => start = without,
+                Err(e) => return Err(e),
+            }
+        }
         let (search, state) = if a.nnz() == 0 {
             (Search::converged_at(start), State::Converged(gpu.plan_for(a, start, regime)?))
         } else {
@@ -305,7 +349,7 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             let graph = (regime == Regime::Graph).then(|| gpu.zeros::<T>(a.nrows())).transpose()?;
             let timer =
                 Timer { start: event()?, end: event()?, pending: None, graph: graph.map(|y| (y, None)) };
-            (Search::new(start, auto_per_row(a.stats(), gpu.sm_count())), State::Tuning(timer))
+            (Search::new(start, compare), State::Tuning(timer))
         };
         Ok(Self { gpu, a, regime, search, state, tuning_products: 0 })
     }
@@ -315,7 +359,9 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         self.regime
     }
 
-    /// Every kernel the tuner can reach, for an exhaustive search to compare with.
+    /// Every kernel the tuner can reach, for an exhaustive search to compare with; where Auto's
+    /// panel term applies, the column-panel kernels of [`Kernel::PANEL_KIB`] and
+    /// [`TUNE_PANEL_BLOCK_SIZES`] besides.
     pub fn search_space() -> Vec<Kernel> {
         search_space()
     }
@@ -348,10 +394,27 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         // kernel after it. While a timing is in flight, or for a product that runs no SpMV kernel,
         // the candidate runs untimed too.
         if self.tuning_products == 1 || timer.pending.is_some() || alpha == T::ZERO {
-            let kernel = timer.pending.unwrap_or(next);
+            // A column-panel candidate not yet planned may be refused: the untimed product runs the
+            // best kernel instead (planned before, or the start, which was checked).
+            let untried = if matches!(next, Kernel::CsrPanels { .. }) && next != self.search.best() {
+                self.search.best()
+            } else {
+                next
+            };
+            let kernel = timer.pending.unwrap_or(untried);
             return self.gpu.spmv_with(kernel, alpha, self.a, x, beta, y);
         }
-        let plan = self.gpu.plan(self.a, next)?;
+        let plan = match self.gpu.plan(self.a, next) {
+            Ok(plan) => plan,
+            // A column-panel size or block this GPU refuses: never faster, and the next candidate
+            // (or the converged plan) runs this product.
+            Err(e) if next.panels_refused(&e) => {
+                self.search.record(next, f32::INFINITY);
+                self.tuning_products -= 1;
+                return self.spmv(alpha, x, beta, y);
+            }
+            Err(e) => return Err(e),
+        };
         if let Some((scratch, timed)) = &mut timer.graph {
             // The graph's products write the tuner's vector, with `beta = 0`: replayed, they leave
             // the caller's `y` to the one product below. Captured before the events, so that the
@@ -537,6 +600,42 @@ mod tests {
                 assert!(noise(best) <= noise(start), "{start:?} -> {best:?}");
             }
         }
+    }
+
+    /// From Auto's column-panel start: the kernel Auto takes without its panel term, the panel
+    /// sizes next to 64 KiB, then the other block sizes of the best; a refused candidate (timed as
+    /// never finishing) is never taken.
+    #[test]
+    fn from_the_panels_tries_auto_without_them_and_the_panel_sizes() {
+        let panels = |panel_kib, block_size| Kernel::CsrPanels { panel_kib, block_size };
+        let start = panels(64, 512);
+        assert_eq!(panel_neighbours(64, 512), [panels(48, 512), panels(96, 512)]);
+        assert_eq!(panel_neighbours(48, 256), [panels(64, 256)]);
+        assert_eq!(panel_neighbours(192, 512), [panels(96, 512)]);
+        assert_eq!(panel_neighbours(40, 512), []);
+        // The start wins: the neighbours, then its other block sizes.
+        let (best, timed) = run(start, balanced(128), |k| if k == start { 1.0 } else { 2.0 });
+        assert_eq!(best, start);
+        assert_eq!(
+            timed,
+            [start, balanced(128), panels(48, 512), panels(96, 512), panels(64, 256), panels(64, 1024)]
+        );
+        // The balanced kernel wins: then its block sizes.
+        let (best, timed) = run(start, balanced(128), |k| match k {
+            k if k == balanced(128) => 0.8,
+            k if k == balanced(64) => 0.5,
+            _ => 1.0,
+        });
+        assert_eq!(best, balanced(64), "{timed:?}");
+        assert_eq!(&timed[..4], [start, balanced(128), panels(48, 512), panels(96, 512)]);
+        // 96 KiB wins; 1024 threads refused (infinite) is not taken.
+        let (best, timed) = run(start, balanced(128), |k| match k {
+            k if k == panels(96, 512) => 0.8,
+            k if k == panels(96, 1024) => f32::INFINITY,
+            _ => 1.0,
+        });
+        assert_eq!(best, panels(96, 512), "{timed:?}");
+        assert!(timed.contains(&panels(96, 1024)) && timed.contains(&panels(96, 256)), "{timed:?}");
     }
 
     #[test]

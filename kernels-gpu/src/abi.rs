@@ -491,18 +491,23 @@ pub struct CsrPanelArgs<T> {
     pub panel_cols: u32,
     pub panels: u32,
     pub groups: u32,
-    /// `rows * (panels + 1)` entry positions, row-major: the entries of row `r` whose columns lie in
-    /// panel `b` are `table[r * (panels + 1) + b] .. table[r * (panels + 1) + b + 1]` (the row's
-    /// columns are non-decreasing, which the table's construction checked).
+    /// `(panels + 1) * rows` entry positions, panel-major: the entries of row `r` whose columns lie
+    /// in panel `b` are `table[b * rows + r] .. table[(b + 1) * rows + r]`, so that a warp reads
+    /// the segments of consecutive rows in one panel with adjacent loads. A row whose columns
+    /// decrease somewhere has its start in every entry: no entries in any panel, and a last entry
+    /// (`table[panels * rows + r]`) other than its end, so the combine sums it whole.
     pub table: DevicePtr<u32>,
-    /// `groups + 1` ascending rows: group `g` is rows `group_rows[g] .. group_rows[g + 1]`.
+    /// `groups + 1` ascending rows: group `g` is rows `group_rows[g] .. group_rows[g + 1]`. Fine
+    /// groups (many a block), so that the blocks' contiguous ranges of (panel, group) items are
+    /// even; at most the row count.
     pub group_rows: DevicePtr<u32>,
     /// `rows * panels` partial sums, row-major (scratch): row `r`'s sum over panel `b` at
     /// `r * panels + b`, so that the combine reads a row's sums in one run.
     pub partials: DevicePtr<T>,
 }
 
-/// `spmv_csr_panels_c<coop>_*` (one block per panel and row group, grid stride) and
+/// `spmv_csr_panels_c<coop>_*` (the `panels x groups` items in panel-major order, a contiguous
+/// range of them per block, whatever the grid) and
 /// `spmv_csr_panels_combine_*` (a warp per row), which share it: the first writes
 /// `panels.partials`, the second reads them and writes `y`.
 #[repr(C)]
@@ -514,8 +519,9 @@ pub struct CsrPanelsParams<T> {
 }
 
 /// `spmv_csr_panels_table`: a warp per row of a CSR matrix writes the row's `panels + 1` entries of
-/// `table` (the first entry of each panel, by binary search in the row's columns, then the row's
-/// end), and lowers `unsorted` to the row's index if its columns decrease anywhere.
+/// `table` (panel-major, see [`CsrPanelArgs::table`]): the first entry of each panel, by binary
+/// search in the row's columns, then the row's end; a row whose columns decrease anywhere gets its
+/// start in every entry instead (no entries in any panel; the combine sums it whole).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CsrPanelTableParams {
@@ -525,8 +531,6 @@ pub struct CsrPanelTableParams {
     pub panel_cols: u32,
     pub panels: u32,
     pub table: DevicePtr<u32>,
-    /// One `u64`, `u64::MAX` before the launch: the smallest row whose columns decrease, after it.
-    pub unsorted: DevicePtr<u64>,
 }
 
 /// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`

@@ -68,7 +68,7 @@ const CONFIGS: [(usize, usize, Fill); 7] = [
 /// Runs of each configuration; the fastest is kept.
 const RUNS: usize = 3;
 
-/// Times every configuration of [`CONFIGS`] on `cols` (checked below `ncols`) then `values`.
+/// Times every configuration of `CONFIGS` on `cols` (checked below `ncols`) then `values`.
 pub fn pipeline_trials<T: Scalar>(
     gpu: &Gpu,
     ncols: usize,

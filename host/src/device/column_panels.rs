@@ -10,7 +10,7 @@ use super::memory::addr;
 use crate::formats::convert::narrow;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{CsrPanelArgs, DevicePtr as AbiPtr};
+use kernels_gpu::abi::CsrPanelArgs;
 
 /// The shape of a column-panel product: how many panels cover the columns and where the row groups
 /// start, with the lengths of the arrays they need, checked before anything is allocated.
@@ -105,8 +105,6 @@ pub struct DeviceColumnPanels<T> {
     _table: CudaSlice<u32>,
     _group_rows: CudaSlice<u32>,
     _partials: CudaSlice<T>,
-    /// One `u64`, `u64::MAX` until the table launch finds a row whose columns decrease.
-    unsorted: CudaSlice<u64>,
     args: CsrPanelArgs<T>,
 }
 
@@ -116,7 +114,6 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceColumnPanels<T> {
         let table = gpu.alloc_zeros::<u32>(layout.table_len)?;
         let group_rows = gpu.upload(&layout.group_rows)?;
         let partials = gpu.alloc_zeros::<T>(layout.partials_len)?;
-        let unsorted = gpu.upload(&[u64::MAX])?;
         let args = CsrPanelArgs {
             ncols: layout.ncols,
             panel_cols: layout.panel_cols,
@@ -126,23 +123,12 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceColumnPanels<T> {
             group_rows: addr(&group_rows, gpu),
             partials: addr(&partials, gpu),
         };
-        Ok(Self { _table: table, _group_rows: group_rows, _partials: partials, unsorted, args })
+        Ok(Self { _table: table, _group_rows: group_rows, _partials: partials, args })
     }
 
     /// The kernels' view.
     pub(crate) fn args(&self) -> CsrPanelArgs<T> {
         self.args
-    }
-
-    /// Where the table launch records the first row whose columns decrease.
-    pub(crate) fn unsorted_ptr(&self, gpu: &Gpu) -> AbiPtr<u64> {
-        addr(&self.unsorted, gpu)
-    }
-
-    /// The first row whose columns decrease, as the table launch found it: waits for the stream.
-    pub(crate) fn unsorted_row(&self, gpu: &Gpu) -> Result<Option<usize>> {
-        let found = gpu.stream().clone_dtoh(&self.unsorted)?;
-        Ok(found.first().copied().filter(|&row| row != u64::MAX).and_then(|row| usize::try_from(row).ok()))
     }
 }
 

@@ -9,33 +9,44 @@
 //! entries of a row name scattered columns: 32 bytes moved for a 4-byte element, 4x the matrix's own
 //! bytes. A panel of `x` copied once into a block's shared memory serves every row of the block.
 //!
-//! Launch (`CsrPanelsParams`): block item `i` is panel `i % panels` of row group `i / panels`
-//! (grid stride, so that blocks of the same rows run side by side and read adjacent stretches of
-//! each row). A block
-//! 1. copies its panel, `x[b * panel_cols ..]`, into its dynamic shared memory: 16-byte loads when
+//! Launch (`CsrPanelsParams`): the `panels x groups` items (panel `b`, row group `g`), taken in
+//! panel-major order (`b * groups + g`), are cut into as many contiguous ranges as there are blocks,
+//! one each: block `i` takes items `i * items / blocks .. (i + 1) * items / blocks`. The host
+//! launches about as many blocks as the GPU keeps resident at once and makes the row groups fine
+//! (many items a block), so every block does the same share of the (panel, row) plane, whatever the
+//! number of panels: no block waits on a last, partial wave. A block's range covers one panel's rows,
+//! or the end of one panel's and the start of the next's; for each panel of its range, a block
+//! 1. copies the panel, `x[b * panel_cols ..]`, into its dynamic shared memory: 16-byte loads when
 //!    `x` is 16-byte aligned, [`CSR_PANELS_STAGE_LOADS`] in flight per thread, else one element at
 //!    a time, as many in flight;
-//! 2. deals its group's rows to groups of `COOP` lanes in order; a group reads its row's segment in
-//!    the panel from the table (`table[r * (panels + 1) + b ..= + 1]`, built on the device from the
-//!    sorted columns), sums `values[k] * panel[col[k] - b * panel_cols]`, lane `l` taking entries
-//!    `l, l + COOP, ...` with [`CSR_PANELS_STEPS`] loads in flight, adds its lanes by a butterfly and
+//! 2. deals the panel's rows of its range to groups of `COOP` lanes, a round of `32 x warps` rows at
+//!    a time. Each warp reads its round's 32 rows' segments in the panel from the table with one
+//!    load a lane (`table[b * rows + r] .. table[(b + 1) * rows + r]`, panel-major, built on the
+//!    device from the sorted columns), then hands them to its groups by shuffles, `32 / COOP` rows
+//!    at a time: no group waits on a table read of its own. A group sums
+//!    `values[k] * panel[col[k] - b * panel_cols]`, lane `l` taking entries `l, l + COOP, ...` with
+//!    [`CSR_PANELS_STEPS`] loads in flight, adds its lanes by a butterfly within the group and
 //!    writes the row's partial sum for the panel;
-//! 3. meets its threads at a barrier before the next item overwrites the panel.
+//! 3. meets its threads at a barrier before the next panel overwrites the staged one.
 //!
 //! A second launch (`spmv_csr_panels_combine_*`) adds each row's partial sums in panel order, a warp
 //! per row, and writes `y = alpha * sum + beta * y` (`y` unread when `beta == 0`). No atomics: every
 //! sum is added in an order fixed by the plan, so two products give the same bits.
+//!
+//! A row whose columns decrease somewhere has no run of entries per panel. Its table (built by
+//! [`csr_panel_table`], which checks every row) gives it no entries in any panel, and the second
+//! launch sums the whole row itself, gathering `x` from global memory: correct for any CSR matrix,
+//! slower only for such rows, and the plan needs no answer from the device.
 
 use crate::abi::{
     CSR_PANELS_STAGE_LOADS, CSR_PANELS_STEPS, CsrArgs, CsrPanelTableParams, CsrPanelsParams, WARP_SIZE,
 };
 use crate::arch::{
-    Load, atomic_min_u64, block_dim, block_idx, dynamic_shared, global_thread, grid_dim, grid_threads,
-    load_nc_v4_u32, sync_threads, thread_idx,
+    Load, block_dim, block_idx, dynamic_shared, global_thread, grid_dim, grid_threads, load_nc_v4_u32,
+    shfl_idx_b32, shfl_xor_b32, sync_threads, thread_idx,
 };
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
-use core::num::NonZeroU64;
 
 const STEPS: usize = CSR_PANELS_STEPS as usize;
 const STAGE_LOADS: usize = CSR_PANELS_STAGE_LOADS as usize;
@@ -47,10 +58,12 @@ const WARP: usize = WARP_SIZE as usize;
 struct Unit([u32; 4]);
 
 /// # Safety
-/// `p` was built by the host for a CSR matrix whose rows' columns are non-decreasing (checked when
-/// its table was built by [`csr_panel_table`]), vectors of matching lengths; `panels >= 1` panels
-/// cover the `ncols` columns (`(panels - 1) * panel_cols < ncols` where `ncols > 0`); the block is
-/// whole warps, with `panel_cols` elements of `T` of dynamic shared memory.
+/// `p` was built by the host for a CSR matrix whose table [`csr_panel_table`] built (so that every
+/// segment it gives a row in a panel holds columns of that panel), vectors of matching lengths;
+/// `panels >= 1` panels cover the `ncols` columns (`(panels - 1) * panel_cols < ncols` where
+/// `ncols > 0`); `groups` is at most the row count, so that
+/// `panels * groups <= rows * (panels + 1) <= u32::MAX`; the block is whole warps, with
+/// `panel_cols` elements of `T` of dynamic shared memory. Any grid size.
 #[inline(always)]
 unsafe fn csr_panels<T: Real, const COOP: u32>(p: CsrPanelsParams<T>) {
     let q = &p.panels;
@@ -62,52 +75,85 @@ unsafe fn csr_panels<T: Real, const COOP: u32>(p: CsrPanelsParams<T>) {
     let coop = COOP as usize;
     let (groups_per_warp, group_in_warp, lane) = (WARP / coop, lane_in_warp / coop, lane_in_warp % coop);
     let block_groups = block_dim() as usize / WARP * groups_per_warp;
-    // No panels, no items (the host launches at least one panel).
-    let Some(per_group) = NonZeroU64::new(q.panels as u64) else { return };
-    let panels = q.panels as usize;
-    let items = per_group.get() * q.groups as u64;
-    let mut item = block_idx() as u64;
+    // Rows a block takes per round: `coop` rows for each of its `block_groups` groups, 32 a warp.
+    let round_rows = coop * block_groups;
+    // The rows of this lane's table read in a round: iteration `lane_in_warp / groups_per_warp` of
+    // group `lane_in_warp % groups_per_warp`.
+    let my_offset = lane_in_warp / groups_per_warp * block_groups
+        + warp * groups_per_warp
+        + lane_in_warp % groups_per_warp;
+    let (rows, panels, groups) = (p.a.rows as usize, q.panels as usize, q.groups);
+    // No rows, no items (the host launches at least one panel).
+    if groups == 0 || panels == 0 {
+        return;
+    }
+    // At most `u32::MAX` items (safety contract): the range's bounds fit a u32, and the products
+    // that find them a u64.
+    let items = q.panels as u64 * groups as u64;
+    let (block, blocks) = (block_idx() as u64, grid_dim() as u64);
+    let mut item = (block * items / blocks) as u32;
+    let end = ((block + 1) * items / blocks) as u32;
     // The loop bound and every barrier below are uniform across the block.
-    while item < items {
-        let (b, group) = ((item % per_group) as usize, (item / per_group) as usize);
+    while item < end {
+        let b = item / groups;
+        // `(b + 1) * groups <= items` for `b < panels`.
+        let next = end.min((b + 1) * groups);
+        let (g0, g1) = ((item - b * groups) as usize, (next - b * groups) as usize);
+        let b = b as usize;
         let first_col = b * q.panel_cols as usize;
         let len = (q.ncols as usize - first_col).min(q.panel_cols as usize);
         // SAFETY: `first_col + len <= ncols`, the length of `x`; the panel holds `panel_cols >= len`
-        // elements; the barrier at the end of the previous item ordered its reads before these writes.
+        // elements; the barrier at the end of the previous panel ordered its reads before these writes.
         unsafe { stage_panel(p.op.x.as_ptr().add(first_col), panel, len) };
         // SAFETY: reached by every thread of the block (uniform bound).
         unsafe { sync_threads() };
-        // SAFETY: `group < groups`, and `group_rows` has `groups + 1` ascending rows up to `rows`.
+        // SAFETY: `g0 < g1 <= groups`, and `group_rows` has `groups + 1` ascending rows up to `rows`.
         let (row0, row1) = unsafe {
             let g = q.group_rows.as_ptr();
-            (u32::load_nc(g.add(group)) as usize, u32::load_nc(g.add(group + 1)) as usize)
+            (u32::load_nc(g.add(g0)) as usize, u32::load_nc(g.add(g1)) as usize)
         };
-        let mut first = row0 + warp * groups_per_warp;
-        // Uniform across the warp, so that every lane reaches the butterfly.
-        while first < row1 {
-            let row = first + group_in_warp;
-            let mut sum = T::ZERO;
-            if row < row1 {
-                // SAFETY: `row < rows` and `b < panels`: both positions lie in the row's `panels + 1`
-                // table entries, which bound the row's entries whose columns are in panel `b`.
-                let (from, to) = unsafe {
-                    let t = q.table.as_ptr().add(row * (panels + 1) + b);
-                    (u32::load_nc(t) as usize, u32::load_nc(t.add(1)) as usize)
-                };
-                // SAFETY: `from <= to <= nnz`, and every column of `from .. to` is in the panel.
-                sum = unsafe { segment_sum::<T, COOP>(&p.a, panel, first_col, from, to, lane) };
+        // SAFETY: `b < panels`: panel `b`'s and `b + 1`'s table columns, `rows` entries each.
+        let (starts, ends) = unsafe {
+            let t = q.table.as_ptr().add(b * rows);
+            (t, t.add(rows))
+        };
+        let mut round = row0;
+        // Uniform across the block.
+        while round < row1 {
+            let mine = round + my_offset;
+            let (mut from_mine, mut to_mine) = (0u32, 0u32);
+            if mine < row1 {
+                // SAFETY: `mine < rows`: inside both table columns.
+                (from_mine, to_mine) =
+                    unsafe { (u32::load_nc(starts.add(mine)), u32::load_nc(ends.add(mine))) };
             }
-            let total = group_sum::<T, COOP>(sum);
-            if row < row1 && lane == 0 {
-                // SAFETY: `row < rows`, `b < panels`: the one slot of this (row, panel), written by
-                // lane 0 of the one group that took the row in the one block of this item.
-                unsafe { *q.partials.as_mut_ptr().add(row * panels + b) = total };
+            let mut k = 0;
+            // Uniform across the warp, so that every lane reaches the shuffles and the butterfly.
+            while k < coop {
+                let first = round + k * block_groups + warp * groups_per_warp;
+                if first >= row1 {
+                    break;
+                }
+                let src = (k * groups_per_warp + group_in_warp) as u32;
+                let (from, to) = (shfl_idx_b32(from_mine, src) as usize, shfl_idx_b32(to_mine, src) as usize);
+                let row = first + group_in_warp;
+                // SAFETY: `from <= to <= nnz`, and every column of `from .. to` is in the panel (the
+                // table's segment of `row` in panel `b`; an empty one, 0 .. 0, for a row past `row1`).
+                let sum = unsafe { segment_sum::<T, COOP>(&p.a, panel, first_col, from, to, lane) };
+                let total = group_sum::<T, COOP>(sum);
+                if row < row1 && lane == 0 {
+                    // SAFETY: `row < rows`, `b < panels`: the one slot of this (row, panel), written
+                    // by lane 0 of the one group that took the row in the one block whose range holds
+                    // the item of (panel `b`, the row's group).
+                    unsafe { *q.partials.as_mut_ptr().add(row * panels + b) = total };
+                }
+                k += 1;
             }
-            first += block_groups;
+            round += round_rows;
         }
-        // SAFETY: as above; the next item overwrites the panel only after every read of this one.
+        // SAFETY: as above; the next panel overwrites the staged one only after every read of it.
         unsafe { sync_threads() };
-        item += grid_dim() as u64;
+        item = next;
     }
 }
 
@@ -202,7 +248,10 @@ unsafe fn segment_sum<T: Real, const COOP: u32>(
 }
 
 /// `y = alpha * (sum of the row's partial sums, in panel order) + beta * y`, a warp per row (grid
-/// stride): lane `l` adds panels `l, l + 32, ...`, [`STEPS`] loads in flight, then a butterfly.
+/// stride): lane `l` adds panels `l, l + 32, ...`, [`STEPS`] loads in flight, then a butterfly. A
+/// row whose columns decrease (its table's last entry is its start, not its end: see
+/// [`csr_panel_table`]) has partial sums of zero, and the warp adds the whole row's products to them,
+/// lane `l` taking entries `l, l + 32, ...` and gathering `x` from global memory.
 ///
 /// # Safety
 /// `p` is the parameter struct of the `spmv_csr_panels_c<coop>_*` launch that ran before on the
@@ -215,8 +264,9 @@ unsafe fn csr_panels_combine<T: Real>(p: CsrPanelsParams<T>) {
     let stride = grid_threads() / WARP as u64;
     // Uniform across the warp.
     while row < rows {
-        // SAFETY: `row < rows`: its `panels` sums are inside the scratch.
-        let sums = unsafe { p.panels.partials.as_ptr().add(row as usize * panels) };
+        let r = row as usize;
+        // SAFETY: `r < rows`: its `panels` sums are inside the scratch.
+        let sums = unsafe { p.panels.partials.as_ptr().add(r * panels) };
         let mut sum = T::ZERO;
         let mut base = 0;
         while base < panels {
@@ -232,52 +282,78 @@ unsafe fn csr_panels_combine<T: Real>(p: CsrPanelsParams<T>) {
             }
             base += STEPS * WARP;
         }
-        let total = group_sum::<T, WARP_SIZE>(sum);
+        let mut total = group_sum::<T, WARP_SIZE>(sum);
+        // SAFETY: `r < rows`: the offsets have `rows + 1` elements, and the table's last column
+        // (panel `panels`) `rows` entries.
+        let (start, end, last) = unsafe {
+            let offsets = p.a.row_offsets.as_ptr();
+            let last = p.panels.table.as_ptr().add(panels * rows as usize + r);
+            (u32::load_nc(offsets.add(r)), u32::load_nc(offsets.add(r + 1)), u32::load_nc(last))
+        };
+        // Uniform across the warp (every lane read the same words), so that every lane reaches the
+        // butterfly.
+        if last != end {
+            let (mut k, end) = (start as usize + lane, end as usize);
+            let mut whole = T::ZERO;
+            while k < end {
+                // SAFETY: `k < end <= nnz`, and the matrix's columns are below `ncols`, the length
+                // of `x`.
+                whole = unsafe {
+                    let col = u32::load_nc(p.a.col_indices.as_ptr().add(k)) as usize;
+                    T::load_nc(p.a.values.as_ptr().add(k)).fma(T::load_nc(p.op.x.as_ptr().add(col)), whole)
+                };
+                k += WARP;
+            }
+            total = total + group_sum::<T, WARP_SIZE>(whole);
+        }
         if lane == 0 {
-            // SAFETY: `row < rows`, written by lane 0 of this warp only.
-            unsafe { store_axpby(p.op.y.as_mut_ptr(), row as usize, p.op.alpha, total, p.op.beta) };
+            // SAFETY: `r < rows`, written by lane 0 of this warp only.
+            unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, total, p.op.beta) };
         }
         row += stride;
     }
 }
 
-/// The panel table of a CSR matrix, a warp per row (grid stride): lane `l` writes the row's table
-/// entries `l, l + 32, ...` up to `panels`, entry `b` the first entry of the row whose column is at
-/// least `b * panel_cols` (a binary search in the row's columns; `panels * panel_cols >= ncols`, so
-/// entry `panels` is the row's end), and every lane checks that the row's columns do not decrease
-/// over its pairs `(k, k + 1)`, lowering `unsorted` to the row if one does (the table of such a row is
-/// meaningless, and the host refuses the matrix).
+/// The panel table of a CSR matrix, panel-major (`table[b * rows + r]`), a warp per row (grid
+/// stride): lane `l` writes the row's table entries `l, l + 32, ...` up to `panels`, entry `b` the
+/// first entry of the row whose column is at least `b * panel_cols` (a binary search in the row's
+/// columns; `panels * panel_cols >= ncols`, so entry `panels` is the row's end). Every lane first
+/// checks that the row's columns do not decrease over its pairs `(k, k + 1)`, and the warp agrees by
+/// a butterfly; a row whose columns decrease gets its start in every entry (no entries in any
+/// panel, and a last entry that is not its end, which tells the combine to sum the row whole).
 ///
 /// # Safety
-/// `p` describes valid CSR row offsets and column indices of `rows` rows, `table` holds
-/// `rows * (panels + 1)` elements and `unsorted` one.
+/// `p` describes valid CSR row offsets and column indices of `rows` rows, and `table` holds
+/// `rows * (panels + 1)` elements.
 #[inline(always)]
 unsafe fn csr_panel_table(p: CsrPanelTableParams) {
     let lane = (thread_idx() as usize) % WARP;
     let mut row = global_thread() / WARP as u64;
     let stride = grid_threads() / WARP as u64;
     let (offsets, cols) = (p.row_offsets.as_ptr(), p.col_indices.as_ptr());
-    let width = p.panels as usize + 1;
+    let (width, rows) = (p.panels as usize + 1, p.rows as usize);
+    // Uniform across the warp.
     while row < p.rows as u64 {
         let r = row as usize;
         // SAFETY: `r < rows`: the offsets have `rows + 1` elements, and bound the row's entries.
         let (start, end) =
             unsafe { (u32::load_nc(offsets.add(r)) as usize, u32::load_nc(offsets.add(r + 1)) as usize) };
         let mut k = start + lane;
-        let mut decreases = false;
+        let mut decreases = 0u32;
         while k + 1 < end {
             // SAFETY: `k + 1 < end <= nnz`.
-            decreases |= unsafe { u32::load_nc(cols.add(k)) > u32::load_nc(cols.add(k + 1)) };
+            decreases |= unsafe { u32::from(u32::load_nc(cols.add(k)) > u32::load_nc(cols.add(k + 1))) };
             k += WARP;
         }
-        if decreases {
-            // SAFETY: `unsorted` is one `u64`, changed only atomically during the kernel.
-            unsafe { atomic_min_u64(p.unsorted.as_mut_ptr(), row) };
+        let mut offset = WARP_SIZE / 2;
+        while offset > 0 {
+            decreases |= shfl_xor_b32(decreases, offset);
+            offset /= 2;
         }
         let mut b = lane;
         while b < width {
             let target = b as u64 * p.panel_cols as u64;
-            let (mut lo, mut hi) = (start, end);
+            let (mut lo, mut hi) = (start, if decreases != 0 { start } else { end });
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
                 // SAFETY: `start <= mid < end`.
@@ -287,8 +363,9 @@ unsafe fn csr_panel_table(p: CsrPanelTableParams) {
                     hi = mid;
                 }
             }
-            // SAFETY: `r < rows`, `b <= panels`; entry positions are below `nnz <= u32::MAX`.
-            unsafe { *p.table.as_mut_ptr().add(r * width + b) = lo as u32 };
+            // SAFETY: `r < rows`, `b <= panels`: inside the `(panels + 1) * rows` entries; entry
+            // positions are below `nnz <= u32::MAX`.
+            unsafe { *p.table.as_mut_ptr().add(b * rows + r) = lo as u32 };
             b += WARP;
         }
         row += stride;

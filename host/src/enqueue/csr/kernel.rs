@@ -2,7 +2,9 @@
 //! kernels are compiled for.
 
 use super::super::plan::Regime;
-use super::rule::{Features, Target, auto_config, fixed_rule, has_few_rows, is_irregular, rule_for};
+use super::rule::{
+    Features, Target, auto_config, fixed_rule, has_few_rows, is_irregular, panels_term, rule_for,
+};
 use crate::formats::csr::RowStats;
 use crate::{Error, Result};
 use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
@@ -62,12 +64,16 @@ pub enum Kernel {
     /// panels)`) are at least about 16, so that the table (`rows x (panels + 1)` `u32`s, read
     /// every product) and the partial sums stay small beside the entries, and where `x` is well
     /// past L1 but each block's rows reuse its panel; on square matrices, whose rows are short and
-    /// whose `x` is already reused through L1 and L2, it loses. Auto does not choose it.
+    /// whose `x` is already reused through L1 and L2, it loses. Auto chooses it where
+    /// [`panels_term`](super::rule::panels_term) says so, and the tuner tries its other panel
+    /// sizes there.
     ///
-    /// Needs every row's column indices in non-decreasing order (planning it is
-    /// [`Error::UnsortedRow`] otherwise) and a GPU whose blocks may take `panel_kib` KiB of shared
-    /// memory ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB from Volta, 192 KiB
-    /// from Ampere). The plan owns its table and scratch, built when it is made.
+    /// A row whose column indices decrease somewhere has no run of entries per panel: the second
+    /// launch sums it whole, gathering `x` from global memory (right, but slower for such rows).
+    /// Needs a GPU whose blocks may take `panel_kib` KiB of shared memory
+    /// ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB from Volta, 192 KiB from
+    /// Ampere). The plan owns its table and scratch, built on the device when it is made (enqueued
+    /// on the stream, never waited for).
     CsrPanels { panel_kib: u32, block_size: u32 },
 }
 
@@ -95,14 +101,36 @@ impl Kernel {
     pub const MAX_BLOCK_SIZE: u32 = abi::MAX_BLOCK_SIZE;
 
     /// The kernel [`Kernel::Auto`] stands for in products of `regime`, with values of `value_bytes`
-    /// bytes, on `target`: the leaf the fitted rule of that regime gives the matrix (`rule.rs`,
-    /// [`Rule`](super::rule::Rule); `docs/PERF.md`, section 17), the hand-calibrated
-    /// [`Kernel::auto`] where its leaf is Auto, or where a leaf without the long-row split meets long
-    /// rows or rows the hand rule balances ([`resolve_leaf`](super::rule::resolve_leaf)). Constant
-    /// time.
+    /// bytes, on `target`: the column-panel kernel for few, long rows over a wide `x`
+    /// ([`panels_term`](super::rule::panels_term)); elsewhere [`Kernel::auto_without_panels`]. A
+    /// plan of `Auto` whose column panels the GPU refuses (a panel or block it cannot give, a table
+    /// past 32-bit indices) takes [`Kernel::auto_without_panels`] instead. Constant time.
     pub fn auto_for(stats: &RowStats, value_bytes: usize, target: Target, regime: Regime) -> Kernel {
+        panels_term(stats, value_bytes, target)
+            .unwrap_or_else(|| Self::auto_without_panels(stats, value_bytes, target, regime))
+    }
+
+    /// [`Kernel::auto_for`] without its column-panel term: the leaf the fitted rule of `regime`
+    /// gives the matrix (`rule.rs`, [`Rule`](super::rule::Rule); `docs/PERF.md`, section 17), the
+    /// hand-calibrated [`Kernel::auto`] where its leaf is Auto, or where a leaf without the long-row
+    /// split meets long rows or rows the hand rule balances
+    /// ([`resolve_leaf`](super::rule::resolve_leaf)). Constant time.
+    pub fn auto_without_panels(
+        stats: &RowStats,
+        value_bytes: usize,
+        target: Target,
+        regime: Regime,
+    ) -> Kernel {
         let features = Features::of(stats, value_bytes, target);
         rule_for(regime).choose(&features, stats, target.sm_count)
+    }
+
+    /// Whether `error`, from planning `self`, is a refusal of the column-panel kernel that
+    /// [`Kernel::Auto`] and the tuner step around: a panel or block the GPU cannot give, or a table
+    /// past 32-bit indices.
+    pub(crate) fn panels_refused(self, error: &Error) -> bool {
+        matches!(self, Kernel::CsrPanels { .. })
+            && matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. })
     }
 
     /// The hand-calibrated rule on a GPU of `sm_count` SMs, in constant time (see `rule.rs` for each

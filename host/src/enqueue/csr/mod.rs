@@ -7,7 +7,9 @@ mod rule;
 
 pub use kernel::Kernel;
 pub use rule::{
-    COLD_RULE, Feature, Features, HOT_RULE, Node, Rule, Target, resolve_leaf, rule_for, width_kernel,
+    AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Node,
+    PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target,
+    panels_term, resolve_leaf, rule_for, width_kernel,
 };
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
@@ -86,8 +88,16 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
             Ok(CsrLaunch::Rows(unsafe { Prepared::new(f, grid, block, 0, CsrParams { a, op }) }))
         };
         let launch = match kernel {
-            // `Kernel::auto` never answers `Auto`.
-            Kernel::Auto => return self.prepare(gpu, gpu.auto_kernel::<T>(self.stats(), Regime::Cold)),
+            // `Kernel::auto_for` never answers `Auto`.
+            Kernel::Auto => {
+                let chosen = gpu.auto_kernel::<T>(self.stats(), Regime::Cold);
+                return match self.prepare(gpu, chosen) {
+                    Err(e) if chosen.panels_refused(&e) => {
+                        self.prepare(gpu, gpu.auto_kernel_without_panels::<T>(self.stats(), Regime::Cold))
+                    }
+                    prepared => prepared,
+                };
+            }
             Kernel::CsrScalar { block_size } => rows(abi::CSR_SCALAR, 1, block_size)?,
             Kernel::CsrVector { coop, block_size } => {
                 rows(abi::CSR_VECTOR[variant(&CSR_VECTOR_COOPS, coop)], coop, block_size)?
@@ -249,17 +259,33 @@ impl Gpu {
         Kernel::auto_for(stats, size_of::<T>(), self.target(), regime)
     }
 
+    /// [`Kernel::auto_without_panels`] on this GPU, for products in `regime` of a matrix of these
+    /// statistics in element type `T`: what `Auto` takes where the column panels are refused.
+    pub fn auto_kernel_without_panels<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
+        Kernel::auto_without_panels(stats, size_of::<T>(), self.target(), regime)
+    }
+
     /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
-    /// regime's choice ([`Gpu::auto_kernel`]); any other kernel is planned as it is. A plan of the
-    /// hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
+    /// regime's choice ([`Gpu::auto_kernel`]; where that is the column-panel kernel and the plan
+    /// refuses it, [`Gpu::auto_kernel_without_panels`]); any other kernel is planned as it is. A
+    /// plan of the hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
         kernel: Kernel,
         regime: Regime,
     ) -> Result<Plan<'a, T, DeviceCsr<T>>> {
-        let kernel = if kernel == Kernel::Auto { self.auto_kernel::<T>(a.stats(), regime) } else { kernel };
-        Ok(self.plan(a, kernel)?.in_regime(regime))
+        if kernel != Kernel::Auto {
+            return Ok(self.plan(a, kernel)?.in_regime(regime));
+        }
+        let chosen = self.auto_kernel::<T>(a.stats(), regime);
+        let plan = match self.plan(a, chosen) {
+            Err(e) if chosen.panels_refused(&e) => {
+                self.plan(a, self.auto_kernel_without_panels::<T>(a.stats(), regime))?
+            }
+            planned => planned?,
+        };
+        Ok(plan.in_regime(regime))
     }
 }
 

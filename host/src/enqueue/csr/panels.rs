@@ -1,7 +1,8 @@
 //! The plan of the column-panel kernel ([`Kernel::CsrPanels`](super::Kernel::CsrPanels);
 //! `kernels-gpu/src/csr/panels.rs`): the panel width checked against the GPU's shared memory, the
-//! row groups sized from the GPU's occupancy, the panel table built on the device (refusing rows
-//! whose columns decrease), and the two launches of each product.
+//! row groups sized from the GPU's occupancy, the panel table built on the device (enqueued with
+//! the plan, never waited for: rows whose columns decrease get no panel segments and are summed
+//! whole by the combine), and the two launches of each product.
 
 use super::CsrLaunch;
 use crate::device::{DeviceColumnPanels, DeviceCsr, Gpu, PanelLayout, panel_count};
@@ -24,11 +25,10 @@ pub struct PanelLaunches<T> {
     _data: DeviceColumnPanels<T>,
 }
 
-/// Waves of blocks a product's (panel, row group) items make at most: two, so that a block that
-/// runs long (a panel where the group's rows are denser) has a second wave to hide behind, while the
-/// panels of `x` staged per product stay at two GPU-fulls of shared memory (26 MB on an H100, against
-/// the 90 MB of short-wide's arrays in f32).
-const PANELS_WAVES: u64 = 2;
+/// Row groups per block's share of a panel, about: each block's contiguous range of (panel, row
+/// group) items holds this many times the groups of its share, so that the ranges, cut at group
+/// boundaries, differ from the even share by at most one group in this many.
+const PANELS_FINE_GROUPS: u64 = 16;
 
 /// Shared memory a block gets without opting in, on every GPU since Volta.
 const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
@@ -37,8 +37,7 @@ const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 /// `block_size` threads (both checked by `Kernel::check`): builds the plan's table and scratch.
 ///
 /// Refused with [`Error::InvalidKernel`] where the GPU gives a block less shared memory than the
-/// panel or cannot hold one such block on an SM, with [`Error::UnsortedRow`] where a row's column
-/// indices decrease (the panel's entries of a row would not be one run), and with
+/// panel or cannot hold one such block on an SM, and with
 /// [`Error::TooLarge`] where the table's `rows x (panels + 1)` entries pass 32-bit indices.
 pub(super) fn prepare<T: Scalar>(
     a: &DeviceCsr<T>,
@@ -78,22 +77,25 @@ pub(super) fn prepare<T: Scalar>(
         )));
     }
     let resident = u64::from(gpu.sm_count()) * u64::from(per_sm);
-    let groups = row_group_count(resident, panels, panel_cols, nnz);
+    let blocks = panel_blocks(resident, panel_cols, nnz);
+    let groups = row_group_count(blocks, panels, a.nrows());
     let layout = PanelLayout::new(a.host_offsets(), ncols, panel_cols, groups)?;
     let data = DeviceColumnPanels::<T>::alloc(gpu, &layout)?;
     let csr = a.args();
+    // Enqueued, not waited for: the plan needs no answer from the device (a row whose columns
+    // decrease is summed whole by the combine, see `kernels-gpu/src/csr/panels.rs`).
     build_table(gpu, csr, &data, panel_cols, panels)?;
-    if let Some(row) = data.unsorted_row(gpu)? {
-        return Err(Error::UnsortedRow { kernel: "the column-panel kernel (Kernel::CsrPanels)", row });
-    }
     let params = CsrPanelsParams { a: csr, op: unset_axpby(), panels: data.args() };
     let items = u64::from(panels) * u64::from(layout.groups());
-    let grid = u32::try_from(items.min(u64::from(MAX_GRID_X))).unwrap_or(MAX_GRID_X);
-    // SAFETY: the table was built for this very matrix, whose columns the table launch found
-    // non-decreasing in every row, so each (row, panel) segment's columns lie in its panel; the
-    // table, row groups and scratch are owned by the launch (`data`, moved into it below); the block
-    // is whole warps (`Kernel::check`) with the panel's shared memory, within what the entry was
-    // opted into above; the grid walks the `panels x groups` items with a stride.
+    let grid = u32::try_from(blocks.min(items).clamp(1, u64::from(MAX_GRID_X))).unwrap_or(MAX_GRID_X);
+    // SAFETY: the table was built for this very matrix by the launch enqueued above on the same
+    // stream, so each (row, panel) segment it gives holds columns of that panel (none for a row
+    // whose columns decrease, which the combine sums whole); the
+    // table, row groups and scratch are owned by the launch (`data`, moved into it below), and the
+    // groups are at most the rows (`row_groups`), whose table `PanelLayout::new` kept within 32-bit
+    // indices; the block is whole warps (`Kernel::check`) with the panel's shared memory, within
+    // what the entry was opted into above; each block takes its contiguous range of the
+    // `panels x groups` items, whatever the grid.
     let tiles = unsafe { Prepared::new(f, grid, block_size, shared, params) };
     let combine_f = gpu.kernel::<T>(abi::CSR_PANELS_COMBINE)?;
     // SAFETY: as above; a warp per row with a grid stride, enqueued after the panels' launch on the
@@ -113,14 +115,22 @@ fn panels_coop(mean_segment: f64) -> u32 {
         .unwrap_or(WARP_SIZE)
 }
 
-/// Row groups for `panels` panels of `panel_cols` columns, on a GPU that keeps `resident` blocks
-/// at once: enough that the items fill [`PANELS_WAVES`] waves, but no more than leaves each block,
+/// Blocks of a product on a GPU that keeps `resident` blocks of it at once: all of them, each
+/// taking an even share of the (panel, row) plane in one wave, but no more than leaves each block,
 /// on average, at least as many entries as its panel has columns (else staging `x` would cost more
 /// than the gathers it saves); at least one.
-fn row_group_count(resident: u64, panels: u32, panel_cols: u32, nnz: usize) -> u32 {
-    let fill = (PANELS_WAVES * resident).div_ceil(u64::from(panels));
-    let worth = nnz as u64 / (u64::from(panels) * u64::from(panel_cols));
-    u32::try_from(fill.min(worth).max(1)).unwrap_or(u32::MAX)
+fn panel_blocks(resident: u64, panel_cols: u32, nnz: usize) -> u64 {
+    let worth = nnz as u64 / u64::from(panel_cols.max(1));
+    resident.min(worth).max(1)
+}
+
+/// Row groups for `blocks` blocks over `panels` panels of a matrix of `rows` rows: enough that a
+/// block's share of the items, `panels * groups / blocks`, holds about [`PANELS_FINE_GROUPS`]
+/// groups of each panel it touches; at least one, at most the rows.
+fn row_group_count(blocks: u64, panels: u32, rows: usize) -> u32 {
+    let per_panel = (PANELS_FINE_GROUPS * blocks).div_ceil(u64::from(panels.max(1)));
+    let rows = u64::try_from(rows).unwrap_or(u64::MAX);
+    u32::try_from(per_panel.max(PANELS_FINE_GROUPS).min(rows).max(1)).unwrap_or(u32::MAX)
 }
 
 /// A grid of a warp per row, [`CSR_PANELS_AUX_BLOCK_SIZE`] threads a block, within [`MAX_GRID_X`].
@@ -143,11 +153,10 @@ fn build_table<T: Scalar>(
         panel_cols,
         panels,
         table: data.args().table,
-        unsorted: data.unsorted_ptr(gpu),
     };
     let f = gpu.untyped_kernel(abi::CSR_PANELS_TABLE)?;
     // SAFETY: the offsets and columns are the matrix's (valid CSR); `data` was laid out for its rows
-    // and these panels (`rows * (panels + 1)` table entries) and holds the one `unsorted` word.
+    // and these panels (`rows * (panels + 1)` table entries).
     unsafe { launch(gpu, f, warp_grid(csr.rows), CSR_PANELS_AUX_BLOCK_SIZE, 0, &params) }
 }
 
@@ -163,17 +172,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn groups_are_as_wide_as_the_entries_allow() {
-        // Short-wide in f32 at 48 KiB: 89 panels of 12,288 columns, 132 SMs x 4 blocks.
-        let panel_cols = csr_panel_cols(48, 4);
-        assert_eq!(panel_cols, 12_288);
+    fn blocks_fill_the_gpu_where_the_entries_allow() {
+        // Short-wide in f64 at 64 KiB: 134 panels of 8,192 columns, 132 SMs x 3 blocks.
+        let panel_cols = csr_panel_cols(64, 8);
+        assert_eq!(panel_cols, 8_192);
         let panels = panel_count(1_092_610, panel_cols);
-        assert_eq!(panels, 89);
-        // Two waves would ask for 12 groups; 11.3 M entries give each block its panel's worth at 10.
-        assert_eq!(row_group_count(132 * 4, panels, panel_cols, 11_300_000), 10);
-        // A small matrix: one group, never none.
-        assert_eq!(row_group_count(528, panels, panel_cols, 1000), 1);
-        assert_eq!(row_group_count(528, 1, 16, 1_000_000), 1056);
+        assert_eq!(panels, 134);
+        assert_eq!(panel_blocks(132 * 3, panel_cols, 11_300_000), 396);
+        // A small matrix: as many blocks as it has panels' worth of entries, never none.
+        assert_eq!(panel_blocks(396, panel_cols, 100_000), 12);
+        assert_eq!(panel_blocks(396, panel_cols, 1_000), 1);
+        assert_eq!(panel_blocks(0, panel_cols, 1_000_000), 1);
+    }
+
+    #[test]
+    fn groups_give_each_block_many_of_its_panels_rows() {
+        // 396 blocks over 134 panels: 48 groups a panel, 16 in each block's range of 6,432 items.
+        assert_eq!(row_group_count(396, 134, 4_284), 48);
+        assert_eq!(u64::from(134 * row_group_count(396, 134, 4_284)) / 396, 16);
+        // One panel: the groups of all blocks; a few blocks over many panels: still 16 a panel.
+        assert_eq!(row_group_count(396, 1, 1_000_000), 6_336);
+        assert_eq!(row_group_count(2, 134, 4_284), 16);
+        // Never more groups than rows, never none.
+        assert_eq!(row_group_count(396, 1, 50), 50);
+        assert_eq!(row_group_count(396, 134, 0), 1);
     }
 
     #[test]

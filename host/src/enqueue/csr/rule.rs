@@ -189,6 +189,70 @@ pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
     u32::try_from(u64::from(auto_coop(stats)) * steps).unwrap_or(u32::MAX)
 }
 
+/// The panel size, KiB, of the column-panel kernel [`Kernel::Auto`] runs where [`panels_term`]
+/// applies: the fastest of the four on short-wide in both precisions (H200, `docs/PERF.md`,
+/// section 18), and granted by every GPU the PTX runs on (Volta's opt-in limit is 96 KiB).
+pub const AUTO_PANEL_KIB: u32 = 64;
+
+/// Threads per block of Auto's column-panel kernel: the benchmark's (16 warps).
+pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
+
+/// Mean entries a row holds in one of Auto's panels ([`AUTO_PANEL_KIB`]) from which Auto takes the
+/// column-panel kernel: each (row, panel) segment pays a table read, a reduction and a partial
+/// sum, which 16 entries outweigh (short-wide: 39 in f32, 19 in f64). The benchmark times the kernel
+/// from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
+pub const PANELS_MIN_SEGMENT: f64 = 16.0;
+
+/// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a 48 KiB
+/// panel (`benches/src/variants.rs`), which [`panels_term`] also asks for, so that Auto never takes
+/// the kernel where the runs could not have timed it.
+pub const PANELS_BENCH_MIN_SEGMENT: f64 = 8.0;
+
+/// `x`'s bytes over the L2's from which Auto takes the column-panel kernel: `x` far past what an
+/// SM's L1 holds, so that every other kernel's gathers each cost an L2 sector (short-wide's `x` is
+/// 4.4 MB in f32 against 50-60 MB of L2: 0.07-0.09). No matrix of the public real set comes near
+/// (its widest `x` with long rows is 0.2 MB); a thirty-second of the L2 is 1.6 MB on an H100.
+pub const PANELS_MIN_X_L2: f64 = 1.0 / 32.0;
+
+/// Blocks per SM whose panels the entries must be worth at least: the entries at least this many
+/// times the SMs times a panel's columns, so that each resident block reads more entries than it
+/// stages `x` (the plan's own grid asks for one panel's worth a block).
+pub const PANELS_MIN_BLOCKS_PER_SM: u64 = 2;
+
+/// The column-panel term of [`Kernel::Auto`] (`Kernel::auto_for`): the column-panel kernel at
+/// [`AUTO_PANEL_KIB`] KiB and [`AUTO_PANEL_BLOCK_SIZE`] threads for a matrix of few, long rows over
+/// a wide `x`, where every other kernel's gathers of `x` cost a sector of L2 each; `None` elsewhere.
+/// It applies where all of these hold, with values of `value_bytes` bytes on `target`:
+/// - a row's mean entries in one of Auto's panels are at least [`PANELS_MIN_SEGMENT`], and in a
+///   48 KiB panel at least [`PANELS_BENCH_MIN_SEGMENT`];
+/// - `x` is at least [`PANELS_MIN_X_L2`] of the L2;
+/// - the entries are worth [`PANELS_MIN_BLOCKS_PER_SM`] staged panels per SM.
+///
+/// Of the committed runs only the suite's short-wide matrix at full size meets it, in both
+/// precisions (`benches/tests/auto_rule.rs` checks this on every matrix). Constant time.
+pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Option<Kernel> {
+    if stats.nnz == 0 || stats.rows == 0 || stats.cols == 0 || value_bytes == 0 {
+        return None;
+    }
+    let value = u32::try_from(value_bytes).ok()?;
+    let segment = |panel_kib: u32| {
+        let panel_cols = kernels_gpu::abi::csr_panel_cols(panel_kib, value).max(1) as usize;
+        let panels = stats.cols.div_ceil(panel_cols).max(1);
+        (stats.nnz as f64 / (stats.rows as f64 * panels as f64), panel_cols)
+    };
+    let (auto_segment, panel_cols) = segment(AUTO_PANEL_KIB);
+    let (bench_segment, _) = segment(48);
+    let x_bytes = stats.cols as f64 * value_bytes as f64;
+    let staged = PANELS_MIN_BLOCKS_PER_SM
+        .saturating_mul(u64::from(target.sm_count.max(1)))
+        .saturating_mul(panel_cols as u64);
+    let applies = auto_segment >= PANELS_MIN_SEGMENT
+        && bench_segment >= PANELS_BENCH_MIN_SEGMENT
+        && x_bytes >= PANELS_MIN_X_L2 * target.l2_bytes as f64
+        && stats.nnz as u64 >= staged;
+    applies.then_some(Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE })
+}
+
 /// What the fitted rule knows of the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -590,6 +654,59 @@ mod tests {
             let irregular = RowStats { std_dev: 30.0, max: 3000, ..regular(100_000, 5) };
             assert_eq!(choose(HOT_RULE, &irregular, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         }
+    }
+
+    /// The suite's short-wide matrix at full size, f32 and f64 (rail4284's shape).
+    fn short_wide() -> RowStats {
+        RowStats { cols: 1_092_610, std_dev: 3_400.0, max: 26_000, ..stats(4_284, 11_048_707) }
+    }
+
+    /// Auto takes the column panels for few, long rows over a wide `x`, in every regime, and
+    /// nowhere the rows are short per panel, `x` is small, or the entries too few.
+    #[test]
+    fn the_panels_term_takes_few_long_rows_over_a_wide_x() {
+        let panels = Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE };
+        let s = short_wide();
+        for value_bytes in [4, 8] {
+            assert_eq!(panels_term(&s, value_bytes, TARGET), Some(panels), "{value_bytes}");
+            for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+                assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
+                // Without the term: the fitted rule's choice, the balanced kernel for these rows.
+                assert_eq!(
+                    Kernel::auto_without_panels(&s, value_bytes, TARGET, regime),
+                    Kernel::CsrBalanced { block_size: BLOCK_SIZE }
+                );
+            }
+        }
+        // Short-wide at a sixteenth of the entries (the suite's small size): 1,071 rows over 273 k
+        // columns, 29 entries a row in a 48 KiB f32 panel, but 0.7 M entries are not worth two
+        // 64 KiB panels on each of 132 SMs (4.3 M f32, 2.2 M f64).
+        let small = RowStats { cols: 273_152, ..stats(1_071, 712_579) };
+        assert_eq!(panels_term(&small, 4, TARGET), None);
+        assert_eq!(panels_term(&small, 8, TARGET), None);
+        // Half the density: 9.7 entries a row in a 64 KiB f64 panel, under 16; f32 still 19.4.
+        let sparser = RowStats { cols: 2 * 1_092_610, ..s };
+        assert_eq!(panels_term(&sparser, 8, TARGET), None);
+        assert_eq!(panels_term(&sparser, 4, TARGET), Some(panels));
+        // An `x` that an L2 of 50 MiB holds many times over: 50,000 columns (0.2 MB in f32) of
+        // long rows, as the suite's wide-400, and the real set's widest long-row matrices.
+        let narrow_x = RowStats { cols: 50_000, ..regular(50_000, 400) };
+        assert_eq!(panels_term(&narrow_x, 4, TARGET), None);
+        assert_eq!(panels_term(&narrow_x, 8, TARGET), None);
+        // Rows of 30 entries over a million columns: under a segment a panel.
+        let short_rows = RowStats { cols: 1_000_000, ..regular(1_000_000, 30) };
+        assert_eq!(panels_term(&short_rows, 4, TARGET), None);
+        // Nothing to stage for: no entries, rows or columns.
+        assert_eq!(panels_term(&stats(0, 0), 4, TARGET), None);
+        assert_eq!(panels_term(&RowStats { cols: 0, ..s }, 4, TARGET), None);
+        // A GPU of more SMs asks for more entries: 4.3 M f32 entries are two panels on 132 SMs.
+        let big_gpu = Target { sm_count: 400, ..TARGET };
+        assert_eq!(panels_term(&s, 4, big_gpu), None);
+        assert_eq!(panels_term(&s, 8, big_gpu), Some(panels));
+        // A larger L2 asks for a larger `x`: 4.4 MB of f32 is under a thirty-second of 256 MB.
+        let big_l2 = Target { l2_bytes: 256 << 20, ..TARGET };
+        assert_eq!(panels_term(&s, 4, big_l2), None);
+        assert_eq!(panels_term(&s, 8, big_l2), Some(panels));
     }
 
     #[test]
