@@ -199,9 +199,11 @@ pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 
 /// Mean entries a row holds in one of Auto's panels ([`AUTO_PANEL_KIB`]) from which Auto takes the
 /// column-panel kernel: each (row, panel) segment pays a table read, a reduction and a partial
-/// sum, which 16 entries outweigh (short-wide: 39 in f32, 19 in f64). The benchmark times the kernel
-/// from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
-pub const PANELS_MIN_SEGMENT: f64 = 16.0;
+/// sum, which a warp's worth of entries outweighs. Measured on short-wide (H100, 2026-11-27,
+/// `docs/bench/2026-11-27-csr-panels-even-h100`): 39 entries a segment in f32 ran 1.54x cuSPARSE and
+/// fastest of ours, 19 in f64 0.73x, behind the merge-path and balanced kernels. The benchmark times
+/// the kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
+pub const PANELS_MIN_SEGMENT: f64 = 32.0;
 
 /// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a 48 KiB
 /// panel (`benches/src/variants.rs`), which [`panels_term`] also asks for, so that Auto never takes
@@ -662,12 +664,14 @@ mod tests {
     }
 
     /// Auto takes the column panels for few, long rows over a wide `x`, in every regime, and
-    /// nowhere the rows are short per panel, `x` is small, or the entries too few.
+    /// nowhere the rows are short per panel (short-wide in f64: 19 entries a segment), `x` is small,
+    /// or the entries too few.
     #[test]
     fn the_panels_term_takes_few_long_rows_over_a_wide_x() {
         let panels = Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE };
         let s = short_wide();
-        for value_bytes in [4, 8] {
+        assert_eq!(panels_term(&s, 8, TARGET), None, "f64: half the columns a panel");
+        for value_bytes in [4] {
             assert_eq!(panels_term(&s, value_bytes, TARGET), Some(panels), "{value_bytes}");
             for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
                 assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
@@ -684,10 +688,9 @@ mod tests {
         let small = RowStats { cols: 273_152, ..stats(1_071, 712_579) };
         assert_eq!(panels_term(&small, 4, TARGET), None);
         assert_eq!(panels_term(&small, 8, TARGET), None);
-        // Half the density: 9.7 entries a row in a 64 KiB f64 panel, under 16; f32 still 19.4.
+        // Half the density: 19.4 entries a row in a 64 KiB f32 panel, under 32.
         let sparser = RowStats { cols: 2 * 1_092_610, ..s };
-        assert_eq!(panels_term(&sparser, 8, TARGET), None);
-        assert_eq!(panels_term(&sparser, 4, TARGET), Some(panels));
+        assert_eq!(panels_term(&sparser, 4, TARGET), None);
         // An `x` that an L2 of 50 MiB holds many times over: 50,000 columns (0.2 MB in f32) of
         // long rows, as the suite's wide-400, and the real set's widest long-row matrices.
         let narrow_x = RowStats { cols: 50_000, ..regular(50_000, 400) };
@@ -699,14 +702,19 @@ mod tests {
         // Nothing to stage for: no entries, rows or columns.
         assert_eq!(panels_term(&stats(0, 0), 4, TARGET), None);
         assert_eq!(panels_term(&RowStats { cols: 0, ..s }, 4, TARGET), None);
-        // A GPU of more SMs asks for more entries: 4.3 M f32 entries are two panels on 132 SMs.
+        // Rows twice as long: 38 entries a segment of a 64 KiB f64 panel.
+        let longer = RowStats { nnz: 2 * s.nnz, ..s };
+        assert_eq!(panels_term(&longer, 8, TARGET), Some(panels));
+        // A GPU of more SMs asks for more entries: 11 M f32 entries are under two 64 KiB panels on
+        // each of 400 SMs (13.1 M), 22 M f64 entries over (6.6 M).
         let big_gpu = Target { sm_count: 400, ..TARGET };
         assert_eq!(panels_term(&s, 4, big_gpu), None);
-        assert_eq!(panels_term(&s, 8, big_gpu), Some(panels));
-        // A larger L2 asks for a larger `x`: 4.4 MB of f32 is under a thirty-second of 256 MB.
+        assert_eq!(panels_term(&longer, 8, big_gpu), Some(panels));
+        // A larger L2 asks for a larger `x`: 4.4 MB of f32 is under a thirty-second of 256 MiB
+        // (8.4 MB), 8.7 MB of f64 over it.
         let big_l2 = Target { l2_bytes: 256 << 20, ..TARGET };
         assert_eq!(panels_term(&s, 4, big_l2), None);
-        assert_eq!(panels_term(&s, 8, big_l2), Some(panels));
+        assert_eq!(panels_term(&longer, 8, big_l2), Some(panels));
     }
 
     #[test]
