@@ -1,0 +1,48 @@
+//! Auto's choice (`Kernel::auto_for`) from any row statistics and GPU, consistent or not (NaN
+//! means, a longest row past the entries, no SMs, no L2): it never panics, is the same on every
+//! call, takes the column panels exactly where `rule::panels_term` does (and then its kernel), and
+//! `Kernel::auto_without_panels` never takes them.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use gpu_spmv::rule::{Target, panels_term};
+use gpu_spmv::{Kernel, Regime, RowStats};
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Debug, Arbitrary)]
+struct Input {
+    rows: u32,
+    cols: u32,
+    nnz: u64,
+    mean: f64,
+    std_dev: f64,
+    max: u32,
+    empty_rows: u32,
+    sm_count: u16,
+    l2_bytes: u32,
+    value_bytes: u8,
+    regime: u8,
+}
+
+fuzz_target!(|input: Input| {
+    let stats = RowStats {
+        rows: input.rows as usize,
+        cols: input.cols as usize,
+        nnz: usize::try_from(input.nnz).unwrap_or(usize::MAX),
+        mean: input.mean,
+        std_dev: input.std_dev,
+        max: input.max as usize,
+        empty_rows: input.empty_rows as usize,
+    };
+    let target = Target { sm_count: u32::from(input.sm_count), l2_bytes: u64::from(input.l2_bytes) * 64 };
+    let regime = [Regime::Cold, Regime::Hot, Regime::Graph][usize::from(input.regime % 3)];
+    let value_bytes = usize::from(input.value_bytes % 17);
+    let chosen = Kernel::auto_for(&stats, value_bytes, target, regime);
+    assert_eq!(chosen, Kernel::auto_for(&stats, value_bytes, target, regime), "deterministic");
+    let without = Kernel::auto_without_panels(&stats, value_bytes, target, regime);
+    assert!(!matches!(without, Kernel::CsrPanels { .. }), "{without:?} without the panel term");
+    match panels_term(&stats, value_bytes, target) {
+        Some(panels) => assert_eq!(chosen, panels),
+        None => assert_eq!(chosen, without),
+    }
+});
