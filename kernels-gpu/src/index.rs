@@ -269,4 +269,89 @@ mod tests {
             }
         }
     }
+
+    /// A warp's step as `formats/lma.rs` takes it, lane by lane: the loads (a short step clamped to
+    /// its last value), the stores through the table (the last load only up to `tail`), `x` beside
+    /// the matrices, and the rows read back by the lanes of the step's elements.
+    #[test]
+    fn lma_steps_whole_and_short_give_every_row_its_entries() {
+        use crate::abi::{LMA_NODES_PER_ELEMENT, lma_groups_per_warp, lma_step_loads, lma_warp_values};
+        for m in LMA_NODES_PER_ELEMENT {
+            for symmetric in [false, true] {
+                let (step, stored, loads, groups) = (
+                    lma_step_elements(m) as usize,
+                    lma_stored_values(m, symmetric) as usize,
+                    lma_step_loads(m, symmetric) as usize,
+                    lma_groups_per_warp(m) as usize,
+                );
+                let (slice, m) = (lma_warp_values(m) as usize, m as usize);
+                let square = m * lma_row_stride(m as u32) as usize;
+                let tail = step * stored - (loads - 1) * 32;
+                // Entry `(i, j)` of element `e` and `x` at its node `j`, as values.
+                let entry = |e: usize, i: usize, j: usize| {
+                    let (i, j) = if symmetric && i > j { (j, i) } else { (i, j) };
+                    (1 + (e * m + i) * m + j) as f64
+                };
+                let x = |e: usize, j: usize| -((e * m + j) as f64) - 0.5;
+                for count in 1..=step {
+                    // The run of `count` elements, stored as `LmaArgs` documents.
+                    let mut run = Vec::new();
+                    for e in 0..count {
+                        for i in 0..m {
+                            for j in if symmetric { i..m } else { 0..m } {
+                                run.push(entry(e, i, j));
+                            }
+                        }
+                    }
+                    let mut staged = vec![f64::NAN; slice];
+                    for lane in 0..32 {
+                        for k in 0..loads {
+                            let v = k * 32 + lane;
+                            let at = if count == step {
+                                if k + 1 < loads { v } else { v.min(step * stored - 1) }
+                            } else {
+                                v.min(count * stored - 1)
+                            };
+                            let held = run[at];
+                            if k + 1 < loads || lane < tail {
+                                let table = lma_staging_entry(v, m, symmetric);
+                                staged[(table & 0xffff) as usize] = held;
+                                if symmetric {
+                                    staged[(table >> 16) as usize] = held;
+                                }
+                            }
+                        }
+                        let (group, row) = (lane / m, lane % m);
+                        if group < groups {
+                            for t in 0..step / groups {
+                                let e = t * groups + group;
+                                staged[lma_x_position(e, row, m)] = if e < count { x(e, row) } else { 0.0 };
+                            }
+                        }
+                    }
+                    for lane in 0..32 {
+                        let (group, row) = (lane / m, lane % m);
+                        for t in 0..step / groups {
+                            let e = t * groups + group.min(groups - 1);
+                            if group >= groups || e >= count {
+                                continue;
+                            }
+                            for j in 0..m {
+                                let (a, xj) = (
+                                    staged[e * square + lma_read_position(row, j, m)],
+                                    staged[lma_x_position(e, 0, m)
+                                        + j * (lma_x_position(0, 1, m) - lma_x_position(0, 0, m))],
+                                );
+                                assert_eq!(
+                                    (a, xj),
+                                    (entry(e, row, j), x(e, j)),
+                                    "m {m} symmetric {symmetric} count {count}: element {e} ({row}, {j})"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
