@@ -869,29 +869,44 @@ pub const fn lma_stored_values(m: u32, symmetric: bool) -> u32 {
     if symmetric { m * (m + 1) / 2 } else { m * m }
 }
 
-/// Bytes of the table at the start of a symmetric kernel's shared memory: the staged position of
-/// each packed value (`u16`), rounded up to 16 bytes so that the values after it stay aligned.
+/// Loads per lane of an LMA warp's step: the step's [`lma_step_elements`] times
+/// [`lma_stored_values`] values, one per lane at a time.
+pub const fn lma_step_loads(m: u32, symmetric: bool) -> u32 {
+    (lma_step_elements(m) * lma_stored_values(m, symmetric)).div_ceil(WARP_SIZE)
+}
+
+/// Bytes of the staging table at the start of an LMA kernel's shared memory: for each of the
+/// `32 * lma_step_loads` values a warp loads at a step, a `u32` with the two places it is staged
+/// (`index::lma_staging_entry`), rounded up to 16 bytes so that the values after it stay aligned.
 pub const fn lma_table_bytes(m: u32, symmetric: bool) -> u32 {
-    if symmetric { (lma_stored_values(m, true) * 2).next_multiple_of(16) } else { 0 }
+    (lma_step_loads(m, symmetric) * WARP_SIZE * 4).next_multiple_of(16)
+}
+
+/// Values of one LMA warp's slice of shared memory: the element matrices of a step, each `m` rows of
+/// [`lma_row_stride`] values, and the step's gathered `x`, `m` per element: in the column that pads
+/// the rows of an even `m`, after the matrices for an odd one (`index::lma_x_position`).
+pub const fn lma_warp_values(m: u32) -> u32 {
+    let matrices = lma_step_elements(m) * m * lma_row_stride(m);
+    if lma_row_stride(m) > m { matrices } else { matrices + lma_step_elements(m) * m }
 }
 
 /// Dynamic shared memory of an LMA launch for `m` nodes per element, values of `value_bytes` bytes:
-/// the table of a symmetric kernel, then for each warp of the block the element matrices of one
-/// step, each `m` rows of [`lma_row_stride`] values.
+/// the staging table, then a slice of [`lma_warp_values`] for each warp of the block.
 pub const fn lma_shared_bytes(m: u32, symmetric: bool, value_bytes: u32) -> u32 {
-    lma_table_bytes(m, symmetric)
-        + LMA_WARPS_PER_BLOCK * lma_step_elements(m) * m * lma_row_stride(m) * value_bytes
+    lma_table_bytes(m, symmetric) + LMA_WARPS_PER_BLOCK * lma_warp_values(m) * value_bytes
 }
 
-/// Every LMA launch fits the 48 KiB of shared memory a block gets without opting in, and every
-/// element fits a warp.
+/// Every LMA launch fits the 48 KiB of shared memory a block gets without opting in, every element
+/// fits a warp, a step's loads fit the kernel's 32 registers for them, and every staged position
+/// fits the table's 16-bit halves.
 const _: () = {
     let mut i = 0;
     while i < LMA_NODES_PER_ELEMENT.len() {
         let m = LMA_NODES_PER_ELEMENT[i];
         assert!(m >= 1 && m <= WARP_SIZE);
         assert!(lma_shared_bytes(m, false, 8) <= 48 * 1024 && lma_shared_bytes(m, true, 8) <= 48 * 1024);
-        assert!(lma_row_stride(m) * m <= u16::MAX as u32);
+        assert!(lma_step_loads(m, false) <= 32 && lma_step_loads(m, true) <= 32);
+        assert!(lma_step_elements(m) * m * lma_row_stride(m) <= u16::MAX as u32 + 1);
         i += 1;
     }
 };

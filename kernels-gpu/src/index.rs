@@ -3,6 +3,7 @@
 
 use crate::abi::{
     CG_BLOCK_THREADS, CG_MAX_BLOCKS, MAX_GRID_X, RADIX_BITS, RADIX_TILE, WARP_SIZE, lma_row_stride,
+    lma_step_elements, lma_stored_values,
 };
 
 /// Blocks for `items` work items of `per_block` items each, capped at [`MAX_GRID_X`]. Every kernel
@@ -68,29 +69,62 @@ pub const fn radix_tiles(nnz: u32) -> u32 {
     nnz.div_ceil(RADIX_TILE)
 }
 
-/// Where the LMA kernels stage value `p` of an element matrix (`formats/lma.rs`): entry `(i, j)` at
-/// `i * stride + j` of the element's slice, `stride` = [`lma_row_stride`]`(m)`. Stored whole, `p`
-/// is `(p / m, p % m)` (`LmaArgs`); stored as the upper triangle of a symmetric matrix
-/// (`symmetric`), row `i` holds the `m - i` entries `(i, i ..)` from `i * m - i * (i - 1) / 2`.
-pub const fn lma_staged_position(p: usize, m: usize, symmetric: bool) -> usize {
+/// Where the LMA kernels stage value `v` of a warp's step (`formats/lma.rs`), the values of
+/// [`lma_step_elements`]`(m)` consecutive elements, [`lma_stored_values`] each, taken as one run:
+/// entry `(i, j)` of the step's element `e` goes to `e * m * stride + i * stride + j` of the warp's
+/// slice, `stride` = [`lma_row_stride`]`(m)`. Stored whole, value `p` of an element is `(p / m, p % m)`
+/// (`LmaArgs`); stored as the upper triangle of a symmetric matrix (`symmetric`), row `i` holds the
+/// `m - i` entries `(i, i ..)` from `i * m - i * (i - 1) / 2`, and each is staged twice, at `(i, j)`
+/// and at its mirror `(j, i)`, so that every row is read whole. Returns the two positions (the same
+/// one twice for an entry of the diagonal or a matrix stored whole).
+pub const fn lma_staged_positions(v: usize, m: usize, symmetric: bool) -> (usize, usize) {
     let stride = lma_row_stride(m as u32) as usize;
-    if !symmetric {
-        return p / m * stride + p % m;
-    }
-    let (mut i, mut start) = (0, 0);
-    while p >= start + (m - i) {
-        start += m - i;
-        i += 1;
-    }
-    i * stride + i + (p - start)
+    let stored = lma_stored_values(m as u32, symmetric) as usize;
+    let (e, p) = (v / stored, v % stored);
+    let (i, j) = if symmetric {
+        let (mut i, mut start) = (0, 0);
+        while p >= start + (m - i) {
+            start += m - i;
+            i += 1;
+        }
+        (i, i + (p - start))
+    } else {
+        (p / m, p % m)
+    };
+    let square = e * m * stride;
+    let at = square + i * stride + j;
+    (at, if symmetric { square + j * stride + i } else { at })
 }
 
-/// Where lane `row` of an LMA group reads entry `(row, j)` of its element's staged matrix: there, or
-/// at its mirror `(j, row)` below the diagonal of a symmetric one, which only the upper triangle
-/// holds.
-pub const fn lma_read_position(row: usize, j: usize, m: usize, symmetric: bool) -> usize {
+/// The staging table's entry for value `v` of a warp's step: [`lma_staged_positions`] as the low and
+/// high halves of a `u32` (`abi::lma_shared_bytes` checks that every position fits 16 bits); 0 for
+/// the values past a step's `lma_step_elements(m) * lma_stored_values(m, symmetric)`, which the
+/// kernels load (the last load of a lane) but never stage.
+pub const fn lma_staging_entry(v: usize, m: usize, symmetric: bool) -> u32 {
+    let values = (lma_step_elements(m as u32) * lma_stored_values(m as u32, symmetric)) as usize;
+    if v >= values {
+        return 0;
+    }
+    let (at, mirror) = lma_staged_positions(v, m, symmetric);
+    at as u32 | (mirror as u32) << 16
+}
+
+/// Where lane `row` of an LMA group reads entry `(row, j)` of its element's staged matrix, from the
+/// element's first value.
+pub const fn lma_read_position(row: usize, j: usize, m: usize) -> usize {
+    row * lma_row_stride(m as u32) as usize + j
+}
+
+/// Where the LMA kernels stage `x` at node `j` of a step's element `e`, in the warp's slice: in the
+/// padding column of row `j` when `m` is even (rows `m + 1` values apart), else after the step's
+/// matrices (`abi::lma_warp_values`).
+pub const fn lma_x_position(e: usize, j: usize, m: usize) -> usize {
     let stride = lma_row_stride(m as u32) as usize;
-    if !symmetric || row <= j { row * stride + j } else { j * stride + row }
+    if stride > m {
+        (e * m + j) * stride + m
+    } else {
+        lma_step_elements(m as u32) as usize * m * stride + e * m + j
+    }
 }
 
 #[cfg(test)]
@@ -161,11 +195,15 @@ mod tests {
 
     #[test]
     fn lma_staging_puts_every_entry_where_its_rows_read_it() {
-        use crate::abi::{LMA_NODES_PER_ELEMENT, lma_step_elements, lma_stored_values};
+        use crate::abi::{LMA_NODES_PER_ELEMENT, lma_step_loads, lma_warp_values};
         for m in LMA_NODES_PER_ELEMENT {
             for symmetric in [false, true] {
-                let (step, stored) =
-                    (lma_step_elements(m) as usize, lma_stored_values(m, symmetric) as usize);
+                let (step, stored, loads) = (
+                    lma_step_elements(m) as usize,
+                    lma_stored_values(m, symmetric) as usize,
+                    lma_step_loads(m, symmetric) as usize,
+                );
+                let slice = lma_warp_values(m) as usize;
                 let (m, square) = (m as usize, m as usize * lma_row_stride(m) as usize);
                 // Entry `(i, j)` of element `e`, distinct everywhere but at mirrored entries of a
                 // symmetric matrix; stored as `LmaArgs` documents.
@@ -185,23 +223,131 @@ mod tests {
                         entry(e, p / m, p % m)
                     }
                 };
-                // A warp's step: value `v` of the run to its element and staged position.
-                let mut staged = vec![0usize; step * square];
-                for v in 0..step * stored {
+                // A warp's step: value `v` of the run to its staged positions, through the table's
+                // entry as the kernel reads it; every position written once (twice by the same
+                // value for an entry of the diagonal) and inside its element's matrix.
+                let mut staged = vec![0usize; slice];
+                for v in 0..loads * WARP_SIZE as usize {
+                    let table = lma_staging_entry(v, m, symmetric);
+                    if v >= step * stored {
+                        assert_eq!(table, 0);
+                        continue;
+                    }
                     let (e, p) = (v / stored, v % stored);
-                    let at = e * square + lma_staged_position(p, m, symmetric);
-                    assert!(at < (e + 1) * square && staged[at] == 0, "m {m}: value {v} at {at}");
-                    staged[at] = stored_at(e, p);
+                    let (at, mirror) = ((table & 0xffff) as usize, (table >> 16) as usize);
+                    assert_eq!((at, mirror), lma_staged_positions(v, m, symmetric));
+                    for (k, at) in [at, mirror].into_iter().enumerate() {
+                        assert!((e * square..(e + 1) * square).contains(&at), "m {m}: value {v} at {at}");
+                        assert!(
+                            staged[at] == 0
+                                || (k == 1 && at == mirror && mirror == (table & 0xffff) as usize),
+                            "m {m} symmetric {symmetric}: value {v} at {at} twice"
+                        );
+                        staged[at] = stored_at(e, p);
+                    }
+                }
+                // `x` beside them, where no value is staged.
+                for e in 0..step {
+                    for j in 0..m {
+                        let at = lma_x_position(e, j, m);
+                        assert!(at < slice && staged[at] == 0, "m {m}: x {j} of element {e} at {at}");
+                        staged[at] = usize::MAX;
+                    }
                 }
                 for e in 0..step {
                     for row in 0..m {
                         for j in 0..m {
-                            let at = e * square + lma_read_position(row, j, m, symmetric);
+                            let at = e * square + lma_read_position(row, j, m);
                             assert_eq!(
                                 staged[at],
                                 entry(e, row, j),
                                 "m {m} symmetric {symmetric}: ({row}, {j})"
                             );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A warp's step as `formats/lma.rs` takes it, lane by lane: the loads (a short step clamped to
+    /// its last value), the stores through the table (the last load only up to `tail`), `x` beside
+    /// the matrices, and the rows read back by the lanes of the step's elements.
+    #[test]
+    fn lma_steps_whole_and_short_give_every_row_its_entries() {
+        use crate::abi::{LMA_NODES_PER_ELEMENT, lma_groups_per_warp, lma_step_loads, lma_warp_values};
+        for m in LMA_NODES_PER_ELEMENT {
+            for symmetric in [false, true] {
+                let (step, stored, loads, groups) = (
+                    lma_step_elements(m) as usize,
+                    lma_stored_values(m, symmetric) as usize,
+                    lma_step_loads(m, symmetric) as usize,
+                    lma_groups_per_warp(m) as usize,
+                );
+                let (slice, m) = (lma_warp_values(m) as usize, m as usize);
+                let square = m * lma_row_stride(m as u32) as usize;
+                let tail = step * stored - (loads - 1) * 32;
+                // Entry `(i, j)` of element `e` and `x` at its node `j`, as values.
+                let entry = |e: usize, i: usize, j: usize| {
+                    let (i, j) = if symmetric && i > j { (j, i) } else { (i, j) };
+                    (1 + (e * m + i) * m + j) as f64
+                };
+                let x = |e: usize, j: usize| -((e * m + j) as f64) - 0.5;
+                for count in 1..=step {
+                    // The run of `count` elements, stored as `LmaArgs` documents.
+                    let mut run = Vec::new();
+                    for e in 0..count {
+                        for i in 0..m {
+                            for j in if symmetric { i..m } else { 0..m } {
+                                run.push(entry(e, i, j));
+                            }
+                        }
+                    }
+                    let mut staged = vec![f64::NAN; slice];
+                    for lane in 0..32 {
+                        for k in 0..loads {
+                            let v = k * 32 + lane;
+                            let at = if count == step {
+                                if k + 1 < loads { v } else { v.min(step * stored - 1) }
+                            } else {
+                                v.min(count * stored - 1)
+                            };
+                            let held = run[at];
+                            if k + 1 < loads || lane < tail {
+                                let table = lma_staging_entry(v, m, symmetric);
+                                staged[(table & 0xffff) as usize] = held;
+                                if symmetric {
+                                    staged[(table >> 16) as usize] = held;
+                                }
+                            }
+                        }
+                        let (group, row) = (lane / m, lane % m);
+                        if group < groups {
+                            for t in 0..step / groups {
+                                let e = t * groups + group;
+                                staged[lma_x_position(e, row, m)] = if e < count { x(e, row) } else { 0.0 };
+                            }
+                        }
+                    }
+                    for lane in 0..32 {
+                        let (group, row) = (lane / m, lane % m);
+                        for t in 0..step / groups {
+                            let e = t * groups + group.min(groups - 1);
+                            if group >= groups || e >= count {
+                                continue;
+                            }
+                            for j in 0..m {
+                                let (a, xj) = (
+                                    staged[e * square + lma_read_position(row, j, m)],
+                                    staged[lma_x_position(e, 0, m)
+                                        + j * (lma_x_position(0, 1, m) - lma_x_position(0, 0, m))],
+                                );
+                                assert_eq!(
+                                    (a, xj),
+                                    (entry(e, row, j), x(e, j)),
+                                    "m {m} symmetric {symmetric} count {count}: element {e} ({row}, {j})"
+                                );
+                            }
                         }
                     }
                 }

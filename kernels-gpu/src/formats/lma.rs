@@ -7,18 +7,27 @@
 //! walked all `M^2` values alone, which capped occupancy and left a Q4 kernel at 1.7-2.3 TB/s on an
 //! H100, `docs/PERF.md` section 7). A warp holds [`lma_groups_per_warp`] groups and takes
 //! [`lma_step_elements`] consecutive elements at each step, so that:
-//! - the step's values, stored element after element, are one contiguous run: the 32 lanes copy it
-//!   to the warp's slice of shared memory with coalesced loads, whatever the storage;
-//! - lane `r` gathers `x` at its own node once, and the group passes the `M` values round by
-//!   shuffles;
-//! - lane `r` reads row `r` of the staged matrix, `(r, 0)` to `(r, M - 1)`, from shared memory, rows
+//! - the step's values, stored element after element, are one contiguous run: the 32 lanes load it
+//!   coalesced, value `v` by lane `v % 32` ([`lma_step_loads`] loads each), whatever the storage, and
+//!   store each value to the warp's slice of shared memory where a table at the start of the block's
+//!   shared memory says (`index::lma_staged_positions`). A whole step's positions depend on the lane
+//!   and the load alone, so the table, built once per block, stands for all the division and
+//!   searching a position takes; only the last step of a range can be shorter, and it stages its last
+//!   value again in place of the missing ones;
+//! - lane `r` gathers `x` at its own node once and stages it beside the matrices, where the group
+//!   reads it back (a broadcast);
+//! - lane `r` reads row `r` of the staged matrix, `(r, 0)` to `(r, M - 1)`, at constant offsets, rows
 //!   [`lma_row_stride`] (odd) values apart so that the lanes of a group hit different banks.
+//!
+//! Between the warp's two barriers of a step nothing branches on the lane but the guards of single
+//! stores and of the final add: no shuffle sits in code that `ptxas` cannot prove converged (it
+//! wraps each such one in a loop, which left the Q4 kernel issuing ~1,300 instructions and ~380
+//! branches per element, at 30% of the H100's memory bandwidth).
 //!
 //! Two storages, one entry each (`_full`, `_sym`): every entry of the element matrix, or, for a
 //! symmetric one, the upper triangle with the diagonal (`M (M + 1) / 2` values, 52% of the bytes at
-//! Q4), staged into the upper triangle of the shared square and read there as `(min(r, j), max(r, j))`.
-//! A table at the start of the block's shared memory gives each packed value its staged position.
-//! Either way lane `r` sums `K_e[r][j] * x_j` by `fma` from `j = 0` up, the order of the CPU's
+//! Q4), each off-diagonal value staged twice, at `(i, j)` and at `(j, i)`, so that every row is read
+//! whole. Either way lane `r` sums `K_e[r][j] * x_j` by `fma` from `j = 0` up, the order of the CPU's
 //! `Lma::spmv`: the two storages of one operator give the same bits, and the coloured kernel gives
 //! the CPU's.
 //!
@@ -39,12 +48,12 @@
 use super::FormatReal;
 use crate::abi::{
     LMA_NO_NODE, LMA_WARPS_PER_BLOCK, LmaParams, WARP_SIZE, lma_group_rounds, lma_groups_per_warp,
-    lma_row_stride, lma_step_elements, lma_stored_values, lma_table_bytes,
+    lma_row_stride, lma_step_elements, lma_step_loads, lma_stored_values, lma_table_bytes, lma_warp_values,
 };
 use crate::arch::{
     Load, block_dim, block_idx, dynamic_shared, grid_dim, lane_id, sync_threads, sync_warp, thread_idx,
 };
-use crate::index::{lma_read_position, lma_staged_position};
+use crate::index::{lma_read_position, lma_staging_entry, lma_x_position};
 
 /// The most [`lma_group_rounds`] of any element size.
 const MAX_ROUNDS: usize = 4;
@@ -52,7 +61,8 @@ const MAX_ROUNDS: usize = 4;
 /// `$body` with `$k` bound to `0, 1, ..., $n - 1` in turn, as straight-line code (`$n` at most 32):
 /// LLVM unrolls loops of these lengths only partly, which leaves the arrays they index in local
 /// memory, and a closure called that many times is not always inlined (with the same effect); spelt
-/// out by a macro, every index is a constant and the arrays stay in registers.
+/// out by a macro, every index is a constant and the arrays stay in registers. `$n` is a constant,
+/// so the guards fold away.
 macro_rules! unroll {
     ($n:expr, $k:ident => $body:block) => {
         unroll!(@each $n, $k, $body;
@@ -77,56 +87,62 @@ unsafe fn lma<T: FormatReal, const M: usize, const SYM: bool, const ATOMIC: bool
     const {
         let m = M as u32;
         assert!(lma_group_rounds(m) as usize <= MAX_ROUNDS);
-        assert!((lma_step_elements(m) * lma_stored_values(m, SYM)).div_ceil(WARP_SIZE) <= 32);
+        assert!(lma_step_loads(m, SYM) <= 32);
     };
     let (groups, rounds, step) =
         (lma_groups_per_warp(m) as usize, lma_group_rounds(m) as usize, lma_step_elements(m) as usize);
-    let stride = lma_row_stride(m) as usize;
     let stored = lma_stored_values(m, SYM) as usize;
-    // Staged values per element, and the loads of a step per lane.
-    let square = M * stride;
-    let loads = (step * stored).div_ceil(WARP_SIZE as usize);
+    // Staged values per element.
+    let square = M * lma_row_stride(m) as usize;
+    // The loads of a step per lane, and the lanes whose last load is a value of a whole step.
+    let loads = lma_step_loads(m, SYM) as usize;
+    let tail = step * stored - (loads - 1) * WARP_SIZE as usize;
 
     // Declared as 16-byte words, so that the launch's shared memory starts 16-byte aligned.
     let shared = dynamic_shared::<u128>().cast::<u8>();
-    let table = shared.cast::<u16>();
+    let table = shared.cast::<u32>();
     let tid = thread_idx();
-    if SYM {
-        let mut k = tid as usize;
-        while k < stored {
-            // SAFETY: `k < stored`, inside the table (`lma_table_bytes`); each thread writes its
-            // own entries, and nobody reads them before the barrier below.
-            unsafe { *table.add(k) = lma_staged_position(k, M, true) as u16 };
-            k += block_dim() as usize;
-        }
-        // SAFETY: every thread of the block reaches it: nothing before it depends on the thread but
-        // the loop above, which every thread leaves.
-        unsafe { sync_threads() };
+    let mut v = tid as usize;
+    while v < loads * WARP_SIZE as usize {
+        // SAFETY: `v < 32 * loads`, inside the table (`lma_table_bytes`); each thread writes its own
+        // entries, and nobody reads them before the barrier below.
+        unsafe { *table.add(v) = lma_staging_entry(v, M, SYM) };
+        v += block_dim() as usize;
     }
+    // SAFETY: every thread of the block reaches it: nothing before it depends on the thread but the
+    // loop above, which every thread leaves.
+    unsafe { sync_threads() };
     let warp = (tid / WARP_SIZE) as usize;
     // SAFETY: the shared memory holds the table, then `LMA_WARPS_PER_BLOCK` slices of
-    // `step * square` values (`lma_shared_bytes`); `warp < LMA_WARPS_PER_BLOCK`. The table's size is
-    // a multiple of 16 bytes, so the slices are aligned for `T`.
-    let staged =
-        unsafe { shared.add(lma_table_bytes(m, SYM) as usize).cast::<T>().add(warp * step * square) };
+    // `lma_warp_values(M)` values (`lma_shared_bytes`); `warp < LMA_WARPS_PER_BLOCK`. The table's
+    // size is a multiple of 16 bytes, so the slices are aligned for `T`.
+    let staged = unsafe {
+        shared.add(lma_table_bytes(m, SYM) as usize).cast::<T>().add(warp * lma_warp_values(m) as usize)
+    };
     let (x, nodes, values, ranges) =
         (p.op.x.as_ptr(), p.a.nodes.as_ptr(), p.a.values.as_ptr(), p.ranges.as_ptr());
 
     if p.range_count == 0 {
         return;
     }
-    let range_count = p.range_count as u64;
-    let slots = range_count * p.steps as u64;
-    let mut slot = block_idx() as u64 * LMA_WARPS_PER_BLOCK as u64 + warp as u64;
+    // The warp's slots, `range + range_count * s` for step `s` of `range`, from
+    // `block * LMA_WARPS_PER_BLOCK + warp` by the grid's warps: kept as the quotient and remainder,
+    // so that a step divides nothing.
+    let (range_count, steps) = (p.range_count as u64, p.steps as u64);
+    let slot = block_idx() as u64 * LMA_WARPS_PER_BLOCK as u64 + warp as u64;
     let slot_stride = grid_dim() as u64 * LMA_WARPS_PER_BLOCK as u64;
+    let (mut s, mut range) = (slot / range_count, slot % range_count);
+    let (s_stride, range_stride) = (slot_stride / range_count, slot_stride % range_count);
     // The loop bound and `first < end` below are the same for every lane of the warp, so every lane
-    // reaches the shuffles and warp barriers.
-    while slot < slots {
-        let range = (slot % range_count) as usize;
+    // reaches the warp barriers, and the code between them has no branch that depends on the lane
+    // but the guards of single stores and of the atomics.
+    while s < steps {
         // SAFETY: `range < range_count`: `ranges` holds `range_count + 1` offsets.
-        let (begin, end) =
-            unsafe { (u32::load_nc(ranges.add(range)) as u64, u32::load_nc(ranges.add(range + 1)) as u64) };
-        let first = begin + slot / range_count * step as u64;
+        let (begin, end) = unsafe {
+            let at = ranges.add(range as usize);
+            (u32::load_nc(at) as u64, u32::load_nc(at.add(1)) as u64)
+        };
+        let first = begin + s * step as u64;
         if first < end {
             let count = (end - first).min(step as u64) as usize;
             let first = first as usize;
@@ -152,78 +168,107 @@ unsafe fn lma<T: FormatReal, const M: usize, const SYM: bool, const ATOMIC: bool
                 }
             });
 
-            // The step's values: `count * stored` of them from `first * stored`, all issued before
-            // the first is stored.
-            let run = count * stored;
+            // The step's values: `count * stored` of them from `first * stored`, value `v` by lane
+            // `v % 32`, all issued before the first is stored. A whole step's addresses are the
+            // lane's plus constants; a shorter one (the last of a range) reads its last value again
+            // in place of those past its end.
+            // SAFETY: `first * stored` is at most the number of values.
+            let run = unsafe { values.add(first * stored) };
             let mut held = [T::ZERO; 32];
-            unroll!(32, k => {
-                let v = k * WARP_SIZE as usize + lane;
-                if k < loads && v < run {
-                    // SAFETY: `v < count * stored`: value `v` of the run lies in elements
-                    // `first .. first + count`, inside the values.
-                    held[k] = unsafe { T::load_nc(values.add(first * stored + v)) };
-                }
-            });
+            if count == step {
+                unroll!(32, k => {
+                    if k < loads {
+                        let v = k * WARP_SIZE as usize + lane;
+                        let v = if k + 1 < loads { v } else { v.min(step * stored - 1) };
+                        // SAFETY: `v < step * stored`: value `v` of the run lies in elements
+                        // `first .. first + step`, inside the values.
+                        held[k] = unsafe { T::load_nc(run.add(v)) };
+                    }
+                });
+            } else {
+                let last = count * stored - 1;
+                unroll!(32, k => {
+                    if k < loads {
+                        let v = (k * WARP_SIZE as usize + lane).min(last);
+                        // SAFETY: `v < count * stored`: inside elements `first .. first + count`.
+                        held[k] = unsafe { T::load_nc(run.add(v)) };
+                    }
+                });
+            }
             // The previous step's reads of the slice are done before it is overwritten.
             sync_warp();
+            // Each value to its staged positions (`lma_staged_positions`), from the table. A step
+            // shorter than a whole one stages the repeated values in its missing elements, which
+            // only lanes without a row of the step read.
             unroll!(32, k => {
-                let v = k * WARP_SIZE as usize + lane;
-                if k < loads && v < run {
-                    let (e, packed) = (v / stored, v % stored);
-                    // SAFETY: `packed < stored`, inside the table, which the barrier at the start
+                if k < loads && (k + 1 < loads || lane < tail) {
+                    let v = k * WARP_SIZE as usize + lane;
+                    // SAFETY: `v < 32 * loads`, inside the table, which the barrier at the start
                     // made visible.
-                    let at = if SYM { unsafe { *table.add(packed) as usize } } else { lma_staged_position(packed, M, false) };
-                    // SAFETY: `e < count <= step` and `at < square`: inside this warp's slice,
-                    // which no other warp touches.
-                    unsafe { *staged.add(e * square + at) = held[k] };
+                    let entry = unsafe { *table.add(v) } as usize;
+                    // SAFETY: `v < step * stored`, so both positions lie in the step's matrices
+                    // (`lma_staged_positions`), inside this warp's slice, which no other warp
+                    // touches.
+                    unsafe {
+                        *staged.add(entry & 0xffff) = held[k];
+                        if SYM {
+                            *staged.add(entry >> 16) = held[k];
+                        }
+                    }
+                }
+            });
+            unroll!(MAX_ROUNDS, t => {
+                if t < rounds && in_group {
+                    // SAFETY: element `t * groups + group < step` and `row < M`: inside the slice.
+                    unsafe { *staged.add(lma_x_position(t * groups + group, row, M)) = xs[t] };
                 }
             });
             sync_warp();
 
             unroll!(MAX_ROUNDS, t => {
                 if t < rounds {
-                    let e = t * groups + group;
+                    // The lanes past the last group read the last group's element and write nothing.
+                    let e = t * groups + group.min(groups - 1);
                     let live = in_group && e < count && node[t] != LMA_NO_NODE;
-                    // SAFETY: a live lane's element `e < count` was staged above, and its node is
-                    // below the length of `y`; see `element_row` for the rest.
-                    unsafe {
-                        element_row::<T, M, SYM, ATOMIC>(&p, staged.wrapping_add(e * square), row, group, xs[t], node[t], live)
-                    };
+                    // Row `row` of element `e`, `x` of its nodes: staged above, every one of them.
+                    let (matrix, xe) = (
+                        staged.wrapping_add(e * square + lma_read_position(row, 0, M)),
+                        staged.wrapping_add(lma_x_position(e, 0, M)),
+                    );
+                    let x_step = lma_x_position(0, 1, M) - lma_x_position(0, 0, M);
+                    let mut sum = T::ZERO;
+                    unroll!(M, j => {
+                        // SAFETY: `e < step`, `row < M` and `j < M`: inside the slice, written
+                        // before the barrier above.
+                        sum = unsafe { (*matrix.add(j)).fma(*xe.add(j * x_step), sum) };
+                    });
+                    // SAFETY: a live lane's node is below the length of `y`; see `add_row`.
+                    unsafe { add_row::<T, M, ATOMIC>(&p, sum, row, node[t], live) };
                 }
             });
         }
-        slot += slot_stride;
+        s += s_stride;
+        range += range_stride;
+        if range >= range_count {
+            range -= range_count;
+            s += 1;
+        }
     }
 }
 
-/// Row `row` of one element's product, by the lanes of one round: every lane of the warp passes its
-/// `x` round (`x_own`, 0 for a slot without a node), and a `live` lane (one with a node, in a group,
-/// on an element of the step) sums `K[row][j] x_j` from `j = 0` up and adds `alpha` times the sum to
-/// `y[node]`. Every lane of the warp calls it, with the same `p`.
+/// Adds `alpha` times a `live` lane's `sum`, row `row` of its element's product, to `y[node]`.
+/// Every lane of the warp calls it, with the same `p`.
 ///
 /// # Safety
-/// For a live lane, `matrix` is its element's matrix staged in this warp's slice of shared memory
-/// (`(i, j)` at `i * lma_row_stride(M) + j`, only `i <= j` with `SYM`) and `node` below the length of
-/// `y`; the contract of [`lma`] holds.
+/// For a live lane, `node` is below the length of `y`; the contract of [`lma`] holds.
 #[inline(always)]
-unsafe fn element_row<T: FormatReal, const M: usize, const SYM: bool, const ATOMIC: bool>(
+unsafe fn add_row<T: FormatReal, const M: usize, const ATOMIC: bool>(
     p: &LmaParams<T>,
-    matrix: *const T,
+    sum: T,
     row: usize,
-    group: usize,
-    x_own: T,
     node: u32,
     live: bool,
 ) {
-    let mut sum = T::ZERO;
-    unroll!(M, j => {
-        let xj = x_own.shfl_idx((group * M + j) as u32);
-        if live {
-            let at = lma_read_position(row, j, M, SYM);
-            // SAFETY: `at < M * lma_row_stride(M)`, inside the staged matrix (the caller's contract).
-            sum = unsafe { *matrix.add(at) }.fma(xj, sum);
-        }
-    });
     let out = p.op.y.as_mut_ptr().wrapping_add(node as usize);
     if ATOMIC {
         if live {

@@ -11,11 +11,11 @@ mod dense_blocks;
 mod ell;
 mod lma;
 
-use crate::arch::{AtomicAdd, shfl_down_b32, shfl_idx_b32, shfl_up_b32};
+use crate::arch::{AtomicAdd, shfl_down_b32, shfl_up_b32};
 use crate::real::{Real, shuffle_f64};
 
-/// An element type the accumulating kernels work on: [`Real`] plus an atomic add, the shifting
-/// shuffles of the segmented reduction and the indexed shuffle of the LMA kernels.
+/// An element type the accumulating kernels work on: [`Real`] plus an atomic add and the shifting
+/// shuffles of the segmented reduction.
 pub(crate) trait FormatReal: Real + AtomicAdd {
     /// The value of lane `lane - delta` (a lane below `delta` gets its own value). Every lane of the
     /// warp must execute it.
@@ -23,8 +23,6 @@ pub(crate) trait FormatReal: Real + AtomicAdd {
     /// The value of lane `lane + delta` (a lane above `31 - delta` gets its own value). Every lane of
     /// the warp must execute it.
     fn shfl_down(self, delta: u32) -> Self;
-    /// The value of lane `src % 32`. Every lane of the warp must execute it.
-    fn shfl_idx(self, src: u32) -> Self;
 }
 
 impl FormatReal for f32 {
@@ -37,11 +35,6 @@ impl FormatReal for f32 {
     fn shfl_down(self, delta: u32) -> Self {
         f32::from_bits(shfl_down_b32(self.to_bits(), delta))
     }
-
-    #[inline(always)]
-    fn shfl_idx(self, src: u32) -> Self {
-        f32::from_bits(shfl_idx_b32(self.to_bits(), src))
-    }
 }
 
 impl FormatReal for f64 {
@@ -53,10 +46,5 @@ impl FormatReal for f64 {
     #[inline(always)]
     fn shfl_down(self, delta: u32) -> Self {
         shuffle_f64(self, |w| shfl_down_b32(w, delta))
-    }
-
-    #[inline(always)]
-    fn shfl_idx(self, src: u32) -> Self {
-        shuffle_f64(self, |w| shfl_idx_b32(w, src))
     }
 }
