@@ -695,8 +695,13 @@ impl<'h, T: Scalar> PreparedIluApply<'h, T> {
     /// `s`, GMRES's basis vectors), as NVIDIA's BiCGSTAB sample solves other vectors than its
     /// analyses were described with; the analyses depend on the factors alone. Both must hold at
     /// least the order's elements and be two buffers (checked: the solves read one and write the
-    /// other), and outlive their use.
-    pub fn set_operands(&self, gpu: &Gpu, r: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
+    /// other; two views that overlap without starting at one address are not caught).
+    ///
+    /// # Safety
+    /// The descriptors keep the two addresses: `r` and `z` must not overlap, and must stay allocated
+    /// until every [`PreparedIluApply::run`] enqueued after this (until the next `set_operands`) has
+    /// completed on the stream.
+    pub unsafe fn set_operands(&self, gpu: &Gpu, r: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
         let n = self.n;
         anyhow::ensure!(
             r.len() >= n && z.len() >= n,

@@ -552,8 +552,9 @@ impl Results {
              through a replica of the library's pipeline (pass into a stage, copy, event; a stage refilled \
              once its copy completed) into buffers allocated beforehand, and the three back to back \
              (*staged all*). *Beyond* is the upload's time less the offsets' check and staged all: what \
-             the steps overlapped with them leave, and what no step alone accounts for. *Pin* is what the \
-             first staged upload of a `Gpu` pays once: its four stages pinned, written once and freed.\n\n\
+             the steps overlapped with them leave, and what no step alone accounts for. *Pin* is the replica's \
+             four stages pinned, written once and freed: about twice what the first staged upload of a `Gpu` \
+             pays once for the library's two.\n\n\
              | matrix | prec | upload ms | check | stats | host copy | alloc | free | staged offsets \
              | staged columns | staged values | staged all | beyond | pin |\n\
              |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -205,8 +205,10 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let from_u32_ms = Some(start.elapsed().as_secs_f64() * 1e3);
     drop(from_u32);
     let pinned_in_place_ms = pinned_in_place_ms(gpu, view.ncols(), &offsets, &cols, view.values())?;
-    let from_pinned_ms =
-        Some(from_pinned_ms(gpu, (view.nrows(), view.ncols()), &offsets, &cols, view.values())?);
+    // cudarc makes no empty page-locked slice: a matrix without entries has no pinned route.
+    let from_pinned_ms = (view.nnz() > 0)
+        .then(|| from_pinned_ms(gpu, (view.nrows(), view.ncols()), &offsets, &cols, view.values()))
+        .transpose()?;
     let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let steps = Some(upload_steps(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let pipeline_trials = pipeline_trials(gpu, view.ncols(), &cols, view.values())?;

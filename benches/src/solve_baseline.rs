@@ -171,9 +171,13 @@ impl<'a, T: Scalar> BaselineIlu0<'a, T> {
         Ok(Self { apply, _vectors: vectors, _factorisation: factorisation, a })
     }
 
-    /// Enqueues `z = U⁻¹ L⁻¹ v`.
+    /// Enqueues `z = U⁻¹ L⁻¹ v`. `v` and `z` are a solver's vectors, which outlive its solves and
+    /// do not overlap.
     fn apply(&self, gpu: &Gpu, v: &impl DevicePtr<T>, z: &impl DevicePtr<T>) -> Result<()> {
-        self.apply.set_operands(gpu, v, z)?;
+        // SAFETY: `v` and `z` are two distinct vectors of the solver that owns this preconditioner,
+        // kept for as long as it is (so past every apply it enqueues), and every apply points the
+        // descriptors at its own operands before it runs.
+        unsafe { self.apply.set_operands(gpu, v, z)? };
         self.apply.run()
     }
 }

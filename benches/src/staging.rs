@@ -100,9 +100,10 @@ pub struct UploadSteps {
     /// The three arrays back to back through the same pipeline, to completion: the upload without
     /// its allocations and its host work on the offsets.
     pub staged_all_ms: f64,
-    /// Pinning the stages of an upload's two element sizes (two buffers of `STAGE_BYTES` for the
-    /// indices, two for the values) and writing them once, as the first staged upload of a `Gpu`
-    /// does, and freeing them; absent from runs before it was measured.
+    /// Pinning this replica's four stages (two buffers of `STAGE_BYTES` for the indices, two for
+    /// the values), writing them once and freeing them: about twice what the first staged upload of
+    /// a `Gpu` pays for the library's `STAGES` byte buffers, which all element types share; absent
+    /// from runs before it was measured.
     #[serde(default)]
     pub pin_ms: Option<f64>,
 }

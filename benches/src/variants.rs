@@ -3,6 +3,7 @@
 use crate::cusparse::Algorithm;
 use crate::formats::Format;
 use gpu_spmv::reference::CpuKernel;
+use gpu_spmv::rule::{AUTO_PANEL_BLOCK_SIZE, PANELS_BENCH_MIN_SEGMENT};
 use gpu_spmv::{Kernel, RowStats};
 use kernels_gpu::abi::csr_panel_cols;
 
@@ -76,18 +77,11 @@ pub fn gpu_kernels(stream_engine: bool) -> Vec<Kernel> {
     kernels
 }
 
-/// Threads per block the column-panel kernel is timed at: 16 warps, so that even one block of the
-/// widest panel per SM keeps a quarter of its warp slots busy.
-const PANEL_BLOCK_SIZE: u32 = 512;
-
-/// A row's mean entries in one panel of the smallest size, below which the column-panel kernel is
-/// not timed: its table and partial sums (a few bytes per row and panel, every product) would
-/// outweigh the entries it saves gathers for (docs/PERF.md, section 18, next step (d)).
-const PANEL_MIN_SEGMENT: f64 = 8.0;
-
-/// The column-panel kernel at every panel size, for a matrix of `stats` with values of
-/// `value_bytes` bytes where its rows hold at least 8 entries per panel on
-/// average (the short-wide matrix: 30 in f32, 15 in f64), else none. A size the GPU refuses is a
+/// The column-panel kernel at every panel size, at Auto's block size
+/// ([`AUTO_PANEL_BLOCK_SIZE`]: 16 warps, so that even one block of the widest panel per SM keeps a
+/// quarter of its warp slots busy), for a matrix of `stats` with values of `value_bytes` bytes
+/// where its rows hold at least [`PANELS_BENCH_MIN_SEGMENT`] entries per panel of the smallest
+/// size on average (the short-wide matrix: 30 in f32, 15 in f64), else none. A size the GPU refuses is a
 /// note of the run.
 pub fn panel_kernels(stats: &RowStats, value_bytes: usize) -> Vec<Kernel> {
     let smallest = Kernel::PANEL_KIB.iter().copied().min().unwrap_or(48);
@@ -95,10 +89,12 @@ pub fn panel_kernels(stats: &RowStats, value_bytes: usize) -> Vec<Kernel> {
     let panel_cols = csr_panel_cols(smallest, value_bytes as u32) as usize;
     let panels = stats.cols.div_ceil(panel_cols).max(1);
     let mean_segment = stats.nnz as f64 / (stats.rows.max(1) * panels) as f64;
-    if mean_segment < PANEL_MIN_SEGMENT {
+    if mean_segment < PANELS_BENCH_MIN_SEGMENT {
         return Vec::new();
     }
-    Kernel::PANEL_KIB.map(|panel_kib| Kernel::CsrPanels { panel_kib, block_size: PANEL_BLOCK_SIZE }).to_vec()
+    Kernel::PANEL_KIB
+        .map(|panel_kib| Kernel::CsrPanels { panel_kib, block_size: AUTO_PANEL_BLOCK_SIZE })
+        .to_vec()
 }
 
 /// A parametrised kernel with long rows left to one group: what the split saves.

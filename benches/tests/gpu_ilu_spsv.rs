@@ -90,7 +90,8 @@ fn gpu_cusparse_ilu_apply_on_other_operands() {
     let mut columns = gpu.stream().alloc_zeros::<f64>(2 * n).unwrap();
     gpu.stream().memcpy_htod(&operand, &mut columns.slice_mut(n..)).unwrap();
     let (result, source) = (columns.slice(..n), columns.slice(n..));
-    prepared.set_operands(&gpu, &source, &result).unwrap();
+    // SAFETY: two disjoint halves of `columns`, which outlives the apply (synchronised below).
+    unsafe { prepared.set_operands(&gpu, &source, &result) }.unwrap();
     prepared.run().unwrap();
     gpu.synchronize().unwrap();
     let got = gpu.stream().clone_dtoh(&columns).unwrap();
@@ -102,10 +103,12 @@ fn gpu_cusparse_ilu_apply_on_other_operands() {
     assert!(difference <= tolerance, "max |z - z_cpu| / max |z_cpu| = {difference:e} over {tolerance:e}");
     assert_eq!(&got[n..], &operand[..], "the operand was written");
     assert_eq!(z.to_host(&gpu).unwrap(), z_before, "the analyses' result was written");
-    let same = prepared.set_operands(&gpu, &source, &source).unwrap_err();
+    // SAFETY: refused before the descriptors change (one buffer, then a short one); no apply runs.
+    let same = unsafe { prepared.set_operands(&gpu, &source, &source) }.unwrap_err();
     assert!(format!("{same:#}").contains("one buffer"), "{same:#}");
     let short = columns.slice(..n - 1);
-    let short = prepared.set_operands(&gpu, &short, &result).unwrap_err();
+    // SAFETY: as above.
+    let short = unsafe { prepared.set_operands(&gpu, &short, &result) }.unwrap_err();
     assert!(format!("{short:#}").contains("elements"), "{short:#}");
     println!("{test}: {levels} levels, max rel. difference {difference:.2e} (tolerance {tolerance:.2e})");
 }

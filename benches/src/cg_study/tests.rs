@@ -184,6 +184,20 @@ fn counts_past_the_attainable_accuracy_compare_the_solutions() {
     assert!(is_disagreement(&notes[0]), "{}", notes[0]);
 }
 
+/// A run of some solvers only (no CSR) still compares the baseline with one of ours.
+#[test]
+fn without_csr_the_baseline_is_compared_with_another_format() {
+    let mut records = vec![
+        record(Solver::LmaAtomic, "jacobi", 60.0, Some(700), 20.0),
+        record(Solver::CusparseCublas, "jacobi", 150.0, Some(760), 50.0),
+    ];
+    let mut notes = Vec::new();
+    compare(&mut records, &mut notes);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(is_disagreement(&notes[0]), "{}", notes[0]);
+    assert!(notes[0].contains("ours (lma-atomic) 700, cusparse+cublas 760"), "{}", notes[0]);
+}
+
 /// Q2 in f32 at 4 M unknowns as measured (H100, 2026-11-27): our two formats' solutions, the same
 /// recurrence summed in two orders, end 7.8% apart in L2 error; the baseline's, inside that range
 /// widened by 1%, agrees, and one past it does not.

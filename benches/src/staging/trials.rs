@@ -58,8 +58,8 @@ pub struct PipelineTrial {
 const CONFIGS: [(usize, usize, Fill); 7] = [
     (STAGES, STAGE_BYTES >> 20, Fill::Checked),
     (STAGES, STAGE_BYTES >> 20, Fill::Streaming),
-    (3, 16, Fill::Checked),
-    (3, 16, Fill::Streaming),
+    (3, STAGE_BYTES >> 20, Fill::Checked),
+    (3, STAGE_BYTES >> 20, Fill::Streaming),
     (4, 8, Fill::Streaming),
     (2, 32, Fill::Checked),
     (2, 32, Fill::Streaming),

@@ -44,19 +44,20 @@ impl Gpu {
         self.stream().clone_htod(data).map_err(|e| out_of_memory(e, size_of_val(data)))
     }
 
-    /// Refuses page-locked memory of another context ([`Error::ForeignBuffer`], naming it as
-    /// `what`): memory pinned without `CU_MEMHOSTALLOC_PORTABLE` is page-locked for the context
-    /// that allocated it only, and this one would copy it as pageable memory, through the driver's
-    /// own staging.
+    /// Refuses page-locked memory of another `Gpu`'s context, by identity as [`Gpu::check_context`]
+    /// refuses device buffers ([`Error::ForeignBuffer`], naming it as `what`): memory pinned without
+    /// `CU_MEMHOSTALLOC_PORTABLE` is page-locked for the context that allocated it only, and another
+    /// context would copy it as pageable memory, through the driver's own staging.
     pub(crate) fn check_pinned<E>(&self, what: &'static str, data: &PinnedHostSlice<E>) -> Result<()> {
         if self.owns(data.context()) { Ok(()) } else { Err(Error::ForeignBuffer(what)) }
     }
 
     /// Copies `data`, page-locked host memory of this `Gpu`'s context ([`Gpu::check_pinned`]), to a
     /// new device buffer by the copy engine straight from it: no pass over it on the host, no
-    /// staging. Returns once the copy is enqueued: `data`'s own event orders a later access to it
-    /// from the host after the copy (cudarc's `as_mut_slice` waits for it), and the copy after
-    /// earlier work recorded on it.
+    /// staging. Returns once the copy is enqueued, while the copy engine may still read `data`: the
+    /// caller waits for the stream before `data` may be written or freed (with event tracking off,
+    /// as on [`Gpu::new`]'s context, cudarc records no event on `data` that would order it). cudarc
+    /// makes no page-locked slice of zero elements, so `data` is never empty.
     pub(crate) fn upload_pinned<E: DeviceRepr>(
         &self,
         what: &'static str,
@@ -64,9 +65,6 @@ impl Gpu {
     ) -> Result<CudaSlice<E>> {
         self.check_pinned(what, data)?;
         self.not_capturing("an upload while the stream captures a graph")?;
-        if data.is_empty() {
-            return Ok(self.stream().null()?);
-        }
         self.stream().clone_htod(data).map_err(|e| out_of_memory(e, data.num_bytes()))
     }
 

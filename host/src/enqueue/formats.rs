@@ -71,9 +71,9 @@ pub enum LmaKernel {
 /// so every `x` they gather and `y` they add to comes from memory once per colour (four times on a
 /// quadrilateral mesh). Going round the colours puts step `k` of every colour side by side, and where
 /// the colouring follows the input order, as the greedy one does on a mesh numbered row by row, those
-/// are neighbouring elements, whose shared nodes are then still in L2. Taken when it launches at most
-/// twice the warps of the stored order (every colour gets as many steps as the longest): always for
-/// colours of about equal sizes.
+/// are neighbouring elements, whose shared nodes are then still in L2. Taken when the steps it launches
+/// (every colour as many as the longest colour's) are at most twice the colours' own steps summed:
+/// always for colours of about equal sizes.
 pub(crate) fn lma_rounds_colours(colour_offsets: &[u32], step: u32) -> bool {
     let steps = |w: &[u32]| u64::from((w[1] - w[0]).div_ceil(step));
     let colours = colour_offsets.len().saturating_sub(1) as u64;

@@ -140,20 +140,35 @@ impl Gpu {
         // The bulk first: the copy engine reads the columns and values while the host reads the
         // row offsets where they lie, before their own copy is enqueued (cudarc's view of them waits
         // for the work recorded on them, which is none of this upload's yet).
-        let cols = self.upload_pinned(names[1], col_indices)?;
-        let values = self.upload_pinned(names[2], values)?;
-        let (host_offsets, stats) = {
-            let host = row_offsets.as_slice()?;
-            // Robust to offsets that are not CSR (saturating sums): the check below refuses them.
-            rayon::join(|| offsets_copy(host), || offsets_stats(host, dims.1))
+        let upload = || -> Result<DeviceCsr<T>> {
+            let cols = self.upload_pinned(names[1], col_indices)?;
+            let values = self.upload_pinned(names[2], values)?;
+            let (host_offsets, stats) = {
+                let host = row_offsets.as_slice()?;
+                // Robust to offsets that are not CSR (saturating sums): the check below refuses them.
+                rayon::join(|| offsets_copy(host), || offsets_stats(host, dims.1))
+            };
+            let offsets = self.upload_pinned(names[0], row_offsets)?;
+            let arrays = Arrays { dims, row_offsets: &offsets, col_indices: &cols, values: &values };
+            arrays.check_sizes(self)?;
+            let faults = arrays.device_faults(self)?;
+            arrays.judge(self, &faults, &host_offsets)?;
+            let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
+            Ok(DeviceCsr::from_device_parts_with_stats(
+                self,
+                rows,
+                stats,
+                host_offsets,
+                [offsets, cols],
+                values,
+            ))
         };
-        let offsets = self.upload_pinned(names[0], row_offsets)?;
-        let arrays = Arrays { dims, row_offsets: &offsets, col_indices: &cols, values: &values };
-        arrays.check_sizes(self)?;
-        let faults = arrays.device_faults(self)?;
-        arrays.judge(self, &faults, &host_offsets)?;
-        let rows = narrow("the row count", host_offsets.len().saturating_sub(1))?;
-        Ok(DeviceCsr::from_device_parts_with_stats(self, rows, stats, host_offsets, [offsets, cols], values))
+        // A failure after a copy was enqueued (a device allocation refused, say) returns once the
+        // copies are done, as success does (the check's verdict waits for them): the caller may
+        // then write or free its arrays, which the copy engine reads until then.
+        upload().inspect_err(|_| {
+            let _ = self.stream().synchronize();
+        })
     }
 }
 

@@ -205,9 +205,9 @@ pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 /// the kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
 pub const PANELS_MIN_SEGMENT: f64 = 32.0;
 
-/// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a 48 KiB
-/// panel (`benches/src/variants.rs`), which [`panels_term`] also asks for, so that Auto never takes
-/// the kernel where the runs could not have timed it.
+/// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a panel
+/// of the smallest size, 48 KiB (`benches/src/variants.rs` reads it here), which [`panels_term`]
+/// also asks for, so that Auto never takes the kernel where the runs could not have timed it.
 pub const PANELS_BENCH_MIN_SEGMENT: f64 = 8.0;
 
 /// `x`'s bytes over the L2's from which Auto takes the column-panel kernel: `x` far past what an
@@ -243,7 +243,8 @@ pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Opti
         (stats.nnz as f64 / (stats.rows as f64 * panels as f64), panel_cols)
     };
     let (auto_segment, panel_cols) = segment(AUTO_PANEL_KIB);
-    let (bench_segment, _) = segment(48);
+    let smallest = kernels_gpu::abi::CSR_PANEL_KIB.iter().copied().min().unwrap_or(AUTO_PANEL_KIB);
+    let (bench_segment, _) = segment(smallest);
     let x_bytes = stats.cols as f64 * value_bytes as f64;
     let staged = PANELS_MIN_BLOCKS_PER_SM
         .saturating_mul(u64::from(target.sm_count.max(1)))
@@ -671,8 +672,9 @@ mod tests {
         let panels = Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE };
         let s = short_wide();
         assert_eq!(panels_term(&s, 8, TARGET), None, "f64: half the columns a panel");
-        for value_bytes in [4] {
-            assert_eq!(panels_term(&s, value_bytes, TARGET), Some(panels), "{value_bytes}");
+        assert_eq!(panels_term(&s, 4, TARGET), Some(panels));
+        {
+            let value_bytes = 4;
             for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
                 assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
                 // Without the term: the fitted rule's choice, the balanced kernel for these rows.
