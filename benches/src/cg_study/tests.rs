@@ -178,6 +178,8 @@ fn counts_past_the_attainable_accuracy_compare_the_solutions() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(!is_disagreement(&notes[0]), "{}", notes[0]);
     assert!(notes[0].contains("our formats 6730 to 7087"), "{}", notes[0]);
+    assert!(notes[0].contains("below what f32 attains"), "{}", notes[0]);
+    assert!(notes[0].contains("(ours on csr-auto 6730, cusparse+cublas 7641;"), "{}", notes[0]);
     records[2].l2_error = Some(2e-3);
     let mut notes = Vec::new();
     compare(&mut records, &mut notes);
