@@ -8,6 +8,7 @@
 //! which do not and leave the caches to the source). The library's own configuration
 //! ([`STAGES`] of [`STAGE_BYTES`], `formats::copy_checked`) is the first.
 
+use super::pin_zeroed;
 use anyhow::Result;
 use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits, sys};
 use gpu_spmv::formats::{STAGE_BYTES, STAGES, copy_checked};
@@ -25,6 +26,31 @@ pub enum Fill {
     /// each: no read of the stage's lines before they are written, and the stage's bytes leave
     /// the caches on their way to memory, where the copy engine reads them.
     Streaming,
+}
+
+impl Fill {
+    /// `source` written into the front of `stage` this way, checked by `bad` as it is written (the
+    /// bench's own arrays must pass); the written part of the stage, viewed as `E`.
+    fn write<'s, E: ValidAsZeroBits + Copy + Send + Sync>(
+        self,
+        stage: &'s mut [u8],
+        source: &[E],
+        bad: impl Fn(E) -> bool + Sync,
+    ) -> Result<&'s mut [E]> {
+        anyhow::ensure!(size_of_val(source) <= stage.len(), "a chunk larger than its stage");
+        anyhow::ensure!(stage.as_ptr().cast::<E>().is_aligned(), "a stage misaligned for its elements");
+        // SAFETY: the stage's first `size_of_val(source)` bytes (checked above), aligned for `E`
+        // (checked above), initialised (zeroed when pinned, then written by earlier chunks), viewed
+        // as `source.len()` elements of `E`, a number type every bit pattern of which is a value
+        // (its zeros valid too, `ValidAsZeroBits`); the view borrows the stage exclusively.
+        let view = unsafe { std::slice::from_raw_parts_mut(stage.as_mut_ptr().cast::<E>(), source.len()) };
+        let found = match self {
+            Fill::Checked => copy_checked(source, view, &bad)?,
+            Fill::Streaming => streaming_copy(source, view, &bad),
+        };
+        anyhow::ensure!(found.is_none(), "the bench's own arrays failed the check");
+        Ok(view)
+    }
 }
 
 /// One configuration of the pipeline and what it measured on the columns and values of a matrix,
@@ -114,20 +140,12 @@ struct Pipeline {
 
 impl Pipeline {
     fn pin(gpu: &Gpu, count: usize, bytes: usize) -> Result<Self> {
-        let stage = || -> Result<PinnedHostSlice<u8>> {
-            // SAFETY: uninitialised bytes, every one zeroed below before any is read; flags 0 ask
-            // for the cached kind the library's stages are.
-            let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(bytes, 0) }?;
-            // SAFETY: the `bytes` bytes of the allocation just made, which nothing else uses yet.
-            unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, bytes) };
-            Ok(stage)
-        };
-        let stages = (0..count).map(|_| stage()).collect::<Result<Vec<_>>>()?;
+        let stages = (0..count).map(|_| pin_zeroed::<u8>(gpu, bytes)).collect::<Result<Vec<_>>>()?;
         Ok(Self { stages, copied: (0..count).map(|_| None).collect(), next: 0 })
     }
 
     /// The passes of `data` into the stages in turn with no copy: their total milliseconds and count.
-    fn fill_alone<E: Copy + Send + Sync>(
+    fn fill_alone<E: ValidAsZeroBits + Copy + Send + Sync>(
         &mut self,
         data: &[E],
         fill: Fill,
@@ -136,20 +154,12 @@ impl Pipeline {
         let chunk = (self.stages[0].len() / size_of::<E>()).max(1);
         let (mut total, mut count, stages) = (0.0, 0, self.stages.len());
         for (k, source) in data.chunks(chunk).enumerate() {
+            // No copy reads the stage: none is enqueued here, and `finish` waited for the last run's.
             let bytes = self.stages[k % stages].as_mut_slice()?;
-            // SAFETY: as in `run`: the chunk's elements fit the stage's initialised, page-aligned
-            // bytes, `E` is a number type every bit pattern of which is a value, and no copy reads
-            // the stage (none is enqueued here, and `finish` waited for the last run's).
-            let stage =
-                unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<E>(), source.len()) };
             let start = Instant::now();
-            let found = match fill {
-                Fill::Checked => copy_checked(source, stage, &bad)?,
-                Fill::Streaming => streaming_copy(source, stage, &bad),
-            };
+            fill.write(bytes, source, &bad)?;
             total += start.elapsed().as_secs_f64() * 1e3;
             count += 1;
-            anyhow::ensure!(found.is_none(), "the bench's own arrays failed the check");
         }
         Ok((total, count))
     }
@@ -175,19 +185,8 @@ impl Pipeline {
                 log.chunks[last].after.synchronize()?;
             }
             let filled = Instant::now();
-            let bytes = self.stages[i].as_mut_slice()?;
-            // SAFETY: the stage holds `bytes.len()` initialised bytes, page-aligned, of which the
-            // chunk's `range.len() * size_of::<E>()` (at most the stage's length, `chunk` above) are
-            // viewed as `E`, a number type every bit pattern of which is a value; no copy reads the
-            // stage (its last one completed above).
-            let stage =
-                unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<E>(), range.len()) };
-            let source = &data[range.clone()];
-            let found = match fill {
-                Fill::Checked => copy_checked(source, stage, &bad)?,
-                Fill::Streaming => streaming_copy(source, stage, &bad),
-            };
-            anyhow::ensure!(found.is_none(), "the bench's own arrays failed the check");
+            // No copy reads the stage: its last one completed above.
+            let stage = fill.write(self.stages[i].as_mut_slice()?, &data[range.clone()], &bad)?;
             let enqueue = Instant::now();
             let before = gpu.stream().record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
             gpu.stream().memcpy_htod(&*stage, &mut device.slice_mut(range))?;
