@@ -3,9 +3,8 @@
 use crate::cusparse::Algorithm;
 use crate::formats::Format;
 use gpu_spmv::reference::CpuKernel;
-use gpu_spmv::rule::{AUTO_PANEL_BLOCK_SIZE, PANELS_BENCH_MIN_SEGMENT};
+use gpu_spmv::rule::{AUTO_PANEL_BLOCK_SIZE, panels_timed};
 use gpu_spmv::{Kernel, RowStats};
-use kernels_gpu::abi::csr_panel_cols;
 
 /// Who computes a product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,16 +79,11 @@ pub fn gpu_kernels(stream_engine: bool) -> Vec<Kernel> {
 /// The column-panel kernel at every panel size, at Auto's block size
 /// ([`AUTO_PANEL_BLOCK_SIZE`]: 16 warps, so that even one block of the widest panel per SM keeps a
 /// quarter of its warp slots busy), for a matrix of `stats` with values of `value_bytes` bytes
-/// where its rows hold at least [`PANELS_BENCH_MIN_SEGMENT`] entries per panel of the smallest
-/// size on average (the short-wide matrix: 30 in f32, 15 in f64), else none. A size the GPU refuses is a
+/// where [`panels_timed`] says so (its rows hold enough entries per panel of the smallest size on
+/// average: the short-wide matrix 30 in f32, 15 in f64), else none. A size the GPU refuses is a
 /// note of the run.
 pub fn panel_kernels(stats: &RowStats, value_bytes: usize) -> Vec<Kernel> {
-    let smallest = Kernel::PANEL_KIB.iter().copied().min().unwrap_or(48);
-    // 4 or 8 bytes.
-    let panel_cols = csr_panel_cols(smallest, value_bytes as u32) as usize;
-    let panels = stats.cols.div_ceil(panel_cols).max(1);
-    let mean_segment = stats.nnz as f64 / (stats.rows.max(1) * panels) as f64;
-    if mean_segment < PANELS_BENCH_MIN_SEGMENT {
+    if !panels_timed(stats, value_bytes) {
         return Vec::new();
     }
     Kernel::PANEL_KIB

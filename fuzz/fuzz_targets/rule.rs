@@ -1,11 +1,12 @@
 //! Auto's choice (`Kernel::auto_for`) from any row statistics and GPU, consistent or not (NaN
 //! means, a longest row past the entries, no SMs, no L2): it never panics, is the same on every
-//! call, takes the column panels exactly where `rule::panels_term` does (and then its kernel), and
-//! `Kernel::auto_without_panels` never takes them.
+//! call, takes the column panels exactly where `rule::panels_term` does (and then its kernel), only
+//! where the bench times them (`rule::panels_timed`), and `Kernel::auto_without_panels` never
+//! takes them.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use gpu_spmv::rule::{Target, panels_term};
+use gpu_spmv::rule::{Target, panels_term, panels_timed};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use libfuzzer_sys::fuzz_target;
 
@@ -42,7 +43,10 @@ fuzz_target!(|input: Input| {
     let without = Kernel::auto_without_panels(&stats, value_bytes, target, regime);
     assert!(!matches!(without, Kernel::CsrPanels { .. }), "{without:?} without the panel term");
     match panels_term(&stats, value_bytes, target) {
-        Some(panels) => assert_eq!(chosen, panels),
+        Some(panels) => {
+            assert!(panels_timed(&stats, value_bytes), "Auto's panels where the bench does not time them");
+            assert_eq!(chosen, panels);
+        }
         None => assert_eq!(chosen, without),
     }
 });

@@ -93,7 +93,7 @@ pub mod rule {
     pub use crate::enqueue::{
         AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Node,
         PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule,
-        Target, panels_term, resolve_leaf, rule_for, width_kernel,
+        Target, panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
     };
 }
 pub use error::{CsrError, Error, FormatError, Result};

@@ -32,7 +32,7 @@ pub(crate) use csr::auto_per_row;
 pub use csr::{
     AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Kernel, Node,
     PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target,
-    panels_term, resolve_leaf, rule_for, width_kernel,
+    panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
 };
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use from_device::FromDeviceError;

@@ -9,7 +9,7 @@ pub use kernel::Kernel;
 pub use rule::{
     AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Node,
     PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target,
-    panels_term, resolve_leaf, rule_for, width_kernel,
+    panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
 };
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 

@@ -206,8 +206,7 @@ pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 pub const PANELS_MIN_SEGMENT: f64 = 32.0;
 
 /// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a panel
-/// of the smallest size, 48 KiB (`benches/src/variants.rs` reads it here), which [`panels_term`]
-/// also asks for, so that Auto never takes the kernel where the runs could not have timed it.
+/// of the smallest size, 48 KiB ([`panels_timed`], which `benches/src/variants.rs` asks too).
 pub const PANELS_BENCH_MIN_SEGMENT: f64 = 8.0;
 
 /// `x`'s bytes over the L2's from which Auto takes the column-panel kernel: `x` far past what an
@@ -225,35 +224,49 @@ pub const PANELS_MIN_BLOCKS_PER_SM: u64 = 2;
 /// [`AUTO_PANEL_KIB`] KiB and [`AUTO_PANEL_BLOCK_SIZE`] threads for a matrix of few, long rows over
 /// a wide `x`, where every other kernel's gathers of `x` cost a sector of L2 each; `None` elsewhere.
 /// It applies where all of these hold, with values of `value_bytes` bytes on `target`:
-/// - a row's mean entries in one of Auto's panels are at least [`PANELS_MIN_SEGMENT`], and in a
-///   48 KiB panel at least [`PANELS_BENCH_MIN_SEGMENT`];
+/// - the benchmark times the kernel on the matrix ([`panels_timed`]), and a row's mean entries in
+///   one of Auto's panels are at least [`PANELS_MIN_SEGMENT`];
 /// - `x` is at least [`PANELS_MIN_X_L2`] of the L2;
 /// - the entries are worth [`PANELS_MIN_BLOCKS_PER_SM`] staged panels per SM.
 ///
 /// Of the committed runs only the suite's short-wide matrix at full size meets it, in both
 /// precisions (`benches/tests/auto_rule.rs` checks this on every matrix). Constant time.
 pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Option<Kernel> {
-    if stats.nnz == 0 || stats.rows == 0 || stats.cols == 0 || value_bytes == 0 {
+    if !panels_timed(stats, value_bytes) {
         return None;
     }
-    let value = u32::try_from(value_bytes).ok()?;
-    let segment = |panel_kib: u32| {
-        let panel_cols = kernels_gpu::abi::csr_panel_cols(panel_kib, value).max(1) as usize;
-        let panels = stats.cols.div_ceil(panel_cols).max(1);
-        (stats.nnz as f64 / (stats.rows as f64 * panels as f64), panel_cols)
-    };
-    let (auto_segment, panel_cols) = segment(AUTO_PANEL_KIB);
-    let smallest = kernels_gpu::abi::CSR_PANEL_KIB.iter().copied().min().unwrap_or(AUTO_PANEL_KIB);
-    let (bench_segment, _) = segment(smallest);
+    let (auto_segment, panel_cols) = panel_segment(stats, AUTO_PANEL_KIB, value_bytes)?;
     let x_bytes = stats.cols as f64 * value_bytes as f64;
     let staged = PANELS_MIN_BLOCKS_PER_SM
         .saturating_mul(u64::from(target.sm_count.max(1)))
         .saturating_mul(panel_cols as u64);
     let applies = auto_segment >= PANELS_MIN_SEGMENT
-        && bench_segment >= PANELS_BENCH_MIN_SEGMENT
         && x_bytes >= PANELS_MIN_X_L2 * target.l2_bytes as f64
         && stats.nnz as u64 >= staged;
     applies.then_some(Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE })
+}
+
+/// Whether the benchmark times the column-panel kernel on a matrix of `stats` with values of
+/// `value_bytes` bytes: it has entries, and its rows hold at least [`PANELS_BENCH_MIN_SEGMENT`]
+/// entries on average in a panel of the smallest size (`Kernel::PANEL_KIB`). [`panels_term`] asks
+/// for it too, so that Auto never takes the kernel where the runs could not have timed it.
+pub fn panels_timed(stats: &RowStats, value_bytes: usize) -> bool {
+    let smallest = kernels_gpu::abi::CSR_PANEL_KIB.iter().copied().min().unwrap_or(AUTO_PANEL_KIB);
+    panel_segment(stats, smallest, value_bytes)
+        .is_some_and(|(segment, _)| segment >= PANELS_BENCH_MIN_SEGMENT)
+}
+
+/// A row's mean entries in one panel of `panel_kib` KiB of values of `value_bytes` bytes
+/// (`nnz / (rows × panels)`), and the panel's columns; `None` for a matrix without entries, rows or
+/// columns, or values of no size.
+fn panel_segment(stats: &RowStats, panel_kib: u32, value_bytes: usize) -> Option<(f64, usize)> {
+    if stats.nnz == 0 || stats.rows == 0 || stats.cols == 0 || value_bytes == 0 {
+        return None;
+    }
+    let value = u32::try_from(value_bytes).ok()?;
+    let panel_cols = kernels_gpu::abi::csr_panel_cols(panel_kib, value).max(1) as usize;
+    let panels = stats.cols.div_ceil(panel_cols).max(1);
+    Some((stats.nnz as f64 / (stats.rows as f64 * panels as f64), panel_cols))
 }
 
 /// What the fitted rule knows of the GPU.
