@@ -146,6 +146,9 @@ pub const DENSE_BLOCKS: Entry = entry!("spmv_dense_blocks");
 /// The streaming-read probe's entry (f32 only: it measures bytes, not arithmetic).
 pub const PROBE_STREAM_READ: &str = "probe_stream_read";
 
+/// `l2_prefetch` (`prefetch.rs`).
+pub const L2_PREFETCH: &str = "l2_prefetch";
+
 /// Whether two lists of variants are equal, in a constant context.
 const fn same_values(a: &[u32], b: &[u32]) -> bool {
     if a.len() != b.len() {
@@ -275,6 +278,32 @@ pub struct StreamReadParams {
     pub sink: DevicePtr<f32>,
     pub len4: u64,
     pub sentinel: f32,
+}
+
+/// The byte ranges one `l2_prefetch` launch covers.
+pub const L2_PREFETCH_SPANS: usize = 5;
+
+/// The line the L2 fetches on a prefetch: `l2_prefetch` asks for one address a line.
+pub const L2_LINE_BYTES: u64 = 128;
+
+/// Threads per block of `l2_prefetch`: a line per thread and no shared state.
+pub const L2_PREFETCH_BLOCK_SIZE: u32 = 256;
+
+/// One byte range of `l2_prefetch`: `bytes` bytes from `start` (none when `bytes` is 0).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PrefetchSpan {
+    pub start: DevicePtr<u8>,
+    pub bytes: u64,
+}
+
+/// `l2_prefetch`: asks the L2 for every [`L2_LINE_BYTES`] line of each span (`prefetch.rs`).
+/// `lines` is the sum over the spans of `bytes.div_ceil(L2_LINE_BYTES)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct L2PrefetchParams {
+    pub spans: [PrefetchSpan; L2_PREFETCH_SPANS],
+    pub lines: u64,
 }
 
 /// Entries of a long row that one warp of the parametrised kernel sums: 8 per lane, so a chunk takes
@@ -1963,4 +1992,5 @@ pub const UNTYPED_ENTRIES: &[&str] = &[
     CSR_CHECK_I32,
     CSR_PANELS_TABLE,
     PROBE_STREAM_READ,
+    L2_PREFETCH,
 ];

@@ -120,6 +120,17 @@ pub unsafe fn load_nc_v4_u32(p: *const u32) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// Asks the L2 for the line holding `p` (`prefetch.global.L2`) and goes on at once: no register
+/// waits for it, so a thread may ask for many lines in a row.
+///
+/// # Safety
+/// `p` is an address inside a global allocation.
+#[inline(always)]
+pub unsafe fn prefetch_l2(p: *const u8) {
+    // SAFETY: guaranteed by the caller; a prefetch changes no value anyone reads.
+    unsafe { asm!("prefetch.global.L2 [{p}];", p = in(reg64) p, options(readonly, nostack)) }
+}
+
 /// `shfl.sync.idx` of a 32-bit word: the value held by lane `src` of the warp. Every lane of the warp
 /// must execute it (full member mask).
 #[inline(always)]

@@ -56,6 +56,8 @@ mod ilu_factor;
 #[cfg(target_arch = "nvptx64")]
 mod krylov;
 #[cfg(target_arch = "nvptx64")]
+mod prefetch;
+#[cfg(target_arch = "nvptx64")]
 mod probe;
 #[cfg(target_arch = "nvptx64")]
 mod real;

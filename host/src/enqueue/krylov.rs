@@ -5,7 +5,7 @@
 //! columns separate vectors of the solve (a product writes one; over several GPUs, a part on each),
 //! with each GPU's device table of the addresses of its parts.
 
-use super::launch::{copy, launch};
+use super::launch::{copy, launch, prefetch_l2};
 use crate::device::{DeviceVector, Gpu, VectorMut, VectorRef, addr};
 use crate::formats::convert::{index32, narrow};
 use crate::iterative::SolveError;
@@ -22,8 +22,8 @@ use kernels_gpu::abi::{
     KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
     KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
     KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
-    KrylovVectorParams, ScalarOp, WARP_SIZE, gmres_scalars, krylov_combine_shared_bytes, krylov_partials,
-    krylov_shared_bytes,
+    KrylovVectorParams, L2_PREFETCH_SPANS, PrefetchSpan, ScalarOp, WARP_SIZE, gmres_scalars,
+    krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
 use std::marker::PhantomData;
@@ -545,6 +545,39 @@ pub(super) struct DeviceSchedule<T> {
     pub(super) launches: Vec<IluLaunch>,
 }
 
+impl<T> DeviceSchedule<T> {
+    /// The arrays a solve reads for every row, as spans of `l2_prefetch`.
+    fn spans(&self, gpu: &Gpu) -> [PrefetchSpan; L2_PREFETCH_SPANS] {
+        fn span<E>(slice: &CudaSlice<E>, gpu: &Gpu) -> PrefetchSpan {
+            let bytes = slice.len() as u64 * size_of::<E>() as u64;
+            PrefetchSpan { start: AbiPtr::new(addr(slice, gpu).addr()), bytes }
+        }
+        let s = self;
+        [
+            span(&s.rows, gpu),
+            span(&s.offsets, gpu),
+            span(&s.cols, gpu),
+            span(&s.values, gpu),
+            span(&s.pivots, gpu),
+        ]
+    }
+
+    /// Brings this solve's arrays into the L2 before its launches, where they take at most half of
+    /// it, so that they stay there beside the other solve's and the vectors. A run of narrow levels
+    /// waits on each level's loads; those that the product or the vector passes between two applies
+    /// evicted would each cost the level a trip to DRAM (docs/PERF.md, section 26: 23% of an apply
+    /// on fem-q2 inside BiCGSTAB). Past half the L2 the prefetch would evict its own first lines
+    /// before the solve reached them, so nothing is enqueued.
+    fn prefetch(&self, gpu: &Gpu) -> Result<()> {
+        let spans = self.spans(gpu);
+        if spans.iter().map(|s| s.bytes).sum::<u64>() > gpu.l2_bytes() / 2 {
+            return Ok(());
+        }
+        // SAFETY: the spans are this schedule's own allocations, in `gpu`'s context.
+        unsafe { prefetch_l2(gpu, spans) }
+    }
+}
+
 /// One triangular solve's triangle in its schedule's order, as `IluSolveParams` states it: the row
 /// at position `k` (`rows[k]`) has its entries, its diagonal left out, at `offsets[k] ..
 /// offsets[k + 1]` in column order, and (`U` only; empty for `L`) its pivot at `pivots[k]`. The
@@ -678,7 +711,8 @@ impl<T: Scalar> DeviceIlu<T> {
         (self.lower.launches.len(), self.upper.launches.len())
     }
 
-    /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's launches ([`ilu_launches`]). Refused before anything
+    /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's arrays brought into the L2 where they fit
+    /// ([`DeviceSchedule::prefetch`]), then its launches ([`ilu_launches`]). Refused before anything
     /// is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         gpu.check_context("the ILU(0) factors", &self.lower.rows)?;
@@ -700,6 +734,7 @@ impl<T: Scalar> DeviceIlu<T> {
                 r,
                 z,
             };
+            s.prefetch(gpu)?;
             for l in &s.launches {
                 let params = IluSolveParams { first_level: l.first_level, levels: l.levels, ..base };
                 // SAFETY: the schedule and the triangle of one `IluFactors` (this type's only maker,
