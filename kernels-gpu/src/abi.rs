@@ -289,7 +289,9 @@ pub const L2_LINE_BYTES: u64 = 128;
 /// Threads per block of `l2_prefetch`: a line per thread and no shared state.
 pub const L2_PREFETCH_BLOCK_SIZE: u32 = 256;
 
-/// One byte range of `l2_prefetch`: `bytes` bytes from `start` (none when `bytes` is 0).
+/// One byte range of `l2_prefetch`: `bytes` bytes from `start` (none when `bytes` is 0). `start` is
+/// where an allocation begins, which the driver aligns to at least 256 bytes, so the addresses
+/// `start + 128 k` name every line of the span once.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct PrefetchSpan {
@@ -297,13 +299,31 @@ pub struct PrefetchSpan {
     pub bytes: u64,
 }
 
+impl PrefetchSpan {
+    /// The span's lines.
+    pub const fn lines(&self) -> u64 {
+        self.bytes.div_ceil(L2_LINE_BYTES)
+    }
+}
+
 /// `l2_prefetch`: asks the L2 for every [`L2_LINE_BYTES`] line of each span (`prefetch.rs`).
-/// `lines` is the sum over the spans of `bytes.div_ceil(L2_LINE_BYTES)`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct L2PrefetchParams {
     pub spans: [PrefetchSpan; L2_PREFETCH_SPANS],
-    pub lines: u64,
+}
+
+impl L2PrefetchParams {
+    /// The lines of all spans: the kernel's threads walk them in span order.
+    pub const fn lines(&self) -> u64 {
+        let mut lines = 0;
+        let mut i = 0;
+        while i < L2_PREFETCH_SPANS {
+            lines += self.spans[i].lines();
+            i += 1;
+        }
+        lines
+    }
 }
 
 /// Entries of a long row that one warp of the parametrised kernel sums: 8 per lane, so a chunk takes

@@ -22,7 +22,7 @@ use kernels_gpu::abi::{
     KRYLOV_OP_NONZERO, KRYLOV_OP_POSITIVE, KRYLOV_OP_RECORD, KRYLOV_OP_SET, KRYLOV_OP_SQRT, KRYLOV_OP_START,
     KRYLOV_P_UPDATE, KRYLOV_SCALE, KRYLOV_SLOT_RESIDUAL, KRYLOV_STATE_COLUMNS, KRYLOV_UNGATED,
     KrylovBasisParams, KrylovCgUpdateParams, KrylovCommon, KrylovDotsParams, KrylovScalarParams, KrylovState,
-    KrylovVectorParams, L2_PREFETCH_SPANS, PrefetchSpan, ScalarOp, WARP_SIZE, gmres_scalars,
+    KrylovVectorParams, L2PrefetchParams, PrefetchSpan, ScalarOp, WARP_SIZE, gmres_scalars,
     krylov_combine_shared_bytes, krylov_partials, krylov_shared_bytes,
 };
 use kernels_gpu::index::{cg_blocks, grid_blocks};
@@ -543,38 +543,35 @@ pub(super) struct DeviceSchedule<T> {
     pub(super) pivots: CudaSlice<T>,
     levels: usize,
     pub(super) launches: Vec<IluLaunch>,
+    /// The arrays an apply brings into the L2 before the solve's launches, where they fit
+    /// ([`DeviceSchedule::prefetch_params`]).
+    prefetch: Option<L2PrefetchParams>,
 }
 
 impl<T> DeviceSchedule<T> {
-    /// The arrays a solve reads for every row, as spans of `l2_prefetch`.
-    fn spans(&self, gpu: &Gpu) -> [PrefetchSpan; L2_PREFETCH_SPANS] {
+    /// The `l2_prefetch` of the arrays this solve reads for every row, where they take at most half
+    /// the L2 of `gpu`; `None` past that. A run of narrow levels waits on each level's loads, and
+    /// those the product or the vector passes between two applies evicted would each cost the level
+    /// a trip to DRAM (docs/PERF.md, section 26: BiCGSTAB + ILU(0) on fem-q2, 812 ms without the
+    /// prefetch, 722 ms with it). Half is a margin chosen, not measured: arrays past the whole L2
+    /// would evict their own first lines before the solve reached them, and below half they leave
+    /// the vectors and part of the other solve's arrays their room (fem-q2's take about 10 MB a
+    /// solve, a fifth of an H100's L2).
+    fn prefetch_params(&self, gpu: &Gpu) -> Option<L2PrefetchParams> {
         fn span<E>(slice: &CudaSlice<E>, gpu: &Gpu) -> PrefetchSpan {
             let bytes = slice.len() as u64 * size_of::<E>() as u64;
             PrefetchSpan { start: AbiPtr::new(addr(slice, gpu).addr()), bytes }
         }
         let s = self;
-        [
+        let spans = [
             span(&s.rows, gpu),
             span(&s.offsets, gpu),
             span(&s.cols, gpu),
             span(&s.values, gpu),
             span(&s.pivots, gpu),
-        ]
-    }
-
-    /// Brings this solve's arrays into the L2 before its launches, where they take at most half of
-    /// it, so that they stay there beside the other solve's and the vectors. A run of narrow levels
-    /// waits on each level's loads; those that the product or the vector passes between two applies
-    /// evicted would each cost the level a trip to DRAM (docs/PERF.md, section 26: 23% of an apply
-    /// on fem-q2 inside BiCGSTAB). Past half the L2 the prefetch would evict its own first lines
-    /// before the solve reached them, so nothing is enqueued.
-    fn prefetch(&self, gpu: &Gpu) -> Result<()> {
-        let spans = self.spans(gpu);
-        if spans.iter().map(|s| s.bytes).sum::<u64>() > gpu.l2_bytes() / 2 {
-            return Ok(());
-        }
-        // SAFETY: the spans are this schedule's own allocations, in `gpu`'s context.
-        unsafe { prefetch_l2(gpu, spans) }
+        ];
+        let bytes: u64 = spans.iter().map(|s| s.bytes).sum();
+        (bytes <= gpu.l2_bytes() / 2).then_some(L2PrefetchParams { spans })
     }
 }
 
@@ -682,7 +679,7 @@ impl<T: Scalar> DeviceIlu<T> {
         let schedule = |levels: Levels, upper: bool| -> Result<DeviceSchedule<T>> {
             let starts: Vec<u32> = levels.starts.iter().map(|&s| index32(s)).collect();
             let triangle = Scheduled::new(factors, &levels, upper);
-            Ok(DeviceSchedule {
+            let mut schedule = DeviceSchedule {
                 rows: gpu.upload(&levels.rows)?,
                 starts: gpu.upload(&starts)?,
                 offsets: gpu.upload(&triangle.offsets)?,
@@ -691,7 +688,10 @@ impl<T: Scalar> DeviceIlu<T> {
                 pivots: gpu.upload(&triangle.pivots)?,
                 levels: levels.count(),
                 launches: ilu_launches(&starts),
-            })
+                prefetch: None,
+            };
+            schedule.prefetch = schedule.prefetch_params(gpu);
+            Ok(schedule)
         };
         Ok(Self { lower: schedule(lower, false)?, upper: schedule(upper, true)?, n: factors.n() })
     }
@@ -712,7 +712,7 @@ impl<T: Scalar> DeviceIlu<T> {
     }
 
     /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's arrays brought into the L2 where they fit
-    /// ([`DeviceSchedule::prefetch`]), then its launches ([`ilu_launches`]). Refused before anything
+    /// ([`DeviceSchedule::prefetch_params`]), then its launches ([`ilu_launches`]). Refused before anything
     /// is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         gpu.check_context("the ILU(0) factors", &self.lower.rows)?;
@@ -734,7 +734,11 @@ impl<T: Scalar> DeviceIlu<T> {
                 r,
                 z,
             };
-            s.prefetch(gpu)?;
+            if let Some(prefetch) = &s.prefetch {
+                // SAFETY: the spans are this schedule's own allocations, in `gpu`'s context
+                // (checked above).
+                unsafe { prefetch_l2(gpu, prefetch)? };
+            }
             for l in &s.launches {
                 let params = IluSolveParams { first_level: l.first_level, levels: l.levels, ..base };
                 // SAFETY: the schedule and the triangle of one `IluFactors` (this type's only maker,

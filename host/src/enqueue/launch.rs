@@ -9,8 +9,7 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaStream, result, sys};
 use kernels_gpu::abi::{
     self as abi, Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
-    L2_LINE_BYTES, L2_PREFETCH_BLOCK_SIZE, L2_PREFETCH_SPANS, L2PrefetchParams, PrefetchSpan,
-    SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
+    L2_PREFETCH_BLOCK_SIZE, L2PrefetchParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -167,21 +166,17 @@ unsafe fn launch_as<P>(
     }
 }
 
-/// `l2_prefetch` over `spans`: asks the L2 for every line of each (nothing when they are all
-/// empty). A kernel launched after it on the stream finds those lines in the L2 or on their way.
+/// `l2_prefetch`: asks the L2 for every line of each of `params`' spans (no launch when they are
+/// all empty: a grid of no blocks). A kernel launched after it on the stream finds those lines in
+/// the L2 or on their way.
 ///
 /// # Safety
 /// Each span's bytes lie inside one allocation of `gpu`'s context.
-pub(crate) unsafe fn prefetch_l2(gpu: &Gpu, spans: [PrefetchSpan; L2_PREFETCH_SPANS]) -> Result<()> {
-    let lines = spans.iter().map(|s| s.bytes.div_ceil(L2_LINE_BYTES)).sum::<u64>();
-    if lines == 0 {
-        return Ok(());
-    }
-    let params = L2PrefetchParams { spans, lines };
-    let grid = grid_blocks(lines, L2_PREFETCH_BLOCK_SIZE);
-    // SAFETY: the spans lie in allocations of the context (the caller) and `lines` counts their
-    // lines, the kernel's contract; a prefetch writes nothing.
-    unsafe { launch(gpu, gpu.untyped_kernel(abi::L2_PREFETCH)?, grid, L2_PREFETCH_BLOCK_SIZE, 0, &params) }
+pub(crate) unsafe fn prefetch_l2(gpu: &Gpu, params: &L2PrefetchParams) -> Result<()> {
+    let grid = grid_blocks(params.lines(), L2_PREFETCH_BLOCK_SIZE);
+    // SAFETY: the spans lie in allocations of the context (the caller), the kernel's contract; a
+    // prefetch writes nothing.
+    unsafe { launch(gpu, gpu.untyped_kernel(abi::L2_PREFETCH)?, grid, L2_PREFETCH_BLOCK_SIZE, 0, params) }
 }
 
 /// `spmv_scale_*`: `y = beta * y` over `len` elements at `y` (0 when `beta == 0`, `y` unread).
