@@ -98,6 +98,11 @@ struct RunArgs {
     /// On a GPU, only the CPU kernel and the uploads (the report's upload tables), not the products
     #[arg(long)]
     uploads_only: bool,
+    /// Only the variants of ours whose names contain one of these (comma-separated), Auto always,
+    /// cuSPARSE and the CPU always, the BRC tuner where one contains "brc"; all when absent. For
+    /// experiments on a few kernels: "fastest of ours" is then the fastest of those timed
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    variants: Vec<String>,
     /// Seed of the generated matrices and vectors
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -288,6 +293,7 @@ fn products(list: Vec<BenchMatrix>, args: &RunArgs) -> Result<()> {
         reorder: args.reorder,
         all_regimes: args.all_graph,
         uploads_only: args.uploads_only,
+        variants: &args.variants,
     };
 
     // Progress steps per matrix and precision: the CPU kernel, then on a GPU the kernels, the

@@ -360,6 +360,18 @@ pub struct Setup<'a> {
     /// On a GPU, measure the uploads alone (after the CPU kernel, which checks the matrix): a run of
     /// the upload table in seconds rather than the whole suite's minutes.
     pub uploads_only: bool,
+    /// Only the variants of ours (kernels and formats) whose keys contain one of these, Auto always,
+    /// and the BRC tuner only where one contains "brc"; all when empty. cuSPARSE and the CPU
+    /// kernel always run: they are the speedups' baseline and the reference. An experiment on a few
+    /// kernels then costs seconds of GPU time a matrix instead of the hundred variants' minutes.
+    pub variants: &'a [String],
+}
+
+impl Setup<'_> {
+    /// Whether the run times the variant of ours whose key is `key` ([`Setup::variants`]).
+    pub fn wants(&self, key: &str) -> bool {
+        key == "auto" || self.variants.is_empty() || self.variants.iter().any(|v| key.contains(v.as_str()))
+    }
 }
 
 /// Measures every variant on `a` in precision `T`.
@@ -449,6 +461,9 @@ pub fn bench_matrix<T: Scalar>(
     let mut ours: Vec<(Kernel, usize)> = Vec::new();
     for kernel in kernels {
         let variant = Variant::Ours(kernel);
+        if !setup.wants(&variant.key()) {
+            continue;
+        }
         progress(&variant.key());
         if let Kernel::CsrPanels { .. } = kernel
             && let Err(refused) = gpu.plan(&sets[0].a, kernel)
@@ -528,6 +543,9 @@ pub fn bench_matrix<T: Scalar>(
 
     for format in formats(view_stats, gpu.sm_count(), T::PRECISION) {
         let variant = Variant::Format(format);
+        if !setup.wants(&variant.key()) {
+            continue;
+        }
         progress(&variant.key());
         let converted = match convert(gpu, format, view, copies)? {
             Ok(converted) => converted,
@@ -553,7 +571,7 @@ pub fn bench_matrix<T: Scalar>(
         Vec::new()
     };
 
-    let brc_tuned = if a.nnz() > 0 {
+    let brc_tuned = if a.nnz() > 0 && setup.wants("brc") {
         progress("BRC B2 tuner");
         let start = std::time::Instant::now();
         match gpu.upload_brc_tuned(view) {
@@ -762,5 +780,37 @@ impl<T: Scalar> Check<'_, T> {
         y.copy_from_host(gpu, &self.poison)?;
         product(y)?;
         Ok(max_relative_error(&y.to_host(gpu)?, self.reference, self.scale))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(variants: &[String]) -> Setup<'_> {
+        Setup {
+            gpu: None,
+            cusparse: None,
+            read_gbps: f64::NAN,
+            l2_bytes: 0,
+            kernels: &[],
+            seed: 1,
+            exhaustive: false,
+            reorder: false,
+            all_regimes: false,
+            uploads_only: false,
+            variants,
+        }
+    }
+
+    #[test]
+    fn a_variant_filter_keeps_auto_and_the_names_it_holds() {
+        let all = setup(&[]);
+        assert!(all.wants("csr-scalar-b128") && all.wants("ell") && all.wants("brc"));
+        let some = ["scalar".to_owned(), "ell".to_owned()];
+        let few = setup(&some);
+        assert!(few.wants("auto"), "Auto is every run's subject");
+        assert!(few.wants("csr-scalar-b128") && few.wants("ell"));
+        assert!(!few.wants("csr-vector-c4-b128") && !few.wants("brc") && !few.wants("compressed-f32"));
     }
 }
