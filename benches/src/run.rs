@@ -242,8 +242,7 @@ fn from_pinned_ms<T: Scalar>(
         gpu: &Gpu,
         data: &[E],
     ) -> Result<cudarc::driver::PinnedHostSlice<E>> {
-        // SAFETY: every element is written below before any is read.
-        let mut p = unsafe { gpu.context().alloc_pinned_with_flags::<E>(data.len(), 0) }?;
+        let mut p = gpu.pinned_zeroed(data.len())?;
         p.as_mut_slice()?.copy_from_slice(data);
         Ok(p)
     }

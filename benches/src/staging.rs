@@ -198,18 +198,6 @@ fn memcpy<E: Copy + Send + Sync>(source: &[E], dest: &mut [E]) -> gpu_spmv::Resu
     Ok(None)
 }
 
-/// A page-locked buffer of `len` zeros of `E`, of the ordinary (cached) kind the library's stages
-/// are, as this module's stages and the pipeline trials' (`trials.rs`) pin them.
-fn pin_zeroed<E: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, len: usize) -> Result<PinnedHostSlice<E>> {
-    // SAFETY: uninitialised memory, every byte of it zeroed below before any is read; flags 0 ask
-    // for the cached kind.
-    let mut stage = unsafe { gpu.context().alloc_pinned_with_flags::<E>(len, 0) }?;
-    // SAFETY: the `len` elements of the allocation just made; all-zero bytes are a value of `E`
-    // (`ValidAsZeroBits`).
-    unsafe { std::ptr::write_bytes(stage.as_mut_ptr()?, 0, len) };
-    Ok(stage)
-}
-
 /// Pinned staging buffers of `E` as the library's: [`STAGES`] of [`STAGE_BYTES`], ordinary (cached)
 /// page-locked memory, filled in turn, each with the event of its last copy where
 /// [`Stages::pipeline`] made one.
@@ -217,7 +205,7 @@ struct Stages<E>(Vec<PinnedHostSlice<E>>, Vec<Option<CudaEvent>>);
 
 impl<E: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Stages<E> {
     fn pin(gpu: &Gpu) -> Result<Self> {
-        let stage = || pin_zeroed::<E>(gpu, STAGE_BYTES / size_of::<E>());
+        let stage = || Ok(gpu.pinned_zeroed::<E>(STAGE_BYTES / size_of::<E>())?);
         Ok(Self((0..STAGES).map(|_| stage()).collect::<Result<_>>()?, (0..STAGES).map(|_| None).collect()))
     }
 

@@ -78,8 +78,7 @@ fn host_u32(
 
 /// `data` in page-locked memory of `gpu`'s context.
 fn pinned<E: DeviceRepr + ValidAsZeroBits + Copy>(gpu: &Gpu, data: &[E]) -> PinnedHostSlice<E> {
-    // SAFETY: every element is written below before any is read.
-    let mut p = unsafe { gpu.context().alloc_pinned_with_flags::<E>(data.len(), 0) }.unwrap();
+    let mut p = gpu.pinned_zeroed(data.len()).unwrap();
     p.as_mut_slice().unwrap().copy_from_slice(data);
     p
 }
@@ -391,4 +390,23 @@ fn gpu_parallel_uploads_on_one_gpu() {
         assert_eq!(s.clone_dtoh(a.col_indices()).unwrap(), cols, "matrix {m}: columns");
         assert_eq!(s.clone_dtoh(a.values()).unwrap(), values(*m), "matrix {m}: values");
     }
+}
+
+/// `Gpu::pinned_zeroed`: zeroed memory of the context, and the refusals before any allocation.
+#[test]
+fn gpu_pinned_zeroed_is_zeroed_and_bounded() {
+    let test = "gpu_pinned_zeroed_is_zeroed_and_bounded";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut p = gpu.pinned_zeroed::<f64>(1000).unwrap();
+    assert_eq!(p.len(), 1000);
+    assert!(p.as_slice().unwrap().iter().all(|&v| v == 0.0));
+    p.as_mut_slice().unwrap()[999] = 2.5;
+    assert!(std::sync::Arc::ptr_eq(p.context(), gpu.context()), "pinned for this Gpu's context");
+    assert!(matches!(gpu.pinned_zeroed::<u32>(0), Err(Error::Unsupported(_))));
+    let past = u32::MAX as usize + 1;
+    assert!(matches!(
+        gpu.pinned_zeroed::<u32>(past),
+        Err(Error::TooLarge { value, limit, .. }) if value == past && limit == u32::MAX as usize
+    ));
+    assert!(matches!(gpu.pinned_zeroed::<u32>(usize::MAX), Err(Error::TooLarge { .. })));
 }

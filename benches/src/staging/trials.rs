@@ -8,7 +8,6 @@
 //! which do not and leave the caches to the source). The library's own configuration
 //! ([`STAGES`] of [`STAGE_BYTES`], `formats::copy_checked`) is the first.
 
-use super::pin_zeroed;
 use anyhow::Result;
 use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits, sys};
 use gpu_spmv::formats::{STAGE_BYTES, STAGES, copy_checked};
@@ -140,7 +139,7 @@ struct Pipeline {
 
 impl Pipeline {
     fn pin(gpu: &Gpu, count: usize, bytes: usize) -> Result<Self> {
-        let stages = (0..count).map(|_| pin_zeroed::<u8>(gpu, bytes)).collect::<Result<Vec<_>>>()?;
+        let stages = (0..count).map(|_| Ok(gpu.pinned_zeroed::<u8>(bytes)?)).collect::<Result<Vec<_>>>()?;
         Ok(Self { stages, copied: (0..count).map(|_| None).collect(), next: 0 })
     }
 

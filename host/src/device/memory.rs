@@ -52,6 +52,36 @@ impl Gpu {
         if self.owns(data.context()) { Ok(()) } else { Err(Error::ForeignBuffer(what)) }
     }
 
+    /// Zeroed page-locked host memory of `len` elements, of this `Gpu`'s context: the arrays
+    /// [`Gpu::upload_csr_pinned`] copies at the link's rate, with no pass of the host's over them.
+    /// Build or read a matrix straight into it (`as_mut_slice`), then upload it. Ordinary (cached)
+    /// page-locked memory, which the host's cores read at their usual speed (upload_csr_pinned reads
+    /// the row offsets on the host), not cudarc's write-combined `alloc_pinned`. Page-locked memory
+    /// is the host's to give: a large request may fail where pageable memory would not, with the
+    /// driver's error.
+    ///
+    /// Refused before anything is allocated: no elements ([`Error::Unsupported`]: cudarc makes no
+    /// page-locked slice of zero elements; a matrix with no entries takes
+    /// [`Gpu::upload_csr_u32`]), more than the kernels' 32-bit indices address ([`Error::TooLarge`]:
+    /// more than `upload_csr_pinned` takes).
+    pub fn pinned_zeroed<E: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<PinnedHostSlice<E>> {
+        if len == 0 {
+            return Err(Error::Unsupported("a page-locked buffer of no elements"));
+        }
+        let limit = u32::MAX as usize;
+        if len > limit {
+            return Err(Error::TooLarge { what: "the elements of a page-locked buffer", value: len, limit });
+        }
+        // SAFETY: flag 0 asks for ordinary page-locked memory; every byte is zeroed below before the
+        // slice is returned, and `E: ValidAsZeroBits` makes zero bytes a valid element. The size,
+        // at most `u32::MAX` elements of a device type, is far inside cudarc's `isize` assertion.
+        let mut pinned = unsafe { self.context().alloc_pinned_with_flags::<E>(len, 0) }?;
+        let start = pinned.as_mut_ptr()?;
+        // SAFETY: `start` heads the `len` elements just allocated, which nothing else references.
+        unsafe { std::ptr::write_bytes(start, 0, len) };
+        Ok(pinned)
+    }
+
     /// Copies `data`, page-locked host memory of this `Gpu`'s context ([`Gpu::check_pinned`]), to a
     /// new device buffer by the copy engine straight from it: no pass over it on the host, no
     /// staging. Returns once the copy is enqueued, while the copy engine may still read `data`: the
@@ -256,12 +286,9 @@ impl Stages {
     /// any chunk is viewed in them.
     fn pin(gpu: &Gpu) -> Result<Self> {
         let stage = || -> Result<Stage> {
-            // SAFETY: uninitialised bytes, every one of them written (zeroed) below before any is
-            // read. Ordinary (cached) page-locked memory, not the write-combined kind `alloc_pinned`
-            // makes: see `Staging`.
-            let mut buffer = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }?;
-            // SAFETY: the `STAGE_BYTES` bytes of the allocation just made, which nothing else uses yet.
-            unsafe { std::ptr::write_bytes(buffer.as_mut_ptr()?, 0, STAGE_BYTES) };
+            // Ordinary (cached) page-locked memory, not the write-combined kind cudarc's
+            // `alloc_pinned` makes: see `Staging`.
+            let buffer = gpu.pinned_zeroed::<u8>(STAGE_BYTES)?;
             Ok(Stage { buffer, copied: gpu.context().new_event(None)?, pending: false })
         };
         let stages: [Stage; STAGES] = [stage()?, stage()?];

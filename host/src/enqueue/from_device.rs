@@ -97,7 +97,7 @@ impl<T: Scalar> DeviceCsr<T> {
 impl Gpu {
     /// Uploads CSR arrays with the kernels' own `u32` indices that the caller keeps in page-locked
     /// host memory of this `Gpu`'s context (cudarc's [`PinnedHostSlice`], made by
-    /// `gpu.context().alloc_pinned_with_flags`): the column indices and values are copied by the
+    /// [`Gpu::pinned_zeroed`]): the column indices and values are copied by the
     /// copy engine straight from where they lie, at the link's rate, while the host reads the row
     /// offsets for their statistics and the matrix's copy of them; then the offsets are copied and
     /// the arrays checked on the device as [`DeviceCsr::try_from_device`] checks arrays, with the
@@ -108,9 +108,9 @@ impl Gpu {
     /// into page-locked memory in the first place saves that pass.
     ///
     /// The row offsets are read by the host's cores: ordinary (cached) page-locked memory
-    /// (`alloc_pinned_with_flags(len, 0)`) reads fast, write-combined memory (cudarc's
-    /// `alloc_pinned`) slowly. cudarc makes no page-locked slice of zero elements, so a matrix with
-    /// no entries goes through [`Gpu::upload_csr_u32`].
+    /// ([`Gpu::pinned_zeroed`], or cudarc's `alloc_pinned_with_flags(len, 0)`) reads fast,
+    /// write-combined memory (cudarc's `alloc_pinned`) slowly. cudarc makes no page-locked slice of
+    /// zero elements, so a matrix with no entries goes through [`Gpu::upload_csr_u32`].
     ///
     /// Refused before anything is allocated on the device: a dimension or array length past the
     /// kernels' 32-bit indices ([`Error::TooLarge`]), memory pinned by another context
