@@ -712,8 +712,8 @@ impl<T: Scalar> DeviceIlu<T> {
     }
 
     /// Enqueues `z = U⁻¹ L⁻¹ r`: each solve's arrays brought into the L2 where they fit
-    /// ([`DeviceSchedule::prefetch_params`]), then its launches ([`ilu_launches`]). Refused before anything
-    /// is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
+    /// ([`DeviceSchedule::prefetch_params`]), then its launches ([`ilu_launches`]). Refused before
+    /// anything is enqueued: `r` or `z` of another length or context, or factors of another `Gpu`.
     pub fn apply(&self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         gpu.check_context("the ILU(0) factors", &self.lower.rows)?;
         gpu.check_operand("r", r, self.n)?;
