@@ -31,9 +31,9 @@ const MAX_WARMUP_LAUNCHES: usize = 10_000;
 /// far from the same kernel's other timings: in one H100 run of the regular matrices 11 of 434
 /// records spread past 10%, and the four-lane kernel on fem3d-27 f32 took 76.9 µs at a spread of 34%
 /// against 65.7 µs as Auto's choice (docs/PERF.md, section 17).
-const RETIME_SPREAD: f64 = 0.10;
+pub const RETIME_SPREAD: f64 = 0.10;
 /// Measurements of [`time_gpu`] at most (see [`RETIME_SPREAD`]).
-const MAX_MEASUREMENTS: usize = 3;
+pub const MAX_MEASUREMENTS: usize = 3;
 
 /// The distribution of per-launch times of one measurement, in microseconds.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
