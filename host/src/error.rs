@@ -149,9 +149,11 @@ pub enum SolveError {
     /// matrix has.
     #[error("diagonal entry {row} is {value}: not positive, so the matrix is not positive definite")]
     NonPositiveDiagonal { row: usize, value: f64 },
-    /// The Jacobi preconditioner of a nonsymmetric solver needs a diagonal entry that is non-zero
-    /// and finite in every row.
-    #[error("diagonal entry {row} is {value}: Jacobi needs a non-zero, finite diagonal")]
+    /// The Jacobi preconditioner needs a diagonal entry that is non-zero and finite in every row,
+    /// and whose inverse is finite in the solver's type (a subnormal entry's is not).
+    #[error(
+        "diagonal entry {row} is {value}: Jacobi needs a non-zero, finite diagonal with a finite inverse"
+    )]
     SingularDiagonal { row: usize, value: f64 },
     /// A scalar of the recurrence, `what`, took a value that stops it at iteration `iteration`
     /// (counted from 0), for the reason `why`. CG's `pᵀAp` and `rᵀz` must be positive and finite (the

@@ -175,11 +175,19 @@ fn gpu_pcg_breakdown_and_refusals() {
     let pre = Box::new(Ic0::new(&gpu, view).unwrap());
     let e = Pcg::with_preconditioner(gpu.plan(&ds, Kernel::Auto).unwrap(), jacobi, pre).unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+    // A caller's preconditioner of another order is refused when the solver is made, not at its
+    // first apply in the middle of a start (the oracle's refusal).
+    let other_order = Box::new(Ic0::new(&gpu, view).unwrap());
+    let e = Pcg::with_preconditioner(gpu.plan(&da, Kernel::Auto).unwrap(), options, other_order).unwrap_err();
+    assert!(
+        matches!(e, Error::DimensionMismatch { what: "the preconditioner", expected, got } if expected == n && got == 30),
+        "{e:?}"
+    );
     let indefinite = CsrRef::try_new(2, 2, &[0, 2, 4], &[0, 1, 0, 1], &[1.0f64, 2.0, 2.0, 1.0]).unwrap();
     let e = Ic0::new(&gpu, indefinite).unwrap_err();
     assert!(matches!(e, Error::Solve(SolveError::NonPositivePivot { row: 1, .. })), "{e:?}");
-    // b = 0 from x = 0: converged at the start, x untouched; NaN in b: the rᵀz breakdown at the
-    // start, for both CGs.
+    // b = 0 from x = 0: converged at the start, x untouched; NaN in b, or a b whose bᵀb overflows:
+    // the breakdown of a residual that is not finite at the start, for both CGs (the oracle's).
     let spd_plan = || gpu.plan(&ds, Kernel::Auto).unwrap();
     let (zero, mut x0) = (gpu.zeros::<f64>(30).unwrap(), gpu.zeros::<f64>(30).unwrap());
     let out = Pcg::new(spd_plan(), options, None).unwrap().solve(&zero, &mut x0).unwrap();
@@ -189,10 +197,19 @@ fn gpu_pcg_breakdown_and_refusals() {
     nan_b[7] = f64::NAN;
     let nan_b = gpu.upload_vector(&nan_b).unwrap();
     let mut x = gpu.zeros::<f64>(30).unwrap();
-    let e = Pcg::new(spd_plan(), options, None).unwrap().solve(&nan_b, &mut x);
-    assert!(matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", iteration: 0, .. }))), "{e:?}");
-    let e = PipelinedCg::new(spd_plan(), options, None).unwrap().solve(&nan_b, &mut x);
-    assert!(matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀz", iteration: 0, .. }))), "{e:?}");
+    let huge_b = gpu.upload_vector(&vec![1e200; 30]).unwrap();
+    for b in [&nan_b, &huge_b] {
+        let e = Pcg::new(spd_plan(), options, None).unwrap().solve(b, &mut x);
+        assert!(
+            matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀr", iteration: 0, .. }))),
+            "{e:?}"
+        );
+        let e = PipelinedCg::new(spd_plan(), options, None).unwrap().solve(b, &mut x);
+        assert!(
+            matches!(e, Err(Error::Solve(SolveError::Breakdown { what: "rᵀr", iteration: 0, .. }))),
+            "{e:?}"
+        );
+    }
     let other = Gpu::new().unwrap();
     let (b2, mut x2) = (other.upload_vector(&vec![1.0; 30]).unwrap(), other.zeros::<f64>(30).unwrap());
     let mut solver = Pcg::new(gpu.plan(&ds, Kernel::Auto).unwrap(), options, None).unwrap();

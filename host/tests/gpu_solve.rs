@@ -12,7 +12,7 @@ use gpu_spmv::formats::{Ell, Lma, NO_NODE};
 use gpu_spmv::reference::{LinearOperator, cg::cg};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::solve::Cg;
-use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions};
+use gpu_spmv::solve::{Preconditioner, SolveError, SolverOptions, Stop};
 use gpu_spmv::{CsrRef, DeviceMatrix, Error, Gpu, Kernel, LmaKernel, Scalar};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -228,6 +228,27 @@ fn gpu_cg_errors() {
     assert!(matches!(err, Error::Solve(SolveError::Breakdown { what: "pᵀAp", .. })), "{err}");
     let x = zero.to_host(&gpu).unwrap();
     assert!(x.iter().all(|v| v.is_finite()), "a breakdown left NaN in x: {x:?}");
+
+    // A b whose bᵀb overflows, or that holds an infinity, makes the tolerance infinite: the fused CG
+    // breaks down on the residual that is not finite, as the oracle does, instead of converging.
+    let identity = gpu.upload_csr_parts(2, 2, &[0, 1, 2], &[0, 1], &[1.0, 1.0]).unwrap();
+    let mut solver = Cg::new(gpu.plan(&identity, Kernel::Auto).unwrap(), options, None).unwrap();
+    for b in [[1e200, 1e200], [f64::INFINITY, 0.0]] {
+        let b = gpu.upload_vector(&b).unwrap();
+        let mut x = gpu.zeros::<f64>(2).unwrap();
+        let err = solver.solve(&b, &mut x).unwrap_err();
+        assert!(
+            matches!(err, Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀr", .. })),
+            "{err}"
+        );
+    }
+
+    // Order 0: converged at once, as the oracle and the other CGs have it (not "not started").
+    let empty = gpu.upload_csr_parts::<f64>(0, 0, &[0], &[], &[]).unwrap();
+    let mut solver = Cg::new(gpu.plan(&empty, Kernel::Auto).unwrap(), options, None).unwrap();
+    let (b, mut x) = (gpu.zeros::<f64>(0).unwrap(), gpu.zeros::<f64>(0).unwrap());
+    let out = solver.solve(&b, &mut x).unwrap();
+    assert_eq!((out.stop, out.iterations, out.relative_residual), (Stop::Converged, 0, 0.0), "{out:?}");
 }
 
 /// Iterations captured into a CUDA graph and replayed until the solve stops give the solution and

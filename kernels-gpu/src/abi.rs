@@ -765,9 +765,10 @@ pub const CG_MAX_ITERATIONS: u32 = 3;
 /// [`CgState::status`]: `pᵀAp` was not a positive finite number (or `alpha` overflowed): the matrix
 /// is not symmetric positive definite, or holds NaN or infinities. `x` keeps the last iterate.
 pub const CG_BREAKDOWN_PAP: u32 = 4;
-/// [`CgState::status`]: with the residual above the tolerance, `rᵀz` (`rᵀr` without a
-/// preconditioner) was not a positive finite number: a preconditioner that is not positive definite,
-/// or a NaN in the residual. `x` holds the iterate of the step that produced it.
+/// [`CgState::status`]: `rᵀr` was not finite (NaN or infinities in the matrix, the preconditioner
+/// or `b`, or `bᵀb` past the type's range), or, with the residual above the tolerance, `rᵀz` was not
+/// a positive finite number (a preconditioner that is not positive definite); the host tells the two
+/// apart by `rr`. `x` holds the iterate of the step that produced it.
 pub const CG_BREAKDOWN_RZ: u32 = 5;
 
 /// The scalars of a CG solve, kept on the device so that an iteration needs no host synchronisation.
@@ -1612,7 +1613,8 @@ pub const fn krylov_shared_bytes(elem_bytes: u32) -> u32 {
 }
 
 /// Bytes of dynamic shared memory of `krylov_basis_combine_*` for a launch of at most `most` columns:
-/// their addresses, then their coefficients (8.2 KiB for f64 at the longest restart).
+/// their addresses, then their coefficients (16.4 KB for f64 at the longest restart: 1,025 columns
+/// of 16 bytes).
 pub const fn krylov_combine_shared_bytes(most: u32, elem_bytes: u32) -> u32 {
     most * (8 + elem_bytes)
 }

@@ -234,9 +234,13 @@ unsafe fn init<T: CgReal, const JACOBI: bool>(p: CgParams<T>) {
 unsafe fn init_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr, bb]: [T; 3]) {
     let s = p.state.as_mut_ptr();
     let tol_rr = p.rel_tol * p.rel_tol * bb;
-    let status = if rr <= tol_rr {
+    // A residual that is not finite is a breakdown before anything else: where `bb` overflowed,
+    // `tol_rr` is infinite too and would pass it as converged.
+    let status = if !rr.is_finite() {
+        CG_BREAKDOWN_RZ
+    } else if rr <= tol_rr {
         CG_CONVERGED
-    } else if !positive(rz) || !rr.is_finite() {
+    } else if !positive(rz) {
         CG_BREAKDOWN_RZ
     } else if p.max_iterations == 0 {
         CG_MAX_ITERATIONS
@@ -297,9 +301,11 @@ unsafe fn update_scalars<T: CgReal>(p: &CgParams<T>, [rz, rr]: [T; 2]) {
     // SAFETY: the caller's contract.
     unsafe {
         let iterations = load!(s, iterations) + 1;
-        let status = if rr <= load!(s, tol_rr) {
+        let status = if !rr.is_finite() {
+            CG_BREAKDOWN_RZ
+        } else if rr <= load!(s, tol_rr) {
             CG_CONVERGED
-        } else if !positive(rz) || !rr.is_finite() {
+        } else if !positive(rz) {
             CG_BREAKDOWN_RZ
         } else if iterations >= p.max_iterations {
             CG_MAX_ITERATIONS

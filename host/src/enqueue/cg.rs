@@ -117,7 +117,8 @@ impl<T: Scalar> CgLaunches<T> {
     /// Enqueues the vector passes of an iteration, after its product `q = A p`.
     ///
     /// # Safety
-    /// `x` holds `n` elements of `gpu`'s context, and `init` ran before with it.
+    /// `x` holds `n` elements of `gpu`'s context. (The kernels act only while the state says a solve
+    /// runs, which only `init` sets.)
     pub unsafe fn after_product(&self, gpu: &Gpu, x: AbiPtr<T>) -> Result<()> {
         // SAFETY: the caller's contract; only `cg_init_*` reads `b`.
         unsafe { self.iterate.enqueue(gpu, (AbiPtr::new(0), x)) }

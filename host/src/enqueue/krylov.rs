@@ -352,7 +352,7 @@ impl<T: Scalar> KrylovDevice<T> {
         let shared = krylov_combine_shared_bytes(params.most, size_of::<T>() as u32);
         let f = gpu.kernel::<T>(abi::KRYLOV_BASIS_COMBINE)?;
         // SAFETY: as `sums`, without the partials, with the shared memory of `most` columns (at most
-        // 8.2 KiB: `most` is checked against the basis, at most KRYLOV_MAX_RESTART + 1 columns); each
+        // 16.4 KB: `most` is checked against the basis, at most KRYLOV_MAX_RESTART + 1 columns); each
         // element of `w` is one thread's.
         unsafe { launch(gpu, f, cg_blocks(self.n), KRYLOV_BLOCK_THREADS, shared, &params) }
     }

@@ -17,8 +17,15 @@ use super::{
     quotient, residual,
 };
 use crate::Result;
+use crate::iterative::why::NOT_FINITE;
 use crate::iterative::{NOT_SPD, Outcome, SolveError, SolverOptions, Stop, relative_residual};
 use crate::scalar::Scalar;
+
+/// The breakdown of a residual `rᵀr` that is not finite at `iteration`: NaN or infinities in the
+/// matrix, the preconditioner or `b`, or `bᵀb` past the type's range. The GPU CGs test it first too.
+fn not_finite<T: Scalar>(iteration: usize, rr: T) -> crate::Error {
+    SolveError::Breakdown { iteration, what: "rᵀr", value: rr.to_f64(), why: NOT_FINITE }.into()
+}
 
 /// Solves `A x = b` by CG from the initial guess in `x`, overwriting it with the last iterate.
 ///
@@ -64,10 +71,15 @@ fn classic<T: Scalar>(
     let mut rz = dot(&r, &p);
     let mut rr = dot(&r, &r);
     let outcome = |iterations, rr: T, stop| Start::<T>::outcome(bb, iterations, rr, stop);
+    // A residual that is not finite breaks down before the convergence test: where `bᵀb` overflowed
+    // (or `b` holds infinities), the tolerance is infinite too and would pass it.
+    if !rr.to_f64().is_finite() {
+        return Err(not_finite(0, rr));
+    }
     if rr <= tol_rr {
         return Ok(outcome(0, rr, Stop::Converged));
     }
-    if !positive(rz) || !rr.to_f64().is_finite() {
+    if !positive(rz) {
         return Err(
             SolveError::Breakdown { iteration: 0, what: "rᵀz", value: rz.to_f64(), why: NOT_SPD }.into()
         );
@@ -93,10 +105,13 @@ fn classic<T: Scalar>(
         rz = rz_new;
         x.iter_mut().zip(&p).for_each(|(x, &p)| *x = alpha.mul_add(p, *x));
         p.iter_mut().zip(&z).for_each(|(p, &z)| *p = beta.mul_add(*p, z));
+        if !rr.to_f64().is_finite() {
+            return Err(not_finite(iteration + 1, rr));
+        }
         if rr <= tol_rr {
             return Ok(outcome(iteration + 1, rr, Stop::Converged));
         }
-        if !positive(rz) || !rr.to_f64().is_finite() {
+        if !positive(rz) {
             return Err(SolveError::Breakdown {
                 iteration: iteration + 1,
                 what: "rᵀz",
@@ -168,10 +183,13 @@ fn pipelined<T: Scalar>(
         // The one reduction: γ = rᵀu, δ = wᵀu, rᵀr.
         let (gamma, delta) = (dot(&r, &u), dot(&w, &u));
         rr = dot(&r, &r);
+        if !rr.to_f64().is_finite() {
+            return Err(not_finite(iteration, rr));
+        }
         if rr <= tol_rr {
             return Ok(outcome(iteration, rr, Stop::Converged));
         }
-        if !positive(gamma) || !rr.to_f64().is_finite() {
+        if !positive(gamma) {
             return Err(breakdown(iteration, "rᵀz", gamma));
         }
         if iteration == options.max_iterations {
@@ -371,7 +389,13 @@ mod tests {
         );
         let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, f64::NAN]).unwrap();
         let e = pipelined_cg(&nan, &[1.0, 1.0], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
-        assert!(matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀz", .. })), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀr", why: NOT_FINITE, .. })
+            ),
+            "{e}"
+        );
         let mut x = [7.0; 3];
         let wide = CsrRef::try_new(2, 3, &[0, 1, 2], &[0, 1], &[1.0, 1.0]).unwrap();
         assert!(pipelined_cg(&wide, &[1.0; 2], &mut x[..2], &options(Preconditioner::None)).is_err());
@@ -458,7 +482,65 @@ mod tests {
         // NaN * 0 = NaN: the first residual already is NaN.
         let nan = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, f64::NAN]).unwrap();
         let e = cg(&nan, &[1.0, 1.0], &mut [0.0; 2], &options(Preconditioner::None)).unwrap_err();
-        assert!(matches!(e, Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀz", .. })), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::Solve(SolveError::Breakdown { iteration: 0, what: "rᵀr", why: NOT_FINITE, .. })
+            ),
+            "{e}"
+        );
+    }
+
+    /// A positive diagonal entry whose inverse overflows (subnormal in f64, below about 2.9e-39 in
+    /// f32) is refused before Jacobi multiplies by infinity.
+    #[test]
+    fn jacobi_refuses_a_diagonal_whose_inverse_overflows() {
+        let jacobi = options(Preconditioner::Jacobi);
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, 1e-310]).unwrap();
+        for e in [
+            cg(&a, &[1.0, 1.0], &mut [0.0; 2], &jacobi).unwrap_err(),
+            pipelined_cg(&a, &[1.0, 1.0], &mut [0.0; 2], &jacobi).unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 1, .. })), "{e}");
+        }
+        let a32 = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[2e-39f32, 1.0]).unwrap();
+        let e = cg(&a32, &[1.0f32, 1.0], &mut [0.0; 2], &options(Preconditioner::Jacobi)).unwrap_err();
+        assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 0, .. })), "{e}");
+    }
+
+    /// An infinite `b`, or one whose `bᵀb` overflows, makes the tolerance infinite: both CGs must
+    /// break down on the residual that is not finite, not report a converged solve of residual NaN.
+    #[test]
+    fn a_b_past_the_range_breaks_down_instead_of_converging() {
+        let a = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0, 1.0]).unwrap();
+        let opts = options(Preconditioner::None);
+        for b in [[1e200, 1e200], [f64::INFINITY, 0.0]] {
+            for e in [
+                cg(&a, &b, &mut [0.0; 2], &opts).unwrap_err(),
+                pipelined_cg(&a, &b, &mut [0.0; 2], &opts).unwrap_err(),
+            ] {
+                assert!(
+                    matches!(
+                        e,
+                        Error::Solve(SolveError::Breakdown {
+                            iteration: 0,
+                            what: "rᵀr",
+                            why: NOT_FINITE,
+                            ..
+                        })
+                    ),
+                    "{b:?}: {e}"
+                );
+            }
+        }
+        let a32 = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1.0f32, 1.0]).unwrap();
+        let opts32 = options(Preconditioner::None);
+        for e in [
+            cg(&a32, &[1e20f32, 1e20], &mut [0.0; 2], &opts32).unwrap_err(),
+            pipelined_cg(&a32, &[1e20f32, 1e20], &mut [0.0; 2], &opts32).unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::Solve(SolveError::Breakdown { what: "rᵀr", .. })), "{e}");
+        }
     }
 
     #[test]

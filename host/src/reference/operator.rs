@@ -72,7 +72,9 @@ pub(crate) enum DiagonalNeed {
 
 /// `1 / d` for every diagonal entry, rounded to `T` (the f64 quotient rounded to f32 is the f32
 /// quotient: f64 has more than twice f32's digits), or the first entry that does not meet `need`
-/// ([`SolveError::NonPositiveDiagonal`], [`SolveError::SingularDiagonal`]).
+/// ([`SolveError::NonPositiveDiagonal`], [`SolveError::SingularDiagonal`]), or whose inverse is not
+/// finite in `T` ([`SolveError::SingularDiagonal`]: a subnormal entry, or an f32 one below about
+/// 2.9e-39, would make the preconditioner multiply by infinity).
 pub(crate) fn inverse_diagonal<T: Scalar>(diagonal: &[T], need: DiagonalNeed) -> Result<Vec<T>> {
     diagonal
         .iter()
@@ -86,7 +88,14 @@ pub(crate) fn inverse_diagonal<T: Scalar>(diagonal: &[T], need: DiagonalNeed) ->
                 DiagonalNeed::NonZero if value == 0.0 || !value.is_finite() => {
                     Err(SolveError::SingularDiagonal { row, value }.into())
                 }
-                _ => Ok(T::from_f64(1.0 / value)),
+                _ => {
+                    let inverse = T::from_f64(1.0 / value);
+                    if inverse.to_f64().is_finite() {
+                        Ok(inverse)
+                    } else {
+                        Err(SolveError::SingularDiagonal { row, value }.into())
+                    }
+                }
             }
         })
         .collect()

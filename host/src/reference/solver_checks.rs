@@ -116,6 +116,10 @@ pub(crate) fn check_refusals(
     let jacobi = SolverOptions { preconditioner: Preconditioner::Jacobi, ..good };
     let e = solve(square, &[1.0; 2], &mut x[..2], &jacobi).unwrap_err();
     assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 1, value: 0.0 })), "{e}");
+    // A subnormal diagonal entry: non-zero and finite, but its inverse is not.
+    let tiny = CsrRef::try_new(2, 2, &[0, 1, 2], &[0, 1], &[1e-310, 1.0]).unwrap();
+    let e = solve(tiny, &[1.0; 2], &mut x[..2], &jacobi).unwrap_err();
+    assert!(matches!(e, Error::Solve(SolveError::SingularDiagonal { row: 0, .. })), "{e}");
     assert_eq!(x, [7.0; 3]);
 }
 

@@ -115,7 +115,9 @@ impl<'a, T: Scalar, A: Operator<T>> Bicgstab<'a, T, A> {
     }
 
     /// A solver preconditioned by the caller's `preconditioner`; `options.preconditioner` must be
-    /// `None` ([`Error::Unsupported`](crate::Error::Unsupported) otherwise).
+    /// `None` ([`Error::Unsupported`](crate::Error::Unsupported) otherwise), and a preconditioner
+    /// that tells its order ([`Precondition::order`]) must have the operator's
+    /// ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch) otherwise).
     pub fn with_preconditioner(
         op: A,
         options: SolverOptions,

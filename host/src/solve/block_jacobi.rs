@@ -85,4 +85,8 @@ impl<T: Scalar> Precondition<T> for BlockJacobi<T> {
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         block_jacobi(gpu, &self.inverses, self.n, self.block, r, z)
     }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.n())
+    }
 }

@@ -15,7 +15,7 @@ use crate::enqueue::{DeviceMatrix, Plan};
 use crate::formats::convert::narrow;
 use crate::iterative::{MAX_HISTORY, square_order};
 use crate::iterative::{
-    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual,
+    NOT_SPD, Outcome, Preconditioner, SolveError, SolverOptions, Stop, relative_residual, why,
 };
 use crate::reference::{DiagonalNeed, inverse_diagonal};
 use crate::scalar::Scalar;
@@ -65,6 +65,10 @@ pub struct Cg<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     /// The launches' parameters, kept to make them again for a history.
     params: CgParams<T>,
     launches: CgLaunches<T>,
+    /// Whether [`Cg::start`] ran on a matrix of order 0, whose launches have no blocks and leave
+    /// the device state as it was: [`Cg::outcome`] then reports the empty solve converged at once,
+    /// as the oracle does.
+    started_empty: bool,
 }
 
 impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
@@ -133,6 +137,7 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
             history: None,
             params,
             launches,
+            started_empty: false,
         })
     }
 
@@ -243,6 +248,10 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         gpu.check_operand("b", b, n)?;
         gpu.check_operand("x", x, n)?;
         self.check_diagonal()?;
+        if n == 0 {
+            self.started_empty = true;
+            return Ok(());
+        }
         gpu.stream().memset_zeros(&mut self.state)?;
         let (b_addr, _b_guard) = b.read(gpu.stream());
         // SAFETY: `b` was checked to hold `n` elements of the solver's context.
@@ -268,8 +277,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
         let (x_addr, _x_guard) = x.write(gpu.stream());
         for _ in 0..iterations {
             self.plan.spmv(T::from_f64(1.0), &self.p, T::ZERO, &mut self.q)?;
-            // SAFETY: `x` was checked to hold `n` elements of the solver's context, and `start` ran
-            // `init` with it (this method's contract, as documented).
+            // SAFETY: `x` was checked to hold `n` elements of the solver's context; the kernels do
+            // nothing unless the state says a solve runs, so an iteration before `start` (the state
+            // zeroed at allocation, not started) or after the solve stopped writes nothing.
             unsafe { self.launches.after_product(gpu, AbiPtr::new(x_addr))? };
         }
         Ok(())
@@ -279,6 +289,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Cg<'a, T, A> {
     /// runs, the outcome once it has converged or reached the iteration limit, and
     /// [`SolveError::Breakdown`] if it broke down.
     pub fn outcome(&self) -> Result<Option<Outcome>> {
+        if self.n == 0 && self.started_empty {
+            return Ok(Some(Outcome { iterations: 0, relative_residual: 0.0, stop: Stop::Converged }));
+        }
         let DeviceCgState(state) = self.plan.gpu().stream().clone_dtoh(&self.state)?[0];
         outcome_of(&state)
     }
@@ -318,6 +331,16 @@ fn outcome_of<T: Scalar>(state: &CgState<T>) -> Result<Option<Outcome>> {
             return Err(
                 SolveError::Breakdown { iteration: iterations, what: "pᵀAp", value, why: NOT_SPD }.into()
             );
+        }
+        CG_BREAKDOWN_RZ if !state.rr.to_f64().is_finite() => {
+            let value = state.rr.to_f64();
+            return Err(SolveError::Breakdown {
+                iteration: iterations,
+                what: "rᵀr",
+                value,
+                why: why::NOT_FINITE,
+            }
+            .into());
         }
         CG_BREAKDOWN_RZ => {
             let value = state.rz.to_f64();

@@ -10,6 +10,7 @@
 use super::operator::{Operator, Precondition};
 use crate::device::{DeviceVector, Gpu};
 use crate::enqueue::krylov::{ungated_axpy, ungated_scale};
+use crate::formats::convert::narrow;
 use crate::iterative::{ChebyshevSteps, EigenBounds, power, square_order};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -82,6 +83,9 @@ impl<T: Scalar, O: Operator<T>> Chebyshev<T, O> {
     pub fn estimate_bounds(op: &O, steps: usize, ratio: f64) -> Result<EigenBounds> {
         ChebyshevSteps::check_power_steps(steps)?;
         let n = square_order(op.nrows(), op.ncols())?;
+        // A caller's operator may report any order: refused past the kernels' 32-bit indices
+        // before the host allocates its start vector.
+        narrow("the unknowns", n)?;
         let gpu = op.gpu();
         let mut v = gpu.upload_vector(&power::start::<T>(n))?;
         let mut w = gpu.zeros::<T>(n)?;
@@ -137,5 +141,9 @@ impl<T: Scalar, O: Operator<T>> Precondition<T> for Chebyshev<T, O> {
             ungated_axpy(gpu, what, T::from_f64(1.0), &self.d, None, z)?;
         }
         Ok(())
+    }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.d.len())
     }
 }

@@ -134,8 +134,8 @@ impl<'a, T: Scalar, A: Operator<T>> Gmres<'a, T, A> {
         Self::build(op, options, restart, diagonal.map(PrecondSource::Diagonal))
     }
 
-    /// A solver preconditioned by the caller's `preconditioner`; `options.preconditioner` must be
-    /// `None`.
+    /// A solver preconditioned by the caller's `preconditioner`; refused as
+    /// [`Bicgstab::with_preconditioner`](super::Bicgstab::with_preconditioner) refuses.
     pub fn with_preconditioner(
         op: A,
         options: SolverOptions,

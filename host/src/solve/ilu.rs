@@ -133,6 +133,10 @@ impl<T: Scalar> Precondition<T> for Ilu0<T> {
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         self.device.apply(gpu, r, z)
     }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.n())
+    }
 }
 
 /// IC(0): `z = (L Lᵀ)⁻¹ r`, `L Lᵀ ≈ A` on the pattern of `A`'s lower triangle (Meijerink & van der
@@ -195,5 +199,9 @@ impl<T: Scalar> Ic0<T> {
 impl<T: Scalar> Precondition<T> for Ic0<T> {
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         self.0.apply(gpu, r, z)
+    }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.n())
     }
 }

@@ -137,7 +137,12 @@ impl<'a, T: Scalar, A: Operator<T>> Core<T, OneGpu<'a, T, A>> {
         let n = Self::check(&op, &options)?;
         let precond = match (options.preconditioner, precond) {
             (Preconditioner::None, None) => Precond::None,
-            (Preconditioner::None, Some(PrecondSource::Custom(p))) => Precond::Custom(p),
+            (Preconditioner::None, Some(PrecondSource::Custom(p))) => match p.order() {
+                Some(got) if got != n => {
+                    return Err(Error::DimensionMismatch { what: "the preconditioner", expected: n, got });
+                }
+                _ => Precond::Custom(p),
+            },
             (Preconditioner::Jacobi, Some(PrecondSource::Diagonal(d))) => {
                 if d.len() != n {
                     return Err(Error::DimensionMismatch { what: "the diagonal", expected: n, got: d.len() });
@@ -299,7 +304,14 @@ impl<T: Scalar, S: Space<T>> Core<T, S> {
             KRYLOV_CONVERGED => Stop::Converged,
             KRYLOV_MAX_ITERATIONS => Stop::MaxIterations,
             KRYLOV_BREAKDOWN => {
-                let (what, zero) = self.breakdowns[snap.state.breakdown as usize];
+                // The tag comes back from the device: one the solver did not give is a fault of
+                // the kernels, reported, not a panic.
+                let Some(&(what, zero)) = self.breakdowns.get(snap.state.breakdown as usize) else {
+                    return Err(Error::InvalidKernel(format!(
+                        "a breakdown tag the solver does not know: {}",
+                        snap.state.breakdown
+                    )));
+                };
                 let value = snap.breakdown_value.to_f64();
                 let why = if value.is_finite() { zero } else { why::NOT_FINITE };
                 return Err(SolveError::Breakdown { iteration: iterations, what, value, why }.into());

@@ -89,6 +89,15 @@ impl<T: Scalar, A: DeviceMatrix<T> + ?Sized> Operator<T> for Plan<'_, T, A> {
 pub trait Precondition<T: Scalar> {
     /// Enqueues `z = M⁻¹ r` on `gpu`'s stream (the solver's operator's).
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()>;
+
+    /// The length of the vectors [`Precondition::apply`] takes, where the preconditioner knows
+    /// it: a solver refuses a preconditioner of another order when it is made
+    /// ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch), "the preconditioner"),
+    /// instead of at its first apply, in the middle of a solve's start. `None`, the default, for
+    /// one that checks its vectors in `apply` alone.
+    fn order(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Jacobi: `z = D⁻¹ r`, `D` the diagonal of `A` (Saad, "Iterative Methods for Sparse Linear
@@ -155,5 +164,9 @@ impl<T: Scalar> Jacobi<T> {
 impl<T: Scalar> Precondition<T> for Jacobi<T> {
     fn apply(&mut self, gpu: &Gpu, r: &DeviceVector<T>, z: &mut DeviceVector<T>) -> Result<()> {
         diag_scale(gpu, &self.inv_diag, r, z)
+    }
+
+    fn order(&self) -> Option<usize> {
+        Some(self.inv_diag.len())
     }
 }

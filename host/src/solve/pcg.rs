@@ -99,7 +99,9 @@ impl<'a, T: Scalar, A: Operator<T>> Pcg<'a, T, A> {
 
     /// A solver preconditioned by the caller's `preconditioner`, which must be symmetric positive
     /// definite; `options.preconditioner` must be `None`
-    /// ([`Error::Unsupported`](crate::Error::Unsupported) otherwise).
+    /// ([`Error::Unsupported`](crate::Error::Unsupported) otherwise), and a preconditioner that tells
+    /// its order ([`Precondition::order`]) must have the operator's
+    /// ([`Error::DimensionMismatch`](crate::Error::DimensionMismatch) otherwise).
     pub fn with_preconditioner(
         op: A,
         options: SolverOptions,
@@ -228,9 +230,9 @@ impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PcgIn<T, S> {
         program.extend([
             start(max, 0),
             c.record(RR, 0),
+            finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
             positive(RZ, RZ_TAG),
-            finite(RR, RR_TAG),
             limit(RR, Ends::Solve),
         ]);
         c.space.program(STARTING, &program)
@@ -254,9 +256,9 @@ impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PcgIn<T, S> {
                 copy(RZ_NEW, RZ),
                 count(),
                 record,
+                finite(RR, RR_TAG),
                 converged(RR, Ends::Solve),
                 positive(RZ, RZ_TAG),
-                finite(RR, RR_TAG),
                 limit(RR, Ends::Solve),
             ],
         )?;

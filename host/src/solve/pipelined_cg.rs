@@ -223,9 +223,9 @@ impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PipelinedCgIn<T, S> {
             set(MINUS_ONE, minus_one),
             start(max, 0),
             c.record(RR, 0),
+            finite(RR, RR_TAG),
             converged(RR, Ends::Solve),
             positive(GAMMA, RZ_TAG),
-            finite(RR, RR_TAG),
             limit(RR, Ends::Solve),
         ]);
         c.space.program(STARTING, &program)
@@ -275,9 +275,9 @@ impl<T: Scalar, S: Space<T>> Recurrence<T, S> for PipelinedCgIn<T, S> {
             &[
                 count(),
                 record,
+                finite(RR, RR_TAG),
                 converged(RR, Ends::Solve),
                 positive(GAMMA, RZ_TAG),
-                finite(RR, RR_TAG),
                 limit(RR, Ends::Solve),
             ],
         )
