@@ -51,10 +51,19 @@ pub trait Load: Copy {
     /// # Safety
     /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.
     unsafe fn load_global(p: *const Self) -> Self;
+
+    /// [`Load::load_nc`] when `live`, else zero without touching memory: a predicated load
+    /// (`@p ld.global.nc`), so that a batch of loads, some past a row's end, is one basic block with
+    /// no branch and no request for the dead ones.
+    ///
+    /// # Safety
+    /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel,
+    /// whether `live` or not (the address is computed either way).
+    unsafe fn load_nc_or_zero(p: *const Self, live: bool) -> Self;
 }
 
 macro_rules! impl_load {
-    ($t:ty, $ptx:literal, $class:ident) => {
+    ($t:ty, $ptx:literal, $bits:literal, $class:ident) => {
         impl Load for $t {
             #[inline(always)]
             unsafe fn load_nc(p: *const Self) -> Self {
@@ -77,15 +86,28 @@ macro_rules! impl_load {
                 }
                 v
             }
+
+            #[inline(always)]
+            unsafe fn load_nc_or_zero(p: *const Self, live: bool) -> Self {
+                let v: $t;
+                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
+                unsafe {
+                    asm!(concat!("{{ .reg .pred live; setp.ne.u32 live, {live}, 0; mov.b", $bits,
+                        " {v}, 0; @live ld.global.nc.", $ptx, " {v}, [{p}]; }}"),
+                        v = out($class) v, p = in(reg64) p, live = in(reg32) u32::from(live),
+                        options(pure, readonly, nostack));
+                }
+                v
+            }
         }
     };
 }
 
-impl_load!(u16, "u16", reg16);
-impl_load!(u32, "u32", reg32);
-impl_load!(i32, "s32", reg32);
-impl_load!(f32, "f32", reg32);
-impl_load!(f64, "f64", reg64);
+impl_load!(u16, "u16", "16", reg16);
+impl_load!(u32, "u32", "32", reg32);
+impl_load!(i32, "s32", "32", reg32);
+impl_load!(f32, "f32", "32", reg32);
+impl_load!(f64, "f64", "64", reg64);
 
 /// Four consecutive floats in one 16-byte read-only load (`ld.global.nc.v4.f32`).
 ///

@@ -4,7 +4,8 @@
 //! The host sorts rows by length, splits rows longer than the block width bound B2 into pieces, and
 //! groups 32 pieces of similar length into a block stored column-major: entry `j` of lane `l` at
 //! `block_ptr[b] + 32 * j + l`, so a warp's loads at each step are 32 consecutive words. A piece's
-//! padding slots come after its entries and hold `PAD_COL`; the lane stops at the first one.
+//! padding slots come after its entries and hold `PAD_COL`; a lane walks its piece's slots a batch at a
+//! time ([`padded_dot`], shared with ELL).
 //!
 //! A lane whose piece is a whole row writes `alpha * sum + beta * y` to that row. A piece of a split
 //! row (its target has `BRC_SPLIT` set, the rest is its slot) is combined in one of two ways:
@@ -17,7 +18,8 @@
 //! so lanes may diverge freely.
 
 use super::FormatReal;
-use crate::abi::{BRC_SPLIT, BrcParams, PAD_COL, WARP_SIZE};
+use super::slots::padded_dot;
+use crate::abi::{BRC_SPLIT, BrcParams, WARP_SIZE};
 use crate::arch::{Load, global_thread, grid_threads};
 use crate::real::{Real, store_axpby};
 
@@ -36,20 +38,19 @@ unsafe fn brc<T: FormatReal, const ATOMIC: bool>(p: BrcParams<T>) {
         let piece = b * WARP_SIZE as usize + lane;
         if piece < p.a.pieces as usize {
             // SAFETY: `b < blocks` and `piece < pieces`; the block's `width` columns of 32 slots lie
-            // inside the entry arrays (host validation).
+            // inside the entry arrays, and its columns are below the length of `x` or `PAD_COL`
+            // (host validation).
             unsafe {
                 let width = u32::load_nc(p.a.block_width.as_ptr().add(b));
-                let mut slot = u32::load_nc(p.a.block_ptr.as_ptr().add(b)) as usize + lane;
-                let mut sum = T::ZERO;
-                for _ in 0..width {
-                    let col = u32::load_nc(p.a.cols.as_ptr().add(slot));
-                    if col == PAD_COL {
-                        break;
-                    }
-                    sum = T::load_nc(p.a.values.as_ptr().add(slot))
-                        .fma(T::load_nc(p.op.x.as_ptr().add(col as usize)), sum);
-                    slot += WARP_SIZE as usize;
-                }
+                let first = u32::load_nc(p.a.block_ptr.as_ptr().add(b)) as usize + lane;
+                let sum = padded_dot(
+                    p.a.cols.as_ptr(),
+                    p.a.values.as_ptr(),
+                    p.op.x.as_ptr(),
+                    first,
+                    WARP_SIZE as usize,
+                    width,
+                );
                 let target = u32::load_nc(p.a.targets.as_ptr().add(piece));
                 if target & BRC_SPLIT == 0 {
                     store_axpby(p.op.y.as_mut_ptr(), target as usize, p.op.alpha, sum, p.op.beta);
