@@ -24,9 +24,9 @@ pub const RESIDENT_THREADS_PER_SM: u32 = 2048;
 /// Warps an SM keeps resident: 64 from Volta to Hopper.
 pub const RESIDENT_WARPS_PER_SM: u32 = RESIDENT_THREADS_PER_SM / WARP_SIZE;
 
-/// Threads per block of `Kernel::Auto`'s CSR choices and of the ELL, COO and BRC kernels: Reguly &
-/// Giles (2012) found 128 best across their suite; it leaves the scheduler 16 blocks per SM, and is a
-/// multiple of the warp, as the segmented and BRC kernels need.
+/// Threads per block of `Kernel::Auto`'s CSR choices and of the ELL, SELL, COO and BRC kernels:
+/// Reguly & Giles (2012) found 128 best across their suite; it leaves the scheduler 16 blocks per SM,
+/// and is a multiple of the warp, as the segmented, SELL and BRC kernels need.
 pub const BLOCK_SIZE: u32 = 128;
 
 /// Threads per block of `spmv_scale_*`: an element per thread and no shared state, so a larger block
@@ -128,6 +128,9 @@ pub const GATHER_BLOCK_SIZE: u32 = 256;
 
 /// `spmv_ell_*`.
 pub const ELL: Entry = entry!("spmv_ell");
+
+/// `spmv_sell_*`.
+pub const SELL: Entry = entry!("spmv_sell");
 
 /// `spmv_coo_atomic_*` and `spmv_coo_segmented_*`.
 pub const COO_ATOMIC: Entry = entry!("spmv_coo_atomic");
@@ -582,8 +585,8 @@ pub struct CsrPanelTableParams {
     pub table: DevicePtr<u32>,
 }
 
-/// The column index of a padding slot in the ELL, BRC and dense-block arrays. The kernels read no `x`
-/// for it: a value of 0 at a real column would still turn an infinite or NaN `x[col]` into NaN.
+/// The column index of a padding slot in the ELL, SELL, BRC and dense-block arrays. The kernels read
+/// no `x` for it: a value of 0 at a real column would still turn an infinite or NaN `x[col]` into NaN.
 /// Column indices are below the column count, itself at most `u32::MAX`, so none is `PAD_COL`.
 pub const PAD_COL: u32 = u32::MAX;
 
@@ -603,6 +606,34 @@ pub struct EllArgs<T> {
 #[derive(Debug, Clone, Copy)]
 pub struct EllParams<T> {
     pub a: EllArgs<T>,
+    pub op: Axpby<T>,
+}
+
+/// Rows per slice of a SELL-C matrix, C in Kreutzer et al. (2014): one warp, a lane per row, so that
+/// the warp's loads at each slot are 32 consecutive words.
+pub const SELL_SLICE_ROWS: u32 = WARP_SIZE;
+const _: () = assert!(BLOCK_SIZE.is_multiple_of(SELL_SLICE_ROWS));
+
+/// A SELL-C matrix, C = [`SELL_SLICE_ROWS`] (Kreutzer, Hager, Wellein, Fehske & Bishop 2014, no
+/// sorting): slice `s` holds rows `C s .. C s + C - 1` in `(slice_ptr[s + 1] - slice_ptr[s]) / C`
+/// slots each, as many as its longest row; slot `k` of lane `l` (row `C s + l`) is at
+/// `slice_ptr[s] + C k + l`. A row's entries fill its first slots; the rest, and every slot of a lane
+/// past the last row, hold [`PAD_COL`]. `slice_ptr` has `slices + 1` entries, the first 0.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SellArgs<T> {
+    pub slice_ptr: DevicePtr<u32>,
+    pub cols: DevicePtr<u32>,
+    pub values: DevicePtr<T>,
+    pub rows: u32,
+    pub slices: u32,
+}
+
+/// `spmv_sell_*`: one warp per slice, a lane per row.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SellParams<T> {
+    pub a: SellArgs<T>,
     pub op: Axpby<T>,
 }
 
@@ -1977,7 +2008,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
     &CSR_PANELS,
     &[CSR_PANELS_COMBINE],
-    &[ELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
+    &[ELL, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

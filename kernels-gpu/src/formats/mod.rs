@@ -10,6 +10,7 @@ mod coo;
 mod dense_blocks;
 mod ell;
 mod lma;
+mod sell;
 mod slots;
 
 use crate::arch::{AtomicAdd, shfl_down_b32, shfl_up_b32};

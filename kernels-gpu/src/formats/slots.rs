@@ -1,5 +1,5 @@
-//! The walk that ELL and BRC share: a dot product of `x` with one row's run of padded slots stored
-//! column-major, slot `k` of the run at `first + k * stride`.
+//! The walk that ELL, SELL and BRC share: a dot product of `x` with one row's run of padded slots
+//! stored column-major, slot `k` of the run at `first + k * stride`.
 //!
 //! The slots are loaded a batch at a time with no early exit at the first padding slot (issue 22;
 //! PERF section 27). A loop that loads a slot's column index, tests it for padding, then gathers
@@ -8,7 +8,7 @@
 //! index and value loads all leave together, then its gathers, then its products, in slot order:
 //! the sum is the one the slot-by-slot loop makes, bit for bit. Slots past the run's end are
 //! predicated off (`@p ld.global.nc`: no request, no branch); a padding slot inside the run costs
-//! its index and value loads, which ELL's and BRC's short padding makes cheap.
+//! its index and value loads, which the short padding of ELL, SELL and BRC makes cheap.
 
 use crate::abi::PAD_COL;
 use crate::arch::Load;
