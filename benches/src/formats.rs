@@ -2,7 +2,7 @@
 //! upload, and the product through `Gpu::spmv`.
 
 use gpu_spmv::formats::{
-    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Storage, bf16, brc_b2_candidates,
+    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, Storage, bf16, brc_b2_candidates,
     brc_model_b2, f16,
 };
 use gpu_spmv::{
@@ -15,6 +15,8 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Ell,
+    /// SELL-32: ELL's slots, padded per slice of 32 rows.
+    Sell,
     Coo(CooKernel),
     Hyb,
     Brc {
@@ -30,12 +32,13 @@ pub enum Format {
 }
 
 impl Format {
-    /// The short key of reports: `ell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
+    /// The short key of reports: `ell`, `sell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
     /// `-atomic` when split rows are combined by atomics), `dense-blocks`, `compressed-<storage>`
     /// (`compressed-f32`, `compressed-bf16`, ...: the storage type of the values).
     pub fn key(&self) -> String {
         match *self {
             Format::Ell => "ell".into(),
+            Format::Sell => "sell".into(),
             Format::Coo(CooKernel::Atomic) => "coo-atomic".into(),
             Format::Coo(CooKernel::Segmented) => "coo-segmented".into(),
             Format::Hyb => "hyb".into(),
@@ -97,8 +100,13 @@ impl<T> std::fmt::Debug for Converted<T> {
 /// atomics; compressed column indices with the values in the product's type `precision`, and in
 /// bf16 and f16 for f32 products.
 pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<Format> {
-    let mut all =
-        vec![Format::Ell, Format::Coo(CooKernel::Atomic), Format::Coo(CooKernel::Segmented), Format::Hyb];
+    let mut all = vec![
+        Format::Ell,
+        Format::Sell,
+        Format::Coo(CooKernel::Atomic),
+        Format::Coo(CooKernel::Segmented),
+        Format::Hyb,
+    ];
     all.extend(
         brc_b2_candidates(stats, sm_count)
             .into_iter()
@@ -118,7 +126,7 @@ pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<For
 }
 
 /// Converts `a` to `format` (timed) and uploads it `copies` times. `Ok(Err(reason))` when the format
-/// refuses the matrix (ELL's padding limit, say): a result to report, not a failure of the run.
+/// refuses the matrix (ELL's or SELL's padding limit, say): a result to report, not a failure of the run.
 pub fn convert<T: Scalar>(
     gpu: &Gpu,
     format: Format,
@@ -128,6 +136,7 @@ pub fn convert<T: Scalar>(
     let start = Instant::now();
     match format {
         Format::Ell => converted(start, Ell::try_from_csr(a), copies, (), |h| gpu.upload_ell(h)),
+        Format::Sell => converted(start, Sell::try_from_csr(a), copies, (), |h| gpu.upload_sell(h)),
         Format::Coo(kernel) => converted(start, Coo::try_from_csr(a), copies, kernel, |h| gpu.upload_coo(h)),
         Format::Hyb => {
             converted(start, Hyb::try_from_csr(a), copies, CooKernel::Segmented, |h| gpu.upload_hyb(h))

@@ -126,6 +126,14 @@ pub enum FormatError {
          {ell_bytes} bytes, over the limit of {limit_bytes}"
     )]
     EllPadding { width: usize, longest_row: usize, longest_len: usize, ell_bytes: u128, limit_bytes: u128 },
+    /// SELL pads each slice of 32 rows to its longest row (the widest, `slice`, to `width` entries);
+    /// for this matrix that takes more memory than the limit (`ELL_MAX_PADDING_RATIO` times the bytes
+    /// of its CSR form, or `SELL_PADDING_FLOOR_BYTES` where that is more).
+    #[error(
+        "SELL would take {sell_bytes} bytes, over the limit of {limit_bytes} (the widest slice, \
+         {slice}, pads its rows to {width} entries)"
+    )]
+    SellPadding { slice: usize, width: usize, sell_bytes: u128, limit_bytes: u128 },
     /// An element of a local-matrix (LMA) operator names a node past the node count.
     #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
     LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },

@@ -80,7 +80,7 @@ pub mod spmm {
 
 pub use device::{
     DeviceBrc, DeviceCompressed, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma,
-    DeviceVector, Gpu, Graph, VectorMut, VectorRef,
+    DeviceSell, DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{
     BrcCombine, CompressedKernel, CooAssembly, CooKernel, DeviceMatrix, FromDeviceError, Kernel, LmaKernel,

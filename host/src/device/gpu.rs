@@ -35,9 +35,10 @@ const SM90_MAJOR: i32 = 9;
 ///   [`Gpu::stream`], [`Gpu::synchronize`];
 /// - matrices on the device: [`Gpu::upload_csr`], [`Gpu::upload_csr_ref`],
 ///   [`Gpu::upload_csr_parts`], [`Gpu::upload_csr_u32`], [`Gpu::upload_csr_rcm`], and a format's
-///   own, [`Gpu::upload_ell`], [`Gpu::upload_coo`], [`Gpu::upload_hyb`], [`Gpu::upload_brc`],
-///   [`Gpu::upload_dense_blocks`], [`Gpu::upload_compressed`], [`Gpu::upload_lma`]; chosen by
-///   measuring, [`Gpu::upload_for_products`] and [`Gpu::upload_brc_tuned`]; made on the device,
+///   own, [`Gpu::upload_ell`], [`Gpu::upload_sell`], [`Gpu::upload_coo`], [`Gpu::upload_hyb`],
+///   [`Gpu::upload_brc`], [`Gpu::upload_dense_blocks`], [`Gpu::upload_compressed`],
+///   [`Gpu::upload_lma`]; chosen by measuring, [`Gpu::upload_for_products`] and
+///   [`Gpu::upload_brc_tuned`]; made on the device,
 ///   [`DeviceCsr::try_from_device`](crate::DeviceCsr::try_from_device) and
 ///   [`CooAssembly`](crate::CooAssembly);
 /// - vectors and dense matrices: [`Gpu::upload_vector`], [`Gpu::zeros`], [`Gpu::upload_dense`],

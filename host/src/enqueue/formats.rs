@@ -7,7 +7,9 @@ use super::DeviceMatrix;
 use super::launch::{Prepared, unset_accumulate, unset_axpby};
 use super::sealed::{Enqueue, Product};
 use crate::Result;
-use crate::device::{DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, Gpu};
+use crate::device::{
+    DeviceBrc, DeviceCoo, DeviceDenseBlocks, DeviceEll, DeviceHyb, DeviceLma, DeviceSell, Gpu,
+};
 use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::formats::lma::LmaStorage;
@@ -15,12 +17,13 @@ use crate::scalar::Scalar;
 use kernels_gpu::abi::{
     self as abi, Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
     DenseBlockParams, EllParams, LMA_BLOCK_SIZE, LMA_NODES_PER_ELEMENT, LMA_WARPS_PER_BLOCK, LmaParams,
-    RESIDENT_WARPS_PER_SM, WARP_SIZE, lma_shared_bytes, lma_step_elements,
+    RESIDENT_WARPS_PER_SM, SELL_SLICE_ROWS, SellParams, WARP_SIZE, lma_shared_bytes, lma_step_elements,
 };
 use kernels_gpu::index::grid_blocks;
 
 super::launch::with_operands!(
     EllParams: Axpby,
+    SellParams: Axpby,
     BrcParams: Axpby,
     DenseBlockParams: Axpby,
     CooParams: Accumulate,
@@ -119,6 +122,15 @@ fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllPar
     Ok(unsafe { Prepared::new(gpu.kernel::<T>(abi::ELL)?, grid, BLOCK_SIZE, 0, params) })
 }
 
+fn prepare_sell<T: Scalar>(gpu: &Gpu, a: &DeviceSell<T>) -> Result<Prepared<SellParams<T>>> {
+    let params = SellParams { a: a.args(), op: unset_axpby() };
+    let grid = grid_blocks(u64::from(params.a.slices) * u64::from(SELL_SLICE_ROWS), BLOCK_SIZE);
+    // SAFETY: the matrix holds `slices + 1` slice offsets, each slice's slots inside the entry arrays,
+    // each slot `PAD_COL` or a column of `x`; `y` has `rows` elements. The kernel grid-strides over
+    // the slices, a group of `SELL_SLICE_ROWS` threads each, and `BLOCK_SIZE` is a multiple of it.
+    Ok(unsafe { Prepared::new(gpu.kernel::<T>(abi::SELL)?, grid, BLOCK_SIZE, 0, params) })
+}
+
 /// Implements [`DeviceMatrix`] by the inherent methods of the same names.
 macro_rules! device_matrix {
     ($($format:ident),+) => {$(
@@ -130,7 +142,7 @@ macro_rules! device_matrix {
     )+};
 }
 
-device_matrix!(DeviceEll, DeviceCoo, DeviceHyb, DeviceBrc, DeviceDenseBlocks, DeviceLma);
+device_matrix!(DeviceEll, DeviceSell, DeviceCoo, DeviceHyb, DeviceBrc, DeviceDenseBlocks, DeviceLma);
 
 /// ELL: one launch of `spmv_ell_*`, `y = alpha * A * x + beta * y`.
 impl<T: Scalar> Enqueue<T> for DeviceEll<T> {
@@ -143,6 +155,25 @@ impl<T: Scalar> Enqueue<T> for DeviceEll<T> {
 
     fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
         Ok(((), prepare_ell(gpu, self)?))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.axpby()) }
+    }
+}
+
+/// SELL: one launch of `spmv_sell_*`, `y = alpha * A * x + beta * y`.
+impl<T: Scalar> Enqueue<T> for DeviceSell<T> {
+    type Kernel = ();
+    type Launch = Prepared<SellParams<T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceSell::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
+        Ok(((), prepare_sell(gpu, self)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {

@@ -12,10 +12,10 @@ use kernels_gpu::abi::PAD_COL;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
 
-/// The most memory an ELL matrix may take, as a multiple of the bytes of the same matrix in CSR with
-/// 32-bit indices (what the device would hold instead). cusp, Bell & Garland's library, refuses ELL
-/// conversions whose fill (slots per entry) exceeds 3; the same factor on bytes keeps one long row
-/// from allocating gigabytes of padding.
+/// The most memory an ELL (or SELL) matrix may take, as a multiple of the bytes of the same matrix in
+/// CSR with 32-bit indices (what the device would hold instead). cusp, Bell & Garland's library,
+/// refuses ELL conversions whose fill (slots per entry) exceeds 3; the same factor on bytes keeps one
+/// long row from allocating gigabytes of padding.
 pub const ELL_MAX_PADDING_RATIO: u32 = 3;
 
 /// Rows per rayon task when filling a column of slots: enough work to amortise a task.
@@ -113,14 +113,24 @@ impl<T: Scalar> Ell<T> {
     }
 }
 
+/// The bytes of one padded slot: its column index and its value.
+pub(crate) fn slot_bytes<T>() -> u128 {
+    4 + size_of::<T>() as u128
+}
+
+/// The most bytes a padded form of `a` may take: [`ELL_MAX_PADDING_RATIO`] times the bytes of `a` in
+/// CSR with 32-bit indices.
+pub(crate) fn padding_limit_bytes<T>(a: &CsrRef<'_, T>) -> u128 {
+    let csr_bytes = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot_bytes::<T>();
+    csr_bytes * u128::from(ELL_MAX_PADDING_RATIO)
+}
+
 /// Refuses `width` slots per row of `a` when they take over [`ELL_MAX_PADDING_RATIO`] times the bytes
 /// of `a` in CSR with 32-bit indices, naming the longest row and its length (which `width` may be
 /// below, for HYB's ELL part).
 pub(crate) fn check_padding<T>(a: &CsrRef<'_, T>, width: usize) -> Result<()> {
-    let slot_bytes = 4 + size_of::<T>() as u128;
-    let ell_bytes = a.nrows() as u128 * width as u128 * slot_bytes;
-    let csr_bytes = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot_bytes;
-    let limit_bytes = csr_bytes * u128::from(ELL_MAX_PADDING_RATIO);
+    let ell_bytes = a.nrows() as u128 * width as u128 * slot_bytes::<T>();
+    let limit_bytes = padding_limit_bytes(a);
     if ell_bytes <= limit_bytes {
         return Ok(());
     }

@@ -1,5 +1,5 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
-//! from it on the CPU (ELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
+//! from it on the CPU (ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
 //! matrices and their nodes), each with its validation and its model constants; and the host's share
 //! of a staged upload (`staging.rs`: the chunks and the pass that fills them). Pure data: nothing
 //! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
@@ -19,6 +19,7 @@ pub(crate) mod limits;
 pub(crate) mod lma;
 pub(crate) mod partition;
 pub(crate) mod reorder;
+pub(crate) mod sell;
 mod shape;
 mod staging;
 
@@ -40,6 +41,7 @@ pub use limits::{MAX_PARTS, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES};
 pub use lma::{Lma, LmaStorage, NO_NODE};
 pub use partition::{Block, Part, RowPartition, Split};
 pub use reorder::{Permutation, PermutedCsr, bandwidth};
+pub use sell::{SELL_PADDING_FLOOR_BYTES, Sell};
 pub use shape::Shape;
 pub(crate) use shape::shape_accessors;
 pub use staging::{STAGE_BYTES, STAGES, copy_checked, offsets_copy, offsets_stats, stage_chunks};

@@ -1,7 +1,7 @@
 //! [`AutoMatrix`]: a matrix on the device in the format the planner chose.
 
 use super::selection::AutoFormat;
-use crate::device::{DeviceCompressed, DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, Gpu};
+use crate::device::{DeviceCompressed, DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, DeviceSell, Gpu};
 use crate::enqueue::DeviceMatrix;
 use crate::enqueue::sealed::{Enqueue, Product};
 use crate::formats::Shape;
@@ -20,6 +20,7 @@ pub enum AutoMatrix<T> {
     Coo(DeviceCoo<T>),
     Hyb(DeviceHyb<T>),
     Ell(DeviceEll<T>),
+    Sell(DeviceSell<T>),
     Compressed(DeviceCompressed<T>),
 }
 
@@ -30,6 +31,7 @@ pub enum AutoLaunch<T: Scalar> {
     Coo(<DeviceCoo<T> as Enqueue<T>>::Launch),
     Hyb(<DeviceHyb<T> as Enqueue<T>>::Launch),
     Ell(<DeviceEll<T> as Enqueue<T>>::Launch),
+    Sell(<DeviceSell<T> as Enqueue<T>>::Launch),
     Compressed(<DeviceCompressed<T> as Enqueue<T>>::Launch),
 }
 
@@ -41,6 +43,7 @@ impl<T: Scalar> AutoMatrix<T> {
             AutoMatrix::Coo(_) => AutoFormat::CooSegmented,
             AutoMatrix::Hyb(_) => AutoFormat::Hyb,
             AutoMatrix::Ell(_) => AutoFormat::Ell,
+            AutoMatrix::Sell(_) => AutoFormat::Sell,
             AutoMatrix::Compressed(_) => AutoFormat::Compressed,
         }
     }
@@ -54,6 +57,7 @@ macro_rules! with_inner {
             AutoMatrix::Coo($a) => $body,
             AutoMatrix::Hyb($a) => $body,
             AutoMatrix::Ell($a) => $body,
+            AutoMatrix::Sell($a) => $body,
             AutoMatrix::Compressed($a) => $body,
         }
     };
@@ -79,6 +83,7 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             AutoMatrix::Coo(a) => AutoLaunch::Coo(a.prepare(gpu, Default::default())?.1),
             AutoMatrix::Hyb(a) => AutoLaunch::Hyb(a.prepare(gpu, Default::default())?.1),
             AutoMatrix::Ell(a) => AutoLaunch::Ell(a.prepare(gpu, ())?.1),
+            AutoMatrix::Sell(a) => AutoLaunch::Sell(a.prepare(gpu, ())?.1),
             AutoMatrix::Compressed(a) => AutoLaunch::Compressed(a.prepare(gpu, Default::default())?.1),
         };
         Ok(((), launch))
@@ -90,6 +95,7 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             (AutoMatrix::Coo(a), AutoLaunch::Coo(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Hyb(a), AutoLaunch::Hyb(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Ell(a), AutoLaunch::Ell(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Sell(a), AutoLaunch::Sell(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Compressed(a), AutoLaunch::Compressed(l)) => a.enqueue(gpu, l, p),
             _ => unreachable!("`prepare` makes the launch of the matrix's own format"),
         }

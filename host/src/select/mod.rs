@@ -8,10 +8,11 @@
 //! conversion and product, and keeps the format with the smallest total over the products announced
 //! (the break-even count of Reguly & Giles' comparison with ELLPACK, `break_even`).
 //!
-//! Candidates are COO (segmented), HYB and ELL. BRC and dense blocks are not tried: on the H100 bench
-//! they had the slowest conversions (50 to 925 ms), BRC with its model's block width ran at a quarter
-//! to two thirds of its best speed on the irregular matrices (finding a good width takes several
-//! conversions), and wherever either had a smaller total than CSR, ELL or COO had a smaller one still.
+//! Candidates are COO (segmented), HYB, ELL, SELL and compressed column indices. BRC and dense
+//! blocks are not tried: on the H100 bench they had the slowest conversions (50 to 925 ms), BRC with
+//! its model's block width ran at a quarter to two thirds of its best speed on the irregular matrices
+//! (finding a good width takes several conversions), and wherever either had a smaller total than
+//! CSR, ELL or COO had a smaller one still.
 
 mod auto_matrix;
 mod brc_b2;

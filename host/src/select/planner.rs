@@ -11,6 +11,7 @@ use crate::formats::coo::Coo;
 use crate::formats::csr::CsrRef;
 use crate::formats::ell::Ell;
 use crate::formats::hyb::{Hyb, hyb_ell_width};
+use crate::formats::sell::Sell;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::sys;
@@ -21,7 +22,7 @@ use std::time::Instant;
 /// (a product cannot take less than no time): on the H100 bench the cheapest conversion of any format,
 /// over its ten matrices of 20 million entries in both precisions, took 78 CSR products (COO of the
 /// power-law matrix in `f64`). The planning itself runs [`PLAN_WARMUP_PRODUCTS`](super::PLAN_WARMUP_PRODUCTS) +
-/// [`PLAN_TIMED_PRODUCTS`](super::PLAN_TIMED_PRODUCTS) = 12 products per format, 60 with all of them.
+/// [`PLAN_TIMED_PRODUCTS`](super::PLAN_TIMED_PRODUCTS) = 12 products per format, 72 with all of them.
 pub const MIN_PLANNED_PRODUCTS: u64 = 100;
 
 /// A format the planner tries besides CSR.
@@ -30,19 +31,22 @@ enum Candidate {
     Coo,
     Hyb,
     Ell,
+    Sell,
     Compressed,
 }
 
 /// In the order tried: the cheapest conversion first (COO took 14 to 94 ms for 20 million entries on
-/// the H100 bench, HYB and ELL 67 to 213 ms), then compressed column indices, whose conversion the
-/// bench has yet to time. Ties go to the earlier.
-const CANDIDATES: [Candidate; 4] = [Candidate::Coo, Candidate::Hyb, Candidate::Ell, Candidate::Compressed];
+/// the H100 bench, HYB and ELL 67 to 213 ms), then SELL and compressed column indices, whose
+/// conversions the bench has yet to time. Ties go to the earlier.
+const CANDIDATES: [Candidate; 5] =
+    [Candidate::Coo, Candidate::Hyb, Candidate::Ell, Candidate::Sell, Candidate::Compressed];
 
 /// A candidate converted on the host.
 enum Converted<T> {
     Coo(Coo<T>),
     Hyb(Hyb<T>),
     Ell(Ell<T>),
+    Sell(Sell<T>),
     Compressed(CompressedCsr<T>),
 }
 
@@ -52,6 +56,7 @@ impl Candidate {
             Candidate::Coo => AutoFormat::CooSegmented,
             Candidate::Hyb => AutoFormat::Hyb,
             Candidate::Ell => AutoFormat::Ell,
+            Candidate::Sell => AutoFormat::Sell,
             Candidate::Compressed => AutoFormat::Compressed,
         }
     }
@@ -72,6 +77,7 @@ impl Candidate {
             Candidate::Coo => Converted::Coo(Coo::try_from_csr(a)?),
             Candidate::Hyb => Converted::Hyb(Hyb::try_from_csr(a)?),
             Candidate::Ell => Converted::Ell(Ell::try_from_csr(a)?),
+            Candidate::Sell => Converted::Sell(Sell::try_from_csr(a)?),
             Candidate::Compressed => Converted::Compressed(CompressedCsr::try_from_csr(a)?),
         })
     }
@@ -83,13 +89,14 @@ impl<T: Scalar> Converted<T> {
             Converted::Coo(coo) => AutoMatrix::Coo(gpu.upload_coo(coo)?),
             Converted::Hyb(hyb) => AutoMatrix::Hyb(gpu.upload_hyb(hyb)?),
             Converted::Ell(ell) => AutoMatrix::Ell(gpu.upload_ell(ell)?),
+            Converted::Sell(sell) => AutoMatrix::Sell(gpu.upload_sell(sell)?),
             Converted::Compressed(c) => AutoMatrix::Compressed(gpu.upload_compressed(c)?),
         })
     }
 }
 
-/// Whether `e` rules out one candidate rather than the planning: a conversion's limit (ELL's padding,
-/// 32-bit sizes) or device memory too small for a second copy of the matrix, when CSR still works.
+/// Whether `e` rules out one candidate rather than the planning: a conversion's limit (ELL's or SELL's
+/// padding, 32-bit sizes) or device memory too small for a second copy of the matrix, when CSR still works.
 fn is_refusal(e: &Error) -> bool {
     match e {
         Error::Format(_) | Error::TooLarge { .. } => true,
@@ -115,8 +122,8 @@ impl Gpu {
     ///
     /// CSR is uploaded first: it is the baseline and the fallback. With no entries, or fewer than
     /// [`MIN_PLANNED_PRODUCTS`] products, that is the answer. Otherwise the planner times the CSR
-    /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB, ELL (when its padding
-    /// limit allows) and compressed column indices (values kept in `T`: CSR's accuracy, and bit for
+    /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB, ELL and SELL (each when its
+    /// padding limit allows) and compressed column indices (values kept in `T`: CSR's accuracy, and bit for
     /// bit its `y` wherever Auto takes the parametrised kernel without splitting a row)
     /// converts on the host and uploads, timing both on the CPU, and times the product;
     /// a candidate whose host conversion alone exceeds CSR's products is not uploaded. It keeps the

@@ -15,6 +15,8 @@ pub enum AutoFormat {
     Hyb,
     /// ELL, tried only when [`crate::formats::ELL_MAX_PADDING_RATIO`] allows it.
     Ell,
+    /// SELL-32, tried only when its padding limit allows it (see [`crate::formats::Sell`]).
+    Sell,
     /// Compressed column indices, values in the matrix's type ([`crate::CompressedKernel::Auto`]):
     /// the same `y`, bit for bit, as the cooperative CSR kernel of the same width.
     Compressed,
@@ -28,6 +30,7 @@ impl AutoFormat {
             AutoFormat::CooSegmented => "coo-segmented",
             AutoFormat::Hyb => "hyb",
             AutoFormat::Ell => "ell",
+            AutoFormat::Sell => "sell",
             AutoFormat::Compressed => "compressed",
         }
     }
@@ -46,7 +49,7 @@ pub enum Outcome {
     /// Not tried: for this matrix its product is that of `same_as` (HYB whose ELL part would be empty
     /// is COO; HYB whose COO part would be empty is ELL).
     Redundant { same_as: AutoFormat },
-    /// Refused by its conversion or upload: ELL's padding limit, or device memory.
+    /// Refused by its conversion or upload: ELL's or SELL's padding limit, or device memory.
     Refused(String),
 }
 
