@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{Csr, banded, edge_cases, rng};
+use common::{Csr, banded, edge_cases, rng, slice_edges};
 use gpu_spmv::formats::{
-    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb, brc_b2_candidates,
-    brc_model_b2, hyb_ell_width,
+    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
+    SELL_PADDING_FLOOR_BYTES, Sell, brc_b2_candidates, brc_model_b2, hyb_ell_width,
 };
 use gpu_spmv::{CsrRef, Error, FormatError, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
@@ -42,13 +42,16 @@ fn integer_valued<T: Scalar>(mut a: Csr<T>) -> Csr<T> {
     a
 }
 
-/// The matrices every conversion is tried on: the shared edge cases, and shapes that stress the
-/// formats (a row with half the entries, a band, a small unsorted rectangle, and enough rows for
-/// HYB's model to choose an ELL part of width 5).
+/// The matrices every conversion is tried on: the shared edge cases and row counts around SELL's
+/// slices, and shapes that stress the formats (a row with half the entries, a band, a small unsorted
+/// rectangle, and enough rows for HYB's model to choose an ELL part of width 5).
 fn matrices<T: Scalar>(test: &str) -> Vec<(String, Csr<T>)> {
     let mut rng = rng(test);
-    let mut all: Vec<(String, Csr<T>)> =
-        edge_cases::<T>(&mut rng).into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+    let mut all: Vec<(String, Csr<T>)> = edge_cases::<T>(&mut rng)
+        .into_iter()
+        .chain(slice_edges::<T>(&mut rng))
+        .map(|(n, a)| (n.to_string(), a))
+        .collect();
     all.push((
         "one row holds half the entries".into(),
         Csr::random(&mut rng, 2001, 3000, false, |r| if r == 7 { 2000 } else { 1 }),
@@ -91,6 +94,17 @@ fn round_trips<T: Scalar>() {
                 assert_eq!(width, stats.max, "{name}");
             }
             Err(e) => panic!("{name}: ELL: {e}"),
+        }
+
+        match Sell::try_from_csr(view) {
+            Ok(sell) => {
+                assert_eq!((sell.nnz(), sell.slices()), (a.vals.len(), a.nrows.div_ceil(32)), "{name}: SELL");
+                same("SELL", sell.to_csr());
+            }
+            Err(Error::Format(FormatError::SellPadding { sell_bytes, limit_bytes, .. })) => {
+                assert!(sell_bytes > limit_bytes && limit_bytes >= SELL_PADDING_FLOOR_BYTES, "{name}");
+            }
+            Err(e) => panic!("{name}: SELL: {e}"),
         }
 
         let coo = Coo::try_from_csr(view).unwrap();
@@ -186,6 +200,31 @@ fn hyb_checks_its_sizes_first() {
     assert!(matches!(Hyb::try_from_csr(wide), Err(Error::TooLarge { what: "the column count", .. })));
 }
 
+/// SELL checks the 32-bit sizes before it reads the rows.
+#[test]
+fn sell_checks_its_sizes_first() {
+    let wide = CsrRef::<f64>::try_new(1, 1 << 32, &[0, 0], &[], &[]).unwrap();
+    assert!(matches!(Sell::try_from_csr(wide), Err(Error::TooLarge { what: "the column count", .. })));
+}
+
+/// One row of 2^27 entries takes 32 x 2^27 = 2^32 slots in its slice of 32 lanes, one past the
+/// kernels' 32-bit offsets: refused before the slots are built (they would take 48 GiB). Needs 2 GiB
+/// for the matrix itself.
+#[test]
+#[ignore = "needs 2 GiB of memory: run with --ignored --release"]
+fn sell_refuses_2_to_the_32_slots_before_building_them() {
+    let nnz = 1 << 27;
+    let cols: Vec<usize> = (0..nnz).collect();
+    let vals = vec![1.0f32; nnz];
+    let offsets = [0, nnz];
+    let a = CsrRef::try_new(1, nnz, &offsets, &cols, &vals).unwrap();
+    let err = Sell::try_from_csr(a).unwrap_err();
+    assert!(
+        matches!(err, Error::TooLarge { what: "SELL's slot count", value, .. } if value == 1 << 32),
+        "{err}"
+    );
+}
+
 /// Issue 9, at full size: 2^32 + 1 rows aborted `Hyb::try_from_csr`. Needs 32 GiB of row offsets.
 #[test]
 #[ignore = "needs 33 GiB of memory: run with --ignored --release on a large machine"]
@@ -234,6 +273,21 @@ fn models_take_any_input_without_overflow() {
     assert!(!brc_b2_candidates(&nan, 0).is_empty());
 }
 
+/// A long row refuses SELL only where its slice's padding passes the limit, and the error names that
+/// slice and its width (the row's length).
+#[test]
+fn one_long_row_past_the_limit_makes_sell_refuse_naming_its_slice() {
+    let mut rng = rng("sell refusal");
+    let a = Csr::<f64>::random(&mut rng, 100_000, 100_000, false, |r| if r == 54_321 { 100_000 } else { 1 });
+    match Sell::try_from_csr(a.view()) {
+        Err(e @ Error::Format(FormatError::SellPadding { slice, width, .. })) => {
+            assert_eq!((slice, width), (54_321 / 32, 100_000));
+            assert!(e.to_string().contains("the widest slice, 1697, pads its rows to 100000 entries"), "{e}");
+        }
+        other => panic!("expected a SellPadding error, got {other:?}"),
+    }
+}
+
 #[test]
 fn half_the_entries_in_one_row_make_ell_refuse_naming_it() {
     let mut rng = rng("ell refusal");
@@ -259,6 +313,9 @@ fn every_format_keeps_the_shape_of_its_csr_matrix() {
         assert_eq!(shape.is_square(), view.nrows() == view.ncols(), "{name}");
         if let Ok(ell) = Ell::try_from_csr(view) {
             assert_eq!(ell.shape(), shape, "{name}: ELL");
+        }
+        if let Ok(sell) = Sell::try_from_csr(view) {
+            assert_eq!(sell.shape(), shape, "{name}: SELL");
         }
         assert_eq!(Coo::try_from_csr(view).unwrap().shape(), shape, "{name}: COO");
         if let Ok(hyb) = Hyb::try_from_csr(view) {

@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::{Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_b2_candidates, brc_model_b2};
+use common::{Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, slice_edges, tolerance};
+use gpu_spmv::formats::{
+    Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, brc_b2_candidates, brc_model_b2,
+};
 use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, DeviceVector, Error, FormatError, Gpu, Scalar};
 use rand_chacha::ChaCha8Rng;
 
@@ -13,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 #[derive(Debug, Clone, Copy)]
 enum Variant {
     Ell,
+    Sell,
     Coo(CooKernel),
     /// HYB with the model's ELL width, or with this one.
     Hyb(Option<usize>),
@@ -30,8 +33,9 @@ enum Variant {
 /// leaves blocks wider than one entry and both whole and split rows are exercised.
 const MODEL_SMS: u32 = 1;
 
-const VARIANTS: [Variant; 10] = [
+const VARIANTS: [Variant; 11] = [
     Variant::Ell,
+    Variant::Sell,
     Variant::Coo(CooKernel::Atomic),
     Variant::Coo(CooKernel::Segmented),
     Variant::Hyb(None),
@@ -75,8 +79,8 @@ impl<T: Scalar, A: DeviceMatrix<T>> Product<T> for WithKernel<T, A> {
     }
 }
 
-/// `a` converted and uploaded as `variant`; `None` when ELL refuses it for its padding (the only
-/// refusal these matrices may meet).
+/// `a` converted and uploaded as `variant`; `None` when ELL or SELL refuses it for its padding (the
+/// only refusals these matrices may meet).
 fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn Product<T>>> {
     let view = a.view();
     let stats = view.stats();
@@ -85,6 +89,11 @@ fn upload<T: Scalar>(gpu: &Gpu, variant: Variant, a: &Csr<T>) -> Option<Box<dyn 
             Ok(ell) => Box::new(WithKernel(gpu.upload_ell(&ell).unwrap(), ())),
             Err(Error::Format(FormatError::EllPadding { .. })) => return None,
             Err(e) => panic!("ELL: {e}"),
+        },
+        Variant::Sell => match Sell::try_from_csr(view) {
+            Ok(sell) => Box::new(WithKernel(gpu.upload_sell(&sell).unwrap(), ())),
+            Err(Error::Format(FormatError::SellPadding { .. })) => return None,
+            Err(e) => panic!("SELL: {e}"),
         },
         Variant::Coo(kernel) => {
             Box::new(WithKernel(gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap(), kernel))
@@ -149,12 +158,12 @@ fn check_product<T: Scalar>(
     }
 }
 
-/// The matrices: the shared edge cases, and shapes that exercise each format's paths (a band that
-/// dense blocks hold in their windows, a row with half the entries for BRC's splits, enough rows for
-/// HYB's model to choose an ELL part).
+/// The matrices: the shared edge cases and row counts around SELL's slices, and shapes that exercise
+/// each format's paths (a band that dense blocks hold in their windows, a row with half the entries
+/// for BRC's splits, enough rows for HYB's model to choose an ELL part).
 fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
     let mut all: Vec<(String, Csr<T>)> =
-        edge_cases(rng).into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+        edge_cases(rng).into_iter().chain(slice_edges(rng)).map(|(n, a)| (n.to_string(), a)).collect();
     all.push(("banded 5001 x 5013".into(), banded(rng, 5001, 5013, 48, 3)));
     all.push((
         "one row holds half the entries".into(),
@@ -192,8 +201,9 @@ fn gpu_formats_f64() {
     all_formats::<f64>("gpu_formats_f64");
 }
 
-/// Padding never reads `x`: a NaN in `x` reaches exactly the rows with an entry in its column, in
-/// every format (a padding slot of value 0 at a real column would spread it to other rows).
+/// Padding never reads `x`: a NaN or an infinity in `x` reaches exactly the rows with an entry in its
+/// column, in every format (a padding slot of value 0 at a real column would make NaN of either in
+/// other rows).
 #[test]
 fn gpu_formats_nan_reaches_exactly_the_rows_that_read_it() {
     let Some(gpu) = gpu_or_skip("gpu_formats_nan") else { return };
@@ -201,7 +211,7 @@ fn gpu_formats_nan_reaches_exactly_the_rows_that_read_it() {
     let a = Csr::<f64>::random(&mut rng, 3001, 2000, true, |r| if r == 5 { 700 } else { r % 40 });
     let mut x = random_vector::<f64>(&mut rng, 2000);
     x[0] = f64::NAN;
-    x[777] = f64::NAN;
+    x[777] = f64::INFINITY;
     let view = a.view();
     let dx = gpu.upload_vector(&x).unwrap();
     for variant in VARIANTS {
@@ -210,7 +220,7 @@ fn gpu_formats_nan_reaches_exactly_the_rows_that_read_it() {
         m.spmv(&gpu, 1.0, &dx, 0.0, &mut dy).unwrap();
         for (r, v) in dy.to_host(&gpu).unwrap().iter().enumerate() {
             let reads = view.row(r).0.iter().any(|&c| c == 0 || c == 777);
-            assert_eq!(v.is_nan(), reads, "{variant:?}, row {r}");
+            assert_eq!(!v.is_finite(), reads, "{variant:?}, row {r}");
         }
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Case, Csr, check, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, brc_model_b2};
+use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, brc_model_b2};
 use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, Kernel, Plan, Regime, Scalar};
 
 /// Captures `per_replay` products `y = A x + y` with `plan`, replays the graph twice, and checks
@@ -61,6 +61,8 @@ fn gpu_products_in_graphs() {
     let view = a.view();
     let ell = gpu.upload_ell(&Ell::try_from_csr(view).unwrap()).unwrap();
     replayed(&gpu, "ELL", &gpu.plan(&ell, ()).unwrap(), &a, &x);
+    let sell = gpu.upload_sell(&Sell::try_from_csr(view).unwrap()).unwrap();
+    replayed(&gpu, "SELL", &gpu.plan(&sell, ()).unwrap(), &a, &x);
     let coo = gpu.upload_coo(&Coo::try_from_csr(view).unwrap()).unwrap();
     replayed(&gpu, "COO", &gpu.plan(&coo, CooKernel::Segmented).unwrap(), &a, &x);
     let hyb = gpu.upload_hyb(&Hyb::try_from_csr(view).unwrap()).unwrap();

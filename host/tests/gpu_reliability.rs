@@ -6,12 +6,12 @@
 mod common;
 
 use common::{Csr, check, gpu_or_skip, random_vector, rng};
-use gpu_spmv::formats::{Brc, Ell, Lma, NO_NODE, brc_model_b2};
+use gpu_spmv::formats::{Brc, Ell, Lma, NO_NODE, Sell, brc_model_b2};
 use gpu_spmv::solve::Cg;
 use gpu_spmv::solve::{Preconditioner, SolverOptions};
 use gpu_spmv::{
-    BrcCombine, DeviceBrc, DeviceCsr, DeviceEll, DeviceLma, DeviceMatrix, DeviceVector, Error, Gpu, Kernel,
-    LmaKernel, Plan, Scalar,
+    BrcCombine, DeviceBrc, DeviceCsr, DeviceEll, DeviceLma, DeviceMatrix, DeviceSell, DeviceVector, Error,
+    Gpu, Kernel, LmaKernel, Plan, Scalar,
 };
 
 fn send_and_sync<T: Send + Sync>() {}
@@ -24,6 +24,7 @@ fn device_types_are_send_and_sync() {
     send_and_sync::<DeviceVector<f32>>();
     send_and_sync::<DeviceCsr<f64>>();
     send_and_sync::<DeviceEll<f32>>();
+    send_and_sync::<DeviceSell<f64>>();
     send_and_sync::<DeviceBrc<f64>>();
     send_and_sync::<DeviceLma<f32>>();
     send_and_sync::<Plan<'static, f64, DeviceCsr<f64>>>();
@@ -140,6 +141,8 @@ fn gpu_deterministic_paths_repeat_bit_for_bit() {
     let short = Csr::<f32>::random(&mut rng, 20_011, 9_001, false, |r| r % 13);
     let ell = gpu.upload_ell(&Ell::try_from_csr(short.view()).unwrap()).unwrap();
     same("ELL", three_runs(&gpu, &gpu.plan(&ell, ()).unwrap(), &x));
+    let sell = gpu.upload_sell(&Sell::try_from_csr(a.view()).unwrap()).unwrap();
+    same("SELL", three_runs(&gpu, &gpu.plan(&sell, ()).unwrap(), &x));
     let b2 = brc_model_b2(&a.view().stats(), 1);
     let brc = gpu.upload_brc(&Brc::try_from_csr(a.view(), b2).unwrap()).unwrap();
     same("BRC", three_runs(&gpu, &gpu.plan(&brc, BrcCombine::Deterministic).unwrap(), &x));

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Csr, check, five_point, gpu_or_skip, random_vector, rng};
-use gpu_spmv::formats::{CompressedCsr, Coo, Ell, Hyb};
+use gpu_spmv::formats::{CompressedCsr, Coo, Ell, Hyb, Sell};
 use gpu_spmv::select::{
     AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, Reason, Selection,
     break_even_products, cheapest_format,
@@ -52,7 +52,8 @@ fn check_selection<T: Scalar>(name: &str, a: &Csr<T>, m: &AutoMatrix<T>, s: &Sel
                 measured.push((trial.format, *cost));
             }
             Outcome::Refused(why) => {
-                assert_eq!(trial.format, AutoFormat::Ell, "{name}: only ELL may be refused ({why})");
+                let padded = [AutoFormat::Ell, AutoFormat::Sell];
+                assert!(padded.contains(&trial.format), "{name}: only ELL and SELL may be refused ({why})");
             }
             other => eprintln!("{name}: {:?} {other:?}", trial.format),
         }
@@ -113,7 +114,7 @@ fn plans<T: Scalar>(test: &str) {
 }
 
 /// Every variant of `AutoMatrix`, built directly whatever the timings would choose, multiplies like
-/// the format it holds (ELL on a stencil, whose padding it accepts).
+/// the format it holds (ELL and SELL on a stencil, whose padding they accept).
 fn every_variant<T: Scalar>(test: &str) {
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
@@ -124,6 +125,7 @@ fn every_variant<T: Scalar>(test: &str) {
         (&p, AutoMatrix::Coo(gpu.upload_coo(&Coo::try_from_csr(p.view()).unwrap()).unwrap())),
         (&p, AutoMatrix::Hyb(gpu.upload_hyb(&Hyb::try_from_csr_with_width(p.view(), 2).unwrap()).unwrap())),
         (&s, AutoMatrix::Ell(gpu.upload_ell(&Ell::try_from_csr(s.view()).unwrap()).unwrap())),
+        (&s, AutoMatrix::Sell(gpu.upload_sell(&Sell::try_from_csr(s.view()).unwrap()).unwrap())),
         (
             &p,
             AutoMatrix::Compressed(
@@ -136,7 +138,14 @@ fn every_variant<T: Scalar>(test: &str) {
     }
     assert_eq!(
         variants.iter().map(|(_, m)| m.format()).collect::<Vec<_>>(),
-        [AutoFormat::Csr, AutoFormat::CooSegmented, AutoFormat::Hyb, AutoFormat::Ell, AutoFormat::Compressed]
+        [
+            AutoFormat::Csr,
+            AutoFormat::CooSegmented,
+            AutoFormat::Hyb,
+            AutoFormat::Ell,
+            AutoFormat::Sell,
+            AutoFormat::Compressed
+        ]
     );
 }
 

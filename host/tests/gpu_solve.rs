@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Csr, Recurrence, assert_counts_agree, five_point, gpu_or_skip, random_vector, rng, tolerance};
-use gpu_spmv::formats::{Ell, Lma, NO_NODE};
+use gpu_spmv::formats::{Ell, Lma, NO_NODE, Sell};
 use gpu_spmv::reference::{LinearOperator, cg::cg};
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::solve::Cg;
@@ -133,12 +133,14 @@ fn solves<T: Scalar>(test: &str, rel_tol: f64) {
     let b = random_vector::<T>(&mut rng, a.nrows);
     let csr = gpu.upload_csr_ref(view).unwrap();
     let ell = gpu.upload_ell(&Ell::try_from_csr(view).unwrap()).unwrap();
+    let sell = gpu.upload_sell(&Sell::try_from_csr(view).unwrap()).unwrap();
     for preconditioner in [Preconditioner::None, Preconditioner::Jacobi] {
         let options = SolverOptions { rel_tol, max_iterations: 5000, preconditioner };
         check_solve(&gpu, &format!("CSR Auto, {preconditioner:?}"), &csr, Kernel::Auto, &view, &b, options);
         let vector = Kernel::CsrVector { coop: 4, block_size: 128 };
         check_solve(&gpu, &format!("CSR vector, {preconditioner:?}"), &csr, vector, &view, &b, options);
         check_solve(&gpu, &format!("ELL, {preconditioner:?}"), &ell, (), &view, &b, options);
+        check_solve(&gpu, &format!("SELL, {preconditioner:?}"), &sell, (), &view, &b, options);
     }
     let lma = mesh::<T>(&mut rng, 20, 17, 2);
     let dl = gpu.upload_lma(&lma).unwrap();

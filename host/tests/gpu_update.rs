@@ -262,11 +262,12 @@ fn gpu_stale_jacobi_diagonal_of_an_auto_matrix_is_refused() {
     assert_eq!(cg.solve(&db, &mut dx).unwrap().stop, gpu_spmv::solve::Stop::Converged);
 }
 
-/// ELL, HYB, BRC and compressed columns are converted on the host from the caller's matrix: copies of
-/// their own, which an update of the `DeviceCsr` uploaded from the same matrix does not reach.
+/// ELL, SELL, HYB, BRC and compressed columns are converted on the host from the caller's matrix:
+/// copies of their own, which an update of the `DeviceCsr` uploaded from the same matrix does not
+/// reach.
 #[test]
 fn gpu_host_converted_formats_are_copies() {
-    use gpu_spmv::formats::{Brc, Ell, Hyb, brc_model_b2};
+    use gpu_spmv::formats::{Brc, Ell, Hyb, Sell, brc_model_b2};
     let test = "gpu_host_converted_formats_are_copies";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
@@ -274,6 +275,7 @@ fn gpu_host_converted_formats_are_copies() {
     let view = a.view();
     let da = gpu.upload_csr_ref(view).unwrap();
     let ell = gpu.upload_ell(&Ell::try_from_csr(view).unwrap()).unwrap();
+    let sell = gpu.upload_sell(&Sell::try_from_csr(view).unwrap()).unwrap();
     let hyb = gpu.upload_hyb(&Hyb::try_from_csr(view).unwrap()).unwrap();
     let brc = gpu
         .upload_brc(&Brc::try_from_csr(view, brc_model_b2(&view.stats(), gpu.sm_count())).unwrap())
@@ -286,6 +288,8 @@ fn gpu_host_converted_formats_are_copies() {
     let mut dy = gpu.zeros::<f64>(a.nrows).unwrap();
     gpu.spmv(1.0, &ell, &dx, 0.0, &mut dy).unwrap();
     case.assert_close("ELL", &dy.to_host(&gpu).unwrap(), tol);
+    gpu.spmv(1.0, &sell, &dx, 0.0, &mut dy).unwrap();
+    case.assert_close("SELL", &dy.to_host(&gpu).unwrap(), tol);
     gpu.spmv(1.0, &hyb, &dx, 0.0, &mut dy).unwrap();
     case.assert_close("HYB", &dy.to_host(&gpu).unwrap(), tol);
     gpu.spmv(1.0, &brc, &dx, 0.0, &mut dy).unwrap();

@@ -90,6 +90,26 @@ pub fn edge_cases<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Csr<T>)
     ]
 }
 
+/// Row counts around SELL's slices of 32 rows (one, one short of a slice, one past one and past two,
+/// random rows of 0 to 40 entries), and one long row among 40,000 short ones, which ELL pads every row
+/// to while SELL pads its slice alone.
+pub fn slice_edges<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(&'static str, Csr<T>)> {
+    let short = |rng: &mut ChaCha8Rng, nrows| {
+        let lens: Vec<usize> = (0..nrows).map(|_| rng.random_range(0..=40)).collect();
+        Csr::random(rng, nrows, 97, true, |r| lens[r])
+    };
+    vec![
+        ("1 row", short(rng, 1)),
+        ("31 rows", short(rng, 31)),
+        ("33 rows", short(rng, 33)),
+        ("65 rows", short(rng, 65)),
+        (
+            "one long row among 40000 short ones",
+            Csr::random(rng, 40_000, 50_000, true, |r| if r == 12_345 { 2_000 } else { 1 + r % 8 }),
+        ),
+    ]
+}
+
 /// The error allowed for a row of `max_len` entries: a few ulps per level of a reduction tree, with
 /// margin for sequential sums (which grow like sqrt(len) for random signs).
 pub fn tolerance<T: Scalar>(max_len: usize) -> f64 {

@@ -24,7 +24,7 @@ pub mod staging;
 
 use gpu_spmv::formats::{
     Brc, CompressedCsr, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
-    ValueStorage, bf16, brc_b2_candidates, f16, hyb_ell_width,
+    SELL_PADDING_FLOOR_BYTES, Sell, ValueStorage, bf16, brc_b2_candidates, f16, hyb_ell_width,
 };
 use gpu_spmv::io::{MAX_DIMENSION, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, read_matrix_market_from};
 use gpu_spmv::{CsrError, CsrRef, Error, FormatError, RowStats, Scalar};
@@ -136,10 +136,39 @@ pub struct FormatParams {
 
 /// Whether `width` slots per row of `a` exceed ELL's memory limit (the documented rule, restated).
 fn ell_refuses<T: Scalar>(a: CsrRef<'_, T>, width: usize) -> bool {
-    let slot = 4 + size_of::<T>() as u128;
-    let ell = a.nrows() as u128 * width as u128 * slot;
-    let csr = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot;
-    ell > u128::from(ELL_MAX_PADDING_RATIO) * csr
+    a.nrows() as u128 * width as u128 * slot_bytes::<T>() > padding_limit::<T>(a)
+}
+
+/// The bytes of a padded slot: its column index and its value.
+fn slot_bytes<T>() -> u128 {
+    4 + size_of::<T>() as u128
+}
+
+/// ELL_MAX_PADDING_RATIO times the bytes of `a` in CSR with 32-bit indices.
+fn padding_limit<T: Scalar>(a: CsrRef<'_, T>) -> u128 {
+    let csr = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot_bytes::<T>();
+    u128::from(ELL_MAX_PADDING_RATIO) * csr
+}
+
+/// SELL's slice height.
+const SLICE: usize = 32;
+
+/// The column of a padding slot: the kernels' `PAD_COL`, which `gpu_spmv` does not re-export.
+const PAD_COL: u32 = u32::MAX;
+
+/// Each slice's width: the length of the longest of its 32 rows.
+fn slice_widths<T: Scalar>(a: CsrRef<'_, T>) -> Vec<usize> {
+    (0..a.nrows().div_ceil(SLICE))
+        .map(|s| (s * SLICE..a.nrows().min(s * SLICE + SLICE)).map(|r| a.row(r).0.len()).max().unwrap_or(0))
+        .collect()
+}
+
+/// Whether slices of `widths` exceed SELL's memory limit (the documented rule, restated): their slots
+/// and offsets over both ELL's ratio of the CSR bytes and SELL's floor.
+fn sell_refuses<T: Scalar>(a: CsrRef<'_, T>, widths: &[usize]) -> bool {
+    let slots = (SLICE * widths.iter().sum::<usize>()) as u128;
+    let bytes = slots * slot_bytes::<T>() + (widths.len() as u128 + 1) * 4;
+    bytes > padding_limit(a).max(SELL_PADDING_FLOOR_BYTES)
 }
 
 /// Every conversion of `a` either gives back `a` (summed) through `to_csr`, with the format's own
@@ -147,6 +176,7 @@ fn ell_refuses<T: Scalar>(a: CsrRef<'_, T>, width: usize) -> bool {
 /// integers, so that sums are exact in any order.
 pub fn check_conversions<T: Scalar>(a: CsrRef<'_, T>, p: FormatParams) {
     check_ell(a);
+    check_sell(a);
     check_coo(a);
     check_hyb(a, p.hyb_width);
     check_brc(a, p.b2);
@@ -185,6 +215,50 @@ pub fn check_ell<T: Scalar>(a: CsrRef<'_, T>) {
             assert!(fits_u32(a) && ell_refuses(a, max) && width == max && longest_len == max);
         }
         Err(e) => assert_too_large("ELL", a, e),
+    }
+}
+
+/// SELL keeps its layout (each slice `32 * width` slots from its offset, a lane's entries in its first
+/// slots, padding after them and in every lane past the last row, 0 in every padding slot) and gives
+/// `a` back, or is refused for the padding the rule restated above finds, naming the first widest
+/// slice.
+pub fn check_sell<T: Scalar>(a: CsrRef<'_, T>) {
+    let widths = slice_widths(a);
+    match Sell::try_from_csr(a) {
+        Ok(sell) => {
+            assert!(fits_u32(a) && !sell_refuses(a, &widths), "SELL accepted a matrix it must refuse");
+            assert_eq!((sell.slices(), sell.nnz()), (widths.len(), a.nnz()));
+            let ptr = sell.slice_ptr();
+            assert_eq!(ptr[0], 0);
+            assert_eq!(
+                (sell.cols().len(), sell.values().len()),
+                (ptr[widths.len()] as usize, ptr[widths.len()] as usize)
+            );
+            for (s, &width) in widths.iter().enumerate() {
+                assert_eq!((ptr[s + 1] - ptr[s]) as usize, SLICE * width, "slice {s}");
+                for lane in 0..SLICE {
+                    let row = s * SLICE + lane;
+                    let len = if row < a.nrows() { a.row(row).0.len() } else { 0 };
+                    for k in 0..width {
+                        let slot = ptr[s] as usize + SLICE * k + lane;
+                        let (col, value) = (sell.cols()[slot], sell.values()[slot]);
+                        if k < len {
+                            let (cols, values) = a.row(row);
+                            assert!(col as usize == cols[k] && value == values[k], "row {row}, slot {k}");
+                        } else {
+                            assert!(col == PAD_COL && value == T::ZERO, "row {row}, slot {k}: not padding");
+                        }
+                    }
+                }
+            }
+            assert_same("SELL", a, sell.to_csr());
+        }
+        Err(Error::Format(FormatError::SellPadding { slice, width, .. })) => {
+            assert!(fits_u32(a) && sell_refuses(a, &widths), "SELL refused without cause");
+            let widest = widths.iter().copied().max().unwrap_or(0);
+            assert_eq!((width, widths.iter().position(|&w| w == widest)), (widest, Some(slice)));
+        }
+        Err(e) => assert_too_large("SELL", a, e),
     }
 }
 
