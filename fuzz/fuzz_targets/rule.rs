@@ -1,12 +1,13 @@
 //! Auto's choice (`Kernel::auto_for`) from any row statistics and GPU, consistent or not (NaN
 //! means, a longest row past the entries, no SMs, no L2): it never panics, is the same on every
 //! call, takes the column panels exactly where `rule::panels_term` does (and then its kernel), only
-//! where the bench times them (`rule::panels_timed`), and `Kernel::auto_without_panels` never
-//! takes them.
+//! where the bench times them (`rule::panels_timed`), the ELL copy exactly where `rule::ell_copy_term`
+//! does and the panel term does not, only for rows of at most `rule::ELL_COPY_MAX_ROW` entries, and
+//! `Kernel::auto_without_terms` never takes either.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use gpu_spmv::rule::{Target, panels_term, panels_timed};
+use gpu_spmv::rule::{ELL_COPY_MAX_ROW, Target, ell_copy_term, panels_term, panels_timed};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use libfuzzer_sys::fuzz_target;
 
@@ -40,13 +41,17 @@ fuzz_target!(|input: Input| {
     let value_bytes = usize::from(input.value_bytes % 17);
     let chosen = Kernel::auto_for(&stats, value_bytes, target, regime);
     assert_eq!(chosen, Kernel::auto_for(&stats, value_bytes, target, regime), "deterministic");
-    let without = Kernel::auto_without_panels(&stats, value_bytes, target, regime);
-    assert!(!matches!(without, Kernel::CsrPanels { .. }), "{without:?} without the panel term");
-    match panels_term(&stats, value_bytes, target) {
-        Some(panels) => {
+    let without = Kernel::auto_without_terms(&stats, value_bytes, target, regime);
+    assert!(!matches!(without, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy), "{without:?} without the terms");
+    match (panels_term(&stats, value_bytes, target), ell_copy_term(&stats, value_bytes, target)) {
+        (Some(panels), _) => {
             assert!(panels_timed(&stats, value_bytes), "Auto's panels where the bench does not time them");
             assert_eq!(chosen, panels);
         }
-        None => assert_eq!(chosen, without),
+        (None, Some(copy)) => {
+            assert!(stats.max <= ELL_COPY_MAX_ROW, "the ELL copy for rows of {}", stats.max);
+            assert_eq!(chosen, copy);
+        }
+        (None, None) => assert_eq!(chosen, without),
     }
 });

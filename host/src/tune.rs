@@ -269,8 +269,11 @@ struct Timer<T: Scalar> {
 /// more width where that won, the block sizes 64, 128 and 256, and the aligned kernel for groups of 8
 /// or more lanes; where Auto takes the column-panel kernel (its panel term,
 /// [`panels_term`](crate::rule::panels_term)), Auto's choice without it, the neighbouring panel
-/// sizes and the block sizes of [`TUNE_PANEL_BLOCK_SIZES`] instead; each step is kept only if it
-/// gains more than 3%, and at most 8 products are timed.
+/// sizes and the block sizes of [`TUNE_PANEL_BLOCK_SIZES`] instead; where Auto takes the ELL copy
+/// ([`ell_copy_term`](crate::rule::ell_copy_term)), Auto's choice without it and, if that wins,
+/// the steps around it (the copy is tried nowhere else: building it costs its memory for the
+/// matrix's lifetime); each step is kept only if it gains more than 3%, and at most 8 products are
+/// timed.
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on
@@ -331,14 +334,16 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return Err(Error::ForeignBuffer("the matrix"));
         }
         let mut start = gpu.auto_kernel::<T>(a.stats(), regime);
-        // Where Auto's panel term applies, the panels are tried only if the GPU takes them (a plan
-        // of them, built once here; refused for a panel or block the GPU cannot give).
+        // Where Auto's panel or ELL-copy term applies, its kernel is tried only if the GPU takes it
+        // (a plan of it, built once here; refused for a panel or block the GPU cannot give, or an
+        // ELL copy past its padding limit or the device's memory), against Auto's choice without
+        // the terms.
         let mut compare = auto_per_row(a.stats(), gpu.sm_count());
-        if let Kernel::CsrPanels { .. } = start {
-            let without = gpu.auto_kernel_without_panels::<T>(a.stats(), regime);
+        if matches!(start, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy) {
+            let without = gpu.auto_kernel_without_terms::<T>(a.stats(), regime);
             match gpu.plan(a, start) {
                 Ok(_) => compare = without,
-                Err(e) if start.panels_refused(&e) => start = without,
+                Err(e) if start.term_refused(&e) => start = without,
                 Err(e) => return Err(e),
             }
         }
@@ -409,7 +414,7 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             Ok(plan) => plan,
             // A column-panel size or block this GPU refuses: never faster, and the next candidate
             // (or the converged plan) runs this product.
-            Err(e) if next.panels_refused(&e) => {
+            Err(e) if next.term_refused(&e) => {
                 self.search.record(next, f32::INFINITY);
                 self.tuning_products -= 1;
                 return self.spmv(alpha, x, beta, y);

@@ -1,13 +1,14 @@
 //! The aligned (Baskaran & Bordawekar), parametrised (Reguly & Giles) and balanced (CSR-Adaptive's
-//! row blocks) CSR kernels and the run-time tuner against the f64 reference: a representative set of
-//! parameters on every edge case, every configuration the tuner can reach on three matrices, the
+//! row blocks) CSR kernels, the ELL copy, and the run-time tuner against the f64 reference: a
+//! representative set of parameters on every edge case, every configuration the tuner can reach on three matrices, the
 //! long-row split on a dc1-like matrix, the balanced kernel's task shapes, and products run through
 //! `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
 //! with `beta = 0`. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
 mod common;
 
-use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, tolerance};
+use common::{Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
+use gpu_spmv::formats::Ell;
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
 use rand_chacha::ChaCha8Rng;
@@ -154,7 +155,38 @@ fn representative_kernels_on_every_matrix<T: Scalar>(test: &str) {
         for kernel in representative_kernels() {
             fixture.check(&gpu, kernel, 3);
         }
+        // The ELL copy wherever the host's ELL takes the matrix; refused, before allocating, with
+        // the host's padding error wherever it does not.
+        match Ell::try_from_csr(a.view()) {
+            Ok(_) => fixture.check(&gpu, Kernel::CsrEllCopy, 3),
+            Err(host) => {
+                let before = fixture.da.device_bytes();
+                let device = gpu.plan(&fixture.da, Kernel::CsrEllCopy).unwrap_err();
+                assert_eq!(device.to_string(), host.to_string(), "{name}");
+                assert_eq!(fixture.da.device_bytes(), before, "{name}: nothing kept");
+            }
+        }
     }
+}
+
+/// Auto takes the ELL copy for a matrix of rows of one length whose CSR bytes are twice the L2 (a
+/// 5-point stencil), and the product is right; the copy is kept and counted in the matrix's bytes.
+#[test]
+fn gpu_auto_takes_the_ell_copy() {
+    let test = "gpu_auto_takes_the_ell_copy";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // A row holds 5 entries of 8 bytes and an offset of 4: the side that brings the CSR bytes past
+    // twice the L2 (the boundary rows, shorter, leave a margin of two grid lines).
+    let side = ((2 * gpu.l2_bytes()) as f64 / 44.0).sqrt().ceil() as usize + 2;
+    let a = five_point::<f32>(side, |_, _| rand::Rng::random_range(&mut rng, -1.0..1.0));
+    let mut fixture = Fixture::new(&gpu, "a 5-point stencil past twice the L2", &a, &mut rng);
+    let before = fixture.da.device_bytes();
+    let plan = gpu.plan(&fixture.da, Kernel::Auto).unwrap();
+    assert_eq!(plan.kernel(), Kernel::CsrEllCopy, "Auto's choice");
+    drop(plan);
+    assert_eq!(fixture.da.device_bytes(), before + a.nrows * 5 * 8, "the copy's slots, kept");
+    fixture.check(&gpu, Kernel::Auto, 3);
 }
 
 #[test]

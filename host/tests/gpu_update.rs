@@ -1,6 +1,6 @@
 //! New values for an uploaded CSR matrix (`DeviceCsr::update_values`, `update_values_from`), on the
-//! GPU against the f64 reference: plans made before an update (every CSR kernel family, the
-//! transposed product both ways, SpMM) compute with the new values after it; the explicit transpose
+//! GPU against the f64 reference: plans made before an update (every CSR kernel family, the ELL
+//! copy, the transposed product both ways, SpMM) compute with the new values after it; the explicit transpose
 //! is refreshed; a Jacobi solver refuses until it has the new diagonal (on a `DeviceCsr` and on the
 //! planner's `AutoMatrix` holding one), a plain one goes on; the
 //! update from a device buffer captured into a graph takes the buffer's contents at every replay;
@@ -49,6 +49,12 @@ fn check_plans<T: Scalar>(gpu: &Gpu, what: &str, rng: &mut ChaCha8Rng, da: &Devi
         let mut dy = gpu.upload_vector(&start).unwrap();
         gpu.plan(da, kernel).unwrap().spmv(alpha, &dx, beta, &mut dy).unwrap();
         case.assert_close(&format!("{what}, {kernel:?}"), &dy.to_host(gpu).unwrap(), tol);
+    }
+    // The ELL copy, where its padding is allowed: its values follow the updates too.
+    if let Ok(plan) = gpu.plan(da, Kernel::CsrEllCopy) {
+        let mut dy = gpu.upload_vector(&start).unwrap();
+        plan.spmv(alpha, &dx, beta, &mut dy).unwrap();
+        case.assert_close(&format!("{what}, the ELL copy"), &dy.to_host(gpu).unwrap(), tol);
     }
 
     let xt = random_vector::<T>(rng, a.nrows);

@@ -129,6 +129,9 @@ pub const GATHER_BLOCK_SIZE: u32 = 256;
 /// `spmv_ell_*`.
 pub const ELL: Entry = entry!("spmv_ell");
 
+/// `ell_from_csr_*`: an ELL copy of a CSR matrix, built or refreshed on the device.
+pub const ELL_FROM_CSR: Entry = entry!("ell_from_csr");
+
 /// `spmv_sell_*`.
 pub const SELL: Entry = entry!("spmv_sell");
 
@@ -607,6 +610,18 @@ pub struct EllArgs<T> {
 pub struct EllParams<T> {
     pub a: EllArgs<T>,
     pub op: Axpby<T>,
+}
+
+/// `ell_from_csr_*`: one thread per row writes the row's `ell.width` slots of `ell` from `csr`, its
+/// entries then padding (every column and value when `pattern` is 1, the values alone when 0, for
+/// new values of the same pattern). `ell.rows` is `csr.rows`, and no row of `csr` is longer than
+/// `ell.width`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct EllFromCsrParams<T> {
+    pub csr: CsrArgs<T>,
+    pub ell: EllArgs<T>,
+    pub pattern: u32,
 }
 
 /// Rows per slice of a SELL-C matrix, C in Kreutzer et al. (2014): one warp, a lane per row, so that
@@ -2008,7 +2023,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
     &CSR_PANELS,
     &[CSR_PANELS_COMBINE],
-    &[ELL, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
+    &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

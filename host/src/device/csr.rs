@@ -1,9 +1,10 @@
 //! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, the count of
 //! updates of its values, and the data of the kernel strategies that cut its rows, built the first
-//! time a strategy needs it, and its transpose for the transposed product, built (on the device) the
-//! first time a plan needs it.
+//! time a strategy needs it, and its transpose for the transposed product and its ELL copy for
+//! `Kernel::CsrEllCopy`, each built (on the device) the first time a plan needs it.
 
 use super::Gpu;
+use super::ell::DeviceEll;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::{Plain, Unfilled, addr};
 use super::merge_path::DeviceMergeTiles;
@@ -37,7 +38,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 ///
 /// The values may be replaced, keeping the pattern ([`DeviceCsr::update_values`]): everything built
 /// from the pattern alone stays valid, and so does every plan of the CSR kernels and SpMM, which read
-/// the values in place; the transpose, which copies them, is refreshed on the stream by the update.
+/// the values in place; the transpose and the ELL copy, which copy them, are refreshed on the stream
+/// by the update.
 /// What holds values derived outside the matrix (a solver's Jacobi diagonal) compares
 /// [`DeviceCsr::values_generation`] with the one it was derived at, and refuses to run on a
 /// difference ([`Error::StaleValues`](crate::Error::StaleValues)).
@@ -58,6 +60,8 @@ pub struct DeviceCsr<T> {
     stream_windows: OnceLock<DeviceStreamWindows<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
     transpose: OnceLock<Box<BuiltTranspose<T>>>,
+    /// The matrix in ELL, for `Kernel::CsrEllCopy`.
+    ell_copy: OnceLock<DeviceEll<T>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -98,6 +102,7 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.merge_tiles.get().map_or(0, DeviceMergeTiles::device_bytes)
             + self.stream_windows.get().map_or(0, DeviceStreamWindows::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
+            + self.ell_copy.get().map_or(0, DeviceEll::device_bytes)
     }
 
     /// How many times the values were replaced ([`DeviceCsr::update_values`]) since the matrix was
@@ -177,6 +182,24 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(&self.transpose.get_or_init(|| built).csr)
     }
 
+    /// The ELL copy: built by `build` on the first call (the launch is the enqueue tier's), the same
+    /// for every later one.
+    pub(crate) fn ell_copy_or_build(
+        &self,
+        build: impl FnOnce() -> Result<DeviceEll<T>>,
+    ) -> Result<&DeviceEll<T>> {
+        if let Some(built) = self.ell_copy.get() {
+            return Ok(built);
+        }
+        let built = build()?;
+        Ok(self.ell_copy.get_or_init(|| built))
+    }
+
+    /// The ELL copy, if a plan has built it: what an update of the values refreshes.
+    pub(crate) fn built_ell_copy(&self) -> Option<&DeviceEll<T>> {
+        self.ell_copy.get()
+    }
+
     /// `Aᵀ`, if a plan has built it.
     pub(crate) fn built_transpose(&self) -> Option<&Self> {
         self.transpose.get().map(|t| &t.csr)
@@ -243,6 +266,7 @@ impl<T: Scalar> DeviceCsr<T> {
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),
             stream_windows: OnceLock::new(),
+            ell_copy: OnceLock::new(),
             transpose: OnceLock::new(),
         }
     }

@@ -33,6 +33,20 @@ impl Gpu {
 }
 
 impl<T: Scalar> DeviceEll<T> {
+    /// An ELL matrix of `rows` rows of `width` slots over `cols` and `values` (`rows * width`
+    /// elements each), `ncols` columns and `nnz` entries, whose slots the caller fills on the stream
+    /// before any product reads them (the ELL copy of a CSR matrix, `enqueue/csr/ell_copy.rs`).
+    pub(crate) fn from_device_parts(
+        gpu: &Gpu,
+        cols: CudaSlice<u32>,
+        values: CudaSlice<T>,
+        (rows, width): (u32, u32),
+        (ncols, nnz): (usize, usize),
+    ) -> Self {
+        let args = EllArgs { cols: addr(&cols, gpu), values: addr(&values, gpu), rows, width };
+        DeviceEll { cols, values, ncols, nnz, args }
+    }
+
     /// Its rows, columns and stored entries.
     pub fn shape(&self) -> Shape {
         Shape { nrows: self.args.rows as usize, ncols: self.ncols, nnz: self.nnz }

@@ -114,7 +114,7 @@ fn prepare_coo<T: Scalar>(gpu: &Gpu, a: &DeviceCoo<T>, kernel: CooKernel) -> Res
     Ok(unsafe { Prepared::new(gpu.kernel::<T>(f)?, grid, BLOCK_SIZE, 0, params) })
 }
 
-fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllParams<T>>> {
+pub(super) fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllParams<T>>> {
     let params = EllParams { a: a.args(), op: unset_axpby() };
     let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
     // SAFETY: the matrix holds `width * rows` slots, each `PAD_COL` or a column of `x`; `y` has `rows`

@@ -1,8 +1,9 @@
 //! New values for a [`DeviceCsr`] of the same pattern, from the host or from a device buffer: a copy
-//! on the stream, and the gather that carries them into the transpose where a plan has built it. No
-//! allocation; from a device buffer, nothing but stream work, so it may be captured into a CUDA
-//! graph with the products and solves that follow it.
+//! on the stream, and the launches that carry them into the transpose and the ELL copy where a plan
+//! has built them. No allocation; from a device buffer, nothing but stream work, so it may be
+//! captured into a CUDA graph with the products and solves that follow it.
 
+use super::csr::refresh_ell_copy;
 use super::launch::{copy, copy_from_host, gather};
 use crate::device::{DeviceCsr, Gpu, VectorRef};
 use crate::formats::convert::narrow;
@@ -15,8 +16,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// keeping the pattern, in stream order: products enqueued before it read the old values, those
     /// enqueued after it the new ones.
     ///
-    /// Plans of this matrix stay valid, the transposed product's included (its copy of the values
-    /// is refreshed on the stream). A solver's Jacobi diagonal, given on the host, is not: the
+    /// Plans of this matrix stay valid, the transposed product's and `Kernel::CsrEllCopy`'s included
+    /// (their copies of the values are refreshed on the stream). A solver's Jacobi diagonal, given on the host, is not: the
     /// solver refuses to run with [`Error::StaleValues`] until it is given the new one
     /// ([`Cg::set_diagonal`](crate::solve::Cg::set_diagonal)).
     ///
@@ -69,7 +70,8 @@ impl<T: Scalar> DeviceCsr<T> {
         if self.belongs_to(gpu) { Ok(()) } else { Err(Error::ForeignBuffer("the matrix")) }
     }
 
-    /// Carries the new values into the transpose, if a plan has built it, and counts the update.
+    /// Carries the new values into the transpose and the ELL copy, where a plan has built them, and
+    /// counts the update.
     pub(super) fn refresh_derived(&self, gpu: &Gpu) -> Result<()> {
         if let Some((t, sources)) = self.built_transpose_sources() {
             let nnz = narrow("the entry count", self.nnz())?;
@@ -78,6 +80,7 @@ impl<T: Scalar> DeviceCsr<T> {
             // buffer of its own: all of `gpu`'s context, which owns this matrix (checked by the caller).
             unsafe { gather(gpu, gpu.stream(), t.args().values, self.args().values, sources, nnz)? };
         }
+        refresh_ell_copy(self, gpu)?;
         self.values_updated();
         Ok(())
     }

@@ -121,7 +121,12 @@ pub(crate) fn slot_bytes<T>() -> u128 {
 /// The most bytes a padded form of `a` may take: [`ELL_MAX_PADDING_RATIO`] times the bytes of `a` in
 /// CSR with 32-bit indices.
 pub(crate) fn padding_limit_bytes<T>(a: &CsrRef<'_, T>) -> u128 {
-    let csr_bytes = (a.nrows() as u128 + 1) * 4 + a.nnz() as u128 * slot_bytes::<T>();
+    padding_limit_bytes_of::<T>(a.nrows(), a.nnz())
+}
+
+/// [`padding_limit_bytes`] of a matrix of `nrows` rows and `nnz` entries.
+fn padding_limit_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
+    let csr_bytes = (nrows as u128 + 1) * 4 + nnz as u128 * slot_bytes::<T>();
     csr_bytes * u128::from(ELL_MAX_PADDING_RATIO)
 }
 
@@ -129,12 +134,24 @@ pub(crate) fn padding_limit_bytes<T>(a: &CsrRef<'_, T>) -> u128 {
 /// of `a` in CSR with 32-bit indices, naming the longest row and its length (which `width` may be
 /// below, for HYB's ELL part).
 pub(crate) fn check_padding<T>(a: &CsrRef<'_, T>, width: usize) -> Result<()> {
-    let ell_bytes = a.nrows() as u128 * width as u128 * slot_bytes::<T>();
-    let limit_bytes = padding_limit_bytes(a);
+    let lengths = a.row_offsets().windows(2).map(|w| w[1] - w[0]);
+    check_padding_of::<T>(a.nrows(), a.nnz(), width, lengths)
+}
+
+/// [`check_padding`] of a matrix of `nrows` rows of `lengths` entries, `nnz` in all: also for the
+/// ELL copy that a plan of `Kernel::CsrEllCopy` builds from a matrix on the device, whose row
+/// offsets the host keeps.
+pub(crate) fn check_padding_of<T>(
+    nrows: usize,
+    nnz: usize,
+    width: usize,
+    lengths: impl Iterator<Item = usize>,
+) -> Result<()> {
+    let ell_bytes = nrows as u128 * width as u128 * slot_bytes::<T>();
+    let limit_bytes = padding_limit_bytes_of::<T>(nrows, nnz);
     if ell_bytes <= limit_bytes {
         return Ok(());
     }
-    let lengths = a.row_offsets().windows(2).map(|w| w[1] - w[0]);
     let (longest_row, longest_len) =
         lengths.enumerate().fold((0, 0), |best, (r, len)| if len > best.1 { (r, len) } else { best });
     Err(FormatError::EllPadding { width, longest_row, longest_len, ell_bytes, limit_bytes }.into())

@@ -3,10 +3,11 @@
 
 use super::super::plan::Regime;
 use super::rule::{
-    Features, Target, auto_config, fixed_rule, has_few_rows, is_irregular, panels_term, rule_for,
+    Features, Target, auto_config, ell_copy_term, fixed_rule, has_few_rows, is_irregular, panels_term,
+    rule_for,
 };
 use crate::formats::csr::RowStats;
-use crate::{Error, Result};
+use crate::{Error, FormatError, Result};
 use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 
 /// Which kernel computes a CSR product, with its launch parameters: the strategy of a
@@ -76,6 +77,21 @@ pub enum Kernel {
     /// Ampere). The plan owns its table and scratch, built on the device when it is made (enqueued
     /// on the stream, never waited for).
     CsrPanels { panel_kib: u32, block_size: u32 },
+    /// ELLPACK's product on an ELL copy of the matrix that the plan builds on the device the first
+    /// time it is asked for and the matrix keeps, as it keeps the other strategies' data
+    /// (`host/src/enqueue/csr/ell_copy.rs`; `kernels-gpu/src/formats/ell.rs`): a thread per row
+    /// walks its row's slots a batch of 8 at a time, column-major, with no row offsets to read.
+    /// On matrices whose rows have about the same length (stencils, finite elements of one kind)
+    /// it reached 92-100% of the CSR floor on an H100, where the CSR kernels stopped at 84-92%
+    /// (docs/PERF.md, section 28). The copy takes device memory, each row padded to the longest
+    /// (about the matrix's entries again where rows are equal; counted in
+    /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)), and is refused as
+    /// [`Ell`](crate::formats::Ell) refuses padding past
+    /// [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the CSR bytes, before
+    /// anything is allocated ([`FormatError::EllPadding`](crate::FormatError::EllPadding)). New
+    /// values ([`DeviceCsr::update_values`](crate::DeviceCsr::update_values)) reach the copy on the
+    /// stream. Auto takes it where [`ell_copy_term`](super::rule::ell_copy_term) says so.
+    CsrEllCopy,
 }
 
 impl Kernel {
@@ -103,20 +119,23 @@ impl Kernel {
 
     /// The kernel [`Kernel::Auto`] stands for in products of `regime`, with values of `value_bytes`
     /// bytes, on `target`: the column-panel kernel for few, long rows over a wide `x`
-    /// ([`panels_term`](super::rule::panels_term)); elsewhere [`Kernel::auto_without_panels`]. A
-    /// plan of `Auto` whose column panels the GPU refuses (a panel or block it cannot give, a table
-    /// past 32-bit indices) takes [`Kernel::auto_without_panels`] instead. Constant time.
+    /// ([`panels_term`](super::rule::panels_term)); the ELL copy for large matrices of rows of about
+    /// one length ([`ell_copy_term`](super::rule::ell_copy_term)); elsewhere
+    /// [`Kernel::auto_without_terms`]. A plan of `Auto` whose term's kernel is refused (column panels
+    /// the GPU cannot give or a table past 32-bit indices; an ELL copy past its padding limit or
+    /// the device's memory) takes [`Kernel::auto_without_terms`] instead. Constant time.
     pub fn auto_for(stats: &RowStats, value_bytes: usize, target: Target, regime: Regime) -> Kernel {
         panels_term(stats, value_bytes, target)
-            .unwrap_or_else(|| Self::auto_without_panels(stats, value_bytes, target, regime))
+            .or_else(|| ell_copy_term(stats, value_bytes, target))
+            .unwrap_or_else(|| Self::auto_without_terms(stats, value_bytes, target, regime))
     }
 
-    /// [`Kernel::auto_for`] without its column-panel term: the leaf the fitted rule of `regime`
-    /// gives the matrix (`rule.rs`, [`Rule`](super::rule::Rule); `docs/PERF.md`, section 17), the
-    /// hand-calibrated [`Kernel::auto`] where its leaf is Auto, or where a leaf without the long-row
-    /// split meets long rows or rows the hand rule balances
+    /// [`Kernel::auto_for`] without its column-panel and ELL-copy terms: the leaf the fitted rule of
+    /// `regime` gives the matrix (`rule.rs`, [`Rule`](super::rule::Rule); `docs/PERF.md`, section
+    /// 17), the hand-calibrated [`Kernel::auto`] where its leaf is Auto, or where a leaf without the
+    /// long-row split meets long rows or rows the hand rule balances
     /// ([`resolve_leaf`](super::rule::resolve_leaf)). Constant time.
-    pub fn auto_without_panels(
+    pub fn auto_without_terms(
         stats: &RowStats,
         value_bytes: usize,
         target: Target,
@@ -126,12 +145,21 @@ impl Kernel {
         rule_for(regime).choose(&features, stats, target.sm_count)
     }
 
-    /// Whether `error`, from planning `self`, is a refusal of the column-panel kernel that
-    /// [`Kernel::Auto`] and the tuner step around: a panel or block the GPU cannot give, or a table
-    /// past 32-bit indices.
-    pub(crate) fn panels_refused(self, error: &Error) -> bool {
-        matches!(self, Kernel::CsrPanels { .. })
-            && matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. })
+    /// Whether `error`, from planning `self`, is a refusal of a term's kernel that [`Kernel::Auto`]
+    /// and the tuner step around: for the column-panel kernel, a panel or block the GPU cannot give,
+    /// or a table past 32-bit indices; for the ELL copy, padding past its limit, slots past
+    /// `usize`, or too little device memory for it.
+    pub(crate) fn term_refused(self, error: &Error) -> bool {
+        match self {
+            Kernel::CsrPanels { .. } => matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. }),
+            Kernel::CsrEllCopy => matches!(
+                error,
+                Error::Format(FormatError::EllPadding { .. })
+                    | Error::TooLarge { .. }
+                    | Error::DeviceMemory { .. }
+            ),
+            _ => false,
+        }
     }
 
     /// The hand-calibrated rule on a GPU of `sm_count` SMs, in constant time (see `rule.rs` for each
@@ -200,6 +228,7 @@ impl Kernel {
                 }
             }
             Kernel::CsrStream { stages } => check_width("stages", stages, "streaming", &Self::STREAM_STAGES)?,
+            Kernel::CsrEllCopy => {}
             Kernel::CsrPanels { panel_kib, block_size } => {
                 check_block_size(block_size)?;
                 if !Self::PANEL_KIB.contains(&panel_kib) {
@@ -227,7 +256,7 @@ impl Kernel {
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
 /// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
-/// `csr-merge-b128`, `csr-stream-s4`, `csr-panels-k48-b512`.
+/// `csr-merge-b128`, `csr-stream-s4`, `csr-panels-k48-b512`, `csr-ell-copy`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -246,6 +275,7 @@ impl std::fmt::Display for Kernel {
             Kernel::CsrMerge { block_size } => write!(f, "csr-merge-b{block_size}"),
             Kernel::CsrStream { stages } => write!(f, "csr-stream-s{stages}"),
             Kernel::CsrPanels { panel_kib, block_size } => write!(f, "csr-panels-k{panel_kib}-b{block_size}"),
+            Kernel::CsrEllCopy => write!(f, "csr-ell-copy"),
         }
     }
 }

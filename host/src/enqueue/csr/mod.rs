@@ -1,19 +1,23 @@
 //! CSR products: the strategy ([`Kernel`]), its constant-time choices (`rule.rs`), and the
 //! prepared launch of each kernel, one per PTX entry family.
 
+mod ell_copy;
 mod kernel;
 mod panels;
 mod rule;
 
+pub(crate) use ell_copy::refresh_ell_copy;
 pub use kernel::Kernel;
 pub use rule::{
-    AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, Feature, Features, HOT_RULE, Node,
-    PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target,
-    panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
+    AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW,
+    ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node, PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM,
+    PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target, ell_copy_term, panels_term, panels_timed,
+    resolve_leaf, rule_for, width_kernel,
 };
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
+use super::formats::prepare_ell;
 use super::launch::{Prepared, unset_axpby};
 use super::plan::{Plan, Regime};
 use super::sealed::{Enqueue, Product};
@@ -25,7 +29,7 @@ use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
     CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams, CsrStreamParams,
-    LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
+    EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -54,6 +58,8 @@ pub enum CsrLaunch<T> {
     /// The column-panel kernel, then the sum of each row's partial sums, with the plan's own table
     /// and scratch (boxed: the largest variant by far).
     Panels(Box<panels::PanelLaunches<T>>),
+    /// The ELL kernel on the matrix's ELL copy.
+    Ell(Prepared<EllParams<T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -92,8 +98,8 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
             Kernel::Auto => {
                 let chosen = gpu.auto_kernel::<T>(self.stats(), Regime::Cold);
                 return match self.prepare(gpu, chosen) {
-                    Err(e) if chosen.panels_refused(&e) => {
-                        self.prepare(gpu, gpu.auto_kernel_without_panels::<T>(self.stats(), Regime::Cold))
+                    Err(e) if chosen.term_refused(&e) => {
+                        self.prepare(gpu, gpu.auto_kernel_without_terms::<T>(self.stats(), Regime::Cold))
                     }
                     prepared => prepared,
                 };
@@ -216,6 +222,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 })
             }
             Kernel::CsrPanels { panel_kib, block_size } => panels::prepare(self, gpu, panel_kib, block_size)?,
+            Kernel::CsrEllCopy => CsrLaunch::Ell(prepare_ell(gpu, ell_copy::ell_copy(self, gpu)?)?),
         };
         Ok((kernel, launch))
     }
@@ -236,6 +243,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     l.tiles.enqueue(gpu, p.axpby())?;
                     l.combine.enqueue(gpu, p.axpby())
                 }
+                CsrLaunch::Ell(l) => l.enqueue(gpu, p.axpby()),
             }
         }
     }
@@ -259,15 +267,15 @@ impl Gpu {
         Kernel::auto_for(stats, size_of::<T>(), self.target(), regime)
     }
 
-    /// [`Kernel::auto_without_panels`] on this GPU, for products in `regime` of a matrix of these
+    /// [`Kernel::auto_without_terms`] on this GPU, for products in `regime` of a matrix of these
     /// statistics in element type `T`: what `Auto` takes where the column panels are refused.
-    pub fn auto_kernel_without_panels<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
-        Kernel::auto_without_panels(stats, size_of::<T>(), self.target(), regime)
+    pub fn auto_kernel_without_terms<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
+        Kernel::auto_without_terms(stats, size_of::<T>(), self.target(), regime)
     }
 
     /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
     /// regime's choice ([`Gpu::auto_kernel`]; where that is the column-panel kernel and the plan
-    /// refuses it, [`Gpu::auto_kernel_without_panels`]); any other kernel is planned as it is. A
+    /// refuses it, [`Gpu::auto_kernel_without_terms`]); any other kernel is planned as it is. A
     /// plan of the hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
         &'a self,
@@ -280,8 +288,8 @@ impl Gpu {
         }
         let chosen = self.auto_kernel::<T>(a.stats(), regime);
         let plan = match self.plan(a, chosen) {
-            Err(e) if chosen.panels_refused(&e) => {
-                self.plan(a, self.auto_kernel_without_panels::<T>(a.stats(), regime))?
+            Err(e) if chosen.term_refused(&e) => {
+                self.plan(a, self.auto_kernel_without_terms::<T>(a.stats(), regime))?
             }
             planned => planned?,
         };
@@ -301,7 +309,8 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
             | CsrLaunch::Balanced(_)
             | CsrLaunch::Merge { .. }
             | CsrLaunch::Stream(_)
-            | CsrLaunch::Panels(_) => 0,
+            | CsrLaunch::Panels(_)
+            | CsrLaunch::Ell(_) => 0,
         }
     }
 }

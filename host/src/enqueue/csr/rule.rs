@@ -269,6 +269,41 @@ fn panel_segment(stats: &RowStats, panel_kib: u32, value_bytes: usize) -> Option
     Some((stats.nnz as f64 / (stats.rows as f64 * panels as f64), panel_cols))
 }
 
+/// The longest row from which Auto leaves the ELL copy ([`ell_copy_term`]): a thread walks a row
+/// of ELL alone, a batch of 8 slots after another, so long rows are a long chain; on band-64 (rows
+/// of up to 81) the vector kernel's 8 lanes a row were 1.3x faster in f32, on fem3d-27 (27) the copy
+/// was 4-5% faster than Auto's vector kernel (H100, docs/PERF.md section 28).
+pub const ELL_COPY_MAX_ROW: usize = 32;
+
+/// The longest row over the mean from which Auto leaves the ELL copy: ELL pads every row to the
+/// longest, and its padding slots are loaded as entries are. At 1.33 (planar: rows of 3 to 8,
+/// mean 6) the copy was 11-16% slower than the thread-per-row CSR kernel; at 1.00-1.02 (the
+/// stencils, fem3d-27) 4-13% faster (H100, docs/PERF.md section 28).
+pub const ELL_COPY_MAX_PADDING: f64 = 1.05;
+
+/// The matrix's CSR bytes over the L2's from which Auto takes the ELL copy: where each product
+/// streams the matrix from HBM, whatever the regime, which is where it was measured (the suite's
+/// matrices are 4-8 times an H100's L2); a matrix the L2 holds is bound by other things than the
+/// bytes the copy saves.
+pub const ELL_COPY_MIN_L2: f64 = 2.0;
+
+/// The ELL-copy term of [`Kernel::Auto`] (`Kernel::auto_for`): [`Kernel::CsrEllCopy`] for a matrix
+/// whose rows all have about one length, at most [`ELL_COPY_MAX_ROW`] entries, the longest at most
+/// [`ELL_COPY_MAX_PADDING`] times the mean, and whose CSR bytes (values of `value_bytes` bytes) are
+/// at least [`ELL_COPY_MIN_L2`] times `target`'s L2; `None` elsewhere. There ELL's padding is a few
+/// percent, it reads no row offsets, and its column-major slots load a batch at a time. Constant
+/// time.
+pub fn ell_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> Option<Kernel> {
+    if stats.nnz == 0 || stats.rows == 0 {
+        return None;
+    }
+    let csr_bytes = stats.rows as f64 * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
+    let applies = stats.max <= ELL_COPY_MAX_ROW
+        && stats.max as f64 <= ELL_COPY_MAX_PADDING * stats.mean
+        && csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64;
+    applies.then_some(Kernel::CsrEllCopy)
+}
+
 /// What the fitted rule knows of the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -672,6 +707,35 @@ mod tests {
         }
     }
 
+    /// Auto takes the ELL copy for the suite's stencils and fem3d-27 in every regime and precision,
+    /// and not for planar (rows of 3 to 8), band-64 (rows up to 81), a stencil the L2 holds, or a
+    /// matrix without entries.
+    #[test]
+    fn the_ell_copy_term_takes_large_matrices_of_equal_rows() {
+        let suite = |rows: usize, nnz: usize, max: usize| RowStats { max, ..stats(rows, nnz) };
+        let stencil2d = suite(4_000_000, 19_992_000, 5);
+        let fem3d = suite(729_000, 19_248_832, 27);
+        for a in [stencil2d, fem3d] {
+            for value_bytes in [4, 8] {
+                assert_eq!(ell_copy_term(&a, value_bytes, TARGET), Some(Kernel::CsrEllCopy), "{a:?}");
+                for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+                    assert_eq!(Kernel::auto_for(&a, value_bytes, TARGET, regime), Kernel::CsrEllCopy);
+                    assert_ne!(
+                        Kernel::auto_without_terms(&a, value_bytes, TARGET, regime),
+                        Kernel::CsrEllCopy
+                    );
+                }
+            }
+        }
+        let planar = suite(4_194_304, 25_149_442, 8);
+        let band = suite(312_000, 19_946_232, 81);
+        let small = suite(100_000, 499_000, 5);
+        for a in [planar, band, small, stats(0, 0), stats(1000, 0)] {
+            assert_eq!(ell_copy_term(&a, 4, TARGET), None, "{a:?}");
+            assert_eq!(ell_copy_term(&a, 8, TARGET), None, "{a:?}");
+        }
+    }
+
     /// The suite's short-wide matrix at full size, f32 and f64 (rail4284's shape).
     fn short_wide() -> RowStats {
         RowStats { cols: 1_092_610, std_dev: 3_400.0, max: 26_000, ..stats(4_284, 11_048_707) }
@@ -692,7 +756,7 @@ mod tests {
                 assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
                 // Without the term: the fitted rule's choice, the balanced kernel for these rows.
                 assert_eq!(
-                    Kernel::auto_without_panels(&s, value_bytes, TARGET, regime),
+                    Kernel::auto_without_terms(&s, value_bytes, TARGET, regime),
                     Kernel::CsrBalanced { block_size: BLOCK_SIZE }
                 );
             }
