@@ -150,13 +150,6 @@ fn representative_kernels_on_every_matrix<T: Scalar>(test: &str) {
     matrices.push(("dc1-like", dc1_like(&mut rng)));
     matrices.push(("web-graph-like", web_graph_like(&mut rng)));
     matrices.push(("task shapes", task_shapes(&mut rng)));
-    // Rows of about one width at each step of the ELL kernel's lanes a row (1 to 8: a lane takes
-    // at most 8 slots), one row in ten a slot shorter, columns unsorted and repeated.
-    for (name, width) in
-        [("ELL width 9", 9), ("ELL width 17", 17), ("ELL width 27", 27), ("ELL width 81", 81)]
-    {
-        matrices.push((name, Csr::random(&mut rng, 1001, 3001, false, |r| width - usize::from(r % 10 == 0))));
-    }
     for (name, a) in &matrices {
         let mut fixture = Fixture::new(&gpu, name, a, &mut rng);
         for kernel in representative_kernels() {

@@ -126,18 +126,8 @@ pub const DIST_SCATTER_ADD: Entry = entry!("dist_scatter_add");
 /// `spmv_scale_*`.
 pub const GATHER_BLOCK_SIZE: u32 = 256;
 
-const ELL_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_ell_l", ""; 1, 2, 4, 8);
-
-/// Lanes per row the ELL kernel is compiled for; one PTX entry per value.
-pub const ELL_LANES: [u32; 4] = ELL_FAMILY.0;
-
-/// `spmv_ell_l<lanes>_*`, indexed like [`ELL_LANES`].
-pub const ELL: [Entry; 4] = ELL_FAMILY.1;
-
-/// Slots a thread of the padded formats (ELL, SELL, BRC) loads together in its walk
-/// (`formats/slots.rs`): their column indices and values, then their gathers of `x`, all in flight
-/// at once.
-pub const SLOT_BATCH: u32 = 8;
+/// `spmv_ell_*`.
+pub const ELL: Entry = entry!("spmv_ell");
 
 /// `ell_from_csr_*`: an ELL copy of a CSR matrix, built or refreshed on the device.
 pub const ELL_FROM_CSR: Entry = entry!("ell_from_csr");
@@ -2033,8 +2023,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_BALANCED, CSR_MERGE, CSR_MERGE_FIXUP, SCALE, DIST_GATHER, DIST_SCATTER_ADD],
     &CSR_PANELS,
     &[CSR_PANELS_COMBINE],
-    &ELL,
-    &[ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
+    &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

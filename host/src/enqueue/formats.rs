@@ -16,9 +16,8 @@ use crate::formats::lma::LmaStorage;
 use crate::scalar::Scalar;
 use kernels_gpu::abi::{
     self as abi, Accumulate, Axpby, BLOCK_SIZE, BrcParams, CooParams, DENSE_BLOCK_ROWS, DENSE_BLOCK_THREADS,
-    DenseBlockParams, ELL_LANES, EllParams, LMA_BLOCK_SIZE, LMA_NODES_PER_ELEMENT, LMA_WARPS_PER_BLOCK,
-    LmaParams, RESIDENT_WARPS_PER_SM, SELL_SLICE_ROWS, SLOT_BATCH, SellParams, WARP_SIZE, lma_shared_bytes,
-    lma_step_elements,
+    DenseBlockParams, EllParams, LMA_BLOCK_SIZE, LMA_NODES_PER_ELEMENT, LMA_WARPS_PER_BLOCK, LmaParams,
+    RESIDENT_WARPS_PER_SM, SELL_SLICE_ROWS, SellParams, WARP_SIZE, lma_shared_bytes, lma_step_elements,
 };
 use kernels_gpu::index::grid_blocks;
 
@@ -117,25 +116,10 @@ fn prepare_coo<T: Scalar>(gpu: &Gpu, a: &DeviceCoo<T>, kernel: CooKernel) -> Res
 
 pub(super) fn prepare_ell<T: Scalar>(gpu: &Gpu, a: &DeviceEll<T>) -> Result<Prepared<EllParams<T>>> {
     let params = EllParams { a: a.args(), op: unset_axpby() };
-    let lanes = ell_lanes(params.a.width);
-    let entry = abi::ELL[ELL_LANES.iter().position(|&l| l == lanes).unwrap_or_default()];
-    let grid = grid_blocks(u64::from(params.a.rows) * u64::from(lanes), BLOCK_SIZE);
+    let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
     // SAFETY: the matrix holds `width * rows` slots, each `PAD_COL` or a column of `x`; `y` has `rows`
-    // elements. The kernel grid-strides over the rows, `lanes` (a power of two up to 32) a row, in
-    // blocks of whole warps.
-    Ok(unsafe { Prepared::new(gpu.kernel::<T>(entry)?, grid, BLOCK_SIZE, 0, params) })
-}
-
-/// Lanes a row of the ELL kernel for rows of `width` slots: the fewest of [`ELL_LANES`] that leave
-/// each lane at most one batch of the slot walk ([`SLOT_BATCH`] slots, all in flight at once), the
-/// most where none does. Rows of up to 8 slots keep a thread each, as Bell & Garland's kernel
-/// (docs/PERF.md section 29).
-fn ell_lanes(width: u32) -> u32 {
-    ELL_LANES
-        .iter()
-        .copied()
-        .find(|&lanes| width <= lanes * SLOT_BATCH)
-        .unwrap_or(ELL_LANES[ELL_LANES.len() - 1])
+    // elements. The kernel grid-strides over the rows.
+    Ok(unsafe { Prepared::new(gpu.kernel::<T>(abi::ELL)?, grid, BLOCK_SIZE, 0, params) })
 }
 
 fn prepare_sell<T: Scalar>(gpu: &Gpu, a: &DeviceSell<T>) -> Result<Prepared<SellParams<T>>> {
@@ -418,12 +402,6 @@ impl<T: Scalar> Enqueue<T> for DeviceLma<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ell_rows_get_lanes_for_one_batch_each() {
-        let lanes: Vec<u32> = [0, 1, 5, 8, 9, 16, 17, 27, 32, 33, 64, 81, 1000].map(ell_lanes).to_vec();
-        assert_eq!(lanes, [1, 1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 8]);
-    }
 
     #[test]
     fn the_atomic_lma_launch_goes_round_colours_of_about_equal_sizes() {

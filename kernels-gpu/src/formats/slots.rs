@@ -10,13 +10,14 @@
 //! predicated off (`@p ld.global.nc`: no request, no branch); a padding slot inside the run costs
 //! its index and value loads, which the short padding of ELL, SELL and BRC makes cheap.
 
-use crate::abi::{PAD_COL, SLOT_BATCH};
+use crate::abi::PAD_COL;
 use crate::arch::Load;
 use crate::real::Real;
 
-/// Slots a thread loads together ([`SLOT_BATCH`]). Measured on an H200 (PERF section 27) against
-/// the slot-by-slot loop: ELL 1.23-1.89x faster, BRC 1.14-1.74x on its wide blocks.
-const BATCH: usize = SLOT_BATCH as usize;
+/// Slots a thread loads together: 8 index and 8 value loads, then up to 8 gathers, in flight at
+/// once. Measured on an H200 (PERF section 27) against the slot-by-slot loop: ELL 1.23-1.89x
+/// faster, BRC 1.14-1.74x on its wide blocks.
+const BATCH: usize = 8;
 
 /// `sum_k values[s_k] * x[cols[s_k]]` over the slots `s_k = first + k * stride`, `k < width`, in
 /// order of `k`, skipping the slots whose column is `PAD_COL`.
