@@ -11,6 +11,7 @@
 mod common;
 
 use common::{Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
+use gpu_spmv::formats::Ell;
 use gpu_spmv::reference::{
     DenseRef, error_scale_transposed, max_relative_error, spmm_f64, spmv_transpose_f64,
 };
@@ -50,11 +51,16 @@ fn check_plans<T: Scalar>(gpu: &Gpu, what: &str, rng: &mut ChaCha8Rng, da: &Devi
         gpu.plan(da, kernel).unwrap().spmv(alpha, &dx, beta, &mut dy).unwrap();
         case.assert_close(&format!("{what}, {kernel:?}"), &dy.to_host(gpu).unwrap(), tol);
     }
-    // The ELL copy, where its padding is allowed: its values follow the updates too.
-    if let Ok(plan) = gpu.plan(da, Kernel::CsrEllCopy) {
-        let mut dy = gpu.upload_vector(&start).unwrap();
-        plan.spmv(alpha, &dx, beta, &mut dy).unwrap();
-        case.assert_close(&format!("{what}, the ELL copy"), &dy.to_host(gpu).unwrap(), tol);
+    // The ELL copy, where the host's ELL takes the matrix (its values follow the updates too);
+    // refused with the same padding error where it does not.
+    match (gpu.plan(da, Kernel::CsrEllCopy), Ell::try_from_csr(a.view())) {
+        (Ok(plan), Ok(_)) => {
+            let mut dy = gpu.upload_vector(&start).unwrap();
+            plan.spmv(alpha, &dx, beta, &mut dy).unwrap();
+            case.assert_close(&format!("{what}, the ELL copy"), &dy.to_host(gpu).unwrap(), tol);
+        }
+        (Err(device), Err(host)) => assert_eq!(device.to_string(), host.to_string(), "{what}"),
+        (device, host) => panic!("{what}: the ELL copy {:?}, the host's ELL {:?}", device.err(), host.err()),
     }
 
     let xt = random_vector::<T>(rng, a.nrows);
@@ -121,6 +127,44 @@ fn gpu_plans_follow_updates_f32() {
 #[test]
 fn gpu_plans_follow_updates_f64() {
     plans_follow_updates::<f64>("gpu_plans_follow_updates_f64");
+}
+
+/// A matrix past twice the L2 whose transpose Auto multiplies by its own ELL copy (a 5-point
+/// stencil's transpose is one): an update reaches the transpose's copy as the matrix's.
+#[test]
+fn gpu_updates_reach_the_ell_copies() {
+    let test = "gpu_updates_reach_the_ell_copies";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // 5 entries of 8 bytes and an offset of 4 a row: the side past twice the L2, with a margin.
+    let side = ((2 * gpu.l2_bytes()) as f64 / 44.0).sqrt().ceil() as usize + 2;
+    let a = five_point::<f32>(side, |_, _| rand::Rng::random_range(&mut rng, -1.0..1.0));
+    let da = gpu.upload_csr_ref(a.view()).unwrap();
+    check_copies(&gpu, "as uploaded", &mut rng, &da, &a);
+    let host = renewed(&mut rng, &a);
+    da.update_values(&gpu, &host.vals).unwrap();
+    check_copies(&gpu, "after an update", &mut rng, &da, &host);
+}
+
+/// The products of Auto's plans of `da` (its ELL copy) and of its transpose (the transpose's ELL
+/// copy) checked against `a`, the values `da` holds now.
+fn check_copies(gpu: &Gpu, what: &str, rng: &mut ChaCha8Rng, da: &DeviceCsr<f32>, a: &Csr<f32>) {
+    let (x, xt) = (random_vector::<f32>(rng, a.ncols), random_vector::<f32>(rng, a.nrows));
+    let (dx, dxt) = (gpu.upload_vector(&x).unwrap(), gpu.upload_vector(&xt).unwrap());
+    let plan = gpu.plan(da, Kernel::Auto).unwrap();
+    assert_eq!(plan.kernel(), Kernel::CsrEllCopy, "{what}: Auto's kernel");
+    let mut dy = gpu.zeros::<f32>(a.nrows).unwrap();
+    plan.spmv(1.0, &dx, 0.0, &mut dy).unwrap();
+    let case = Case::new(a, &x, 1.0, 0.0, vec![0.0; a.nrows]);
+    case.assert_close(&format!("{what}, the ELL copy"), &dy.to_host(gpu).unwrap(), tolerance::<f32>(5));
+    let transposed = gpu.plan(da.transposed(), TransposeKernel::Explicit).unwrap();
+    let mut dyt = gpu.zeros::<f32>(a.ncols).unwrap();
+    transposed.spmv(1.0, &dxt, 0.0, &mut dyt).unwrap();
+    let zeros = vec![0.0; a.ncols];
+    let reference = spmv_transpose_f64(1.0, a.view(), &xt, 0.0, &zeros).unwrap();
+    let scale = error_scale_transposed(1.0, a.view(), &xt, 0.0, &zeros).unwrap();
+    let err = max_relative_error(&dyt.to_host(gpu).unwrap(), &reference, &scale);
+    assert!(err <= tolerance::<f32>(5), "{what}, transposed: relative error {err:e}");
 }
 
 #[test]

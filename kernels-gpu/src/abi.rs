@@ -613,8 +613,8 @@ pub struct EllParams<T> {
 }
 
 /// `ell_from_csr_*`: one thread per row writes the row's `ell.width` slots of `ell` from `csr`, its
-/// entries then padding (every column and value when `pattern` is 1, the values alone when 0, for
-/// new values of the same pattern). `ell.rows` is `csr.rows`, and no row of `csr` is longer than
+/// entries then padding (every column and value when `pattern` is 1, the entries' values alone when
+/// 0, for new values of the same pattern). `ell.rows` is `csr.rows`, and no row of `csr` is longer than
 /// `ell.width`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

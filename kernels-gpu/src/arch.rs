@@ -57,8 +57,8 @@ pub trait Load: Copy {
     /// no branch and no request for the dead ones.
     ///
     /// # Safety
-    /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel,
-    /// whether `live` or not (the address is computed either way).
+    /// When `live`, `p` is a valid, aligned global address of a `Self` that no thread writes during
+    /// the kernel; when not, `p` is not dereferenced and may be any address.
     unsafe fn load_nc_or_zero(p: *const Self, live: bool) -> Self;
 }
 

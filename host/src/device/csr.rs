@@ -23,8 +23,8 @@ use kernels_gpu::abi::CsrArgs;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
@@ -60,8 +60,11 @@ pub struct DeviceCsr<T> {
     stream_windows: OnceLock<DeviceStreamWindows<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
     transpose: OnceLock<Box<BuiltTranspose<T>>>,
-    /// The matrix in ELL, for `Kernel::CsrEllCopy`.
+    /// The matrix in ELL, for `Kernel::CsrEllCopy`: built and published under `ell_copy_lock`,
+    /// which a refresh of its values holds too, so that an update cannot miss a copy being built.
     ell_copy: OnceLock<DeviceEll<T>>,
+    /// The bytes of a copy the device had no memory for, once it was refused: it is not tried again.
+    ell_copy_lock: Mutex<Option<usize>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -182,8 +185,9 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(&self.transpose.get_or_init(|| built).csr)
     }
 
-    /// The ELL copy: built by `build` on the first call (the launch is the enqueue tier's), the same
-    /// for every later one.
+    /// The ELL copy: built by `build` on the first call (the launches are the enqueue tier's), the
+    /// same for every later one. Refused for lack of device memory once, it is refused from then on
+    /// without trying again, so that Auto's fallback costs no failed allocation per product.
     pub(crate) fn ell_copy_or_build(
         &self,
         build: impl FnOnce() -> Result<DeviceEll<T>>,
@@ -191,13 +195,31 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(built) = self.ell_copy.get() {
             return Ok(built);
         }
-        let built = build()?;
-        Ok(self.ell_copy.get_or_init(|| built))
+        let mut refused = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(built) = self.ell_copy.get() {
+            return Ok(built);
+        }
+        if let Some(bytes) = *refused {
+            return Err(Error::DeviceMemory { bytes });
+        }
+        match build() {
+            Ok(built) => Ok(self.ell_copy.get_or_init(|| built)),
+            Err(Error::DeviceMemory { bytes }) => {
+                *refused = Some(bytes);
+                Err(Error::DeviceMemory { bytes })
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// The ELL copy, if a plan has built it: what an update of the values refreshes.
-    pub(crate) fn built_ell_copy(&self) -> Option<&DeviceEll<T>> {
-        self.ell_copy.get()
+    /// Calls `refresh` with the ELL copy, if a plan has built it, holding the lock its construction
+    /// holds: a copy being built is published before, or built from values after, the refresh.
+    pub(crate) fn refresh_ell_copy_with(
+        &self,
+        refresh: impl FnOnce(&DeviceEll<T>) -> Result<()>,
+    ) -> Result<()> {
+        let _building = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.ell_copy.get().map_or(Ok(()), refresh)
     }
 
     /// `Aᵀ`, if a plan has built it.
@@ -267,6 +289,7 @@ impl<T: Scalar> DeviceCsr<T> {
             merge_tiles: OnceLock::new(),
             stream_windows: OnceLock::new(),
             ell_copy: OnceLock::new(),
+            ell_copy_lock: Mutex::new(None),
             transpose: OnceLock::new(),
         }
     }

@@ -111,7 +111,10 @@ impl Gpu {
     /// Prepares products with `a` by `kernel` (the format's strategy type; see [`DeviceMatrix`]):
     /// checks and resolves it, builds what it needs, and returns the reusable [`Plan`]. The cost of
     /// the first plan of a CSR strategy that cuts rows is an O(rows) pass on the host and an upload;
-    /// every other plan costs a few hundred nanoseconds.
+    /// of the first plan of [`Kernel::CsrEllCopy`](crate::Kernel::CsrEllCopy) (which Auto takes for
+    /// large matrices of rows of one length), the copy's allocation, about the matrix's bytes
+    /// again and kept with it, and a launch that fills it, waited for; every other plan costs a few
+    /// hundred nanoseconds.
     pub fn plan<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized>(
         &'a self,
         a: &'a A,
@@ -127,7 +130,8 @@ impl Gpu {
     /// `y = alpha * A * x + beta * y` with the format's default strategy ([`Kernel::Auto`](
     /// crate::Kernel::Auto) for CSR): [`Gpu::plan`] and [`Plan::spmv`] in one call. `x` and `y` may
     /// be [`DeviceVector`](crate::DeviceVector)s or the caller's cudarc buffers ([`VectorRef`]).
-    /// Enqueued on [`Gpu::stream`]; returns without waiting. On error nothing is launched.
+    /// Enqueued on [`Gpu::stream`]; returns without waiting. On error no product is launched (the
+    /// first product of a matrix whose strategy builds data, as [`Gpu::plan`] says, may have built it).
     pub fn spmv<T, A, X, Y>(&self, alpha: T, a: &A, x: &X, beta: T, y: &mut Y) -> Result<()>
     where
         T: Scalar,

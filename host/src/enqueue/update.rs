@@ -45,7 +45,9 @@ impl<T: Scalar> DeviceCsr<T> {
     /// As [`DeviceCsr::update_values`], from a buffer on the device: a [`DeviceVector`](crate::DeviceVector)
     /// or the caller's `CudaSlice`, `CudaView` or `CudaViewMut` of the [`Gpu`]'s context, read in
     /// stream order (a buffer written on another stream must be ordered before, as for a product's
-    /// `x`). Enqueues only device work, so it may be captured into a graph.
+    /// `x`). Enqueues only device work, so it may be captured into a graph; the graph refreshes
+    /// the copies of the values that existed when it was captured (the transpose, the ELL copy),
+    /// so capture it after the plans that build them.
     ///
     /// Refused before anything is enqueued: a matrix or buffer of another [`Gpu`]
     /// ([`Error::ForeignBuffer`]), a buffer of another length than the entry count
@@ -70,18 +72,24 @@ impl<T: Scalar> DeviceCsr<T> {
         if self.belongs_to(gpu) { Ok(()) } else { Err(Error::ForeignBuffer("the matrix")) }
     }
 
-    /// Carries the new values into the transpose and the ELL copy, where a plan has built them, and
-    /// counts the update.
+    /// Carries the new values into the transpose and the ELL copies (the matrix's and the
+    /// transpose's), where plans have built them, and counts the update, which the value copy made
+    /// whatever a refresh answers.
     pub(super) fn refresh_derived(&self, gpu: &Gpu) -> Result<()> {
+        let refreshed = self.refresh_copies(gpu);
+        self.values_updated();
+        refreshed
+    }
+
+    fn refresh_copies(&self, gpu: &Gpu) -> Result<()> {
         if let Some((t, sources)) = self.built_transpose_sources() {
             let nnz = narrow("the entry count", self.nnz())?;
             // SAFETY: `sources` holds `nnz` indices, each an entry of this matrix (the transpose's
             // construction wrote a permutation of `0 .. nnz`), and `Aᵀ`'s values `nnz` elements, a
             // buffer of its own: all of `gpu`'s context, which owns this matrix (checked by the caller).
             unsafe { gather(gpu, gpu.stream(), t.args().values, self.args().values, sources, nnz)? };
+            refresh_ell_copy(t, gpu)?;
         }
-        refresh_ell_copy(self, gpu)?;
-        self.values_updated();
-        Ok(())
+        refresh_ell_copy(self, gpu)
     }
 }

@@ -34,8 +34,8 @@ unsafe fn ell<T: Real>(p: EllParams<T>) {
 }
 
 /// Writes the ELL copy of a CSR matrix that `Kernel::CsrEllCopy` multiplies with (or, with
-/// `pattern == 0`, its values alone, after the CSR matrix's values were replaced): row `r`'s entry
-/// `k` to slot `k * rows + r`, then padding (`PAD_COL` and 0) up to the width. A thread per row: the
+/// `pattern == 0`, the values of its entries alone, after the CSR matrix's values were replaced):
+/// row `r`'s entry `k` to slot `k * rows + r`, then padding (`PAD_COL` and 0) up to the width. A thread per row: the
 /// warp's writes of each slot are 32 consecutive words; its reads of the CSR arrays are the
 /// thread-per-row kernel's, once.
 ///
@@ -63,8 +63,11 @@ unsafe fn ell_from_csr<T: Real>(p: EllFromCsrParams<T>) {
                         if entry { u32::load_nc(p.csr.col_indices.as_ptr().add(first + k)) } else { PAD_COL };
                     *p.ell.cols.as_mut_ptr().add(slot) = col;
                 }
-                let value = if entry { T::load_nc(p.csr.values.as_ptr().add(first + k)) } else { T::ZERO };
-                *p.ell.values.as_mut_ptr().add(slot) = value;
+                if entry {
+                    *p.ell.values.as_mut_ptr().add(slot) = T::load_nc(p.csr.values.as_ptr().add(first + k));
+                } else if p.pattern != 0 {
+                    *p.ell.values.as_mut_ptr().add(slot) = T::ZERO;
+                }
             }
         }
         row += stride;

@@ -35,15 +35,17 @@ pub(super) unsafe fn padded_dot<T: Real>(
     width: u32,
 ) -> T {
     let mut sum = T::ZERO;
-    let mut batch_start = 0u32;
-    while batch_start < width {
+    // Slots walked so far; the next batch's steps are `done + j`, live while `j < width - done`
+    // (no sum past `width`, which may be as large as `u32::MAX`).
+    let mut done = 0u32;
+    while done < width {
+        let left = width - done;
         let mut batch_cols = [PAD_COL; BATCH];
         let mut batch_values = [T::ZERO; BATCH];
         for j in 0..BATCH {
-            let k = batch_start + j as u32;
-            let live = k < width;
+            let live = (j as u32) < left;
             // A dead step addresses the run's last slot (in bounds) and loads nothing.
-            let slot = first + k.min(width - 1) as usize * stride;
+            let slot = first + (done + (j as u32).min(left - 1)) as usize * stride;
             // SAFETY: `slot` is one of the run's slots (the caller's contract).
             unsafe {
                 let col = u32::load_nc_or_zero(cols.add(slot), live);
@@ -56,14 +58,14 @@ pub(super) unsafe fn padded_dot<T: Real>(
             let entry = batch_cols[j] != PAD_COL;
             let col = if entry { batch_cols[j] as usize } else { 0 };
             // SAFETY: a column that is not `PAD_COL` is below the length of `x`; a padding step
-            // loads nothing and addresses `x` itself (offset 0 is in bounds of any allocation).
+            // loads nothing (its address, `x` itself, is not dereferenced).
             xs[j] = unsafe { T::load_nc_or_zero(x.add(col), entry) };
         }
         for j in 0..BATCH {
             let next = batch_values[j].fma(xs[j], sum);
             sum = if batch_cols[j] != PAD_COL { next } else { sum };
         }
-        batch_start += BATCH as u32;
+        done = done.saturating_add(BATCH as u32);
     }
     sum
 }

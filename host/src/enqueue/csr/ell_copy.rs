@@ -5,10 +5,10 @@
 //!
 //! Why a copy: on matrices whose rows all have about the same length (stencils, finite elements of
 //! one kind) ELL's padding costs almost nothing, it reads no row offsets, and its batched,
-//! column-major walk reached 92-100% of the CSR floor on an H100 where every CSR kernel stopped at
-//! 84-92% (docs/PERF.md, sections 27 and 28). The copy costs device memory (its slots, about the
-//! matrix's entries again) and one pass of a kernel to build; new values of the CSR matrix reach it
-//! by the same kernel, values only, on the stream.
+//! column-major walk took Auto on an H100 from 84-92% to 91-100% of the CSR floor on the stencils
+//! and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md, sections 27 and 28). The copy costs device
+//! memory (its slots, about the matrix's entries again) and one pass of a kernel to build; new values
+//! of the CSR matrix reach it by the same kernel, values only, on the stream.
 
 use super::super::launch::launch;
 use crate::device::{DeviceCsr, DeviceEll, Gpu};
@@ -19,46 +19,46 @@ use crate::{Error, Result};
 use kernels_gpu::abi::{self, BLOCK_SIZE, EllFromCsrParams};
 use kernels_gpu::index::grid_blocks;
 
-/// The ELL copy of `a`, built on the stream the first time (refused as [`Ell`](crate::formats::Ell)
-/// refuses padding past [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the
-/// CSR bytes, before allocating).
+/// The ELL copy of `a`, built on the first call (refused as [`Ell`](crate::formats::Ell) refuses
+/// padding past [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the CSR
+/// bytes, before allocating; and while the stream captures a graph, which cannot allocate).
 pub(super) fn ell_copy<'a, T: Scalar>(a: &'a DeviceCsr<T>, gpu: &Gpu) -> Result<&'a DeviceEll<T>> {
     a.ell_copy_or_build(|| build(a, gpu))
 }
 
+/// Builds the copy and waits for it: published to the matrix, it may be read on any stream.
 fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<DeviceEll<T>> {
     let (rows, width) = (a.nrows(), a.stats().max);
     let lengths = a.host_offsets().windows(2).map(|w| (w[1] - w[0]) as usize);
     check_padding_of::<T>(rows, a.nnz(), width, lengths)?;
+    let shape = (narrow("the row count", rows)?, narrow("the ELL width", width)?);
     let slots = rows.checked_mul(width).ok_or(Error::TooLarge {
-        what: "the ELL copy's slots",
-        value: usize::MAX,
-        limit: usize::MAX,
+        what: "the ELL copy's slots per row",
+        value: width,
+        limit: usize::MAX / rows.max(1),
     })?;
     let cols = gpu.alloc_zeros::<u32>(slots)?;
     let values = gpu.alloc_zeros::<T>(slots)?;
-    let shape = (narrow("the row count", rows)?, narrow("the ELL width", width)?);
     let ell = DeviceEll::from_device_parts(gpu, cols, values, shape, (a.ncols(), a.nnz()));
     fill(a, &ell, gpu, true)?;
+    gpu.synchronize()?;
     Ok(ell)
 }
 
 /// Carries `a`'s values (after an update) into its ELL copy, if a plan has built it.
 pub(crate) fn refresh_ell_copy<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<()> {
-    match a.built_ell_copy() {
-        Some(ell) => fill(a, ell, gpu, false),
-        None => Ok(()),
-    }
+    a.refresh_ell_copy_with(|ell| fill(a, ell, gpu, false))
 }
 
 /// Writes `ell`'s slots from `a` on the stream: every column and value when `pattern`, else the
-/// values alone.
+/// values of the entries alone (the padding's zeros stay).
 fn fill<T: Scalar>(a: &DeviceCsr<T>, ell: &DeviceEll<T>, gpu: &Gpu, pattern: bool) -> Result<()> {
     let params = EllFromCsrParams { csr: a.args(), ell: ell.args(), pattern: u32::from(pattern) };
     let grid = grid_blocks(u64::from(params.ell.rows), BLOCK_SIZE);
     // SAFETY: `a` is valid CSR (by construction of `DeviceCsr`) of `ell`'s rows, none longer than
     // its width (the longest row, `stats().max`); `ell` holds `rows * width` slots of `gpu`'s
-    // context, which owns `a` (checked by the caller), read only by this matrix's products, which run
-    // on the same stream, in order with this launch. The kernel grid-strides over the rows.
+    // context, which owns `a` (checked by the caller). A refresh is ordered after the copy's
+    // construction (waited for before the copy was published) and, on the stream, with the
+    // products that read it. The kernel grid-strides over the rows.
     unsafe { launch(gpu, gpu.kernel::<T>(abi::ELL_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params) }
 }

@@ -18,7 +18,8 @@ use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 pub enum Kernel {
     /// Chosen from the matrix's row statistics and the GPU by the rule fitted to measurements
     /// ([`Kernel::auto_for`]; for the regime a plan names, [`Gpu::plan_for`](crate::Gpu::plan_for),
-    /// cold otherwise), in constant time.
+    /// cold otherwise), in constant time. For a large matrix of rows of one length that is
+    /// [`Kernel::CsrEllCopy`], whose copy of the matrix the first plan allocates and the matrix keeps.
     #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
@@ -81,11 +82,12 @@ pub enum Kernel {
     /// time it is asked for and the matrix keeps, as it keeps the other strategies' data
     /// (`host/src/enqueue/csr/ell_copy.rs`; `kernels-gpu/src/formats/ell.rs`): a thread per row
     /// walks its row's slots a batch of 8 at a time, column-major, with no row offsets to read.
-    /// On matrices whose rows have about the same length (stencils, finite elements of one kind)
-    /// it reached 92-100% of the CSR floor on an H100, where the CSR kernels stopped at 84-92%
-    /// (docs/PERF.md, section 28). The copy takes device memory, each row padded to the longest
-    /// (about the matrix's entries again where rows are equal; counted in
-    /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)), and is refused as
+    /// On matrices whose rows have about the same length it took Auto on an H100 from 84-92% to
+    /// 91-100% of the CSR floor on the stencils and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md,
+    /// section 28). The copy takes device memory for the matrix's lifetime, each row padded to the
+    /// longest (about the matrix's entries again where rows are equal; counted in
+    /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)); it is built, and waited for,
+    /// when first planned (not while the stream captures a graph), and is refused as
     /// [`Ell`](crate::formats::Ell) refuses padding past
     /// [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the CSR bytes, before
     /// anything is allocated ([`FormatError::EllPadding`](crate::FormatError::EllPadding)). New
@@ -148,7 +150,8 @@ impl Kernel {
     /// Whether `error`, from planning `self`, is a refusal of a term's kernel that [`Kernel::Auto`]
     /// and the tuner step around: for the column-panel kernel, a panel or block the GPU cannot give,
     /// or a table past 32-bit indices; for the ELL copy, padding past its limit, slots past
-    /// `usize`, or too little device memory for it.
+    /// `usize`, too little device memory for it, or a stream capturing a graph, which cannot
+    /// allocate it (Auto's plan inside a capture then takes the fitted rule's kernel).
     pub(crate) fn term_refused(self, error: &Error) -> bool {
         match self {
             Kernel::CsrPanels { .. } => matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. }),
@@ -157,6 +160,7 @@ impl Kernel {
                 Error::Format(FormatError::EllPadding { .. })
                     | Error::TooLarge { .. }
                     | Error::DeviceMemory { .. }
+                    | Error::Unsupported(_)
             ),
             _ => false,
         }

@@ -297,7 +297,7 @@ pub fn ell_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> Op
     if stats.nnz == 0 || stats.rows == 0 {
         return None;
     }
-    let csr_bytes = stats.rows as f64 * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
+    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
     let applies = stats.max <= ELL_COPY_MAX_ROW
         && stats.max as f64 <= ELL_COPY_MAX_PADDING * stats.mean
         && csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64;
