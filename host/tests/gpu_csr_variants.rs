@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
+use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, stencil_past_twice_the_l2, tolerance};
 use gpu_spmv::formats::Ell;
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
@@ -176,10 +176,7 @@ fn gpu_auto_takes_the_ell_copy() {
     let test = "gpu_auto_takes_the_ell_copy";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    // A row holds 5 entries of 8 bytes and an offset of 4: the side that brings the CSR bytes past
-    // twice the L2 (the boundary rows, shorter, leave a margin of two grid lines).
-    let side = ((2 * gpu.l2_bytes()) as f64 / 44.0).sqrt().ceil() as usize + 2;
-    let a = five_point::<f32>(side, |_, _| rand::Rng::random_range(&mut rng, -1.0..1.0));
+    let a = stencil_past_twice_the_l2(&gpu, &mut rng);
     let mut fixture = Fixture::new(&gpu, "a 5-point stencil past twice the L2", &a, &mut rng);
     let before = fixture.da.device_bytes();
     let plan = gpu.plan(&fixture.da, Kernel::Auto).unwrap();

@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
+use common::{
+    Case, Csr, edge_cases, five_point, gpu_or_skip, random_vector, rng, stencil_past_twice_the_l2, tolerance,
+};
 use gpu_spmv::formats::Ell;
 use gpu_spmv::reference::{
     DenseRef, error_scale_transposed, max_relative_error, spmm_f64, spmv_transpose_f64,
@@ -136,9 +138,7 @@ fn gpu_updates_reach_the_ell_copies() {
     let test = "gpu_updates_reach_the_ell_copies";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    // 5 entries of 8 bytes and an offset of 4 a row: the side past twice the L2, with a margin.
-    let side = ((2 * gpu.l2_bytes()) as f64 / 44.0).sqrt().ceil() as usize + 2;
-    let a = five_point::<f32>(side, |_, _| rand::Rng::random_range(&mut rng, -1.0..1.0));
+    let a = stencil_past_twice_the_l2(&gpu, &mut rng);
     let da = gpu.upload_csr_ref(a.view()).unwrap();
     check_copies(&gpu, "as uploaded", &mut rng, &da, &a);
     let host = renewed(&mut rng, &a);

@@ -157,6 +157,14 @@ pub fn check<T: Scalar>(what: &str, a: &Csr<T>, alpha: T, x: &[T], beta: T, y0: 
     Case::new(a, x, alpha, beta, y0.to_vec()).assert_close(what, y, tolerance::<T>(a.view().stats().max))
 }
 
+/// A 5-point stencil in f32 of values in [-1, 1) whose CSR bytes are past twice `gpu`'s L2: where
+/// Auto takes the ELL copy (`rule::ell_copy_term`). A row holds 5 entries of 8 bytes and an offset
+/// of 4; the boundary rows, shorter, are made up by two more grid lines.
+pub fn stencil_past_twice_the_l2(gpu: &gpu_spmv::Gpu, rng: &mut ChaCha8Rng) -> Csr<f32> {
+    let side = ((2 * gpu.l2_bytes()) as f64 / 44.0).sqrt().ceil() as usize + 2;
+    five_point(side, |_, _| rng.random_range(-1.0..1.0))
+}
+
 /// The 5-point stencil of an `n` x `n` grid (row `r` holds `r` and its grid neighbours, in column
 /// order), entry `(r, c)` of value `value(r, c)`.
 pub fn five_point<T: Scalar>(n: usize, mut value: impl FnMut(usize, usize) -> T) -> Csr<T> {
