@@ -42,7 +42,10 @@ fuzz_target!(|input: Input| {
     let chosen = Kernel::auto_for(&stats, value_bytes, target, regime);
     assert_eq!(chosen, Kernel::auto_for(&stats, value_bytes, target, regime), "deterministic");
     let without = Kernel::auto_without_terms(&stats, value_bytes, target, regime);
-    assert!(!matches!(without, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy), "{without:?} without the terms");
+    assert!(
+        !matches!(without, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy),
+        "{without:?} without the terms"
+    );
     match (panels_term(&stats, value_bytes, target), ell_copy_term(&stats, value_bytes, target)) {
         (Some(panels), _) => {
             assert!(panels_timed(&stats, value_bytes), "Auto's panels where the bench does not time them");
