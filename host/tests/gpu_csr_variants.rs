@@ -1,8 +1,8 @@
 //! The aligned (Baskaran & Bordawekar), parametrised (Reguly & Giles) and balanced (CSR-Adaptive's
 //! row blocks) CSR kernels, the ELL copy, and the run-time tuner against the f64 reference: a
-//! representative set of parameters on every edge case, every configuration the tuner can reach on three matrices, the
-//! long-row split on a dc1-like matrix, the balanced kernel's task shapes, and products run through
-//! `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
+//! representative set of parameters on every edge case, every configuration the tuner can reach on
+//! three matrices, the long-row split on a dc1-like matrix, the balanced kernel's task shapes, and
+//! products run through `TunedSpmv` while it tunes. Output is poisoned with NaN before each product
 //! with `beta = 0`. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
 mod common;

@@ -1,7 +1,7 @@
 //! New values for an uploaded CSR matrix (`DeviceCsr::update_values`, `update_values_from`), on the
 //! GPU against the f64 reference: plans made before an update (every CSR kernel family, the ELL
-//! copy, the transposed product both ways, SpMM) compute with the new values after it; the explicit transpose
-//! is refreshed; a Jacobi solver refuses until it has the new diagonal (on a `DeviceCsr` and on the
+//! copy, the transposed product both ways, SpMM) compute with the new values after it; the explicit
+//! transpose is refreshed; a Jacobi solver refuses until it has the new diagonal (on a `DeviceCsr` and on the
 //! planner's `AutoMatrix` holding one), a plain one goes on; the
 //! update from a device buffer captured into a graph takes the buffer's contents at every replay;
 //! refused updates leave the values as they were; the formats converted on the host from the same

@@ -17,9 +17,9 @@ impl<T: Scalar> DeviceCsr<T> {
     /// enqueued after it the new ones.
     ///
     /// Plans of this matrix stay valid, the transposed product's and `Kernel::CsrEllCopy`'s included
-    /// (their copies of the values are refreshed on the stream). A solver's Jacobi diagonal, given on the host, is not: the
-    /// solver refuses to run with [`Error::StaleValues`] until it is given the new one
-    /// ([`Cg::set_diagonal`](crate::solve::Cg::set_diagonal)).
+    /// (their copies of the values are refreshed on the stream). A solver's Jacobi diagonal, given
+    /// on the host, is not: the solver refuses to run with [`Error::StaleValues`] until it is given
+    /// the new one ([`Cg::set_diagonal`](crate::solve::Cg::set_diagonal)).
     ///
     /// Refused before anything is enqueued: a matrix of another [`Gpu`]
     /// ([`Error::ForeignBuffer`]), `values` of another length than the entry count

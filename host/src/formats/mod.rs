@@ -1,8 +1,9 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
-//! from it on the CPU (ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices), and the local matrix approach (element
-//! matrices and their nodes), each with its validation and its model constants; and the host's share
-//! of a staged upload (`staging.rs`: the chunks and the pass that fills them). Pure data: nothing
-//! here touches a GPU. Upload a format with the `Gpu`'s `upload_*` methods.
+//! from it on the CPU (ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices), and the
+//! local matrix approach (element matrices and their nodes), each with its validation and its model
+//! constants; and the host's share of a staged upload (`staging.rs`: the chunks and the pass that
+//! fills them). Pure data: nothing here touches a GPU. Upload a format with the `Gpu`'s `upload_*`
+//! methods.
 
 pub(crate) mod brc;
 pub(crate) mod compressed;

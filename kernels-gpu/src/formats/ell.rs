@@ -35,9 +35,9 @@ unsafe fn ell<T: Real>(p: EllParams<T>) {
 
 /// Writes the ELL copy of a CSR matrix that `Kernel::CsrEllCopy` multiplies with (or, with
 /// `pattern == 0`, the values of its entries alone, after the CSR matrix's values were replaced):
-/// row `r`'s entry `k` to slot `k * rows + r`, then padding (`PAD_COL` and 0) up to the width. A thread per row: the
-/// warp's writes of each slot are 32 consecutive words; its reads of the CSR arrays are the
-/// thread-per-row kernel's, once.
+/// row `r`'s entry `k` to slot `k * rows + r`, then padding (`PAD_COL` and 0) up to the width. A
+/// thread per row: the warp's writes of each slot are 32 consecutive words; its reads of the CSR
+/// arrays are the thread-per-row kernel's, once.
 ///
 /// # Safety
 /// `p.csr` is valid CSR of `p.csr.rows` rows, none longer than `p.ell.width`; `p.ell` holds
