@@ -134,6 +134,10 @@ pub enum FormatError {
          {slice}, pads its rows to {width} entries)"
     )]
     SellPadding { slice: usize, width: usize, sell_bytes: u128, limit_bytes: u128 },
+    /// The compressed ELL format stores a column as its offset from the row in 16 bits; entry
+    /// `entry` (row `row`, column `col`) lies farther from its row than `limit`.
+    #[error("entry {entry} (row {row}, column {col}) lies farther than {limit} columns from its row")]
+    ColumnFarFromRow { row: usize, entry: usize, col: usize, limit: usize },
     /// An element of a local-matrix (LMA) operator names a node past the node count.
     #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
     LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },

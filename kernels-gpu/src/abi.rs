@@ -132,6 +132,22 @@ pub const ELL: Entry = entry!("spmv_ell");
 /// `ell_from_csr_*`: an ELL copy of a CSR matrix, built or refreshed on the device.
 pub const ELL_FROM_CSR: Entry = entry!("ell_from_csr");
 
+/// `spmv_compressed_ell_*`: values stored in the product's type.
+pub const COMPRESSED_ELL: Entry = entry!("spmv_compressed_ell");
+
+/// `spmv_compressed_ell_f32_*`: values stored as f32 (for an f32 product, [`COMPRESSED_ELL`]'s entry).
+pub const COMPRESSED_ELL_F32: Entry = Entry { f32: COMPRESSED_ELL.f32, f64: "spmv_compressed_ell_f32_f64" };
+
+/// `spmv_compressed_ell_f16_*`: values stored as binary16.
+pub const COMPRESSED_ELL_F16: Entry = entry!("spmv_compressed_ell_f16");
+
+/// `spmv_compressed_ell_bf16_*`: values stored as bfloat16.
+pub const COMPRESSED_ELL_BF16: Entry = entry!("spmv_compressed_ell_bf16");
+
+/// `compressed_ell_from_csr_*`: a compressed ELL copy of a CSR matrix, built or refreshed on the
+/// device.
+pub const COMPRESSED_ELL_FROM_CSR: Entry = entry!("compressed_ell_from_csr");
+
 /// `spmv_sell_*`.
 pub const SELL: Entry = entry!("spmv_sell");
 
@@ -621,6 +637,50 @@ pub struct EllParams<T> {
 pub struct EllFromCsrParams<T> {
     pub csr: CsrArgs<T>,
     pub ell: EllArgs<T>,
+    pub pattern: u32,
+}
+
+/// The largest distance `|column - row|` the compressed ELL format stores in 16 bits.
+pub const MAX_ROW_DELTA: i16 = i16::MAX;
+
+/// The stored offset of a padding slot in the compressed ELL arrays: below `-MAX_ROW_DELTA`, so no
+/// entry's offset is `PAD_DELTA`. As for [`PAD_COL`], the kernels read no `x` for it.
+pub const PAD_DELTA: i16 = i16::MIN;
+
+/// An ELL matrix whose columns are stored as 16-bit offsets from their row (the compressed ELL
+/// format): slot `k` of row `r` at `k * rows + r` holds `column - r`, in
+/// `-MAX_ROW_DELTA ..= MAX_ROW_DELTA`, in `deltas`, and its value in the storage type `V` in
+/// `values`. A row's entries fill its first slots; the rest hold [`PAD_DELTA`] and 0. Banded,
+/// stencil and most finite-element matrices keep their columns that close to the diagonal; their
+/// slots take 2 bytes of column where ELL takes 4.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedEllArgs<V> {
+    pub deltas: DevicePtr<i16>,
+    pub values: DevicePtr<V>,
+    pub rows: u32,
+    pub width: u32,
+}
+
+/// `spmv_compressed_ell_*`: one thread per row, the ELL kernel's walk and order of the sums, so with
+/// values in the product's type `T` its results are bit-identical to `spmv_ell_*` and
+/// `spmv_csr_scalar_*`. `V` is the storage type of the values.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedEllParams<V, T> {
+    pub a: CompressedEllArgs<V>,
+    pub op: Axpby<T>,
+}
+
+/// `compressed_ell_from_csr_*`: as [`EllFromCsrParams`], into the compressed ELL arrays. A thread
+/// whose row holds a column farther than [`MAX_ROW_DELTA`] from the row raises `*misfit` to 1 (the
+/// host zeroes it first) and leaves that slot's offset unspecified; the host then discards the copy.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedEllFromCsrParams<T> {
+    pub csr: CsrArgs<T>,
+    pub ell: CompressedEllArgs<T>,
+    pub misfit: DevicePtr<u32>,
     pub pattern: u32,
 }
 
@@ -2024,6 +2084,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &CSR_PANELS,
     &[CSR_PANELS_COMBINE],
     &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
+    &[COMPRESSED_ELL, COMPRESSED_ELL_F32, COMPRESSED_ELL_F16, COMPRESSED_ELL_BF16, COMPRESSED_ELL_FROM_CSR],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

@@ -7,6 +7,7 @@
 mod brc;
 mod column_panels;
 mod compressed;
+mod compressed_ell;
 mod coo;
 mod csr;
 mod dense;
@@ -32,6 +33,7 @@ mod vector;
 pub use brc::DeviceBrc;
 pub(crate) use column_panels::{DeviceColumnPanels, PanelLayout, panel_count};
 pub use compressed::DeviceCompressed;
+pub use compressed_ell::DeviceCompressedEll;
 pub use coo::DeviceCoo;
 pub use csr::DeviceCsr;
 pub use dense::{DeviceDense, Layout};

@@ -1,18 +1,28 @@
-//! Products of [`DeviceCompressed`]: its strategy ([`CompressedKernel`]) and its one launch.
+//! Products of the compressed formats: [`DeviceCompressed`] (its strategy, [`CompressedKernel`], and
+//! its one launch) and [`DeviceCompressedEll`] (one launch).
 
 use super::DeviceMatrix;
 use super::csr::auto_coop;
 use super::launch::{Prepared, WithOperands, unset_axpby};
 use super::sealed::{Enqueue, Product};
-use crate::device::{DeviceCompressed, Gpu};
+use crate::device::{DeviceCompressed, DeviceCompressedEll, Gpu};
 use crate::formats::Shape;
 use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use kernels_gpu::abi::{self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedParams};
+use kernels_gpu::abi::{
+    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, Entry,
+};
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
 impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
+    type Operands = Axpby<T>;
+    fn with(self, op: Axpby<T>) -> Self {
+        Self { op, ..self }
+    }
+}
+
+impl<V: Copy, T: Copy> WithOperands for CompressedEllParams<V, T> {
     type Operands = Axpby<T>;
     fn with(self, op: Axpby<T>) -> Self {
         Self { op, ..self }
@@ -81,6 +91,57 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressed<T, V> {
         // the matrix's rows are those of `y`.
         let launch = unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) };
         Ok((CompressedKernel::Coop { coop }, launch))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.axpby()) }
+    }
+}
+
+impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceCompressedEll<T, V> {
+    fn shape(&self) -> Shape {
+        DeviceCompressedEll::shape(self)
+    }
+}
+
+/// The `spmv_compressed_ell_*` entry of values stored as `V`: for `V = T`, that of the matrix's own
+/// type (an f64 storage only exists for f64 matrices).
+fn compressed_ell_entry<T: Scalar, V: ValueStorage<T>>() -> Entry {
+    match V::STORAGE {
+        Storage::F64 => abi::COMPRESSED_ELL,
+        Storage::F32 => abi::COMPRESSED_ELL_F32,
+        Storage::F16 => abi::COMPRESSED_ELL_F16,
+        Storage::Bf16 => abi::COMPRESSED_ELL_BF16,
+    }
+}
+
+/// The launch of `spmv_compressed_ell_*` over `a`: also `Kernel::CsrEllCopy`'s, over its copy.
+pub(super) fn prepare_compressed_ell<T: Scalar, V: ValueStorage<T>>(
+    gpu: &Gpu,
+    a: &DeviceCompressedEll<T, V>,
+) -> Result<Prepared<CompressedEllParams<V, T>>> {
+    let params = CompressedEllParams { a: a.args(), op: unset_axpby() };
+    let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
+    let f = gpu.kernel::<T>(compressed_ell_entry::<T, V>())?;
+    // SAFETY: the entry is the one of storage `V` and type `T`. The matrix holds `width * rows`
+    // slots, each `PAD_DELTA` or an offset that takes its row to a column of `x` (checked by
+    // `CompressedEll::try_from_csr`, or by the copy's build, which discards a copy with a misfit);
+    // `y` has `rows` elements. The kernel grid-strides over the rows.
+    Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
+}
+
+/// Compressed ELL: one launch of `spmv_compressed_ell_*`, `y = alpha * A * x + beta * y`.
+impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressedEll<T, V> {
+    type Kernel = ();
+    type Launch = Prepared<CompressedEllParams<V, T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceCompressedEll::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
+        Ok(((), prepare_compressed_ell(gpu, self)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {

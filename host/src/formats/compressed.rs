@@ -216,8 +216,8 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
                 *e = index32(c);
             }
         });
+        let max_rounding = max_rounding::<T, V>(&a)?;
         let values: Vec<V> = a.values().par_iter().map(|&v| V::round(v)).collect();
-        let max_rounding = max_rounding(&a, &values)?;
         Ok(Self {
             stats: a.stats(),
             row_offsets: offsets.iter().map(|&o| index32(o)).collect(),
@@ -336,18 +336,18 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
 }
 
 /// `γ_m = m u / (1 - m u)` (infinite once `m u >= 1`).
-fn gamma(m: f64, u: f64) -> f64 {
+pub(crate) fn gamma(m: f64, u: f64) -> f64 {
     let mu = m * u;
     if mu < 1.0 { mu / (1.0 - mu) } else { f64::INFINITY }
 }
 
-/// The largest relative rounding of a finite non-zero value of `a` stored as `values`; refuses a
-/// finite value that `V` cannot hold, naming its row and entry.
-fn max_rounding<T: Scalar, V: ValueStorage<T>>(a: &CsrRef<'_, T>, values: &[V]) -> Result<f64> {
-    let worst = a.values().par_iter().zip(values).enumerate().try_fold(
+/// The largest relative rounding of a finite non-zero value of `a` stored as `V`; refuses a finite
+/// value that `V` cannot hold, naming its row and entry.
+pub(crate) fn max_rounding<T: Scalar, V: ValueStorage<T>>(a: &CsrRef<'_, T>) -> Result<f64> {
+    let worst = a.values().par_iter().enumerate().try_fold(
         || 0.0f64,
-        |worst, (entry, (&v, &stored))| {
-            let (v, s) = (v.to_f64(), stored.widen());
+        |worst, (entry, &v)| {
+            let (v, s) = (v.to_f64(), V::round(v).widen());
             if v.is_finite() && !s.is_finite() {
                 return Err(entry);
             }

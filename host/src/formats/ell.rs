@@ -47,31 +47,10 @@ impl<T: Scalar> Ell<T> {
     /// The first `width` entries of every row of `a` (all of a shorter row): the ELL part of HYB.
     /// `a` passed [`check_u32_dims`], and `width` [`check_padding`].
     pub(crate) fn truncated(a: CsrRef<'_, T>, width: usize) -> Self {
-        let (nrows, offsets) = (a.nrows(), a.row_offsets());
-        let mut cols = vec![PAD_COL; nrows * width];
-        let mut values = vec![T::ZERO; nrows * width];
-        if nrows > 0 {
-            cols.par_chunks_mut(nrows).zip(values.par_chunks_mut(nrows)).enumerate().for_each(
-                |(k, (col_slots, value_slots))| {
-                    col_slots
-                        .par_chunks_mut(ROWS_PER_TASK)
-                        .zip(value_slots.par_chunks_mut(ROWS_PER_TASK))
-                        .enumerate()
-                        .for_each(|(task, (cs, vs))| {
-                            let first = task * ROWS_PER_TASK;
-                            for (i, (c, v)) in cs.iter_mut().zip(vs).enumerate() {
-                                let entry = offsets[first + i] + k;
-                                if entry < offsets[first + i + 1] {
-                                    *c = index32(a.col_indices()[entry]);
-                                    *v = a.values()[entry];
-                                }
-                            }
-                        });
-                },
-            );
-        }
-        let nnz = offsets.par_windows(2).map(|w| (w[1] - w[0]).min(width)).sum();
-        Self { nrows, ncols: a.ncols(), nnz, width, cols, values }
+        let (cols, values) = (a.col_indices(), a.values());
+        let (cols, values) = fill_slots(&a, width, (PAD_COL, T::ZERO), |_, e| (index32(cols[e]), values[e]));
+        let nnz = a.row_offsets().par_windows(2).map(|w| (w[1] - w[0]).min(width)).sum();
+        Self { nrows: a.nrows(), ncols: a.ncols(), nnz, width, cols, values }
     }
 
     /// Its rows, columns and stored entries.
@@ -111,6 +90,41 @@ impl<T: Scalar> Ell<T> {
         }
         entries
     }
+}
+
+/// The column-major slots of the first `width` entries of every row of `a`: slot `k` of row `r`, at
+/// `k * nrows + r`, holds `slot(r, e)` for the row's entry `e` (its index in `a`'s arrays) where the
+/// row has a `k`-th entry, else `pad`. Filled by all cores, a column of slots at a time. `width`
+/// passed [`check_padding`], so the `nrows * width` slots are bounded by the CSR bytes.
+pub(crate) fn fill_slots<T, C: Copy + Send + Sync, W: Copy + Send + Sync>(
+    a: &CsrRef<'_, T>,
+    width: usize,
+    pad: (C, W),
+    slot: impl Fn(usize, usize) -> (C, W) + Sync,
+) -> (Vec<C>, Vec<W>) {
+    let (nrows, offsets) = (a.nrows(), a.row_offsets());
+    let mut cols = vec![pad.0; nrows * width];
+    let mut values = vec![pad.1; nrows * width];
+    if nrows > 0 {
+        cols.par_chunks_mut(nrows).zip(values.par_chunks_mut(nrows)).enumerate().for_each(
+            |(k, (col_slots, value_slots))| {
+                col_slots
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .zip(value_slots.par_chunks_mut(ROWS_PER_TASK))
+                    .enumerate()
+                    .for_each(|(task, (cs, vs))| {
+                        let first = task * ROWS_PER_TASK;
+                        for (i, (c, v)) in cs.iter_mut().zip(vs).enumerate() {
+                            let (row, entry) = (first + i, offsets[first + i] + k);
+                            if entry < offsets[row + 1] {
+                                (*c, *v) = slot(row, entry);
+                            }
+                        }
+                    });
+            },
+        );
+    }
+    (cols, values)
 }
 
 /// The bytes of one padded slot: its column index and its value.

@@ -10,66 +10,11 @@
 //! header words sit in one 32-byte sector that all lanes of the warp read together, and the column
 //! comes from the same position in one stream or the other.
 
+use super::widen::Widen;
 use crate::abi::{Bf16, COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS, CompressedArgs, CompressedParams, F16};
-use crate::arch::{Load, f16_to_f32};
+use crate::arch::Load;
 use crate::csr::group_rows;
 use crate::real::Real;
-
-/// A storage type of the values and its exact widening to the product's type `T`.
-trait Widen<T>: Copy {
-    /// # Safety
-    /// `p` is a valid, aligned global address of a value that no thread writes during the kernel.
-    unsafe fn load_widened(p: *const Self) -> T;
-}
-
-impl<T: Real> Widen<T> for T {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const T) -> T {
-        // SAFETY: guaranteed by the caller.
-        unsafe { T::load_nc(p) }
-    }
-}
-
-impl Widen<f64> for f32 {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const f32) -> f64 {
-        // SAFETY: guaranteed by the caller.
-        f64::from(unsafe { f32::load_nc(p) })
-    }
-}
-
-impl Widen<f32> for F16 {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const F16) -> f32 {
-        // SAFETY: guaranteed by the caller; `F16` is a transparent `u16`.
-        f16_to_f32(unsafe { u16::load_nc(p.cast()) })
-    }
-}
-
-impl Widen<f64> for F16 {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const F16) -> f64 {
-        // SAFETY: forwarded; an f16 widens to f32 exactly, and that to f64 exactly.
-        f64::from(unsafe { <F16 as Widen<f32>>::load_widened(p) })
-    }
-}
-
-impl Widen<f32> for Bf16 {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const Bf16) -> f32 {
-        // SAFETY: guaranteed by the caller; `Bf16` is a transparent `u16`. A bfloat16 is the upper
-        // half of the f32 of the same value.
-        f32::from_bits(u32::from(unsafe { u16::load_nc(p.cast()) }) << 16)
-    }
-}
-
-impl Widen<f64> for Bf16 {
-    #[inline(always)]
-    unsafe fn load_widened(p: *const Bf16) -> f64 {
-        // SAFETY: forwarded; exact as above.
-        f64::from(unsafe { <Bf16 as Widen<f32>>::load_widened(p) })
-    }
-}
 
 /// Lane `lane`'s partial sum over `row`.
 ///

@@ -6,12 +6,14 @@
 
 mod brc;
 mod compressed;
+mod compressed_ell;
 mod coo;
 mod dense_blocks;
 mod ell;
 mod lma;
 mod sell;
 mod slots;
+mod widen;
 
 use crate::arch::{AtomicAdd, shfl_down_b32, shfl_up_b32};
 use crate::real::{Real, shuffle_f64};

@@ -1,0 +1,116 @@
+//! ELL with 16-bit column offsets from the row and optionally narrower values
+//! (`CompressedEllArgs`): one thread per row, the ELL kernel's batched walk (`slots.rs`) over 2-byte
+//! offsets and 2-, 4- or 8-byte values.
+//!
+//! Why: ELL's walk reaches the CSR floor on matrices of equal rows (PERF section 28), so its time is
+//! its bytes. A slot of ELL moves a 4-byte column and a value; here the column takes 2 bytes, which
+//! cuts an f32 slot from 8 bytes to 6 and a bfloat16 slot to 4, with no dependent load added: the
+//! column is the thread's own row plus the offset. Segment bases, as `compressed.rs` keeps for CSR,
+//! would cost a header load per warp and a long span per 32 rows; an offset from the row needs
+//! neither, and stencils, bands and finite elements numbered along a grid keep their columns within
+//! `2^15` of the diagonal (stencil3d-7's farthest is `n^2 = 20,164`).
+//!
+//! With values in the product's type the sums are those of `spmv_ell_*` bit for bit: the same walk,
+//! the same order, the same `fma`s.
+
+use super::slots::{RowDeltas, padded_dot};
+use super::widen::Widen;
+use crate::abi::{Bf16, CompressedEllFromCsrParams, CompressedEllParams, F16, MAX_ROW_DELTA, PAD_DELTA};
+use crate::arch::{Load, atomic_max_u32, global_thread, grid_threads};
+use crate::real::{Real, store_axpby};
+
+/// # Safety
+/// `p` describes a compressed ELL matrix built by the host (every slot's offset [`PAD_DELTA`] or one
+/// that takes its row to a column below the length of `x`) and vectors of matching lengths.
+#[inline(always)]
+unsafe fn compressed_ell<V: Widen<T>, T: Real>(p: CompressedEllParams<V, T>) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    let rows = p.a.rows as usize;
+    while row < u64::from(p.a.rows) {
+        let r = row as usize;
+        let cols = RowDeltas { deltas: p.a.deltas.as_ptr(), row: r };
+        // SAFETY: slot `k` of row `r` is `k * rows + r` with `k < width` and `r < rows`: inside the
+        // arrays of `width * rows` slots (host validation); a slot that is not padding decodes to a
+        // column below the length of `x`.
+        let sum = unsafe { padded_dot(cols, p.a.values.as_ptr(), p.op.x.as_ptr(), r, rows, p.a.width) };
+        // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
+        unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, sum, p.op.beta) };
+        row += stride;
+    }
+}
+
+/// Writes the compressed ELL copy of a CSR matrix (or, with `pattern == 0`, the values of its
+/// entries alone), as `ell.rs`'s `ell_from_csr` writes the plain one: row `r`'s entry `k` to slot
+/// `k * rows + r`, its column as the offset from `r`, then padding ([`PAD_DELTA`] and 0). A column
+/// farther than [`MAX_ROW_DELTA`] from its row raises `*misfit` (the copy is then unusable, and
+/// the host discards it).
+///
+/// # Safety
+/// As `ell_from_csr`'s, and `p.misfit` is a valid `u32` that the kernel changes only atomically.
+#[inline(always)]
+unsafe fn compressed_ell_from_csr<T: Real>(p: CompressedEllFromCsrParams<T>) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    let rows = p.ell.rows as usize;
+    while row < u64::from(p.ell.rows) {
+        let r = row as usize;
+        // SAFETY: `r < rows`, so offsets `r` and `r + 1` exist; the row's entries `first + k`,
+        // `k < len <= width`, lie inside the CSR arrays, and its slots `k * rows + r`, `k < width`,
+        // inside the compressed ELL arrays, written by this thread alone.
+        unsafe {
+            let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
+            let len = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize - first;
+            let mut fits = true;
+            for k in 0..p.ell.width as usize {
+                let slot = k * rows + r;
+                let entry = k < len;
+                if p.pattern != 0 {
+                    let delta = if entry {
+                        let col = u32::load_nc(p.csr.col_indices.as_ptr().add(first + k));
+                        let delta = i64::from(col) - r as i64;
+                        fits &= delta.unsigned_abs() <= MAX_ROW_DELTA as u64;
+                        delta as i16
+                    } else {
+                        PAD_DELTA
+                    };
+                    *p.ell.deltas.as_mut_ptr().add(slot) = delta;
+                }
+                if entry {
+                    *p.ell.values.as_mut_ptr().add(slot) = T::load_nc(p.csr.values.as_ptr().add(first + k));
+                } else if p.pattern != 0 {
+                    *p.ell.values.as_mut_ptr().add(slot) = T::ZERO;
+                }
+            }
+            if !fits {
+                atomic_max_u32(p.misfit.as_mut_ptr(), 1);
+            }
+        }
+        row += stride;
+    }
+}
+
+/// The product's entries of one storage type and product type.
+macro_rules! compressed_ell_entries {
+    ($($name:ident: $v:ty, $t:ty);+ $(;)?) => {$(
+        crate::ptx_entry!($name, CompressedEllParams<$v, $t>, compressed_ell::<$v, $t>);
+    )+};
+}
+
+compressed_ell_entries!(
+    spmv_compressed_ell_f32: f32, f32;
+    spmv_compressed_ell_f64: f64, f64;
+    spmv_compressed_ell_f32_f64: f32, f64;
+    spmv_compressed_ell_f16_f32: F16, f32;
+    spmv_compressed_ell_f16_f64: F16, f64;
+    spmv_compressed_ell_bf16_f32: Bf16, f32;
+    spmv_compressed_ell_bf16_f64: Bf16, f64;
+);
+crate::ptx_entry!(
+    compressed_ell_from_csr_f32,
+    CompressedEllFromCsrParams<f32>,
+    compressed_ell_from_csr::<f32>
+);
+crate::ptx_entry!(
+    compressed_ell_from_csr_f64,
+    CompressedEllFromCsrParams<f64>,
+    compressed_ell_from_csr::<f64>
+);
