@@ -2,8 +2,8 @@
 //! upload, and the product through `Gpu::spmv`.
 
 use gpu_spmv::formats::{
-    Brc, CompressedCsr, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, Storage, bf16, brc_b2_candidates,
-    brc_model_b2, f16,
+    Brc, CompressedCsr, CompressedEll, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, Storage, bf16,
+    brc_b2_candidates, brc_model_b2, f16,
 };
 use gpu_spmv::{
     BrcCombine, CompressedKernel, CooKernel, CsrRef, DeviceMatrix, DeviceVector, Gpu, Plan, Precision,
@@ -29,12 +29,17 @@ pub enum Format {
     Compressed {
         values: Storage,
     },
+    /// ELL with 16-bit column offsets from the row, values stored as `values`.
+    CompressedEll {
+        values: Storage,
+    },
 }
 
 impl Format {
     /// The short key of reports: `ell`, `sell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
     /// `-atomic` when split rows are combined by atomics), `dense-blocks`, `compressed-<storage>`
-    /// (`compressed-f32`, `compressed-bf16`, ...: the storage type of the values).
+    /// (`compressed-f32`, `compressed-bf16`, ...: the storage type of the values) and
+    /// `compressed-ell-<storage>`.
     pub fn key(&self) -> String {
         match *self {
             Format::Ell => "ell".into(),
@@ -46,6 +51,7 @@ impl Format {
             Format::Brc { b2, combine: BrcCombine::Atomic } => format!("brc-b{b2}-atomic"),
             Format::DenseBlocks => "dense-blocks".into(),
             Format::Compressed { values } => format!("compressed-{}", values.name()),
+            Format::CompressedEll { values } => format!("compressed-ell-{}", values.name()),
         }
     }
 }
@@ -97,8 +103,8 @@ impl<T> std::fmt::Debug for Converted<T> {
 
 /// The formats the bench runs on a matrix of these statistics: each format once, BRC at every
 /// candidate B2 around the model's value (deterministic combination), and at the model's B2 with
-/// atomics; compressed column indices with the values in the product's type `precision`, and in
-/// bf16 and f16 for f32 products.
+/// atomics; compressed column indices and compressed ELL with the values in the product's type
+/// `precision`, and in bf16 and f16 for f32 products.
 pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<Format> {
     let mut all = vec![
         Format::Ell,
@@ -114,14 +120,12 @@ pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<For
     );
     all.push(Format::Brc { b2: brc_model_b2(stats, sm_count), combine: BrcCombine::Atomic });
     all.push(Format::DenseBlocks);
-    all.extend(
-        match precision {
-            Precision::Single => [Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
-            Precision::Double => [Storage::F64].as_slice(),
-        }
-        .iter()
-        .map(|&values| Format::Compressed { values }),
-    );
+    let storages = match precision {
+        Precision::Single => [Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
+        Precision::Double => [Storage::F64].as_slice(),
+    };
+    all.extend(storages.iter().map(|&values| Format::Compressed { values }));
+    all.extend(storages.iter().map(|&values| Format::CompressedEll { values }));
     all
 }
 
@@ -160,6 +164,18 @@ pub fn convert<T: Scalar>(
         Format::Compressed { values: Storage::F32 | Storage::F64 } => {
             let host = CompressedCsr::<T>::try_from_csr(a);
             converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
+        }
+        Format::CompressedEll { values: Storage::F16 } => {
+            let host = CompressedEll::<T, f16>::try_from_csr(a);
+            converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
+        }
+        Format::CompressedEll { values: Storage::Bf16 } => {
+            let host = CompressedEll::<T, bf16>::try_from_csr(a);
+            converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
+        }
+        Format::CompressedEll { values: Storage::F32 | Storage::F64 } => {
+            let host = CompressedEll::<T>::try_from_csr(a);
+            converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
         }
     }
 }

@@ -182,8 +182,51 @@ fn gpu_auto_takes_the_ell_copy() {
     let plan = gpu.plan(&fixture.da, Kernel::Auto).unwrap();
     assert_eq!(plan.kernel(), Kernel::CsrEllCopy, "Auto's choice");
     drop(plan);
-    assert_eq!(fixture.da.device_bytes(), before + a.nrows * 5 * 8, "the copy's slots, kept");
+    let slot_bytes = 2 + 4; // a 16-bit offset from the row and an f32
+    assert_eq!(fixture.da.device_bytes(), before + a.nrows * 5 * slot_bytes, "the copy's slots, kept");
     fixture.check(&gpu, Kernel::Auto, 3);
+}
+
+/// The ELL copy stores its columns as 16-bit offsets from the row where every column lies within
+/// `i16::MAX` of its row, and plain columns where one does not (its build finds out on the device);
+/// either way its `y` is the host ELL's bit for bit, and right.
+fn ell_copy_forms<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // 1,000 rows (off every block multiple) of 4 entries over 50,000 columns: `r, r + 1, r + 2` and
+    // `r + 3` (near) or `r + 40,000` (past `i16::MAX`, far).
+    let (nrows, ncols) = (1000, 50_000);
+    for (form, last, column_bytes) in [("offsets", 3, 2), ("plain columns", 40_000, 4)] {
+        let cols: Vec<usize> = (0..nrows).flat_map(|r| [r, r + 1, r + 2, r + last]).collect();
+        let offsets: Vec<usize> = (0..=nrows).map(|r| 4 * r).collect();
+        let a = Csr { nrows, ncols, offsets, cols, vals: random_vector::<T>(&mut rng, 4 * nrows) };
+        let name = format!("{test}: {form}");
+        let mut fixture = Fixture::new(&gpu, &name, &a, &mut rng);
+        let before = fixture.da.device_bytes();
+        fixture.check(&gpu, Kernel::CsrEllCopy, 3);
+        let slots = nrows * 4 * (column_bytes + size_of::<T>());
+        assert_eq!(fixture.da.device_bytes(), before + slots, "{name}: the copy's bytes");
+        let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
+        let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
+        let start = random_vector::<T>(&mut rng, nrows);
+        let mut by_ell = gpu.upload_vector(&start).unwrap();
+        gpu.spmv(alpha, &ell, &fixture.dx, beta, &mut by_ell).unwrap();
+        let mut by_copy = gpu.upload_vector(&start).unwrap();
+        gpu.spmv_with(Kernel::CsrEllCopy, alpha, &fixture.da, &fixture.dx, beta, &mut by_copy).unwrap();
+        let (by_ell, by_copy) = (by_ell.to_host(&gpu).unwrap(), by_copy.to_host(&gpu).unwrap());
+        let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
+        assert!(same, "{name}: the copy's y differs from ELL's");
+    }
+}
+
+#[test]
+fn gpu_ell_copy_forms_f32() {
+    ell_copy_forms::<f32>("gpu_ell_copy_forms_f32");
+}
+
+#[test]
+fn gpu_ell_copy_forms_f64() {
+    ell_copy_forms::<f64>("gpu_ell_copy_forms_f64");
 }
 
 #[test]

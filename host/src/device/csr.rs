@@ -4,6 +4,7 @@
 //! `Kernel::CsrEllCopy`, each built (on the device) the first time a plan needs it.
 
 use super::Gpu;
+use super::compressed_ell::DeviceCompressedEll;
 use super::ell::DeviceEll;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::{Plain, Unfilled, addr};
@@ -26,6 +27,25 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
+
+/// The ELL copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with: its columns stored as
+/// 16-bit offsets from the row where every column of the matrix lies that close (2 bytes a slot
+/// fewer to stream, the sums bit for bit the same), else plain.
+#[derive(Debug)]
+pub(crate) enum EllCopy<T> {
+    Deltas(DeviceCompressedEll<T>),
+    Plain(DeviceEll<T>),
+}
+
+impl<T: Scalar> EllCopy<T> {
+    /// Bytes of the copy on the device.
+    pub(crate) fn device_bytes(&self) -> usize {
+        match self {
+            EllCopy::Deltas(ell) => ell.device_bytes(),
+            EllCopy::Plain(ell) => ell.device_bytes(),
+        }
+    }
+}
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
 /// rows (kept for kernel selection, which then runs in constant time).
@@ -62,7 +82,7 @@ pub struct DeviceCsr<T> {
     transpose: OnceLock<Box<BuiltTranspose<T>>>,
     /// The matrix in ELL, for `Kernel::CsrEllCopy`: built and published under `ell_copy_lock`,
     /// which a refresh of its values holds too, so that an update cannot miss a copy being built.
-    ell_copy: OnceLock<DeviceEll<T>>,
+    ell_copy: OnceLock<EllCopy<T>>,
     /// The bytes of a copy the device had no memory for, once it was refused: it is not tried again.
     ell_copy_lock: Mutex<Option<usize>>,
 }
@@ -105,7 +125,7 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.merge_tiles.get().map_or(0, DeviceMergeTiles::device_bytes)
             + self.stream_windows.get().map_or(0, DeviceStreamWindows::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
-            + self.ell_copy.get().map_or(0, DeviceEll::device_bytes)
+            + self.ell_copy.get().map_or(0, EllCopy::device_bytes)
     }
 
     /// How many times the values were replaced ([`DeviceCsr::update_values`]) since the matrix was
@@ -190,8 +210,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// without trying again, so that Auto's fallback costs no failed allocation per product.
     pub(crate) fn ell_copy_or_build(
         &self,
-        build: impl FnOnce() -> Result<DeviceEll<T>>,
-    ) -> Result<&DeviceEll<T>> {
+        build: impl FnOnce() -> Result<EllCopy<T>>,
+    ) -> Result<&EllCopy<T>> {
         if let Some(built) = self.ell_copy.get() {
             return Ok(built);
         }
@@ -216,7 +236,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// holds: a copy being built is published before, or built from values after, the refresh.
     pub(crate) fn refresh_ell_copy_with(
         &self,
-        refresh: impl FnOnce(&DeviceEll<T>) -> Result<()>,
+        refresh: impl FnOnce(&EllCopy<T>) -> Result<()>,
     ) -> Result<()> {
         let _building = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.ell_copy.get().map_or(Ok(()), refresh)

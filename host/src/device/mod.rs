@@ -36,6 +36,7 @@ pub use compressed::DeviceCompressed;
 pub use compressed_ell::DeviceCompressedEll;
 pub use coo::DeviceCoo;
 pub use csr::DeviceCsr;
+pub(crate) use csr::EllCopy;
 pub use dense::{DeviceDense, Layout};
 pub use dense_blocks::DeviceDenseBlocks;
 pub use ell::DeviceEll;

@@ -1,33 +1,37 @@
 //! [`Kernel::CsrEllCopy`](super::Kernel::CsrEllCopy): the matrix copied into ELL on the device the
 //! first time a plan asks for it, kept by the [`DeviceCsr`] beside its other strategies' data, and
-//! multiplied by the ELL kernel (`kernels-gpu/src/formats/ell.rs`, its slots walked a batch at a
-//! time by `formats/slots.rs`).
+//! multiplied by the ELL kernels' batched slot walk (`kernels-gpu/src/formats/slots.rs`).
 //!
 //! Why a copy: on matrices whose rows all have about the same length (stencils, finite elements of
 //! one kind) ELL's padding costs almost nothing, it reads no row offsets, and its batched,
 //! column-major walk took Auto on an H100 from 84-92% to 91-100% of the CSR floor on the stencils
-//! and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md, sections 27 and 28). The copy costs device
+//! and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md, sections 27 and 28). Where every column
+//! lies within `i16::MAX` of its row, as on those matrices, the copy stores the columns as 16-bit
+//! offsets from the row (the compressed ELL kernel, `formats/compressed_ell.rs`): 6 bytes a slot
+//! in f32 where ELL takes 8, with the same sums bit for bit (section 30). The copy costs device
 //! memory (its slots, about the matrix's entries again) and one pass of a kernel to build; new values
 //! of the CSR matrix reach it by the same kernel, values only, on the stream.
 
 use super::super::launch::launch;
-use crate::device::{DeviceCsr, DeviceEll, Gpu};
+use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceEll, EllCopy, Gpu, addr};
 use crate::formats::convert::narrow;
 use crate::formats::ell::check_padding_of;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use kernels_gpu::abi::{self, BLOCK_SIZE, EllFromCsrParams};
+use kernels_gpu::abi::{self, BLOCK_SIZE, CompressedEllFromCsrParams, DevicePtr, EllFromCsrParams};
 use kernels_gpu::index::grid_blocks;
 
 /// The ELL copy of `a`, built on the first call (refused as [`Ell`](crate::formats::Ell) refuses
 /// padding past [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the CSR
 /// bytes, before allocating; and while the stream captures a graph, which cannot allocate).
-pub(super) fn ell_copy<'a, T: Scalar>(a: &'a DeviceCsr<T>, gpu: &Gpu) -> Result<&'a DeviceEll<T>> {
+pub(super) fn ell_copy<'a, T: Scalar>(a: &'a DeviceCsr<T>, gpu: &Gpu) -> Result<&'a EllCopy<T>> {
     a.ell_copy_or_build(|| build(a, gpu))
 }
 
-/// Builds the copy and waits for it: published to the matrix, it may be read on any stream.
-fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<DeviceEll<T>> {
+/// Builds the copy and waits for it: published to the matrix, it may be read on any stream. The
+/// offsets are tried first; a column too far from its row (which only the build sees: the host
+/// keeps no columns) sends the copy back for the plain one.
+fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
     let (rows, width) = (a.nrows(), a.stats().max);
     let lengths = a.host_offsets().windows(2).map(|w| (w[1] - w[0]) as usize);
     check_padding_of::<T>(rows, a.nnz(), width, lengths)?;
@@ -37,22 +41,56 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<DeviceEll<T>> {
         value: width,
         limit: usize::MAX / rows.max(1),
     })?;
+    let sizes = (a.ncols(), a.nnz());
+    let misfit = gpu.alloc_zeros::<u32>(1)?;
+    let deltas = gpu.alloc_zeros::<i16>(slots)?;
+    let values = gpu.alloc_zeros::<T>(slots)?;
+    let ell = DeviceCompressedEll::from_device_parts(gpu, deltas, values, shape, sizes, 0.0);
+    fill_deltas(a, &ell, gpu, Some(addr(&misfit, gpu)))?;
+    if gpu.stream().clone_dtoh(&misfit)? == [0] {
+        return Ok(EllCopy::Deltas(ell));
+    }
+    drop(ell);
     let cols = gpu.alloc_zeros::<u32>(slots)?;
     let values = gpu.alloc_zeros::<T>(slots)?;
-    let ell = DeviceEll::from_device_parts(gpu, cols, values, shape, (a.ncols(), a.nnz()));
-    fill(a, &ell, gpu, true)?;
+    let ell = DeviceEll::from_device_parts(gpu, cols, values, shape, sizes);
+    fill_plain(a, &ell, gpu, true)?;
     gpu.synchronize()?;
-    Ok(ell)
+    Ok(EllCopy::Plain(ell))
 }
 
 /// Carries `a`'s values (after an update) into its ELL copy, if a plan has built it.
 pub(crate) fn refresh_ell_copy<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<()> {
-    a.refresh_ell_copy_with(|ell| fill(a, ell, gpu, false))
+    a.refresh_ell_copy_with(|copy| match copy {
+        EllCopy::Deltas(ell) => fill_deltas(a, ell, gpu, None),
+        EllCopy::Plain(ell) => fill_plain(a, ell, gpu, false),
+    })
+}
+
+/// Writes `ell`'s slots from `a` on the stream: with `misfit`, every offset and value (raising
+/// `*misfit` if a column lies too far from its row), else the values of the entries alone (the
+/// padding's zeros stay).
+fn fill_deltas<T: Scalar>(
+    a: &DeviceCsr<T>,
+    ell: &DeviceCompressedEll<T>,
+    gpu: &Gpu,
+    misfit: Option<DevicePtr<u32>>,
+) -> Result<()> {
+    let params = CompressedEllFromCsrParams {
+        csr: a.args(),
+        ell: ell.args(),
+        misfit: misfit.unwrap_or(DevicePtr::new(0)),
+        pattern: u32::from(misfit.is_some()),
+    };
+    let grid = grid_blocks(u64::from(params.ell.rows), BLOCK_SIZE);
+    // SAFETY: as `fill_plain`'s; and `misfit`, read by the kernel only with `pattern`, is then a
+    // zeroed `u32` of `gpu`'s context that the kernel alone changes, atomically.
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::COMPRESSED_ELL_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params) }
 }
 
 /// Writes `ell`'s slots from `a` on the stream: every column and value when `pattern`, else the
 /// values of the entries alone (the padding's zeros stay).
-fn fill<T: Scalar>(a: &DeviceCsr<T>, ell: &DeviceEll<T>, gpu: &Gpu, pattern: bool) -> Result<()> {
+fn fill_plain<T: Scalar>(a: &DeviceCsr<T>, ell: &DeviceEll<T>, gpu: &Gpu, pattern: bool) -> Result<()> {
     let params = EllFromCsrParams { csr: a.args(), ell: ell.args(), pattern: u32::from(pattern) };
     let grid = grid_blocks(u64::from(params.ell.rows), BLOCK_SIZE);
     // SAFETY: `a` is valid CSR (by construction of `DeviceCsr`) of `ell`'s rows, none longer than

@@ -80,11 +80,14 @@ pub enum Kernel {
     CsrPanels { panel_kib: u32, block_size: u32 },
     /// ELLPACK's product on an ELL copy of the matrix that the plan builds on the device the first
     /// time it is asked for and the matrix keeps, as it keeps the other strategies' data
-    /// (`host/src/enqueue/csr/ell_copy.rs`; `kernels-gpu/src/formats/ell.rs`): a thread per row
-    /// walks its row's slots a batch of 8 at a time, column-major, with no row offsets to read.
-    /// On matrices whose rows have about the same length it took Auto on an H100 from 84-92% to
-    /// 91-100% of the CSR floor on the stencils and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md,
-    /// section 28). The copy takes device memory for the matrix's lifetime, each row padded to the
+    /// (`host/src/enqueue/csr/ell_copy.rs`; `kernels-gpu/src/formats/ell.rs` and
+    /// `compressed_ell.rs`): a thread per row walks its row's slots a batch of 8 at a time,
+    /// column-major, with no row offsets to read. Where every column lies within `i16::MAX` of its
+    /// row, the copy stores it as a 16-bit offset from the row (the compressed ELL kernel: 2 bytes
+    /// a slot fewer, the same sums bit for bit), else as a plain column. On matrices whose rows
+    /// have about the same length it took Auto on an H100 from 84-92% to 91-100% of the CSR floor
+    /// on the stencils and from 80-82% to 83-88% on fem3d-27 with plain columns (docs/PERF.md,
+    /// section 28; the offsets: section 30). The copy takes device memory for the matrix's lifetime, each row padded to the
     /// longest (about the matrix's entries again where rows are equal; counted in
     /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)); it is built, and waited for,
     /// when first planned (not while the stream captures a graph), and is refused as

@@ -17,19 +17,21 @@ pub use rule::{
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
+use super::compressed::prepare_compressed_ell;
 use super::formats::prepare_ell;
 use super::launch::{Prepared, unset_axpby};
 use super::plan::{Plan, Regime};
 use super::sealed::{Enqueue, Product};
-use crate::device::{DeviceCsr, Gpu};
+use crate::device::{DeviceCsr, EllCopy, Gpu};
 use crate::formats::Shape;
 use crate::formats::convert::narrow;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
-    CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams, CsrStreamParams,
-    EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
+    CompressedEllParams, CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams,
+    CsrStreamParams, EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage,
+    WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -60,6 +62,8 @@ pub enum CsrLaunch<T> {
     Panels(Box<panels::PanelLaunches<T>>),
     /// The ELL kernel on the matrix's ELL copy.
     Ell(Prepared<EllParams<T>>),
+    /// The compressed ELL kernel on the matrix's ELL copy, its columns as offsets from the row.
+    CompressedEll(Prepared<CompressedEllParams<T, T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -222,7 +226,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 })
             }
             Kernel::CsrPanels { panel_kib, block_size } => panels::prepare(self, gpu, panel_kib, block_size)?,
-            Kernel::CsrEllCopy => CsrLaunch::Ell(prepare_ell(gpu, ell_copy::ell_copy(self, gpu)?)?),
+            Kernel::CsrEllCopy => match ell_copy::ell_copy(self, gpu)? {
+                EllCopy::Deltas(ell) => CsrLaunch::CompressedEll(prepare_compressed_ell(gpu, ell)?),
+                EllCopy::Plain(ell) => CsrLaunch::Ell(prepare_ell(gpu, ell)?),
+            },
         };
         Ok((kernel, launch))
     }
@@ -244,6 +251,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     l.combine.enqueue(gpu, p.axpby())
                 }
                 CsrLaunch::Ell(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::CompressedEll(l) => l.enqueue(gpu, p.axpby()),
             }
         }
     }
@@ -310,7 +318,8 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
             | CsrLaunch::Merge { .. }
             | CsrLaunch::Stream(_)
             | CsrLaunch::Panels(_)
-            | CsrLaunch::Ell(_) => 0,
+            | CsrLaunch::Ell(_)
+            | CsrLaunch::CompressedEll(_) => 0,
         }
     }
 }
