@@ -2,7 +2,7 @@
 //! upload, and the product through `Gpu::spmv`.
 
 use gpu_spmv::formats::{
-    Brc, CompressedCsr, CompressedEll, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, Storage, bf16,
+    Brc, CompressedCsr, CompressedEll, Coo, DENSE_WINDOW, DenseBlocks, Dia, Ell, Hyb, Sell, Storage, bf16,
     brc_b2_candidates, brc_model_b2, f16,
 };
 use gpu_spmv::{
@@ -33,13 +33,17 @@ pub enum Format {
     CompressedEll {
         values: Storage,
     },
+    /// DIA with a presence word per row, values stored as `values`.
+    Dia {
+        values: Storage,
+    },
 }
 
 impl Format {
     /// The short key of reports: `ell`, `sell`, `coo-atomic`, `coo-segmented`, `hyb`, `brc-b<B2>` (with
     /// `-atomic` when split rows are combined by atomics), `dense-blocks`, `compressed-<storage>`
     /// (`compressed-f32`, `compressed-bf16`, ...: the storage type of the values) and
-    /// `compressed-ell-<storage>`.
+    /// `compressed-ell-<storage>` and `dia-<storage>`.
     pub fn key(&self) -> String {
         match *self {
             Format::Ell => "ell".into(),
@@ -52,6 +56,7 @@ impl Format {
             Format::DenseBlocks => "dense-blocks".into(),
             Format::Compressed { values } => format!("compressed-{}", values.name()),
             Format::CompressedEll { values } => format!("compressed-ell-{}", values.name()),
+            Format::Dia { values } => format!("dia-{}", values.name()),
         }
     }
 }
@@ -103,7 +108,7 @@ impl<T> std::fmt::Debug for Converted<T> {
 
 /// The formats the bench runs on a matrix of these statistics: each format once, BRC at every
 /// candidate B2 around the model's value (deterministic combination), and at the model's B2 with
-/// atomics; compressed column indices and compressed ELL with the values in the product's type
+/// atomics; compressed column indices, compressed ELL and DIA with the values in the product's type
 /// `precision`, and in bf16 and f16 for f32 products.
 pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<Format> {
     let mut all = vec![
@@ -126,6 +131,7 @@ pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<For
     };
     all.extend(storages.iter().map(|&values| Format::Compressed { values }));
     all.extend(storages.iter().map(|&values| Format::CompressedEll { values }));
+    all.extend(storages.iter().map(|&values| Format::Dia { values }));
     all
 }
 
@@ -176,6 +182,15 @@ pub fn convert<T: Scalar>(
         Format::CompressedEll { values: Storage::F32 | Storage::F64 } => {
             let host = CompressedEll::<T>::try_from_csr(a);
             converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
+        }
+        Format::Dia { values: Storage::F16 } => {
+            converted(start, Dia::<T, f16>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
+        }
+        Format::Dia { values: Storage::Bf16 } => {
+            converted(start, Dia::<T, bf16>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
+        }
+        Format::Dia { values: Storage::F32 | Storage::F64 } => {
+            converted(start, Dia::<T>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
         }
     }
 }

@@ -138,6 +138,20 @@ pub enum FormatError {
     /// `entry` (row `row`, column `col`) lies farther from its row than `limit`.
     #[error("entry {entry} (row {row}, column {col}) lies farther than {limit} columns from its row")]
     ColumnFarFromRow { row: usize, entry: usize, col: usize, limit: usize },
+    /// DIA holds at most `limit` diagonals (one bit of a row's presence word each); entry `entry`
+    /// (row `row`, column `col`) lies on one more.
+    #[error("entry {entry} (row {row}, column {col}) lies on a diagonal past the first {limit}")]
+    TooManyDiagonals { row: usize, entry: usize, col: usize, limit: usize },
+    /// DIA stores one value per row and diagonal; entries `first` and `entry` of row `row` share
+    /// column `col`.
+    #[error("entries {first} and {entry} of row {row} share column {col}")]
+    DuplicateEntry { row: usize, first: usize, entry: usize, col: usize },
+    /// DIA stores every row's slot on each of its `diagonals` diagonals; for this matrix that takes
+    /// more memory than the limit (`ELL_MAX_PADDING_RATIO` times the bytes of its CSR form).
+    #[error(
+        "DIA would store {diagonals} diagonals of every row: {dia_bytes} bytes, over the limit of {limit_bytes}"
+    )]
+    DiaPadding { diagonals: usize, dia_bytes: u128, limit_bytes: u128 },
     /// An element of a local-matrix (LMA) operator names a node past the node count.
     #[error("node {node} in slot {slot} of element {element} is out of range for {nodes} nodes")]
     LmaNodeOutOfRange { element: usize, slot: usize, node: usize, nodes: usize },

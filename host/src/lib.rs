@@ -79,8 +79,8 @@ pub mod spmm {
 }
 
 pub use device::{
-    DeviceBrc, DeviceCompressed, DeviceCompressedEll, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceEll,
-    DeviceHyb, DeviceLma, DeviceSell, DeviceVector, Gpu, Graph, VectorMut, VectorRef,
+    DeviceBrc, DeviceCompressed, DeviceCompressedEll, DeviceCoo, DeviceCsr, DeviceDenseBlocks, DeviceDia,
+    DeviceEll, DeviceHyb, DeviceLma, DeviceSell, DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{
     BrcCombine, CompressedKernel, CooAssembly, CooKernel, DeviceMatrix, FromDeviceError, Kernel, LmaKernel,

@@ -144,6 +144,18 @@ pub const COMPRESSED_ELL_F16: Entry = entry!("spmv_compressed_ell_f16");
 /// `spmv_compressed_ell_bf16_*`: values stored as bfloat16.
 pub const COMPRESSED_ELL_BF16: Entry = entry!("spmv_compressed_ell_bf16");
 
+/// `spmv_dia_*`: values stored in the product's type.
+pub const DIA: Entry = entry!("spmv_dia");
+
+/// `spmv_dia_f32_*`: values stored as f32 (for an f32 product, [`DIA`]'s entry).
+pub const DIA_F32: Entry = Entry { f32: DIA.f32, f64: "spmv_dia_f32_f64" };
+
+/// `spmv_dia_f16_*`: values stored as binary16.
+pub const DIA_F16: Entry = entry!("spmv_dia_f16");
+
+/// `spmv_dia_bf16_*`: values stored as bfloat16.
+pub const DIA_BF16: Entry = entry!("spmv_dia_bf16");
+
 /// `compressed_ell_from_csr_*`: a compressed ELL copy of a CSR matrix, built or refreshed on the
 /// device.
 pub const COMPRESSED_ELL_FROM_CSR: Entry = entry!("compressed_ell_from_csr");
@@ -682,6 +694,36 @@ pub struct CompressedEllFromCsrParams<T> {
     pub ell: CompressedEllArgs<T>,
     pub misfit: DevicePtr<u32>,
     pub pattern: u32,
+}
+
+/// Diagonals a DIA matrix holds at most: one bit of a row's presence word each.
+pub const DIA_MAX_DIAGONALS: u32 = 32;
+
+/// A DIA matrix (Bell & Garland, NVIDIA TR 2008, section 4.1), with a presence word per row: its
+/// entries lie on `diagonals` diagonals, diagonal `d` holding the entries `(r, r + offsets[d])`
+/// (`offsets` increasing); `values[d * rows + r]` is that entry's value in the storage type `V`,
+/// and bit `d` of `present[r]` says whether row `r` has it (0 in `values` where not). No column
+/// index is stored: the kernel forms it from the row, so its gathers of `x` wait on no load of the
+/// matrix.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DiaArgs<V> {
+    pub offsets: DevicePtr<i64>,
+    pub present: DevicePtr<u32>,
+    pub values: DevicePtr<V>,
+    pub rows: u32,
+    pub cols: u32,
+    pub diagonals: u32,
+}
+
+/// `spmv_dia_*`: one thread per row, its diagonals in increasing order, one `fma` per present
+/// entry: for a matrix whose rows are sorted, the order of `spmv_csr_scalar_*` and `spmv_ell_*`, so
+/// with values in the product's type `T` the result is theirs bit for bit. `V` is the storage type.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DiaParams<V, T> {
+    pub a: DiaArgs<V>,
+    pub op: Axpby<T>,
 }
 
 /// Rows per slice of a SELL-C matrix, C in Kreutzer et al. (2014): one warp, a lane per row, so that
@@ -2085,6 +2127,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_PANELS_COMBINE],
     &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[COMPRESSED_ELL, COMPRESSED_ELL_F32, COMPRESSED_ELL_F16, COMPRESSED_ELL_BF16, COMPRESSED_ELL_FROM_CSR],
+    &[DIA, DIA_F32, DIA_F16, DIA_BF16],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

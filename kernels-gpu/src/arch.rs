@@ -107,6 +107,7 @@ impl_load!(u16, "u16", "16", reg16);
 impl_load!(i16, "s16", "16", reg16);
 impl_load!(u32, "u32", "32", reg32);
 impl_load!(i32, "s32", "32", reg32);
+impl_load!(i64, "s64", "64", reg64);
 impl_load!(f32, "f32", "32", reg32);
 impl_load!(f64, "f64", "64", reg64);
 

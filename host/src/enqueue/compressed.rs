@@ -1,21 +1,28 @@
 //! Products of the compressed formats: [`DeviceCompressed`] (its strategy, [`CompressedKernel`], and
-//! its one launch) and [`DeviceCompressedEll`] (one launch).
+//! its one launch), [`DeviceCompressedEll`] and [`DeviceDia`] (one launch each).
 
 use super::DeviceMatrix;
 use super::csr::auto_coop;
 use super::launch::{Prepared, WithOperands, unset_axpby};
 use super::sealed::{Enqueue, Product};
-use crate::device::{DeviceCompressed, DeviceCompressedEll, Gpu};
+use crate::device::{DeviceCompressed, DeviceCompressedEll, DeviceDia, Gpu};
 use crate::formats::Shape;
 use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, Entry,
+    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, DiaParams, Entry,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
 impl<V: Copy, T: Copy> WithOperands for CompressedParams<V, T> {
+    type Operands = Axpby<T>;
+    fn with(self, op: Axpby<T>) -> Self {
+        Self { op, ..self }
+    }
+}
+
+impl<V: Copy, T: Copy> WithOperands for DiaParams<V, T> {
     type Operands = Axpby<T>;
     fn with(self, op: Axpby<T>) -> Self {
         Self { op, ..self }
@@ -149,6 +156,46 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressedEll<T, V> {
 
     fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
         Ok(((), prepare_compressed_ell(gpu, self)?))
+    }
+
+    fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
+        // SAFETY: `p` was checked against this matrix, for which `prepare` made `launch`.
+        unsafe { launch.enqueue(gpu, p.axpby()) }
+    }
+}
+
+impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceDia<T, V> {
+    fn shape(&self) -> Shape {
+        DeviceDia::shape(self)
+    }
+}
+
+/// DIA: one launch of `spmv_dia_*`, `y = alpha * A * x + beta * y`.
+impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceDia<T, V> {
+    type Kernel = ();
+    type Launch = Prepared<DiaParams<V, T>>;
+
+    fn belongs_to(&self, gpu: &Gpu) -> bool {
+        DeviceDia::belongs_to(self, gpu)
+    }
+
+    fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
+        let params = DiaParams { a: self.args(), op: unset_axpby() };
+        let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
+        let entry = match V::STORAGE {
+            Storage::F64 => abi::DIA,
+            Storage::F32 => abi::DIA_F32,
+            Storage::F16 => abi::DIA_F16,
+            Storage::Bf16 => abi::DIA_BF16,
+        };
+        let f = gpu.kernel::<T>(entry)?;
+        // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
+        // f64 matrices). `Dia::try_from_csr` made at most `DIA_MAX_DIAGONALS` increasing offsets,
+        // `diagonals * rows` values and `rows` presence words with bits below `diagonals` only, and
+        // the kernel checks every column it forms against `cols`, the length of `x`; `y` has `rows`
+        // elements. The kernel grid-strides over the rows.
+        let launch = unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) };
+        Ok(((), launch))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {

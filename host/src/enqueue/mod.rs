@@ -58,7 +58,7 @@ pub(crate) mod sealed {
         /// How the format's products can run: [`Kernel`] for CSR, [`CooKernel`] for COO (and for
         /// the COO part of HYB and dense blocks), [`BrcCombine`] for BRC, [`LmaKernel`] for the
         /// local matrix approach, [`CompressedKernel`] for compressed column indices, `()` for ELL,
-        /// compressed ELL and SELL.
+        /// compressed ELL, DIA and SELL.
         /// The default is what [`Gpu::spmv`] uses.
         type Kernel: Copy + Debug + Default + PartialEq;
 
@@ -89,7 +89,8 @@ pub(crate) mod sealed {
 /// A matrix on the device in one of the crate's formats: CSR ([`DeviceCsr`](crate::DeviceCsr)),
 /// ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices
 /// ([`DeviceCompressed`](crate::DeviceCompressed)), compressed ELL
-/// ([`DeviceCompressedEll`](crate::DeviceCompressedEll)), or the planner's
+/// ([`DeviceCompressedEll`](crate::DeviceCompressedEll)), DIA ([`DeviceDia`](crate::DeviceDia)), or
+/// the planner's
 /// [`AutoMatrix`](crate::select::AutoMatrix).
 /// [`Gpu::spmv`] and [`Gpu::plan`] take any of them; every product returns `y` in the caller's row
 /// order, whatever order the format keeps its rows in. Sealed: implemented by this crate's device

@@ -1,5 +1,5 @@
 //! Tier 1, host formats: the checked CSR view and its row statistics, the storage formats converted
-//! from it on the CPU (ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices, compressed ELL), and the
+//! from it on the CPU (ELL, SELL, COO, HYB, BRC, dense blocks, compressed column indices, compressed ELL, DIA), and the
 //! local matrix approach (element matrices and their nodes), each with its validation and its model
 //! constants; and the host's share of a staged upload (`staging.rs`: the chunks and the pass that
 //! fills them). Pure data: nothing here touches a GPU. Upload a format with the `Gpu`'s `upload_*`
@@ -12,6 +12,7 @@ pub(crate) mod convert;
 pub(crate) mod coo;
 pub(crate) mod csr;
 pub(crate) mod dense_blocks;
+pub(crate) mod dia;
 pub(crate) mod ell;
 pub(crate) mod hyb;
 pub(crate) mod index_check;
@@ -33,9 +34,10 @@ pub use csr::{CsrRef, RowStats, first_decrease};
 pub use dense_blocks::{
     DENSE_MAX_WINDOW_BYTES, DENSE_MIN_CAPTURE, DENSE_WINDOW, DENSE_WINDOW_ALIGN, DenseBlocks,
 };
+pub use dia::{DIA_MAX_DIAGONALS, Dia};
 pub use ell::{ELL_MAX_PADDING_RATIO, Ell};
-/// The 16-bit storage types of [`CompressedCsr`] and [`CompressedEll`] values (from the `half`
-/// crate).
+/// The 16-bit storage types of [`CompressedCsr`], [`CompressedEll`] and [`Dia`] values (from the
+/// `half` crate).
 pub use half::{bf16, f16};
 pub use hyb::{HYB_BREAKEVEN_ROWS, HYB_ELL_SPEEDUP, Hyb, hyb_ell_width};
 pub use index_check::{CsrIndex, IndexFaults};

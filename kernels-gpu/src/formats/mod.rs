@@ -9,6 +9,7 @@ mod compressed;
 mod compressed_ell;
 mod coo;
 mod dense_blocks;
+mod dia;
 mod ell;
 mod lma;
 mod sell;
