@@ -40,7 +40,7 @@ fn seven_point<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Csr<T> {
 /// diagonals (the most a batch of 8 leaves whole, less one), a diagonal with every third row empty.
 fn diagonal_matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
     let mut sparse_diagonal = Csr::random(rng, 1000, 1000, true, |_| 0);
-    sparse_diagonal.offsets = (0..=1000).map(|r| r - (r + 2) / 3).collect();
+    sparse_diagonal.offsets = (0..=1000usize).map(|r| r - r.div_ceil(3)).collect();
     sparse_diagonal.cols = (0..1000).filter(|r| r % 3 != 0).collect();
     sparse_diagonal.vals = random_vector(rng, sparse_diagonal.cols.len());
     vec![

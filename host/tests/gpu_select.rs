@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Csr, check, five_point, gpu_or_skip, random_vector, rng};
-use gpu_spmv::formats::{CompressedCsr, Coo, Ell, Hyb, Sell};
+use gpu_spmv::formats::{CompressedCsr, CompressedEll, Coo, Dia, Ell, Hyb, Sell};
 use gpu_spmv::select::{
     AutoFormat, AutoMatrix, FormatCost, MIN_PLANNED_PRODUCTS, Outcome, Reason, Selection,
     break_even_products, cheapest_format,
@@ -114,7 +114,7 @@ fn plans<T: Scalar>(test: &str) {
 }
 
 /// Every variant of `AutoMatrix`, built directly whatever the timings would choose, multiplies like
-/// the format it holds (ELL and SELL on a stencil, whose padding they accept).
+/// the format it holds (ELL, SELL, compressed ELL and DIA on a stencil, which they accept).
 fn every_variant<T: Scalar>(test: &str) {
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
@@ -132,6 +132,13 @@ fn every_variant<T: Scalar>(test: &str) {
                 gpu.upload_compressed(&CompressedCsr::try_from_csr(p.view()).unwrap()).unwrap(),
             ),
         ),
+        (
+            &s,
+            AutoMatrix::CompressedEll(
+                gpu.upload_compressed_ell(&CompressedEll::try_from_csr(s.view()).unwrap()).unwrap(),
+            ),
+        ),
+        (&s, AutoMatrix::Dia(gpu.upload_dia(&Dia::try_from_csr(s.view()).unwrap()).unwrap())),
     ];
     for (a, m) in &variants {
         check_products(&gpu, "every variant", a, m, &mut rng);
@@ -144,7 +151,9 @@ fn every_variant<T: Scalar>(test: &str) {
             AutoFormat::Hyb,
             AutoFormat::Ell,
             AutoFormat::Sell,
-            AutoFormat::Compressed
+            AutoFormat::Compressed,
+            AutoFormat::CompressedEll,
+            AutoFormat::Dia
         ]
     );
 }

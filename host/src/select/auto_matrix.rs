@@ -1,7 +1,10 @@
 //! [`AutoMatrix`]: a matrix on the device in the format the planner chose.
 
 use super::selection::AutoFormat;
-use crate::device::{DeviceCompressed, DeviceCoo, DeviceCsr, DeviceEll, DeviceHyb, DeviceSell, Gpu};
+use crate::device::{
+    DeviceCompressed, DeviceCompressedEll, DeviceCoo, DeviceCsr, DeviceDia, DeviceEll, DeviceHyb, DeviceSell,
+    Gpu,
+};
 use crate::enqueue::DeviceMatrix;
 use crate::enqueue::sealed::{Enqueue, Product};
 use crate::formats::Shape;
@@ -22,6 +25,8 @@ pub enum AutoMatrix<T> {
     Ell(DeviceEll<T>),
     Sell(DeviceSell<T>),
     Compressed(DeviceCompressed<T>),
+    CompressedEll(DeviceCompressedEll<T>),
+    Dia(DeviceDia<T>),
 }
 
 /// The launches of the format an [`AutoMatrix`] holds.
@@ -33,6 +38,8 @@ pub enum AutoLaunch<T: Scalar> {
     Ell(<DeviceEll<T> as Enqueue<T>>::Launch),
     Sell(<DeviceSell<T> as Enqueue<T>>::Launch),
     Compressed(<DeviceCompressed<T> as Enqueue<T>>::Launch),
+    CompressedEll(<DeviceCompressedEll<T> as Enqueue<T>>::Launch),
+    Dia(<DeviceDia<T> as Enqueue<T>>::Launch),
 }
 
 impl<T: Scalar> AutoMatrix<T> {
@@ -45,6 +52,8 @@ impl<T: Scalar> AutoMatrix<T> {
             AutoMatrix::Ell(_) => AutoFormat::Ell,
             AutoMatrix::Sell(_) => AutoFormat::Sell,
             AutoMatrix::Compressed(_) => AutoFormat::Compressed,
+            AutoMatrix::CompressedEll(_) => AutoFormat::CompressedEll,
+            AutoMatrix::Dia(_) => AutoFormat::Dia,
         }
     }
 }
@@ -59,6 +68,8 @@ macro_rules! with_inner {
             AutoMatrix::Ell($a) => $body,
             AutoMatrix::Sell($a) => $body,
             AutoMatrix::Compressed($a) => $body,
+            AutoMatrix::CompressedEll($a) => $body,
+            AutoMatrix::Dia($a) => $body,
         }
     };
 }
@@ -85,6 +96,8 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             AutoMatrix::Ell(a) => AutoLaunch::Ell(a.prepare(gpu, ())?.1),
             AutoMatrix::Sell(a) => AutoLaunch::Sell(a.prepare(gpu, ())?.1),
             AutoMatrix::Compressed(a) => AutoLaunch::Compressed(a.prepare(gpu, Default::default())?.1),
+            AutoMatrix::CompressedEll(a) => AutoLaunch::CompressedEll(a.prepare(gpu, ())?.1),
+            AutoMatrix::Dia(a) => AutoLaunch::Dia(a.prepare(gpu, ())?.1),
         };
         Ok(((), launch))
     }
@@ -97,6 +110,8 @@ impl<T: Scalar> Enqueue<T> for AutoMatrix<T> {
             (AutoMatrix::Ell(a), AutoLaunch::Ell(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Sell(a), AutoLaunch::Sell(l)) => a.enqueue(gpu, l, p),
             (AutoMatrix::Compressed(a), AutoLaunch::Compressed(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::CompressedEll(a), AutoLaunch::CompressedEll(l)) => a.enqueue(gpu, l, p),
+            (AutoMatrix::Dia(a), AutoLaunch::Dia(l)) => a.enqueue(gpu, l, p),
             _ => unreachable!("`prepare` makes the launch of the matrix's own format"),
         }
     }

@@ -7,8 +7,10 @@ use super::selection::{AutoFormat, Outcome, Reason, Selection, Trial};
 use super::timing::ProductTimer;
 use crate::device::Gpu;
 use crate::formats::compressed::CompressedCsr;
+use crate::formats::compressed_ell::CompressedEll;
 use crate::formats::coo::Coo;
 use crate::formats::csr::CsrRef;
+use crate::formats::dia::Dia;
 use crate::formats::ell::Ell;
 use crate::formats::hyb::{Hyb, hyb_ell_width};
 use crate::formats::sell::Sell;
@@ -33,13 +35,22 @@ enum Candidate {
     Ell,
     Sell,
     Compressed,
+    CompressedEll,
+    Dia,
 }
 
 /// In the order tried: the cheapest conversion first (COO took 14 to 94 ms for 20 million entries on
-/// the H100 bench, HYB and ELL 67 to 213 ms), then SELL and compressed column indices, whose
-/// conversions the bench has yet to time. Ties go to the earlier.
-const CANDIDATES: [Candidate; 5] =
-    [Candidate::Coo, Candidate::Hyb, Candidate::Ell, Candidate::Sell, Candidate::Compressed];
+/// the H100 bench, HYB and ELL 67 to 213 ms), then SELL, compressed column indices, compressed ELL and
+/// DIA, whose conversions the bench has yet to time. Ties go to the earlier.
+const CANDIDATES: [Candidate; 7] = [
+    Candidate::Coo,
+    Candidate::Hyb,
+    Candidate::Ell,
+    Candidate::Sell,
+    Candidate::Compressed,
+    Candidate::CompressedEll,
+    Candidate::Dia,
+];
 
 /// A candidate converted on the host.
 enum Converted<T> {
@@ -48,6 +59,8 @@ enum Converted<T> {
     Ell(Ell<T>),
     Sell(Sell<T>),
     Compressed(CompressedCsr<T>),
+    CompressedEll(CompressedEll<T>),
+    Dia(Dia<T>),
 }
 
 impl Candidate {
@@ -58,6 +71,8 @@ impl Candidate {
             Candidate::Ell => AutoFormat::Ell,
             Candidate::Sell => AutoFormat::Sell,
             Candidate::Compressed => AutoFormat::Compressed,
+            Candidate::CompressedEll => AutoFormat::CompressedEll,
+            Candidate::Dia => AutoFormat::Dia,
         }
     }
 
@@ -79,6 +94,8 @@ impl Candidate {
             Candidate::Ell => Converted::Ell(Ell::try_from_csr(a)?),
             Candidate::Sell => Converted::Sell(Sell::try_from_csr(a)?),
             Candidate::Compressed => Converted::Compressed(CompressedCsr::try_from_csr(a)?),
+            Candidate::CompressedEll => Converted::CompressedEll(CompressedEll::try_from_csr(a)?),
+            Candidate::Dia => Converted::Dia(Dia::try_from_csr(a)?),
         })
     }
 }
@@ -91,6 +108,8 @@ impl<T: Scalar> Converted<T> {
             Converted::Ell(ell) => AutoMatrix::Ell(gpu.upload_ell(ell)?),
             Converted::Sell(sell) => AutoMatrix::Sell(gpu.upload_sell(sell)?),
             Converted::Compressed(c) => AutoMatrix::Compressed(gpu.upload_compressed(c)?),
+            Converted::CompressedEll(c) => AutoMatrix::CompressedEll(gpu.upload_compressed_ell(c)?),
+            Converted::Dia(dia) => AutoMatrix::Dia(gpu.upload_dia(dia)?),
         })
     }
 }
@@ -123,8 +142,9 @@ impl Gpu {
     /// CSR is uploaded first: it is the baseline and the fallback. With no entries, or fewer than
     /// [`MIN_PLANNED_PRODUCTS`] products, that is the answer. Otherwise the planner times the CSR
     /// product of [`crate::Kernel::Auto`], then for COO (segmented), HYB, ELL and SELL (each when its
-    /// padding limit allows) and compressed column indices (values kept in `T`: CSR's accuracy, and bit for
-    /// bit its `y` wherever Auto takes the parametrised kernel without splitting a row)
+    /// padding limit allows), compressed column indices (values kept in `T`: CSR's accuracy, and bit for
+    /// bit its `y` wherever Auto takes the parametrised kernel without splitting a row), compressed
+    /// ELL and DIA (each where its layout takes the matrix; values in `T`, ELL's `y` bit for bit)
     /// converts on the host and uploads, timing both on the CPU, and times the product;
     /// a candidate whose host conversion alone exceeds CSR's products is not uploaded. It keeps the
     /// smallest of conversion + `products` x product time ([`cheapest_format`]; a lone

@@ -20,6 +20,13 @@ pub enum AutoFormat {
     /// Compressed column indices, values in the matrix's type ([`crate::CompressedKernel::Auto`]):
     /// the same `y`, bit for bit, as the cooperative CSR kernel of the same width.
     Compressed,
+    /// ELL with 16-bit column offsets from the row, values in the matrix's type: ELL's `y`, bit for
+    /// bit; tried only where ELL's padding limit allows it and every column lies within `i16::MAX`
+    /// of its row.
+    CompressedEll,
+    /// DIA, values in the matrix's type: ELL's `y`, bit for bit, for rows sorted by column; tried
+    /// only for entries on at most [`crate::formats::DIA_MAX_DIAGONALS`] diagonals.
+    Dia,
 }
 
 impl AutoFormat {
@@ -32,6 +39,8 @@ impl AutoFormat {
             AutoFormat::Ell => "ell",
             AutoFormat::Sell => "sell",
             AutoFormat::Compressed => "compressed",
+            AutoFormat::CompressedEll => "compressed-ell",
+            AutoFormat::Dia => "dia",
         }
     }
 }
