@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{Case, Csr, banded, five_point, gpu_or_skip, random_vector, rng, say, tolerance};
+use common::{Case, Csr, banded, five_point, gpu_or_skip, random_vector, rng, say, seven_point, tolerance};
 use gpu_spmv::formats::{CompressedEll, Ell, ValueStorage, bf16, f16};
 use gpu_spmv::{
     DeviceCompressedEll, DeviceMatrix, DeviceVector, Error, FormatError, Gpu, Kernel, Plan, Scalar,
@@ -53,28 +53,6 @@ fn near_diagonal<T: Scalar>(
     Csr { nrows, ncols, offsets, cols, vals }
 }
 
-/// The 7-point stencil of an `n^3` grid, values uniform in [-1, 1): columns up to `n^2` from the
-/// row, the format's motivating case.
-fn seven_point<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Csr<T> {
-    let (mut offsets, mut cols) = (vec![0], Vec::new());
-    for r in 0..n * n * n {
-        let (i, j, k) = (r / (n * n), (r / n) % n, r % n);
-        let neighbours = [
-            (i > 0).then(|| r - n * n),
-            (j > 0).then(|| r - n),
-            (k > 0).then(|| r - 1),
-            Some(r),
-            (k + 1 < n).then(|| r + 1),
-            (j + 1 < n).then(|| r + n),
-            (i + 1 < n).then(|| r + n * n),
-        ];
-        cols.extend(neighbours.into_iter().flatten());
-        offsets.push(cols.len());
-    }
-    let vals = (0..cols.len()).map(|_| T::from_f64(rng.random_range(-1.0..1.0))).collect();
-    Csr { nrows: n * n * n, ncols: n * n * n, offsets, cols, vals }
-}
-
 /// Rows `r` holding `r - MAX_ROW_DELTA`, `r` and `r + MAX_ROW_DELTA` where those exist: offsets of
 /// exactly the limit on both sides, and two slots per row, which most rows pad.
 fn at_the_limit<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Csr<T> {
@@ -104,7 +82,7 @@ fn matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
         ("all rows empty".into(), Csr::random(rng, 1000, 300, true, |_| 0)),
         ("one row, one entry".into(), Csr::random(rng, 1, 1, true, |_| 1)),
         ("5-point 157 x 157".into(), five_point(157, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
-        ("7-point 29^3".into(), seven_point(rng, 29)),
+        ("7-point 29^3".into(), seven_point(29, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
         ("banded 5001 x 5013".into(), banded(rng, 5001, 5013, 48, 3)),
         (
             "unsorted, repeated columns".into(),
@@ -392,7 +370,7 @@ fn gpu_compressed_ell_graph_replays() {
     let test = "gpu_compressed_ell_graph_replays";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    let a = seven_point::<f64>(&mut rng, 23);
+    let a = seven_point::<f64>(23, |_, _| rng.random_range(-1.0..1.0));
     let x = random_vector::<f64>(&mut rng, a.ncols);
     let y0 = random_vector::<f64>(&mut rng, a.nrows);
     let dx = gpu.upload_vector(&x).unwrap();

@@ -7,34 +7,15 @@
 
 mod common;
 
-use common::{Case, Csr, banded, edge_cases, five_point, gpu_or_skip, random_vector, rng, tolerance};
+use common::{
+    Case, Csr, banded, edge_cases, five_point, gpu_or_skip, random_vector, rng, seven_point, tolerance,
+};
 use gpu_spmv::formats::{Dia, Ell, ValueStorage};
 use gpu_spmv::reference::{error_scale, spmv_f64};
 use gpu_spmv::{Error, FormatError, Gpu, Scalar};
 use half::{bf16, f16};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-/// The 7-point stencil of an `n` x `n` x `n` grid, values uniform in [-1, 1).
-fn seven_point<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Csr<T> {
-    let (mut offsets, mut cols) = (vec![0], Vec::new());
-    for r in 0..n * n * n {
-        let (i, j, k) = (r / (n * n), (r / n) % n, r % n);
-        let neighbours = [
-            (i > 0).then(|| r - n * n),
-            (j > 0).then(|| r - n),
-            (k > 0).then(|| r - 1),
-            Some(r),
-            (k + 1 < n).then(|| r + 1),
-            (j + 1 < n).then(|| r + n),
-            (i + 1 < n).then(|| r + n * n),
-        ];
-        cols.extend(neighbours.into_iter().flatten());
-        offsets.push(cols.len());
-    }
-    let vals = random_vector(rng, cols.len());
-    Csr { nrows: n * n * n, ncols: n * n * n, offsets, cols, vals }
-}
 
 /// Matrices DIA takes: two stencils (rows off every block multiple), a rectangular band of 31
 /// diagonals (the most a batch of 8 leaves whole, less one), a diagonal with every third row empty.
@@ -45,7 +26,7 @@ fn diagonal_matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
     sparse_diagonal.vals = random_vector(rng, sparse_diagonal.cols.len());
     vec![
         ("5-point 157 x 157".into(), five_point(157, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
-        ("7-point 23^3".into(), seven_point(rng, 23)),
+        ("7-point 23^3".into(), seven_point(23, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
         ("band of 31 diagonals, 5001 x 5013".into(), banded(rng, 5001, 5013, 15, 1)),
         ("a diagonal, every third row empty".into(), sparse_diagonal),
     ]

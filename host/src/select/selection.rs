@@ -58,7 +58,8 @@ pub enum Outcome {
     /// Not tried: for this matrix its product is that of `same_as` (HYB whose ELL part would be empty
     /// is COO; HYB whose COO part would be empty is ELL).
     Redundant { same_as: AutoFormat },
-    /// Refused by its conversion or upload: ELL's or SELL's padding limit, or device memory.
+    /// Refused by its conversion or upload: a layout's limit (ELL's, SELL's and compressed ELL's padding,
+    /// compressed ELL's columns near their row, DIA's diagonals), or device memory.
     Refused(String),
 }
 

@@ -187,6 +187,30 @@ pub fn five_point<T: Scalar>(n: usize, mut value: impl FnMut(usize, usize) -> T)
     Csr { nrows: n * n, ncols: n * n, offsets, cols, vals }
 }
 
+/// The 7-point stencil of an `n` x `n` x `n` grid (row `r` holds `r` and its grid neighbours, in
+/// column order), entry `(r, c)` of value `value(r, c)`: columns up to `n^2` from the row.
+pub fn seven_point<T: Scalar>(n: usize, mut value: impl FnMut(usize, usize) -> T) -> Csr<T> {
+    let (mut offsets, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+    for r in 0..n * n * n {
+        let (i, j, k) = (r / (n * n), (r / n) % n, r % n);
+        let neighbours = [
+            (i > 0).then(|| r - n * n),
+            (j > 0).then(|| r - n),
+            (k > 0).then(|| r - 1),
+            Some(r),
+            (k + 1 < n).then(|| r + 1),
+            (j + 1 < n).then(|| r + n),
+            (i + 1 < n).then(|| r + n * n),
+        ];
+        for c in neighbours.into_iter().flatten() {
+            cols.push(c);
+            vals.push(value(r, c));
+        }
+        offsets.push(cols.len());
+    }
+    Csr { nrows: n * n * n, ncols: n * n * n, offsets, cols, vals }
+}
+
 /// A banded matrix: row `r` holds every `step`-th column of `r - half_width ..= r + half_width`
 /// (clipped to the columns), values uniform in [-1, 1). Consecutive rows share columns, as the
 /// formats that reuse a window of `x` need.

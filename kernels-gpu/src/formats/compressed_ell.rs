@@ -13,30 +13,21 @@
 //! With values in the product's type the sums are those of `spmv_ell_*` bit for bit: the same walk,
 //! the same order, the same `fma`s.
 
-use super::slots::{RowDeltas, padded_dot};
+use super::slots::{RowDeltas, ell_rows};
 use super::widen::Widen;
 use crate::abi::{Bf16, CompressedEllFromCsrParams, CompressedEllParams, F16, MAX_ROW_DELTA, PAD_DELTA};
 use crate::arch::{Load, atomic_max_u32, global_thread, grid_threads};
-use crate::real::{Real, store_axpby};
+use crate::real::Real;
 
 /// # Safety
 /// `p` describes a compressed ELL matrix built by the host (every slot's offset [`PAD_DELTA`] or one
 /// that takes its row to a column below the length of `x`) and vectors of matching lengths.
 #[inline(always)]
 unsafe fn compressed_ell<V: Widen<T>, T: Real>(p: CompressedEllParams<V, T>) {
-    let (mut row, stride) = (global_thread(), grid_threads());
-    let rows = p.a.rows as usize;
-    while row < u64::from(p.a.rows) {
-        let r = row as usize;
-        let cols = RowDeltas { deltas: p.a.deltas.as_ptr(), row: r };
-        // SAFETY: slot `k` of row `r` is `k * rows + r` with `k < width` and `r < rows`: inside the
-        // arrays of `width * rows` slots (host validation); a slot that is not padding decodes to a
-        // column below the length of `x`.
-        let sum = unsafe { padded_dot(cols, p.a.values.as_ptr(), p.op.x.as_ptr(), r, rows, p.a.width) };
-        // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
-        unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, sum, p.op.beta) };
-        row += stride;
-    }
+    let deltas = p.a.deltas.as_ptr();
+    // SAFETY: the arrays hold `width * rows` slots (host validation), each `PAD_DELTA` or an offset
+    // that takes its row to a column of `x`.
+    unsafe { ell_rows(p.a.rows, p.a.width, |row| RowDeltas { deltas, row }, p.a.values.as_ptr(), &p.op) }
 }
 
 /// Writes the compressed ELL copy of a CSR matrix (or, with `pattern == 0`, the values of its

@@ -15,9 +15,9 @@
 //! one), so that the compressed ELL format moves fewer bytes through the same walk.
 
 use super::widen::Widen;
-use crate::abi::{PAD_COL, PAD_DELTA};
-use crate::arch::Load;
-use crate::real::Real;
+use crate::abi::{Axpby, PAD_COL, PAD_DELTA};
+use crate::arch::{Load, global_thread, grid_threads};
+use crate::real::{Real, store_axpby};
 
 /// Where a run's slots keep their columns, and how a stored column decodes.
 pub(super) trait SlotColumns: Copy {
@@ -130,4 +130,32 @@ pub(super) unsafe fn padded_dot<C: SlotColumns, V: Widen<T>, T: Real>(
         done = done.saturating_add(BATCH as u32);
     }
     sum
+}
+
+/// `y = alpha * A * x + beta * y` over ELL's column-major slots, a thread per row with a grid stride:
+/// slot `k` of row `r` at `k * rows + r`, its column kept by `columns(r)`, its value in `values`. The
+/// loop of ELL and of compressed ELL (Bell & Garland, NVIDIA TR 2008, section 4.2).
+///
+/// # Safety
+/// Every slot `k * rows + r`, `k < width`, `r < rows`, lies inside `columns(r)`'s array and
+/// `values`, which no thread writes during the kernel; every slot that is not padding decodes to a
+/// column below the length of `op.x`; `op.y` has `rows` elements.
+#[inline(always)]
+pub(super) unsafe fn ell_rows<C: SlotColumns, V: Widen<T>, T: Real>(
+    rows: u32,
+    width: u32,
+    columns: impl Fn(usize) -> C,
+    values: *const V,
+    op: &Axpby<T>,
+) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    while row < u64::from(rows) {
+        let r = row as usize;
+        // SAFETY: the run of row `r < rows` is its slots `r + k * rows`, `k < width` (the caller's
+        // contract).
+        let sum = unsafe { padded_dot(columns(r), values, op.x.as_ptr(), r, rows as usize, width) };
+        // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
+        unsafe { store_axpby(op.y.as_mut_ptr(), r, op.alpha, sum, op.beta) };
+        row += stride;
+    }
 }
