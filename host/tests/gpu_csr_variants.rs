@@ -11,6 +11,7 @@ use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, stencil_pas
 use gpu_spmv::formats::Ell;
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// A matrix on the GPU with `x` and the reference results of three products, computed once and
@@ -182,30 +183,49 @@ fn gpu_auto_takes_the_ell_copy() {
     let plan = gpu.plan(&fixture.da, Kernel::Auto).unwrap();
     assert_eq!(plan.kernel(), Kernel::CsrEllCopy, "Auto's choice");
     drop(plan);
-    let slot_bytes = 2 + 4; // a 16-bit offset from the row and an f32
-    assert_eq!(fixture.da.device_bytes(), before + a.nrows * 5 * slot_bytes, "the copy's slots, kept");
+    // The stencil lies on 5 diagonals: the copy is DIA, an f32 a row and diagonal, a presence word a
+    // row, an 8-byte offset a diagonal.
+    let dia_bytes = a.nrows * (5 * 4 + 4) + 5 * 8;
+    assert_eq!(fixture.da.device_bytes(), before + dia_bytes, "the copy, kept");
     fixture.check(&gpu, Kernel::Auto, 3);
 }
 
-/// The ELL copy stores its columns as 16-bit offsets from the row where every column lies within
-/// `i16::MAX` of its row, and plain columns where one does not (its build finds out on the device);
-/// either way its `y` is the host ELL's bit for bit, and right.
+/// The ELL copy takes the most compact form the matrix allows (its build finds out on the device):
+/// DIA on a few diagonals, however far; ELL with 16-bit offsets from the row where the columns lie
+/// within `i16::MAX` of it; plain ELL elsewhere. Each form's `y` is the host ELL's bit for bit (the
+/// rows are sorted), and right.
 fn ell_copy_forms<T: Scalar>(test: &str) {
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    // 1,000 rows (off every block multiple) of 4 entries over 50,000 columns: `r, r + 1, r + 2` and
-    // `r + 3` (near) or `r + 40,000` (past `i16::MAX`, far).
-    let (nrows, ncols) = (1000, 50_000);
-    for (form, last, column_bytes) in [("offsets", 3, 2), ("plain columns", 40_000, 4)] {
-        let cols: Vec<usize> = (0..nrows).flat_map(|r| [r, r + 1, r + 2, r + last]).collect();
+    // 1,000 rows (off every block multiple) of 4 entries over 50,000 columns.
+    let (nrows, ncols, t) = (1000, 50_000, size_of::<T>());
+    let mut spread = |r: usize, lo: usize, hi: usize| {
+        let mut row = std::collections::BTreeSet::new();
+        while row.len() < 4 {
+            row.insert(rng.random_range(lo..hi));
+        }
+        row.into_iter().map(move |c| c + r).collect::<Vec<usize>>()
+    };
+    let forms: [(&str, Vec<usize>, usize); 3] = [
+        // `r, r + 1, r + 2, r + 40,000`: 4 diagonals, one past `i16::MAX`.
+        (
+            "DIA",
+            (0..nrows).flat_map(|r| [r, r + 1, r + 2, r + 40_000]).collect(),
+            nrows * (4 * t + 4) + 4 * 8,
+        ),
+        // Columns in `r .. r + 2,000`: too many diagonals, every one within `i16::MAX`.
+        ("offsets", (0..nrows).flat_map(|r| spread(r, 0, 2000)).collect(), nrows * 4 * (2 + t)),
+        // Columns in `r .. r + 49,000`: neither.
+        ("plain columns", (0..nrows).flat_map(|r| spread(r, 0, 49_000)).collect(), nrows * 4 * (4 + t)),
+    ];
+    for (form, cols, copy_bytes) in forms {
         let offsets: Vec<usize> = (0..=nrows).map(|r| 4 * r).collect();
         let a = Csr { nrows, ncols, offsets, cols, vals: random_vector::<T>(&mut rng, 4 * nrows) };
         let name = format!("{test}: {form}");
         let mut fixture = Fixture::new(&gpu, &name, &a, &mut rng);
         let before = fixture.da.device_bytes();
         fixture.check(&gpu, Kernel::CsrEllCopy, 3);
-        let slots = nrows * 4 * (column_bytes + size_of::<T>());
-        assert_eq!(fixture.da.device_bytes(), before + slots, "{name}: the copy's bytes");
+        assert_eq!(fixture.da.device_bytes(), before + copy_bytes, "{name}: the copy's bytes");
         let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
         let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
         let start = random_vector::<T>(&mut rng, nrows);

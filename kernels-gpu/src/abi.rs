@@ -156,6 +156,12 @@ pub const DIA_F16: Entry = entry!("spmv_dia_f16");
 /// `spmv_dia_bf16_*`: values stored as bfloat16.
 pub const DIA_BF16: Entry = entry!("spmv_dia_bf16");
 
+/// `dia_offsets_from_csr_*`: the diagonals of a CSR matrix, collected on the device.
+pub const DIA_OFFSETS_FROM_CSR: Entry = entry!("dia_offsets_from_csr");
+
+/// `dia_from_csr_*`: a DIA copy of a CSR matrix, built or refreshed on the device.
+pub const DIA_FROM_CSR: Entry = entry!("dia_from_csr");
+
 /// `compressed_ell_from_csr_*`: a compressed ELL copy of a CSR matrix, built or refreshed on the
 /// device.
 pub const COMPRESSED_ELL_FROM_CSR: Entry = entry!("compressed_ell_from_csr");
@@ -714,6 +720,39 @@ pub struct DiaArgs<V> {
     pub rows: u32,
     pub cols: u32,
     pub diagonals: u32,
+}
+
+/// Slots of the table in which `dia_offsets_from_csr_*` collects a matrix's diagonals by open
+/// addressing: twice [`DIA_MAX_DIAGONALS`], so that a matrix of one diagonal too many still fits
+/// and is told apart from a full table.
+pub const DIA_OFFSET_TABLE: u32 = 2 * DIA_MAX_DIAGONALS;
+
+/// An empty slot of that table: no offset `column - row` of 32-bit indices is this.
+pub const DIA_EMPTY_SLOT: i64 = i64::MIN;
+
+/// `dia_offsets_from_csr_*`: one thread per row puts each entry's `column - row` in `table`
+/// ([`DIA_OFFSET_TABLE`] slots, [`DIA_EMPTY_SLOT`] where free, the host fills it so), once each;
+/// a thread that finds the table full raises `*overflow` to 1 (the host zeroes it first).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DiaOffsetsParams<T> {
+    pub csr: CsrArgs<T>,
+    pub table: DevicePtr<i64>,
+    pub overflow: DevicePtr<u32>,
+}
+
+/// `dia_from_csr_*`: one thread per row writes its entries' values to `dia`'s diagonals and, when
+/// `pattern` is 1, its presence word; `dia.offsets` hold every `column - row` of `csr`, increasing,
+/// and `dia.values` is zeroed. A row holding two entries of one column raises `*duplicate` to 1 (read
+/// only when `pattern` is 1; the host zeroes it first and discards the copy). With `pattern` 0 (new
+/// values of the same pattern) only the values are written.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DiaFromCsrParams<T> {
+    pub csr: CsrArgs<T>,
+    pub dia: DiaArgs<T>,
+    pub duplicate: DevicePtr<u32>,
+    pub pattern: u32,
 }
 
 /// `spmv_dia_*`: one thread per row, its diagonals in increasing order, one `fma` per present
@@ -2127,7 +2166,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_PANELS_COMBINE],
     &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[COMPRESSED_ELL, COMPRESSED_ELL_F32, COMPRESSED_ELL_F16, COMPRESSED_ELL_BF16, COMPRESSED_ELL_FROM_CSR],
-    &[DIA, DIA_F32, DIA_F16, DIA_BF16],
+    &[DIA, DIA_F32, DIA_F16, DIA_BF16, DIA_OFFSETS_FROM_CSR, DIA_FROM_CSR],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

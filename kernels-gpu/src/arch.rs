@@ -216,6 +216,37 @@ pub unsafe fn atomic_min_u64(p: *mut u64, v: u64) {
     unsafe { asm!("red.global.min.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) }
 }
 
+/// `atom.global.cas.b64` (relaxed, GPU scope): writes `new` to `*p` if it holds `expected`, and
+/// returns what `*p` held before, either way.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u64` that the kernel changes only atomically.
+#[inline(always)]
+pub unsafe fn atomic_cas_u64(p: *mut u64, expected: u64, new: u64) -> u64 {
+    let old: u64;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("atom.global.cas.b64 {old}, [{p}], {e}, {n};",
+            old = out(reg64) old, p = in(reg64) p, e = in(reg64) expected, n = in(reg64) new, options(nostack));
+    }
+    old
+}
+
+/// `ld.relaxed.gpu.global.u64`: a value other threads change atomically, read from L2 (coherent at
+/// GPU scope), not from a stale line of this SM's L1.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u64`.
+#[inline(always)]
+pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("ld.relaxed.gpu.global.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(readonly, nostack));
+    }
+    v
+}
+
 /// `red.global.max.u32` (relaxed, GPU scope): `*p = max(*p, v)`, with no value returned. A slot
 /// zeroed before a launch and raised to `u32::MAX - index` by every thread that finds a fault ends
 /// holding the lowest faulty index, whatever the threads' order, and zero for none.

@@ -5,6 +5,7 @@
 
 use super::Gpu;
 use super::compressed_ell::DeviceCompressedEll;
+use super::dia::DeviceDia;
 use super::ell::DeviceEll;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
 use super::memory::{Plain, Unfilled, addr};
@@ -28,11 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
-/// The ELL copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with: its columns stored as
-/// 16-bit offsets from the row where every column of the matrix lies that close (2 bytes a slot
-/// fewer to stream, the sums bit for bit the same), else plain.
+/// The copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with, the most compact of three
+/// forms the matrix takes: DIA where its entries lie on at most 32 diagonals (no column stored at
+/// all), else ELL with its columns as 16-bit offsets from the row where every column lies that
+/// close (2 bytes a slot fewer), else plain ELL. The sums are ELL's, bit for bit (DIA's for rows
+/// sorted by column).
 #[derive(Debug)]
 pub(crate) enum EllCopy<T> {
+    Dia(DeviceDia<T>),
     Deltas(DeviceCompressedEll<T>),
     Plain(DeviceEll<T>),
 }
@@ -41,6 +45,7 @@ impl<T: Scalar> EllCopy<T> {
     /// Bytes of the copy on the device.
     pub(crate) fn device_bytes(&self) -> usize {
         match self {
+            EllCopy::Dia(dia) => dia.device_bytes(),
             EllCopy::Deltas(ell) => ell.device_bytes(),
             EllCopy::Plain(ell) => ell.device_bytes(),
         }

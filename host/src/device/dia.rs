@@ -34,27 +34,36 @@ impl Gpu {
         let offsets = self.upload(a.offsets())?;
         let present = self.upload(a.present())?;
         let values = self.upload(a.values())?;
-        let args = DiaArgs {
-            offsets: addr(&offsets, self),
-            present: addr(&present, self),
-            values: addr(&values, self),
-            rows,
-            cols,
-            diagonals,
-        };
-        Ok(DeviceDia {
-            offsets,
-            present,
-            values,
-            nnz: a.nnz(),
-            max_rounding: a.max_rounding(),
-            args,
-            _matrix: PhantomData,
-        })
+        let mut dia =
+            DeviceDia::from_device_parts(self, (offsets, present, values), (rows, cols, diagonals), a.nnz());
+        dia.max_rounding = a.max_rounding();
+        Ok(dia)
     }
 }
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
+    /// A DIA matrix of `rows` rows, `cols` columns and `diagonals` diagonals over its offsets,
+    /// presence words and values (`diagonals`, `rows` and `diagonals * rows` elements), holding `nnz`
+    /// entries exactly (its rounding 0 until the caller sets it), whose arrays the caller has filled
+    /// or fills on the stream before any product reads them (the DIA copy of a CSR matrix,
+    /// `enqueue/csr/ell_copy.rs`).
+    pub(crate) fn from_device_parts(
+        gpu: &Gpu,
+        (offsets, present, values): (CudaSlice<i64>, CudaSlice<u32>, CudaSlice<V>),
+        (rows, cols, diagonals): (u32, u32, u32),
+        nnz: usize,
+    ) -> Self {
+        let args = DiaArgs {
+            offsets: addr(&offsets, gpu),
+            present: addr(&present, gpu),
+            values: addr(&values, gpu),
+            rows,
+            cols,
+            diagonals,
+        };
+        DeviceDia { offsets, present, values, nnz, max_rounding: 0.0, args, _matrix: PhantomData }
+    }
+
     /// Its rows, columns and stored entries.
     pub fn shape(&self) -> Shape {
         Shape { nrows: self.args.rows as usize, ncols: self.args.cols as usize, nnz: self.nnz }

@@ -170,6 +170,29 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceDia<T, V> {
     }
 }
 
+/// The launch of `spmv_dia_*` over `a`: also `Kernel::CsrEllCopy`'s, over its DIA copy.
+pub(super) fn prepare_dia<T: Scalar, V: ValueStorage<T>>(
+    gpu: &Gpu,
+    a: &DeviceDia<T, V>,
+) -> Result<Prepared<DiaParams<V, T>>> {
+    let params = DiaParams { a: a.args(), op: unset_axpby() };
+    let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
+    let entry = match V::STORAGE {
+        Storage::F64 => abi::DIA,
+        Storage::F32 => abi::DIA_F32,
+        Storage::F16 => abi::DIA_F16,
+        Storage::Bf16 => abi::DIA_BF16,
+    };
+    let f = gpu.kernel::<T>(entry)?;
+    // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
+    // f64 matrices). The matrix holds at most `DIA_MAX_DIAGONALS` increasing offsets, `diagonals *
+    // rows` values and `rows` presence words with bits below `diagonals` only (made so by
+    // `Dia::try_from_csr`, or by the DIA copy's build), and the kernel checks every column it forms
+    // against `cols`, the length of `x`; `y` has `rows` elements. The kernel grid-strides over the
+    // rows.
+    Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
+}
+
 /// DIA: one launch of `spmv_dia_*`, `y = alpha * A * x + beta * y`.
 impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceDia<T, V> {
     type Kernel = ();
@@ -180,22 +203,7 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceDia<T, V> {
     }
 
     fn prepare(&self, gpu: &Gpu, (): ()) -> Result<((), Self::Launch)> {
-        let params = DiaParams { a: self.args(), op: unset_axpby() };
-        let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
-        let entry = match V::STORAGE {
-            Storage::F64 => abi::DIA,
-            Storage::F32 => abi::DIA_F32,
-            Storage::F16 => abi::DIA_F16,
-            Storage::Bf16 => abi::DIA_BF16,
-        };
-        let f = gpu.kernel::<T>(entry)?;
-        // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
-        // f64 matrices). `Dia::try_from_csr` made at most `DIA_MAX_DIAGONALS` increasing offsets,
-        // `diagonals * rows` values and `rows` presence words with bits below `diagonals` only, and
-        // the kernel checks every column it forms against `cols`, the length of `x`; `y` has `rows`
-        // elements. The kernel grid-strides over the rows.
-        let launch = unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) };
-        Ok(((), launch))
+        Ok(((), prepare_dia(gpu, self)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {

@@ -15,7 +15,7 @@
 
 use super::compressed::{Storage, ValueStorage, gamma, max_rounding};
 use super::convert::check_u32_dims;
-use super::ell::padding_limit_bytes;
+use super::ell::padding_limit_bytes_of;
 use super::shape::Shape;
 use crate::Result;
 use crate::error::FormatError;
@@ -78,11 +78,7 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
         check_u32_dims(&a)?;
         let offsets = diagonals(&a)?;
         let nrows = a.nrows();
-        let dia_bytes = nrows as u128 * (offsets.len() * V::STORAGE.bytes() + 4) as u128;
-        let limit_bytes = padding_limit_bytes(&a);
-        if dia_bytes > limit_bytes {
-            return Err(FormatError::DiaPadding { diagonals: offsets.len(), dia_bytes, limit_bytes }.into());
-        }
+        check_dia_padding::<T>(nrows, a.nnz(), offsets.len(), V::STORAGE.bytes())?;
         let max_rounding = max_rounding::<T, V>(&a)?;
         let (present, by_row) = rows_on_diagonals::<T, V>(&a, &offsets)?;
         // Diagonal-major, as the kernel reads them: diagonal `d`'s slots are `by_row[r * D + d]`.
@@ -170,6 +166,24 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
     pub fn storage(&self) -> Storage {
         V::STORAGE
     }
+}
+
+/// Refuses `diagonals` diagonals of `nrows` rows, values of `value_bytes` each and a presence word a
+/// row, where they take more than [`ELL_MAX_PADDING_RATIO`](super::ELL_MAX_PADDING_RATIO) times the
+/// bytes of the CSR matrix of `nrows` rows and `nnz` entries of `T`: also for the DIA copy that
+/// `Kernel::CsrEllCopy` builds on the device.
+pub(crate) fn check_dia_padding<T>(
+    nrows: usize,
+    nnz: usize,
+    diagonals: usize,
+    value_bytes: usize,
+) -> Result<()> {
+    let dia_bytes = nrows as u128 * (diagonals as u128 * value_bytes as u128 + 4);
+    let limit_bytes = padding_limit_bytes_of::<T>(nrows, nnz);
+    if dia_bytes > limit_bytes {
+        return Err(FormatError::DiaPadding { diagonals, dia_bytes, limit_bytes }.into());
+    }
+    Ok(())
 }
 
 /// The offsets `column - row` of `a`'s entries, increasing; refused when there are more than

@@ -139,7 +139,7 @@ pub(crate) fn padding_limit_bytes<T>(a: &CsrRef<'_, T>) -> u128 {
 }
 
 /// [`padding_limit_bytes`] of a matrix of `nrows` rows and `nnz` entries.
-fn padding_limit_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
+pub(crate) fn padding_limit_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
     let csr_bytes = (nrows as u128 + 1) * 4 + nnz as u128 * slot_bytes::<T>();
     csr_bytes * u128::from(ELL_MAX_PADDING_RATIO)
 }

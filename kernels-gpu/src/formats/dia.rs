@@ -16,8 +16,10 @@
 //! still issued (in bounds), since waiting for the word first would bring the second wait back.
 
 use super::widen::Widen;
-use crate::abi::{Bf16, DiaParams, F16};
-use crate::arch::{Load, global_thread, grid_threads};
+use crate::abi::{
+    Bf16, DIA_EMPTY_SLOT, DIA_OFFSET_TABLE, DiaFromCsrParams, DiaOffsetsParams, DiaParams, F16,
+};
+use crate::arch::{Load, atomic_cas_u64, atomic_max_u32, global_thread, grid_threads, load_relaxed_u64};
 use crate::real::{Real, store_axpby};
 
 /// Diagonals a thread loads together: their values, offsets and gathers all in flight at once.
@@ -70,6 +72,98 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
     }
 }
 
+/// Collects the offsets `column - row` of a CSR matrix's entries in a table of
+/// [`DIA_OFFSET_TABLE`] slots, each once (open addressing, a multiplicative hash): the first step of
+/// the DIA copy that `Kernel::CsrEllCopy` builds on the device, whose host keeps no columns. Each
+/// entry reads its slot from L2 and, only where it finds the slot free, claims it with a
+/// compare-and-swap, so a matrix of a few diagonals costs one read an entry and a few atomics in all.
+///
+/// # Safety
+/// `p.csr` is valid CSR of `p.csr.rows` rows; `p.table` holds [`DIA_OFFSET_TABLE`] slots and
+/// `p.overflow` one word, which the kernel changes only atomically.
+#[inline(always)]
+unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    let slots = DIA_OFFSET_TABLE as usize;
+    let table = p.table.as_mut_ptr().cast::<u64>();
+    while row < u64::from(p.csr.rows) {
+        let r = row as usize;
+        // SAFETY: `r < rows`, so offsets `r` and `r + 1` exist, and the row's entries lie inside the
+        // column array; every slot index is below `DIA_OFFSET_TABLE`.
+        unsafe {
+            let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
+            let end = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize;
+            for e in first..end {
+                let offset = (i64::from(u32::load_nc(p.csr.col_indices.as_ptr().add(e))) - r as i64) as u64;
+                let home = (offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+                let mut placed = false;
+                for probe in 0..slots {
+                    let slot = table.add((home + probe) % slots);
+                    let mut seen = load_relaxed_u64(slot);
+                    if seen == DIA_EMPTY_SLOT as u64 {
+                        seen = atomic_cas_u64(slot, DIA_EMPTY_SLOT as u64, offset);
+                    }
+                    if seen == offset || seen == DIA_EMPTY_SLOT as u64 {
+                        placed = true;
+                        break;
+                    }
+                }
+                if !placed {
+                    atomic_max_u32(p.overflow.as_mut_ptr(), 1);
+                }
+            }
+        }
+        row += stride;
+    }
+}
+
+/// Writes a CSR matrix's values (and, with `pattern`, its presence words) into the DIA copy whose
+/// increasing offsets `p.dia.offsets` the host found with `dia_offsets_from_csr`: a thread per row,
+/// each entry's diagonal by a binary search of the offsets (at most 32, in L1).
+///
+/// # Safety
+/// `p.csr` is valid CSR of `p.dia.rows` rows; `p.dia.offsets` holds `diagonals` increasing offsets
+/// that include every entry's `column - row`; `p.dia` holds `diagonals * rows` values and `rows`
+/// presence words, written by this kernel alone; with `pattern`, `p.duplicate` is one word the
+/// kernel changes only atomically.
+#[inline(always)]
+unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    let rows = p.dia.rows as usize;
+    while row < u64::from(p.dia.rows) {
+        let r = row as usize;
+        // SAFETY: `r < rows`; the row's entries lie inside the CSR arrays; every entry's offset is
+        // among the `diagonals` offsets, so the search ends on one, `d < diagonals`, and its slot
+        // `d * rows + r` lies inside the values, written by this thread alone, as is word `r`.
+        unsafe {
+            let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
+            let end = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize;
+            let mut word = 0u32;
+            for e in first..end {
+                let offset = i64::from(u32::load_nc(p.csr.col_indices.as_ptr().add(e))) - r as i64;
+                let (mut lo, mut hi) = (0usize, p.dia.diagonals as usize);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if i64::load_nc(p.dia.offsets.as_ptr().add(mid)) < offset {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                if p.pattern != 0 && word >> lo & 1 != 0 {
+                    atomic_max_u32(p.duplicate.as_mut_ptr(), 1);
+                }
+                word |= 1 << lo;
+                *p.dia.values.as_mut_ptr().add(lo * rows + r) = T::load_nc(p.csr.values.as_ptr().add(e));
+            }
+            if p.pattern != 0 {
+                *p.dia.present.as_mut_ptr().add(r) = word;
+            }
+        }
+        row += stride;
+    }
+}
+
 /// The entries of one storage type and product type.
 macro_rules! dia_entries {
     ($($name:ident: $v:ty, $t:ty);+ $(;)?) => {$(
@@ -86,3 +180,7 @@ dia_entries!(
     spmv_dia_bf16_f32: Bf16, f32;
     spmv_dia_bf16_f64: Bf16, f64;
 );
+crate::ptx_entry!(dia_offsets_from_csr_f32, DiaOffsetsParams<f32>, dia_offsets_from_csr::<f32>);
+crate::ptx_entry!(dia_offsets_from_csr_f64, DiaOffsetsParams<f64>, dia_offsets_from_csr::<f64>);
+crate::ptx_entry!(dia_from_csr_f32, DiaFromCsrParams<f32>, dia_from_csr::<f32>);
+crate::ptx_entry!(dia_from_csr_f64, DiaFromCsrParams<f64>, dia_from_csr::<f64>);

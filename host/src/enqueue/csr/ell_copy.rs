@@ -13,12 +13,16 @@
 //! of the CSR matrix reach it by the same kernel, values only, on the stream.
 
 use super::super::launch::launch;
-use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceEll, EllCopy, Gpu, addr};
+use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceDia, DeviceEll, EllCopy, Gpu, addr};
 use crate::formats::convert::narrow;
+use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding};
 use crate::formats::ell::check_padding_of;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use kernels_gpu::abi::{self, BLOCK_SIZE, CompressedEllFromCsrParams, DevicePtr, EllFromCsrParams};
+use kernels_gpu::abi::{
+    self, BLOCK_SIZE, CompressedEllFromCsrParams, DIA_EMPTY_SLOT, DIA_OFFSET_TABLE, DevicePtr,
+    DiaFromCsrParams, DiaOffsetsParams, EllFromCsrParams,
+};
 use kernels_gpu::index::grid_blocks;
 
 /// The ELL copy of `a`, built on the first call (refused as [`Ell`](crate::formats::Ell) refuses
@@ -28,9 +32,9 @@ pub(super) fn ell_copy<'a, T: Scalar>(a: &'a DeviceCsr<T>, gpu: &Gpu) -> Result<
     a.ell_copy_or_build(|| build(a, gpu))
 }
 
-/// Builds the copy and waits for it: published to the matrix, it may be read on any stream. The
-/// offsets are tried first; a column too far from its row (which only the build sees: the host
-/// keeps no columns) sends the copy back for the plain one.
+/// Builds the copy and waits for it: published to the matrix, it may be read on any stream. DIA is
+/// tried first, then the offsets, then plain columns; only the device sees the columns (the host
+/// keeps none), so each form's build finds out whether the matrix takes it.
 fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
     let (rows, width) = (a.nrows(), a.stats().max);
     let lengths = a.host_offsets().windows(2).map(|w| (w[1] - w[0]) as usize);
@@ -41,6 +45,9 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
         value: width,
         limit: usize::MAX / rows.max(1),
     })?;
+    if let Some(dia) = build_dia(a, gpu)? {
+        return Ok(EllCopy::Dia(dia));
+    }
     let sizes = (a.ncols(), a.nnz());
     let misfit = gpu.alloc_zeros::<u32>(1)?;
     let deltas = gpu.alloc_zeros::<i16>(slots)?;
@@ -59,12 +66,70 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
     Ok(EllCopy::Plain(ell))
 }
 
+/// The DIA copy of `a`, built and waited for, where its entries lie on at most
+/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them and no row repeats a column;
+/// `None` elsewhere (the buffers of an attempt are freed).
+fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
+    let rows = narrow("the row count", a.nrows())?;
+    let table = gpu.upload(&[DIA_EMPTY_SLOT; DIA_OFFSET_TABLE as usize])?;
+    let overflow = gpu.alloc_zeros::<u32>(1)?;
+    let params = DiaOffsetsParams { csr: a.args(), table: addr(&table, gpu), overflow: addr(&overflow, gpu) };
+    let grid = grid_blocks(u64::from(rows), BLOCK_SIZE);
+    // SAFETY: `a` is valid CSR of `rows` rows of `gpu`'s context; `table` holds `DIA_OFFSET_TABLE`
+    // empty slots and `overflow` one zeroed word, both changed by this kernel alone, atomically.
+    // The kernel grid-strides over the rows.
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::DIA_OFFSETS_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params)? };
+    if gpu.stream().clone_dtoh(&overflow)? != [0] {
+        return Ok(None);
+    }
+    let mut offsets: Vec<i64> =
+        gpu.stream().clone_dtoh(&table)?.into_iter().filter(|&o| o != DIA_EMPTY_SLOT).collect();
+    offsets.sort_unstable();
+    let diagonals = offsets.len();
+    if diagonals > DIA_MAX_DIAGONALS
+        || check_dia_padding::<T>(a.nrows(), a.nnz(), diagonals, size_of::<T>()).is_err()
+    {
+        return Ok(None);
+    }
+    let shape = (rows, narrow("the column count", a.ncols())?, narrow("the diagonal count", diagonals)?);
+    let values = gpu.alloc_zeros::<T>(a.nrows() * diagonals)?;
+    let parts = (gpu.upload(&offsets)?, gpu.alloc_zeros::<u32>(a.nrows())?, values);
+    let dia = DeviceDia::from_device_parts(gpu, parts, shape, a.nnz());
+    let duplicate = gpu.alloc_zeros::<u32>(1)?;
+    fill_dia(a, &dia, gpu, Some(addr(&duplicate, gpu)))?;
+    Ok((gpu.stream().clone_dtoh(&duplicate)? == [0]).then_some(dia))
+}
+
 /// Carries `a`'s values (after an update) into its ELL copy, if a plan has built it.
 pub(crate) fn refresh_ell_copy<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<()> {
     a.refresh_ell_copy_with(|copy| match copy {
+        EllCopy::Dia(dia) => fill_dia(a, dia, gpu, None),
         EllCopy::Deltas(ell) => fill_deltas(a, ell, gpu, None),
         EllCopy::Plain(ell) => fill_plain(a, ell, gpu, false),
     })
+}
+
+/// Writes `dia`'s values from `a` on the stream: with `duplicate`, its presence words too (raising
+/// `*duplicate` if a row repeats a column), else the values alone (the missing entries' zeros stay).
+fn fill_dia<T: Scalar>(
+    a: &DeviceCsr<T>,
+    dia: &DeviceDia<T>,
+    gpu: &Gpu,
+    duplicate: Option<DevicePtr<u32>>,
+) -> Result<()> {
+    let params = DiaFromCsrParams {
+        csr: a.args(),
+        dia: dia.args(),
+        duplicate: duplicate.unwrap_or(DevicePtr::new(0)),
+        pattern: u32::from(duplicate.is_some()),
+    };
+    let grid = grid_blocks(u64::from(params.dia.rows), BLOCK_SIZE);
+    // SAFETY: `a` is valid CSR of `dia`'s rows, in `gpu`'s context with `dia`; `dia`'s offsets are
+    // every `column - row` of `a`, increasing (collected by `dia_offsets_from_csr` before), its
+    // values zeroed at allocation, and it holds `diagonals * rows` values and `rows` words;
+    // `duplicate`, read only with `pattern`, is then a zeroed word the kernel alone changes,
+    // atomically. A refresh is ordered as `fill_plain`'s. The kernel grid-strides over the rows.
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::DIA_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params) }
 }
 
 /// Writes `ell`'s slots from `a` on the stream: with `misfit`, every offset and value (raising

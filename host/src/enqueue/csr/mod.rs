@@ -17,7 +17,7 @@ pub use rule::{
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
-use super::compressed::prepare_compressed_ell;
+use super::compressed::{prepare_compressed_ell, prepare_dia};
 use super::formats::prepare_ell;
 use super::launch::{Prepared, unset_axpby};
 use super::plan::{Plan, Regime};
@@ -30,8 +30,8 @@ use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
     CompressedEllParams, CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams,
-    CsrStreamParams, EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE, StreamStage,
-    WARP_SIZE,
+    CsrStreamParams, DiaParams, EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE,
+    StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -64,6 +64,8 @@ pub enum CsrLaunch<T> {
     Ell(Prepared<EllParams<T>>),
     /// The compressed ELL kernel on the matrix's ELL copy, its columns as offsets from the row.
     CompressedEll(Prepared<CompressedEllParams<T, T>>),
+    /// The DIA kernel on the matrix's copy in DIA.
+    Dia(Prepared<DiaParams<T, T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -227,6 +229,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
             }
             Kernel::CsrPanels { panel_kib, block_size } => panels::prepare(self, gpu, panel_kib, block_size)?,
             Kernel::CsrEllCopy => match ell_copy::ell_copy(self, gpu)? {
+                EllCopy::Dia(dia) => CsrLaunch::Dia(prepare_dia(gpu, dia)?),
                 EllCopy::Deltas(ell) => CsrLaunch::CompressedEll(prepare_compressed_ell(gpu, ell)?),
                 EllCopy::Plain(ell) => CsrLaunch::Ell(prepare_ell(gpu, ell)?),
             },
@@ -252,6 +255,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 }
                 CsrLaunch::Ell(l) => l.enqueue(gpu, p.axpby()),
                 CsrLaunch::CompressedEll(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::Dia(l) => l.enqueue(gpu, p.axpby()),
             }
         }
     }
@@ -319,7 +323,8 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
             | CsrLaunch::Stream(_)
             | CsrLaunch::Panels(_)
             | CsrLaunch::Ell(_)
-            | CsrLaunch::CompressedEll(_) => 0,
+            | CsrLaunch::CompressedEll(_)
+            | CsrLaunch::Dia(_) => 0,
         }
     }
 }
