@@ -1,16 +1,19 @@
-//! [`Kernel::CsrEllCopy`](super::Kernel::CsrEllCopy): the matrix copied into ELL on the device the
-//! first time a plan asks for it, kept by the [`DeviceCsr`] beside its other strategies' data, and
-//! multiplied by the ELL kernels' batched slot walk (`kernels-gpu/src/formats/slots.rs`).
+//! [`Kernel::CsrEllCopy`](super::Kernel::CsrEllCopy): the matrix copied on the device into the most
+//! compact form of the ELL family it takes (DIA, ELL with 16-bit column offsets, plain ELL) the first
+//! time a plan asks for it, kept by the [`DeviceCsr`] beside its other strategies' data.
 //!
 //! Why a copy: on matrices whose rows all have about the same length (stencils, finite elements of
 //! one kind) ELL's padding costs almost nothing, it reads no row offsets, and its batched,
-//! column-major walk took Auto on an H100 from 84-92% to 91-100% of the CSR floor on the stencils
-//! and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md, sections 27 and 28). Where every column
-//! lies within `i16::MAX` of its row, as on those matrices, the copy stores the columns as 16-bit
-//! offsets from the row (the compressed ELL kernel, `formats/compressed_ell.rs`): 6 bytes a slot
-//! in f32 where ELL takes 8, with the same sums bit for bit (section 30). The copy costs device
-//! memory (its slots, about the matrix's entries again) and one pass of a kernel to build; new values
-//! of the CSR matrix reach it by the same kernel, values only, on the stream.
+//! column-major walk (`kernels-gpu/src/formats/slots.rs`) took Auto on an H100 from 84-92% to
+//! 91-100% of the CSR floor on the stencils and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md,
+//! sections 27 and 28). Then fewer bytes and fewer waits (section 30): where every column lies
+//! within `i16::MAX` of its row, the columns take 2 bytes (`formats/compressed_ell.rs`); where the
+//! entries lie on at most 32 diagonals, none at all, and a row's gathers of `x` wait on no load of
+//! the matrix (`formats/dia.rs`): 125-145% of the CSR floor on those matrices. The sums stay ELL's,
+//! bit for bit (DIA's for rows sorted by column). The host keeps no columns, so each form's build
+//! kernel finds out on the device whether the matrix takes it. The copy costs device memory (at
+//! most about the matrix's entries again) and a kernel pass or two to build; new values of the CSR
+//! matrix reach it by the same kernel, values only, on the stream.
 
 use super::super::launch::launch;
 use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceDia, DeviceEll, EllCopy, Gpu, addr};

@@ -78,17 +78,17 @@ pub enum Kernel {
     /// Ampere). The plan owns its table and scratch, built on the device when it is made (enqueued
     /// on the stream, never waited for).
     CsrPanels { panel_kib: u32, block_size: u32 },
-    /// ELLPACK's product on an ELL copy of the matrix that the plan builds on the device the first
-    /// time it is asked for and the matrix keeps, as it keeps the other strategies' data
-    /// (`host/src/enqueue/csr/ell_copy.rs`; `kernels-gpu/src/formats/ell.rs` and
-    /// `compressed_ell.rs`): a thread per row walks its row's slots a batch of 8 at a time,
-    /// column-major, with no row offsets to read. Where every column lies within `i16::MAX` of its
-    /// row, the copy stores it as a 16-bit offset from the row (the compressed ELL kernel: 2 bytes
-    /// a slot fewer, the same sums bit for bit), else as a plain column. On matrices whose rows
-    /// have about the same length it took Auto on an H100 from 84-92% to 91-100% of the CSR floor
-    /// on the stencils and from 80-82% to 83-88% on fem3d-27 with plain columns (docs/PERF.md,
-    /// section 28; the offsets: section 30). The copy takes device memory for the matrix's lifetime, each row padded to the
-    /// longest (about the matrix's entries again where rows are equal; counted in
+    /// A copy of the matrix in the ELL family that the plan builds on the device the first time it
+    /// is asked for and the matrix keeps, as it keeps the other strategies' data
+    /// (`host/src/enqueue/csr/ell_copy.rs`), multiplied a thread per row with no row offsets to
+    /// read. The copy takes the most compact form the matrix allows, which only the device, holding
+    /// the columns, can tell: DIA where the entries lie on at most 32 diagonals (no column stored;
+    /// `kernels-gpu/src/formats/dia.rs`), else ELL with each column a 16-bit offset from its row
+    /// where every column lies within `i16::MAX` of it (`compressed_ell.rs`), else plain ELL
+    /// (`ell.rs`). The sums are ELL's bit for bit (DIA's for rows sorted by column). On an H100,
+    /// Auto with the copy reached 125-145% of the CSR floor on the stencils and fem3d-27, 1.54-2.06x
+    /// cuSPARSE (docs/PERF.md, sections 28 and 30). The copy takes device memory for the matrix's
+    /// lifetime (at most the matrix's entries again where rows are equal; counted in
     /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)); it is built, and waited for,
     /// when first planned (not while the stream captures a graph), and is refused as
     /// [`Ell`](crate::formats::Ell) refuses padding past
