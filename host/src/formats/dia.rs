@@ -65,15 +65,19 @@ pub struct Dia<T, V = T> {
 }
 
 impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
-    /// Converts `a`. Refused, before the diagonals' values are allocated, with:
+    /// Converts `a`. Refused, in this order, with:
+    /// - [`crate::Error::TooLarge`] when a dimension does not fit 32 bits;
     /// - [`FormatError::TooManyDiagonals`], naming the first entry (by row, then entry) on a
     ///   diagonal past the first [`DIA_MAX_DIAGONALS`] met in that order;
     /// - [`FormatError::DiaPadding`] when the diagonals' slots take more than three times the CSR
     ///   bytes;
-    /// - [`FormatError::ValueOutOfRange`] when a finite value lies beyond the range of `V`;
-    /// - [`FormatError::DuplicateEntry`] for two entries of a row in one column (DIA has one slot
-    ///   for both);
-    /// - [`crate::Error::TooLarge`] when a dimension does not fit 32 bits.
+    /// - [`FormatError::ValueOutOfRange`] when a finite value lies beyond the range of `V` (one such
+    ///   value, not necessarily the first);
+    /// - [`FormatError::DuplicateEntry`] for two entries of a row in one column (DIA has one slot for
+    ///   both), the first such row.
+    ///
+    /// All but the last come before anything the size of the diagonals is allocated; the last is
+    /// found while the values are gathered, in arrays the padding check has bounded.
     pub fn try_from_csr(a: CsrRef<'_, T>) -> Result<Self> {
         check_u32_dims(&a)?;
         let offsets = diagonals(&a)?;
