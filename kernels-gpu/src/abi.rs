@@ -731,27 +731,31 @@ pub const DIA_OFFSET_TABLE: u32 = 2 * DIA_MAX_DIAGONALS;
 pub const DIA_EMPTY_SLOT: i64 = i64::MIN;
 
 /// `dia_offsets_from_csr_*`: one thread per row puts each entry's `column - row` in `table`
-/// ([`DIA_OFFSET_TABLE`] slots, [`DIA_EMPTY_SLOT`] where free, the host fills it so), once each;
-/// a thread that finds the table full raises `*overflow` to 1 (the host zeroes it first).
+/// ([`DIA_OFFSET_TABLE`] slots, [`DIA_EMPTY_SLOT`] where free, the host fills it so), once each,
+/// counting the slots claimed in `*claimed`; once more than [`DIA_MAX_DIAGONALS`] are claimed (or
+/// a thread finds the table full) `*overflow` is raised to 1, and the threads stop at their next
+/// row. The host zeroes both words first; with `*overflow` raised, the table is not the matrix's.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DiaOffsetsParams<T> {
     pub csr: CsrArgs<T>,
     pub table: DevicePtr<i64>,
+    pub claimed: DevicePtr<u32>,
     pub overflow: DevicePtr<u32>,
 }
 
 /// `dia_from_csr_*`: one thread per row writes its entries' values to `dia`'s diagonals and, when
 /// `pattern` is 1, its presence word; `dia.offsets` hold every `column - row` of `csr`, increasing,
-/// and `dia.values` is zeroed. A row holding two entries of one column raises `*duplicate` to 1 (read
-/// only when `pattern` is 1; the host zeroes it first and discards the copy). With `pattern` 0 (new
-/// values of the same pattern) only the values are written.
+/// and `dia.values` is zeroed. A row whose columns do not increase (repeated, or out of order, so
+/// that DIA's order of the sums would not be CSR's) raises `*disordered` to 1 (read only when
+/// `pattern` is 1; the host zeroes it first and discards the copy). With `pattern` 0 (new values of
+/// the same pattern) only the values are written.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DiaFromCsrParams<T> {
     pub csr: CsrArgs<T>,
     pub dia: DiaArgs<T>,
-    pub duplicate: DevicePtr<u32>,
+    pub disordered: DevicePtr<u32>,
     pub pattern: u32,
 }
 

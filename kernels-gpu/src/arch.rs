@@ -247,6 +247,20 @@ pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
     v
 }
 
+/// `ld.relaxed.gpu.global.u32`: a word other threads change atomically, read from L2.
+///
+/// # Safety
+/// `p` is a valid, aligned global address of a `u32`.
+#[inline(always)]
+pub unsafe fn load_relaxed_u32(p: *const u32) -> u32 {
+    let v: u32;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        asm!("ld.relaxed.gpu.global.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(readonly, nostack));
+    }
+    v
+}
+
 /// `red.global.max.u32` (relaxed, GPU scope): `*p = max(*p, v)`, with no value returned. A slot
 /// zeroed before a launch and raised to `u32::MAX - index` by every thread that finds a fault ends
 /// holding the lowest faulty index, whatever the threads' order, and zero for none.

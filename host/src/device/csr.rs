@@ -32,8 +32,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 /// The copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with, the most compact of three
 /// forms the matrix takes: DIA where its entries lie on at most 32 diagonals (no column stored at
 /// all), else ELL with its columns as 16-bit offsets from the row where every column lies that
-/// close (2 bytes a slot fewer), else plain ELL. The sums are ELL's, bit for bit (DIA's for rows
-/// sorted by column).
+/// close (2 bytes a slot fewer), else plain ELL. The sums are ELL's, bit for bit (DIA is taken only
+/// where every row's columns increase).
 #[derive(Debug)]
 pub(crate) enum EllCopy<T> {
     Dia(DeviceDia<T>),

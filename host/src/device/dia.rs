@@ -34,24 +34,23 @@ impl Gpu {
         let offsets = self.upload(a.offsets())?;
         let present = self.upload(a.present())?;
         let values = self.upload(a.values())?;
-        let mut dia =
-            DeviceDia::from_device_parts(self, (offsets, present, values), (rows, cols, diagonals), a.nnz());
-        dia.max_rounding = a.max_rounding();
-        Ok(dia)
+        let parts = (offsets, present, values);
+        Ok(DeviceDia::from_device_parts(self, parts, (rows, cols, diagonals), a.nnz(), a.max_rounding()))
     }
 }
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
     /// A DIA matrix of `rows` rows, `cols` columns and `diagonals` diagonals over its offsets,
     /// presence words and values (`diagonals`, `rows` and `diagonals * rows` elements), holding `nnz`
-    /// entries exactly (its rounding 0 until the caller sets it), whose arrays the caller has filled
-    /// or fills on the stream before any product reads them (the DIA copy of a CSR matrix,
+    /// entries, its values rounded by at most `max_rounding`, whose arrays the caller has filled or
+    /// fills on the stream before any product reads them (the DIA copy of a CSR matrix,
     /// `enqueue/csr/ell_copy.rs`).
     pub(crate) fn from_device_parts(
         gpu: &Gpu,
         (offsets, present, values): (CudaSlice<i64>, CudaSlice<u32>, CudaSlice<V>),
         (rows, cols, diagonals): (u32, u32, u32),
         nnz: usize,
+        max_rounding: f64,
     ) -> Self {
         let args = DiaArgs {
             offsets: addr(&offsets, gpu),
@@ -61,7 +60,7 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
             cols,
             diagonals,
         };
-        DeviceDia { offsets, present, values, nnz, max_rounding: 0.0, args, _matrix: PhantomData }
+        DeviceDia { offsets, present, values, nnz, max_rounding, args, _matrix: PhantomData }
     }
 
     /// Its rows, columns and stored entries.

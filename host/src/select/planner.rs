@@ -114,11 +114,12 @@ impl<T: Scalar> Converted<T> {
     }
 }
 
-/// Whether `e` rules out one candidate rather than the planning: a conversion's limit (ELL's or SELL's
-/// padding, 32-bit sizes) or device memory too small for a second copy of the matrix, when CSR still works.
+/// Whether `e` rules out one candidate rather than the planning: a conversion's limit (a layout's
+/// padding or shape, 32-bit sizes) or device memory too small for a second copy of the matrix (as
+/// the crate's allocations report it, or as the driver does), when CSR still works.
 fn is_refusal(e: &Error) -> bool {
     match e {
-        Error::Format(_) | Error::TooLarge { .. } => true,
+        Error::Format(_) | Error::TooLarge { .. } | Error::DeviceMemory { .. } => true,
         Error::Driver(d) => d.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY,
         _ => false,
     }

@@ -17,9 +17,13 @@
 
 use super::widen::Widen;
 use crate::abi::{
-    Bf16, DIA_EMPTY_SLOT, DIA_OFFSET_TABLE, DiaFromCsrParams, DiaOffsetsParams, DiaParams, F16,
+    Bf16, DIA_EMPTY_SLOT, DIA_MAX_DIAGONALS, DIA_OFFSET_TABLE, DiaFromCsrParams, DiaOffsetsParams, DiaParams,
+    F16,
 };
-use crate::arch::{Load, atomic_cas_u64, atomic_max_u32, global_thread, grid_threads, load_relaxed_u64};
+use crate::arch::{
+    Load, atomic_cas_u64, atomic_inc_u32, atomic_max_u32, global_thread, grid_threads, load_relaxed_u32,
+    load_relaxed_u64,
+};
 use crate::real::{Real, store_axpby};
 
 /// Diagonals a thread loads together: their values, offsets and gathers all in flight at once.
@@ -61,8 +65,8 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
             }
             for j in 0..BATCH {
                 let next = values[j].fma(xs[j], sum);
-                let bit = first + j as u32;
-                sum = if bit < 32 && present >> bit & 1 != 0 { next } else { sum };
+                // `first + j < 32`: batches start below `diagonals <= 32`, at multiples of 8.
+                sum = if present >> (first + j as u32) & 1 != 0 { next } else { sum };
             }
             first += BATCH as u32;
         }
@@ -77,16 +81,19 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
 /// the DIA copy that `Kernel::CsrEllCopy` builds on the device, whose host keeps no columns. Each
 /// entry reads its slot from L2 and, only where it finds the slot free, claims it with a
 /// compare-and-swap, so a matrix of a few diagonals costs one read an entry and a few atomics in all.
+/// A matrix of more diagonals than DIA holds stops the threads as soon as its claims show it: they
+/// read the overflow word once a row.
 ///
 /// # Safety
-/// `p.csr` is valid CSR of `p.csr.rows` rows; `p.table` holds [`DIA_OFFSET_TABLE`] slots and
-/// `p.overflow` one word, which the kernel changes only atomically.
+/// `p.csr` is valid CSR of `p.csr.rows` rows; `p.table` holds [`DIA_OFFSET_TABLE`] slots, and
+/// `p.claimed` and `p.overflow` one word each, which the kernel changes only atomically.
 #[inline(always)]
 unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
     let (mut row, stride) = (global_thread(), grid_threads());
     let slots = DIA_OFFSET_TABLE as usize;
     let table = p.table.as_mut_ptr().cast::<u64>();
-    while row < u64::from(p.csr.rows) {
+    // SAFETY: `overflow` is a valid word (the caller's contract).
+    while row < u64::from(p.csr.rows) && unsafe { load_relaxed_u32(p.overflow.as_ptr()) } == 0 {
         let r = row as usize;
         // SAFETY: `r < rows`, so offsets `r` and `r + 1` exist, and the row's entries lie inside the
         // column array; every slot index is below `DIA_OFFSET_TABLE`.
@@ -102,6 +109,11 @@ unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
                     let mut seen = load_relaxed_u64(slot);
                     if seen == DIA_EMPTY_SLOT as u64 {
                         seen = atomic_cas_u64(slot, DIA_EMPTY_SLOT as u64, offset);
+                        if seen == DIA_EMPTY_SLOT as u64
+                            && atomic_inc_u32(p.claimed.as_mut_ptr(), u32::MAX) >= DIA_MAX_DIAGONALS
+                        {
+                            atomic_max_u32(p.overflow.as_mut_ptr(), 1);
+                        }
                     }
                     if seen == offset || seen == DIA_EMPTY_SLOT as u64 {
                         placed = true;
@@ -119,12 +131,14 @@ unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
 
 /// Writes a CSR matrix's values (and, with `pattern`, its presence words) into the DIA copy whose
 /// increasing offsets `p.dia.offsets` the host found with `dia_offsets_from_csr`: a thread per row,
-/// each entry's diagonal by a binary search of the offsets (at most 32, in L1).
+/// each entry's diagonal by a binary search of the offsets (at most 32, in L1). A row whose
+/// diagonals do not increase entry by entry (a repeated or an out-of-order column) raises
+/// `*disordered`: DIA would sum it in another order than CSR's, and the host falls back.
 ///
 /// # Safety
 /// `p.csr` is valid CSR of `p.dia.rows` rows; `p.dia.offsets` holds `diagonals` increasing offsets
 /// that include every entry's `column - row`; `p.dia` holds `diagonals * rows` values and `rows`
-/// presence words, written by this kernel alone; with `pattern`, `p.duplicate` is one word the
+/// presence words, written by this kernel alone; with `pattern`, `p.disordered` is one word the
 /// kernel changes only atomically.
 #[inline(always)]
 unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
@@ -139,6 +153,7 @@ unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
             let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
             let end = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize;
             let mut word = 0u32;
+            let mut next = 0usize;
             for e in first..end {
                 let offset = i64::from(u32::load_nc(p.csr.col_indices.as_ptr().add(e))) - r as i64;
                 let (mut lo, mut hi) = (0usize, p.dia.diagonals as usize);
@@ -150,9 +165,10 @@ unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
                         hi = mid;
                     }
                 }
-                if p.pattern != 0 && word >> lo & 1 != 0 {
-                    atomic_max_u32(p.duplicate.as_mut_ptr(), 1);
+                if p.pattern != 0 && lo < next {
+                    atomic_max_u32(p.disordered.as_mut_ptr(), 1);
                 }
+                next = lo + 1;
                 word |= 1 << lo;
                 *p.dia.values.as_mut_ptr().add(lo * rows + r) = T::load_nc(p.csr.values.as_ptr().add(e));
             }

@@ -9,8 +9,8 @@
 //! sections 27 and 28). Then fewer bytes and fewer waits (section 30): where every column lies
 //! within `i16::MAX` of its row, the columns take 2 bytes (`formats/compressed_ell.rs`); where the
 //! entries lie on at most 32 diagonals, none at all, and a row's gathers of `x` wait on no load of
-//! the matrix (`formats/dia.rs`): 125-145% of the CSR floor on those matrices. The sums stay ELL's,
-//! bit for bit (DIA's for rows sorted by column). The host keeps no columns, so each form's build
+//! the matrix (`formats/dia.rs`): 123-145% of the CSR floor on those matrices. The sums stay ELL's,
+//! bit for bit (DIA is taken only where every row's columns increase). The host keeps no columns, so each form's build
 //! kernel finds out on the device whether the matrix takes it. The copy costs device memory (at
 //! most about the matrix's entries again) and a kernel pass or two to build; new values of the CSR
 //! matrix reach it by the same kernel, values only, on the stream.
@@ -70,17 +70,30 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
 }
 
 /// The DIA copy of `a`, built and waited for, where its entries lie on at most
-/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them and no row repeats a column;
-/// `None` elsewhere (the buffers of an attempt are freed).
+/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them and every row's columns increase
+/// (so that DIA sums in CSR's order); `None` elsewhere, and where the device has no memory for it
+/// (the smaller forms may still fit). The buffers of an attempt are freed.
 fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
+    match try_build_dia(a, gpu) {
+        Err(Error::DeviceMemory { .. }) => Ok(None),
+        built => built,
+    }
+}
+
+fn try_build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
     let rows = narrow("the row count", a.nrows())?;
     let table = gpu.upload(&[DIA_EMPTY_SLOT; DIA_OFFSET_TABLE as usize])?;
-    let overflow = gpu.alloc_zeros::<u32>(1)?;
-    let params = DiaOffsetsParams { csr: a.args(), table: addr(&table, gpu), overflow: addr(&overflow, gpu) };
+    let (claimed, overflow) = (gpu.alloc_zeros::<u32>(1)?, gpu.alloc_zeros::<u32>(1)?);
+    let params = DiaOffsetsParams {
+        csr: a.args(),
+        table: addr(&table, gpu),
+        claimed: addr(&claimed, gpu),
+        overflow: addr(&overflow, gpu),
+    };
     let grid = grid_blocks(u64::from(rows), BLOCK_SIZE);
     // SAFETY: `a` is valid CSR of `rows` rows of `gpu`'s context; `table` holds `DIA_OFFSET_TABLE`
-    // empty slots and `overflow` one zeroed word, both changed by this kernel alone, atomically.
-    // The kernel grid-strides over the rows.
+    // empty slots, and `claimed` and `overflow` one zeroed word each, all changed by this kernel
+    // alone, atomically. The kernel grid-strides over the rows.
     unsafe { launch(gpu, gpu.kernel::<T>(abi::DIA_OFFSETS_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params)? };
     if gpu.stream().clone_dtoh(&overflow)? != [0] {
         return Ok(None);
@@ -89,6 +102,8 @@ fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<
         gpu.stream().clone_dtoh(&table)?.into_iter().filter(|&o| o != DIA_EMPTY_SLOT).collect();
     offsets.sort_unstable();
     let diagonals = offsets.len();
+    // The kernel raised the overflow past `DIA_MAX_DIAGONALS` claims; the count is checked here too,
+    // since the DIA kernels' presence words hold no more.
     if diagonals > DIA_MAX_DIAGONALS
         || check_dia_padding::<T>(a.nrows(), a.nnz(), diagonals, size_of::<T>()).is_err()
     {
@@ -97,10 +112,10 @@ fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<
     let shape = (rows, narrow("the column count", a.ncols())?, narrow("the diagonal count", diagonals)?);
     let values = gpu.alloc_zeros::<T>(a.nrows() * diagonals)?;
     let parts = (gpu.upload(&offsets)?, gpu.alloc_zeros::<u32>(a.nrows())?, values);
-    let dia = DeviceDia::from_device_parts(gpu, parts, shape, a.nnz());
-    let duplicate = gpu.alloc_zeros::<u32>(1)?;
-    fill_dia(a, &dia, gpu, Some(addr(&duplicate, gpu)))?;
-    Ok((gpu.stream().clone_dtoh(&duplicate)? == [0]).then_some(dia))
+    let dia = DeviceDia::from_device_parts(gpu, parts, shape, a.nnz(), 0.0);
+    let disordered = gpu.alloc_zeros::<u32>(1)?;
+    fill_dia(a, &dia, gpu, Some(addr(&disordered, gpu)))?;
+    Ok((gpu.stream().clone_dtoh(&disordered)? == [0]).then_some(dia))
 }
 
 /// Carries `a`'s values (after an update) into its ELL copy, if a plan has built it.
@@ -112,25 +127,26 @@ pub(crate) fn refresh_ell_copy<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result
     })
 }
 
-/// Writes `dia`'s values from `a` on the stream: with `duplicate`, its presence words too (raising
-/// `*duplicate` if a row repeats a column), else the values alone (the missing entries' zeros stay).
+/// Writes `dia`'s values from `a` on the stream: with `disordered`, its presence words too (raising
+/// `*disordered` if a row's columns do not increase), else the values alone (the missing entries'
+/// zeros stay).
 fn fill_dia<T: Scalar>(
     a: &DeviceCsr<T>,
     dia: &DeviceDia<T>,
     gpu: &Gpu,
-    duplicate: Option<DevicePtr<u32>>,
+    disordered: Option<DevicePtr<u32>>,
 ) -> Result<()> {
     let params = DiaFromCsrParams {
         csr: a.args(),
         dia: dia.args(),
-        duplicate: duplicate.unwrap_or(DevicePtr::new(0)),
-        pattern: u32::from(duplicate.is_some()),
+        disordered: disordered.unwrap_or(DevicePtr::new(0)),
+        pattern: u32::from(disordered.is_some()),
     };
     let grid = grid_blocks(u64::from(params.dia.rows), BLOCK_SIZE);
     // SAFETY: `a` is valid CSR of `dia`'s rows, in `gpu`'s context with `dia`; `dia`'s offsets are
     // every `column - row` of `a`, increasing (collected by `dia_offsets_from_csr` before), its
     // values zeroed at allocation, and it holds `diagonals * rows` values and `rows` words;
-    // `duplicate`, read only with `pattern`, is then a zeroed word the kernel alone changes,
+    // `disordered`, read only with `pattern`, is then a zeroed word the kernel alone changes,
     // atomically. A refresh is ordered as `fill_plain`'s. The kernel grid-strides over the rows.
     unsafe { launch(gpu, gpu.kernel::<T>(abi::DIA_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params) }
 }

@@ -85,8 +85,8 @@ pub enum Kernel {
     /// the columns, can tell: DIA where the entries lie on at most 32 diagonals (no column stored;
     /// `kernels-gpu/src/formats/dia.rs`), else ELL with each column a 16-bit offset from its row
     /// where every column lies within `i16::MAX` of it (`compressed_ell.rs`), else plain ELL
-    /// (`ell.rs`). The sums are ELL's bit for bit (DIA's for rows sorted by column). On an H100,
-    /// Auto with the copy reached 125-145% of the CSR floor on the stencils and fem3d-27, 1.54-2.06x
+    /// (`ell.rs`). The sums are ELL's bit for bit (DIA is taken only where every row's columns
+    /// increase). On an H100, Auto with the copy reached 123-145% of the CSR floor on the stencils and fem3d-27, 1.54-2.06x
     /// cuSPARSE (docs/PERF.md, sections 28 and 30). The copy takes device memory for the matrix's
     /// lifetime (at most the matrix's entries again where rows are equal; counted in
     /// [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)); it is built, and waited for,
