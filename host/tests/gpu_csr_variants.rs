@@ -191,9 +191,9 @@ fn gpu_auto_takes_the_ell_copy() {
 }
 
 /// The ELL copy takes the most compact form the matrix allows (its build finds out on the device):
-/// DIA on a few diagonals, however far; ELL with 16-bit offsets from the row where the columns lie
-/// within `i16::MAX` of it; plain ELL elsewhere. Each form's `y` is the host ELL's bit for bit (the
-/// rows are sorted), and right.
+/// DIA on a few diagonals, however far, where every row's columns increase; ELL with 16-bit offsets
+/// from the row where the columns lie within `i16::MAX` of it; plain ELL elsewhere. Each form's `y`
+/// is the host ELL's bit for bit, and right.
 fn ell_copy_forms<T: Scalar>(test: &str) {
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
@@ -206,12 +206,19 @@ fn ell_copy_forms<T: Scalar>(test: &str) {
         }
         row.into_iter().map(move |c| c + r).collect::<Vec<usize>>()
     };
-    let forms: [(&str, Vec<usize>, usize); 3] = [
+    let forms: [(&str, Vec<usize>, usize); 4] = [
         // `r, r + 1, r + 2, r + 40,000`: 4 diagonals, one past `i16::MAX`.
         (
             "DIA",
             (0..nrows).flat_map(|r| [r, r + 1, r + 2, r + 40_000]).collect(),
             nrows * (4 * t + 4) + 4 * 8,
+        ),
+        // Four diagonals out of order in each row: DIA would sum them in another order than ELL,
+        // so the copy takes the offsets.
+        (
+            "offsets, rows unsorted",
+            (0..nrows).flat_map(|r| [r + 2, r, r + 1, r + 3]).collect(),
+            nrows * 4 * (2 + t),
         ),
         // Columns in `r .. r + 2,000`: too many diagonals, every one within `i16::MAX`.
         ("offsets", (0..nrows).flat_map(|r| spread(r, 0, 2000)).collect(), nrows * 4 * (2 + t)),
