@@ -76,3 +76,33 @@ impl Param {
         }
     }
 }
+
+/// An entry's value, for the targets that build their own matrices (`compressed_ell`, `dia`): small
+/// integers, scaled ones, any bits, and the special values.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum Value {
+    Small(i8),
+    /// `mantissa * 2^exponent`: values that f16 and bf16 round, that fall below their normal range,
+    /// and that lie past f16's range and (in f64) f32's.
+    Scaled {
+        mantissa: i16,
+        exponent: i8,
+    },
+    /// Any f64 (in an f32 matrix, its rounding): values that f32 rounds too, f64's subnormals, NaN
+    /// payloads.
+    Bits(u64),
+    /// NaN, the infinities and -0.
+    Special(u8),
+}
+
+impl Value {
+    /// The value as an f64.
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Value::Small(v) => f64::from(v),
+            Value::Scaled { mantissa, exponent } => f64::from(mantissa) * 2f64.powi(i32::from(exponent)),
+            Value::Bits(bits) => f64::from_bits(bits),
+            Value::Special(s) => [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0][usize::from(s % 4)],
+        }
+    }
+}
