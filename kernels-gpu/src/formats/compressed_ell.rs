@@ -13,14 +13,13 @@
 //! With values in the product's type the sums are those of `spmv_ell_*` bit for bit: the same walk,
 //! the same order, the same `fma`s.
 
-use super::slots::{RowDeltas, ell_rows};
+use super::slots::{RowDeltas, ell_rows, ell_rows_from_csr};
 use super::widen::Widen;
-use crate::abi::{Bf16, CompressedEllFromCsrParams, CompressedEllParams, F16, MAX_ROW_DELTA, PAD_DELTA};
-use crate::arch::{Load, atomic_max_u32, global_thread, grid_threads};
+use crate::abi::{Bf16, CompressedEllFromCsrParams, CompressedEllParams, F16};
 use crate::real::Real;
 
 /// # Safety
-/// `p` describes a compressed ELL matrix built by the host (every slot's offset [`PAD_DELTA`] or one
+/// `p` describes a compressed ELL matrix built by the host (every slot's offset [`PAD_DELTA`](crate::abi::PAD_DELTA) or one
 /// that takes its row to a column below the length of `x`) and vectors of matching lengths.
 #[inline(always)]
 unsafe fn compressed_ell<V: Widen<T>, T: Real>(p: CompressedEllParams<V, T>) {
@@ -31,51 +30,27 @@ unsafe fn compressed_ell<V: Widen<T>, T: Real>(p: CompressedEllParams<V, T>) {
 }
 
 /// Writes the compressed ELL copy of a CSR matrix (or, with `pattern == 0`, the values of its
-/// entries alone), as `ell.rs`'s `ell_from_csr` writes the plain one: row `r`'s entry `k` to slot
-/// `k * rows + r`, its column as the offset from `r`, then padding ([`PAD_DELTA`] and 0). A column
-/// farther than [`MAX_ROW_DELTA`] from its row raises `*misfit` (the copy is then unusable, and
-/// the host discards it).
+/// entries alone): [`ell_rows_from_csr`] with each column stored as its offset from the row. A column
+/// farther than [`MAX_ROW_DELTA`](crate::abi::MAX_ROW_DELTA) from its row raises `*misfit` (the
+/// copy is then unusable, and the host discards it).
 ///
 /// # Safety
 /// As `ell_from_csr`'s, and `p.misfit` is a valid `u32` that the kernel changes only atomically.
 #[inline(always)]
 unsafe fn compressed_ell_from_csr<T: Real>(p: CompressedEllFromCsrParams<T>) {
-    let (mut row, stride) = (global_thread(), grid_threads());
-    let rows = p.ell.rows as usize;
-    while row < u64::from(p.ell.rows) {
-        let r = row as usize;
-        // SAFETY: `r < rows`, so offsets `r` and `r + 1` exist; the row's entries `first + k`,
-        // `k < len <= width`, lie inside the CSR arrays, and its slots `k * rows + r`, `k < width`,
-        // inside the compressed ELL arrays, written by this thread alone.
-        unsafe {
-            let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
-            let len = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize - first;
-            let mut fits = true;
-            for k in 0..p.ell.width as usize {
-                let slot = k * rows + r;
-                let entry = k < len;
-                if p.pattern != 0 {
-                    let delta = if entry {
-                        let col = u32::load_nc(p.csr.col_indices.as_ptr().add(first + k));
-                        let delta = i64::from(col) - r as i64;
-                        fits &= delta.unsigned_abs() <= MAX_ROW_DELTA as u64;
-                        delta as i16
-                    } else {
-                        PAD_DELTA
-                    };
-                    *p.ell.deltas.as_mut_ptr().add(slot) = delta;
-                }
-                if entry {
-                    *p.ell.values.as_mut_ptr().add(slot) = T::load_nc(p.csr.values.as_ptr().add(first + k));
-                } else if p.pattern != 0 {
-                    *p.ell.values.as_mut_ptr().add(slot) = T::ZERO;
-                }
-            }
-            if !fits {
-                atomic_max_u32(p.misfit.as_mut_ptr(), 1);
-            }
-        }
-        row += stride;
+    let deltas = p.ell.deltas.as_ptr();
+    let slots = (p.ell.deltas.as_mut_ptr(), p.ell.values.as_mut_ptr());
+    let shape = (p.ell.rows, p.ell.width);
+    // SAFETY: forwarded.
+    unsafe {
+        ell_rows_from_csr(
+            &p.csr,
+            shape,
+            |row| RowDeltas { deltas, row },
+            slots,
+            p.pattern != 0,
+            p.misfit.as_mut_ptr(),
+        )
     }
 }
 

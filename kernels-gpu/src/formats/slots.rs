@@ -15,8 +15,8 @@
 //! one), so that the compressed ELL format moves fewer bytes through the same walk.
 
 use super::widen::Widen;
-use crate::abi::{Axpby, PAD_COL, PAD_DELTA};
-use crate::arch::{Load, global_thread, grid_threads};
+use crate::abi::{Axpby, CsrArgs, MAX_ROW_DELTA, PAD_COL, PAD_DELTA};
+use crate::arch::{Load, atomic_max_u32, global_thread, grid_threads};
 use crate::real::{Real, store_axpby};
 
 /// Where a run's slots keep their columns, and how a stored column decodes.
@@ -32,6 +32,9 @@ pub(super) trait SlotColumns: Copy {
     unsafe fn at(self, slot: usize) -> *const Self::Stored;
     /// The column of a slot that stores `stored`, not [`SlotColumns::PAD`].
     fn column(self, stored: Self::Stored) -> usize;
+    /// What a slot of this run stores for `column`, the inverse of [`SlotColumns::column`]; `None`
+    /// where the storage cannot hold it.
+    fn stored(self, column: u32) -> Option<Self::Stored>;
 }
 
 /// Plain 32-bit columns, [`PAD_COL`] in padding (ELL, SELL, BRC).
@@ -48,6 +51,11 @@ impl SlotColumns for *const u32 {
     #[inline(always)]
     fn column(self, stored: u32) -> usize {
         stored as usize
+    }
+
+    #[inline(always)]
+    fn stored(self, column: u32) -> Option<u32> {
+        Some(column)
     }
 }
 
@@ -72,6 +80,12 @@ impl SlotColumns for RowDeltas {
     #[inline(always)]
     fn column(self, stored: i16) -> usize {
         self.row.wrapping_add_signed(isize::from(stored))
+    }
+
+    #[inline(always)]
+    fn stored(self, column: u32) -> Option<i16> {
+        let delta = i64::from(column) - self.row as i64;
+        (delta.unsigned_abs() <= MAX_ROW_DELTA as u64).then_some(delta as i16)
     }
 }
 
@@ -156,6 +170,63 @@ pub(super) unsafe fn ell_rows<C: SlotColumns, V: Widen<T>, T: Real>(
         let sum = unsafe { padded_dot(columns(r), values, op.x.as_ptr(), r, rows as usize, width) };
         // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
         unsafe { store_axpby(op.y.as_mut_ptr(), r, op.alpha, sum, op.beta) };
+        row += stride;
+    }
+}
+
+/// Writes the ELL slots of the CSR matrix `csr` (or, without `pattern`, the values of its entries
+/// alone, after the matrix's values were replaced), a thread per row: row `r`'s entry `k` to slot
+/// `k * rows + r`, its column as `columns(r)` stores it, then padding ([`SlotColumns::PAD`] and 0).
+/// The warp's writes of each slot are 32 consecutive elements; its reads of the CSR arrays are the
+/// thread-per-row kernel's, once. A column the storage cannot hold raises `*misfit` to 1 and leaves
+/// padding in its slot: the copy is then unusable. The build of ELL's and compressed ELL's copies.
+///
+/// # Safety
+/// `csr` is valid CSR of `rows` rows, none longer than `width`; `stored` and `values` hold `width *
+/// rows` slots, which no other thread reads or writes during the kernel; `misfit` is a valid `u32`
+/// that the kernel changes only atomically wherever `columns` can fail to store a column.
+#[inline(always)]
+pub(super) unsafe fn ell_rows_from_csr<C: SlotColumns, T: Real>(
+    csr: &CsrArgs<T>,
+    (rows, width): (u32, u32),
+    columns: impl Fn(usize) -> C,
+    (stored, values): (*mut C::Stored, *mut T),
+    pattern: bool,
+    misfit: *mut u32,
+) {
+    let (mut row, stride) = (global_thread(), grid_threads());
+    while row < u64::from(rows) {
+        let r = row as usize;
+        // SAFETY: `r < rows`, so offsets `r` and `r + 1` exist; the row's entries `first + k`,
+        // `k < len <= width`, lie inside the CSR arrays, and its slots `k * rows + r`, `k < width`,
+        // inside `stored` and `values`, written by this thread alone.
+        unsafe {
+            let first = u32::load_nc(csr.row_offsets.as_ptr().add(r)) as usize;
+            let len = u32::load_nc(csr.row_offsets.as_ptr().add(r + 1)) as usize - first;
+            let mut fits = true;
+            for k in 0..width as usize {
+                let slot = k * rows as usize + r;
+                let entry = k < len;
+                if pattern {
+                    let column = if entry {
+                        let column = columns(r).stored(u32::load_nc(csr.col_indices.as_ptr().add(first + k)));
+                        fits &= column.is_some();
+                        column.unwrap_or(C::PAD)
+                    } else {
+                        C::PAD
+                    };
+                    *stored.add(slot) = column;
+                }
+                if entry {
+                    *values.add(slot) = T::load_nc(csr.values.as_ptr().add(first + k));
+                } else if pattern {
+                    *values.add(slot) = T::ZERO;
+                }
+            }
+            if !fits {
+                atomic_max_u32(misfit, 1);
+            }
+        }
         row += stride;
     }
 }
