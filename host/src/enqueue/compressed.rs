@@ -11,7 +11,7 @@ use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, DiaParams, Entry,
+    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, DiaParams,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -82,12 +82,12 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressed<T, V> {
                 "coop {coop}: the compressed-index kernel is compiled for {COMPRESSED_COOPS:?} threads per row"
             )));
         };
-        let family = match V::STORAGE {
-            Storage::F64 => abi::COMPRESSED,
-            Storage::F32 => abi::COMPRESSED_F32,
-            Storage::F16 => abi::COMPRESSED_F16,
-            Storage::Bf16 => abi::COMPRESSED_BF16,
-        };
+        let family = of_storage::<T, V, _>([
+            abi::COMPRESSED,
+            abi::COMPRESSED_F32,
+            abi::COMPRESSED_F16,
+            abi::COMPRESSED_BF16,
+        ]);
         let params = CompressedParams { a: self.args(), op: unset_axpby() };
         let grid = grid_blocks(coop_threads(params.a.rows, coop), BLOCK_SIZE);
         let f = gpu.kernel::<T>(family[variant])?;
@@ -112,14 +112,15 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceCompressedEll<T, V
     }
 }
 
-/// The `spmv_compressed_ell_*` entry of values stored as `V`: for `V = T`, that of the matrix's own
-/// type (an f64 storage only exists for f64 matrices).
-fn compressed_ell_entry<T: Scalar, V: ValueStorage<T>>() -> Entry {
+/// Of a format's entries by the storage type of its values, `[f64, f32, f16, bf16]`, those of `V`.
+/// An f64 storage exists only for f64 matrices, and an f32 storage's entries for f32 products are
+/// those of the matrix's own type.
+fn of_storage<T: Scalar, V: ValueStorage<T>, E>([f64, f32, f16, bf16]: [E; 4]) -> E {
     match V::STORAGE {
-        Storage::F64 => abi::COMPRESSED_ELL,
-        Storage::F32 => abi::COMPRESSED_ELL_F32,
-        Storage::F16 => abi::COMPRESSED_ELL_F16,
-        Storage::Bf16 => abi::COMPRESSED_ELL_BF16,
+        Storage::F64 => f64,
+        Storage::F32 => f32,
+        Storage::F16 => f16,
+        Storage::Bf16 => bf16,
     }
 }
 
@@ -129,7 +130,12 @@ pub(super) fn prepare_compressed_ell<T: Scalar, V: ValueStorage<T>>(
     a: &DeviceCompressedEll<T, V>,
 ) -> Result<Prepared<CompressedEllParams<V, T>>> {
     let params = CompressedEllParams { a: a.args(), op: unset_axpby() };
-    let f = gpu.kernel::<T>(compressed_ell_entry::<T, V>())?;
+    let f = gpu.kernel::<T>(of_storage::<T, V, _>([
+        abi::COMPRESSED_ELL,
+        abi::COMPRESSED_ELL_F32,
+        abi::COMPRESSED_ELL_F16,
+        abi::COMPRESSED_ELL_BF16,
+    ]))?;
     let mut grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
     if T::PRECISION == Precision::Double {
         // One resident wave of blocks, each thread striding over rows, rather than a thread a row:
@@ -177,13 +183,7 @@ pub(super) fn prepare_dia<T: Scalar, V: ValueStorage<T>>(
 ) -> Result<Prepared<DiaParams<V, T>>> {
     let params = DiaParams { a: a.args(), op: unset_axpby() };
     let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
-    let entry = match V::STORAGE {
-        Storage::F64 => abi::DIA,
-        Storage::F32 => abi::DIA_F32,
-        Storage::F16 => abi::DIA_F16,
-        Storage::Bf16 => abi::DIA_BF16,
-    };
-    let f = gpu.kernel::<T>(entry)?;
+    let f = gpu.kernel::<T>(of_storage::<T, V, _>([abi::DIA, abi::DIA_F32, abi::DIA_F16, abi::DIA_BF16]))?;
     // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
     // f64 matrices). The matrix holds at most `DIA_MAX_DIAGONALS` increasing offsets, `diagonals *
     // rows` values and `rows` presence words with bits below `diagonals` only (made so by
