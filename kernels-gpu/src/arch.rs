@@ -431,6 +431,30 @@ pub fn match_any_b32(value: u32) -> u32 {
     peers
 }
 
+/// `a * b + c` with one rounding where `keep`, else `c`, as one predicated instruction
+/// (`@p fma.rn`). A `select` of an `fma` lets the compiler branch around the `fma` instead, and
+/// then sink the loads that feed it into that branch, behind the loads of later steps' products
+/// that had been meant to leave together with them (docs/PERF.md, section 31).
+macro_rules! fma_if {
+    ($($name:ident: $t:ty, $ptx:literal, $class:ident);+) => {$(
+        #[doc = concat!("`a * b + c` where `keep`, else `c`: `@p fma.rn.", $ptx, "`.")]
+        #[inline(always)]
+        pub fn $name(a: $t, b: $t, c: $t, keep: bool) -> $t {
+            let mut sum = c;
+            // SAFETY: a register-to-register operation, defined for every input.
+            unsafe {
+                asm!(concat!("{{ .reg .pred keep; setp.ne.u32 keep, {k}, 0; @keep fma.rn.", $ptx,
+                    " {s}, {a}, {b}, {s}; }}"),
+                    s = inout($class) sum, a = in($class) a, b = in($class) b, k = in(reg32) u32::from(keep),
+                    options(pure, nomem, nostack));
+            }
+            sum
+        }
+    )+};
+}
+
+fma_if!(fma_if_f32: f32, "f32", reg32; fma_if_f64: f64, "f64", reg64);
+
 /// The f32 of the binary16 value with bits `h` (`cvt.f32.f16`, exact: every binary16 is an f32).
 #[inline(always)]
 pub fn f16_to_f32(h: u16) -> f32 {

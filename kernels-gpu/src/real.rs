@@ -1,6 +1,6 @@
 //! The element types the kernels are generic over (f32, f64) and the per-type device operations.
 
-use crate::arch::{Load, shfl_xor_b32};
+use crate::arch::{Load, fma_if_f32, fma_if_f64, shfl_xor_b32};
 use core::ops::{Add, Mul};
 
 /// A kernel element type.
@@ -8,6 +8,9 @@ pub trait Real: Load + Add<Output = Self> + Mul<Output = Self> + PartialEq {
     const ZERO: Self;
     /// `self * b + c` with one rounding (`fma.rn`): Rust never contracts `a * b + c` by itself.
     fn fma(self, b: Self, c: Self) -> Self;
+    /// `self * b + c` with one rounding where `keep`, else `c`, predicated rather than branched on
+    /// (see [`fma_if_f32`]).
+    fn fma_if(self, b: Self, c: Self, keep: bool) -> Self;
     /// The value of lane `lane ^ mask` (see [`shfl_xor_b32`]).
     fn shfl_xor(self, mask: u32) -> Self;
 }
@@ -18,6 +21,11 @@ impl Real for f32 {
     #[inline(always)]
     fn fma(self, b: Self, c: Self) -> Self {
         core::f32::math::mul_add(self, b, c)
+    }
+
+    #[inline(always)]
+    fn fma_if(self, b: Self, c: Self, keep: bool) -> Self {
+        fma_if_f32(self, b, c, keep)
     }
 
     #[inline(always)]
@@ -32,6 +40,11 @@ impl Real for f64 {
     #[inline(always)]
     fn fma(self, b: Self, c: Self) -> Self {
         core::f64::math::mul_add(self, b, c)
+    }
+
+    #[inline(always)]
+    fn fma_if(self, b: Self, c: Self, keep: bool) -> Self {
+        fma_if_f64(self, b, c, keep)
     }
 
     #[inline(always)]

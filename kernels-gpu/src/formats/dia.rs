@@ -26,53 +26,110 @@ use crate::arch::{
 };
 use crate::real::{Real, store_axpby};
 
-/// Diagonals a thread loads together: their values, offsets and gathers all in flight at once.
+/// Diagonals a thread loads together: their values and gathers all in flight at once.
 const BATCH: usize = 8;
 
 /// # Safety
 /// `p` describes a DIA matrix built by the host (`diagonals <= DIA_MAX_DIAGONALS` increasing
 /// offsets, `diagonals * rows` values, `rows` presence words with no bit at or past `diagonals`,
 /// every present entry's column inside `0 .. cols`) and vectors of matching lengths.
+///
+/// The walk issues few instructions a row, since at 2-4 bytes an entry the instructions, not the
+/// bytes, bound it (Nsight Compute in docs/PERF.md, section 31): the value address is a running
+/// pointer, a column one 32-bit add and a clamp, and no load is predicated (see [`Walk::batch`]).
 #[inline(always)]
 unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
     let (mut row, stride) = (global_thread(), grid_threads());
-    let (rows, cols) = (p.a.rows as usize, i64::from(p.a.cols));
+    let rows = p.a.rows as usize;
+    // No column means no entry (every presence word is 0), and no element of `x` to clamp into.
+    let diagonals = if p.a.cols == 0 { 0 } else { p.a.diagonals };
+    let last_col = p.a.cols.wrapping_sub(1);
     while row < u64::from(p.a.rows) {
         let r = row as usize;
         // SAFETY: `r < rows` presence words exist.
         let present = unsafe { u32::load_nc(p.a.present.as_ptr().add(r)) };
+        let walk = Walk { rows, row: r as u32, last_col, x: p.op.x.as_ptr() };
+        // SAFETY: `r < rows`, so `values + r` is the row's entry on diagonal 0.
+        let mut values = unsafe { p.a.values.as_ptr().add(r) };
         let mut sum = T::ZERO;
-        let mut first = 0u32;
-        while first < p.a.diagonals {
-            let mut values = [T::ZERO; BATCH];
-            let mut xs = [T::ZERO; BATCH];
-            for j in 0..BATCH {
-                let d = first + j as u32;
-                let live = d < p.a.diagonals;
-                // A dead step addresses the last diagonal (in bounds) and loads nothing.
-                let d = d.min(p.a.diagonals - 1) as usize;
-                // SAFETY: `d < diagonals` offsets and `d * rows + r < diagonals * rows` values
-                // exist; a column outside `0 .. cols` is not loaded (its address is not formed
-                // from `x` beyond the check).
-                unsafe {
-                    let offset = i64::load_nc_or_zero(p.a.offsets.as_ptr().add(d), live);
-                    values[j] = V::load_widened_or_zero(p.a.values.as_ptr().add(d * rows + r), live);
-                    let col = r as i64 + offset;
-                    let inside = live && (0..cols).contains(&col);
-                    let col = if inside { col as usize } else { 0 };
-                    xs[j] = T::load_nc_or_zero(p.op.x.as_ptr().add(col), inside);
-                }
-            }
-            for j in 0..BATCH {
-                let next = values[j].fma(xs[j], sum);
-                // `first + j < 32`: batches start below `diagonals <= 32`, at multiples of 8.
-                sum = if present >> (first + j as u32) & 1 != 0 { next } else { sum };
+        let mut first = 0;
+        while first < diagonals {
+            // SAFETY: diagonals `first .. first + n` exist, `values` is at diagonal `first`, and
+            // `present`'s bits at or past `diagonals` are clear.
+            unsafe {
+                let offsets = p.a.offsets.as_ptr().add(first as usize);
+                let bits = present >> first;
+                sum = match diagonals - first {
+                    1 => walk.batch::<V, 1>(sum, offsets, bits, &mut values),
+                    2 => walk.batch::<V, 2>(sum, offsets, bits, &mut values),
+                    3 => walk.batch::<V, 3>(sum, offsets, bits, &mut values),
+                    4 => walk.batch::<V, 4>(sum, offsets, bits, &mut values),
+                    5 => walk.batch::<V, 5>(sum, offsets, bits, &mut values),
+                    6 => walk.batch::<V, 6>(sum, offsets, bits, &mut values),
+                    7 => walk.batch::<V, 7>(sum, offsets, bits, &mut values),
+                    _ => walk.batch::<V, BATCH>(sum, offsets, bits, &mut values),
+                };
             }
             first += BATCH as u32;
         }
         // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
         unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, sum, p.op.beta) };
         row += stride;
+    }
+}
+
+/// One row's walk: what every batch of its diagonals needs.
+#[derive(Clone, Copy)]
+struct Walk<T> {
+    rows: usize,
+    row: u32,
+    last_col: u32,
+    x: *const T,
+}
+
+impl<T: Real> Walk<T> {
+    /// `sum` plus the row's present entries on the `N <= BATCH` consecutive diagonals whose
+    /// offsets are at `offsets` and whose presence bits are the low bits of `bits`, in order;
+    /// `values` enters at the row's value on the first of them and leaves `N` diagonals further.
+    /// `N` is a constant, so that a batch has no dead steps to predicate off: the walk of a
+    /// matrix of 5 diagonals is one batch of 5.
+    ///
+    /// A column is the row plus the offset's low word, modulo 2^32, clamped to `last_col`: an
+    /// entry's true column lies in `0 ..= last_col` and is that sum itself; the gather of a step
+    /// without an entry reads some element of `x` that its presence bit keeps out of the sum.
+    ///
+    /// # Safety
+    /// The `N` diagonals exist, `*values` is the row's value on the first, `last_col` is the last
+    /// column of `x` (at least one), and every bit of `bits` below `N` is set only for an entry.
+    #[inline(always)]
+    unsafe fn batch<V: Widen<T>, const N: usize>(
+        self,
+        mut sum: T,
+        offsets: *const i64,
+        bits: u32,
+        values: &mut *const V,
+    ) -> T {
+        let mut vs = [T::ZERO; N];
+        let mut xs = [T::ZERO; N];
+        for j in 0..N {
+            // SAFETY: offset `j < N` exists; its low word comes first (the target is little-endian).
+            let offset = unsafe { u32::load_nc(offsets.add(j).cast()) };
+            let col = self.row.wrapping_add(offset).min(self.last_col);
+            // SAFETY: `*values` is the row's value on a diagonal that exists; `col <= last_col`.
+            unsafe {
+                vs[j] = V::load_widened(*values);
+                xs[j] = T::load_nc(self.x.add(col as usize));
+            }
+            // The next diagonal's value lies `rows` further (past the array after the last
+            // diagonal, where it is never loaded).
+            *values = values.wrapping_add(self.rows);
+        }
+        for j in 0..N {
+            // Predicated, not branched on: a branch would let the compiler sink this step's loads
+            // into it, behind the later steps' products.
+            sum = vs[j].fma_if(xs[j], sum, bits >> j & 1 != 0);
+        }
+        sum
     }
 }
 
