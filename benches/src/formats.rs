@@ -33,7 +33,7 @@ pub enum Format {
     CompressedEll {
         values: Storage,
     },
-    /// DIA with a presence word per row, values stored as `values`.
+    /// DIA with presence words per row, values stored as `values`.
     Dia {
         values: Storage,
     },

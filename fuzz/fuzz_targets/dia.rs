@@ -1,11 +1,11 @@
 //! A CSR matrix through `Dia::try_from_csr` (values in the matrix's type, f32 for f64, bf16 and
-//! f16): an accepted matrix holds exactly its entries' diagonals, a presence word per row with a bit
-//! for each of the row's entries, every entry's value rounded to the storage type in its slot and +0
+//! f16): an accepted matrix holds exactly its entries' diagonals, presence words per row (word-major,
+//! a word per 32 diagonals) with a bit for each of the row's entries and none past the diagonals, every entry's value rounded to the storage type in its slot and +0
 //! in every other, with the rounding and the error bound it reports; a refused one gets the typed
 //! error its fault calls for, naming the fault.
 //!
 //! The shared input (`gpu_spmv_fuzz::Matrix`) scatters its columns, so that nearly every matrix has
-//! more than 32 diagonals; this target has its own: up to 255 rows repeating a pattern of columns at
+//! more than 128 diagonals; this target has its own: up to 255 rows repeating a pattern of columns at
 //! an offset from the row (near it, or far) or anywhere, or again at a column the row already has,
 //! with holes, rows sorted or not, columns past the edge dropped or wrapped round, values of any
 //! magnitude, and now and then some 16,384 empty rows between two of them, so that the conversion's
@@ -176,7 +176,7 @@ impl Input {
 }
 
 fuzz_target!(|input: Input| {
-    assert_eq!(DIA_MAX_DIAGONALS, 32, "the limit of a 32-bit presence word");
+    assert_eq!(DIA_MAX_DIAGONALS, 128, "four 32-bit presence words a row");
     let (offsets, cols, values) = input.arrays::<f32>();
     let a = CsrRef::try_new(offsets.len() - 1, input.ncols(), &offsets, &cols, &values)
         .expect("valid by construction");
@@ -216,7 +216,8 @@ struct Faults {
 /// column, found from its entries.
 #[derive(Debug)]
 struct Layout {
-    /// Per row, bit `d` set where the row has an entry on diagonal `d`.
+    /// Word-major: bit `d % 32` of word `(d / 32) * nrows + row` set where `row` has an entry on
+    /// diagonal `d`.
     present: Vec<u32>,
     /// Slot `d * nrows + row`: the entry of `row` on diagonal `d`, if any.
     slots: Vec<Option<usize>>,
@@ -260,15 +261,15 @@ impl Faults {
     /// The layout of `a`, whose faults these are (none but maybe its padding).
     fn layout<T: Scalar>(&self, a: CsrRef<'_, T>) -> &Layout {
         self.layout.get_or_init(|| {
-            let diagonals = self.diagonals.as_ref().expect("at most 32 diagonals");
+            let diagonals = self.diagonals.as_ref().expect("at most DIA_MAX_DIAGONALS diagonals");
             let (nrows, offsets, cols) = (a.nrows(), a.row_offsets(), a.col_indices());
-            let mut present = vec![0u32; nrows];
+            let mut present = vec![0u32; nrows * diagonals.len().div_ceil(32)];
             let mut slots = vec![None; nrows * diagonals.len()];
             let mut entries = Vec::with_capacity(a.nnz());
             for row in 0..nrows {
                 for (e, &col) in (offsets[row]..).zip(&cols[offsets[row]..offsets[row + 1]]) {
                     let d = diagonals.binary_search(&(col as i64 - row as i64)).expect("every diagonal");
-                    present[row] |= 1 << d;
+                    present[d / 32 * nrows + row] |= 1 << (d % 32);
                     slots[d * nrows + row] = Some(e);
                     entries.push((row, col));
                 }
@@ -289,11 +290,12 @@ fn gamma(m: f64, u: f64) -> f64 {
     m * u / (1.0 - m * u)
 }
 
-/// The bytes of `diagonals` diagonals of `a` stored as `V` with a presence word per row, and the
+/// The bytes of `diagonals` diagonals of `a` stored as `V` with their presence words, and the
 /// most they may take: three times the bytes of `a` in CSR with 32-bit indices and values of `T`.
 fn padding<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>, diagonals: usize) -> (u128, u128) {
     let (rows, nnz) = (a.nrows() as u128, a.nnz() as u128);
-    let dia_bytes = rows * (diagonals as u128 * size_of::<V>() as u128 + 4);
+    let words = diagonals.div_ceil(32) as u128;
+    let dia_bytes = rows * (diagonals as u128 * size_of::<V>() as u128 + 4 * words);
     let csr_bytes = (rows + 1) * 4 + nnz * (4 + size_of::<T>() as u128);
     (dia_bytes, PADDING_RATIO * csr_bytes)
 }
@@ -371,16 +373,21 @@ fn check_accepted<T: Scalar, V: ValueStorage<T>>(
     assert!(dia.offsets().windows(2).all(|w| w[0] < w[1]), "{what}: offsets {:?}", dia.offsets());
     assert!(dia.offsets().len() <= DIA_MAX_DIAGONALS, "{what}: {} diagonals", dia.offsets().len());
     assert_eq!(dia.offsets(), diagonals, "{what}: offsets");
-    assert_eq!(dia.present().len(), nrows, "{what}: presence words");
+    let words = width.div_ceil(32);
+    assert_eq!(dia.present().len(), nrows * words, "{what}: presence words");
     assert_eq!(dia.values().len(), nrows * width, "{what}: slots");
-    assert_eq!(dia.device_bytes(), nrows * width * size_of::<V>() + nrows * 4 + width * 8, "{what}: bytes");
-    let unused = dia.present().iter().position(|&word| u64::from(word) >> width != 0);
+    let bytes = nrows * width * size_of::<V>() + nrows * words * 4 + width * 8;
+    assert_eq!(dia.device_bytes(), bytes, "{what}: bytes");
+    // Word `w` holds diagonals `32 w ..`: its bits past the last diagonal are clear.
+    let unused = dia.present().iter().enumerate().position(|(i, &word)| {
+        let live = width.saturating_sub(i / nrows * 32).min(32);
+        u64::from(word) >> live != 0
+    });
     assert_eq!(unused, None, "{what}: a presence bit past {width} diagonals");
     let bits: usize = dia.present().iter().map(|word| word.count_ones() as usize).sum();
     assert_eq!(bits, a.nnz(), "{what}: presence bits");
-    if dia.present() != layout.present {
-        let row = (0..nrows).find(|&row| dia.present()[row] != layout.present[row]);
-        panic!("{what}: row {row:?}'s presence word");
+    if let Some(i) = (0..nrows * words).find(|&i| dia.present()[i] != layout.present[i]) {
+        panic!("{what}: row {}'s presence word {}", i % nrows, i / nrows);
     }
     for (slot, (&stored, &e)) in dia.values().iter().zip(&layout.slots).enumerate() {
         let (d, row, stored) = (slot / nrows, slot % nrows, stored.widen());

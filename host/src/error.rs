@@ -138,7 +138,7 @@ pub enum FormatError {
     /// `entry` (row `row`, column `col`) lies farther from its row than `limit`.
     #[error("entry {entry} (row {row}, column {col}) lies farther than {limit} columns from its row")]
     ColumnFarFromRow { row: usize, entry: usize, col: usize, limit: usize },
-    /// DIA holds at most `limit` diagonals (one bit of a row's presence word each); entry `entry`
+    /// DIA holds at most `limit` diagonals (one bit of a row's presence words each); entry `entry`
     /// (row `row`, column `col`) lies on one more.
     #[error("entry {entry} (row {row}, column {col}) lies on a diagonal past the first {limit}")]
     TooManyDiagonals { row: usize, entry: usize, col: usize, limit: usize },

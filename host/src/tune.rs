@@ -270,7 +270,8 @@ struct Timer<T: Scalar> {
 /// or more lanes; where Auto takes the column-panel kernel (its panel term,
 /// [`panels_term`](crate::rule::panels_term)), Auto's choice without it, the neighbouring panel
 /// sizes and the block sizes of [`TUNE_PANEL_BLOCK_SIZES`] instead; where Auto takes the ELL copy
-/// ([`ell_copy_term`](crate::rule::ell_copy_term)), Auto's choice without it and, if that wins,
+/// ([`ell_copy_term`](crate::rule::ell_copy_term), or its look for a DIA copy,
+/// [`dia_copy_term`](crate::rule::dia_copy_term), finds one), Auto's choice without it and, if that wins,
 /// the steps around it (the copy is tried nowhere else: building it costs its memory for the
 /// matrix's lifetime); each step is kept only if it gains more than 3%, and at most 8 products are
 /// timed.
@@ -324,7 +325,8 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
     }
 
     /// A tuner for products with `a` on `gpu` in `regime`, starting at [`Kernel::Auto`]'s choice
-    /// for it ([`Gpu::auto_kernel`]). [`Regime::Graph`] times each candidate in a graph of
+    /// for it (the rule's, [`Gpu::auto_kernel`], or the DIA copy where Auto looks for one and the
+    /// device finds it). [`Regime::Graph`] times each candidate in a graph of
     /// [`GRAPH_TIMED_PRODUCTS`] products into a vector of the tuner's own (one more allocation of a
     /// column's length); [`Regime::Cold`] and [`Regime::Hot`] time the caller's products (the tuner
     /// cannot rotate the caller's operands out of L2, so a cold tuning is timed hot, from the cold
@@ -333,8 +335,8 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         if !a.belongs_to(gpu) {
             return Err(Error::ForeignBuffer("the matrix"));
         }
-        let mut start = gpu.auto_kernel::<T>(a.stats(), regime);
-        // Where Auto's panel or ELL-copy term applies, its kernel is tried only if the GPU takes it
+        let mut start = gpu.resolve_auto(a, regime)?;
+        // Where Auto's panel or ELL-copy term applies (or its look for a DIA copy found one), its kernel is tried only if the GPU takes it
         // (a plan of it, built once here; refused for a panel or block the GPU cannot give, or an
         // ELL copy past its padding limit or the device's memory), against Auto's choice without
         // the terms.

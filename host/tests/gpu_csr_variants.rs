@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{Case, Csr, edge_cases, gpu_or_skip, random_vector, rng, stencil_past_twice_the_l2, tolerance};
+use common::{
+    Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, stencil_past_twice_the_l2, tolerance,
+};
 use gpu_spmv::formats::Ell;
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
@@ -244,6 +246,90 @@ fn ell_copy_forms<T: Scalar>(test: &str) {
         let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
         assert!(same, "{name}: the copy's y differs from ELL's");
     }
+}
+
+/// Auto looks for a DIA copy of a matrix past twice the L2 whose rows (up to 81 entries) are too
+/// unequal for the ELL-copy term: a band of 81 diagonals, every third column of it left out in a
+/// third of the rows, takes the copy in DIA (kept, counted in the matrix's bytes; the product
+/// right, in the cold regime and in the hot one); the same rows with their columns spread over 162
+/// diagonals keep the rule's kernel on the CSR arrays, and no copy is built, then or at a
+/// second plan.
+#[test]
+fn gpu_auto_looks_for_a_dia_copy() {
+    let test = "gpu_auto_looks_for_a_dia_copy";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // f32 CSR bytes of 8 an entry: twice the L2 and a little more.
+    let rows = (2 * gpu.l2_bytes() as usize).div_ceil(8 * 70) + 1001;
+    let band = banded::<f32>(&mut rng, rows, rows, 40, 1);
+    let mut offsets = vec![0];
+    let mut cols = Vec::new();
+    for r in 0..rows {
+        let row = &band.cols[band.offsets[r]..band.offsets[r + 1]];
+        cols.extend(row.iter().filter(|&&c| r % 3 != 0 || c % 3 != 1));
+        offsets.push(cols.len());
+    }
+    let vals = random_vector::<f32>(&mut rng, cols.len());
+    let a = Csr { nrows: rows, ncols: rows, offsets, cols, vals };
+    let mut fixture = Fixture::new(&gpu, "a thinned band of 81 diagonals past twice the L2", &a, &mut rng);
+    let before = fixture.da.device_bytes();
+    assert_eq!(gpu.plan(&fixture.da, Kernel::Auto).unwrap().kernel(), Kernel::CsrEllCopy, "Auto's choice");
+    let copy_bytes = rows * (81 * 4 + 3 * 4) + 81 * 8;
+    assert_eq!(fixture.da.device_bytes(), before + copy_bytes, "the copy in DIA, kept");
+    fixture.check(&gpu, Kernel::Auto, 3);
+    let hot = gpu.plan_for(&fixture.da, Kernel::Auto, Regime::Hot).unwrap();
+    assert_eq!(hot.kernel(), Kernel::CsrEllCopy, "Auto's choice, hot");
+
+    // Row `r`'s entry `k` at column `(r + 53 k) % rows`: 162 diagonals.
+    let mut scattered = Vec::with_capacity(a.cols.len());
+    for r in 0..rows {
+        let start = scattered.len();
+        scattered.extend((0..a.offsets[r + 1] - a.offsets[r]).map(|k| (r + 53 * k) % rows));
+        scattered[start..].sort_unstable();
+    }
+    let vals = random_vector::<f32>(&mut rng, scattered.len());
+    let b = Csr { nrows: rows, ncols: rows, offsets: a.offsets.clone(), cols: scattered, vals };
+    let mut fixture = Fixture::new(&gpu, "the same rows over 162 diagonals", &b, &mut rng);
+    let before = fixture.da.device_bytes();
+    let rule = gpu.auto_kernel::<f32>(fixture.da.stats(), Regime::Cold);
+    for _ in 0..2 {
+        assert_eq!(gpu.plan(&fixture.da, Kernel::Auto).unwrap().kernel(), rule, "Auto's choice");
+        assert_eq!(fixture.da.device_bytes(), before, "no copy");
+    }
+    fixture.check(&gpu, Kernel::Auto, 3);
+}
+
+/// The ELL copy of a band of 101 diagonals is DIA with four presence words a row, its `y` ELL's
+/// bit for bit.
+fn ell_copy_of_a_wide_band<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a = banded::<T>(&mut rng, 3001, 2990, 50, 1);
+    let mut fixture = Fixture::new(&gpu, test, &a, &mut rng);
+    let before = fixture.da.device_bytes();
+    fixture.check(&gpu, Kernel::CsrEllCopy, 3);
+    let copy_bytes = a.nrows * (101 * size_of::<T>() + 4 * 4) + 101 * 8;
+    assert_eq!(fixture.da.device_bytes(), before + copy_bytes, "{test}: the copy is DIA");
+    let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
+    let (alpha, beta) = (T::from_f64(-0.75), T::from_f64(2.0));
+    let start = random_vector::<T>(&mut rng, a.nrows);
+    let mut by_ell = gpu.upload_vector(&start).unwrap();
+    gpu.spmv(alpha, &ell, &fixture.dx, beta, &mut by_ell).unwrap();
+    let mut by_copy = gpu.upload_vector(&start).unwrap();
+    gpu.spmv_with(Kernel::CsrEllCopy, alpha, &fixture.da, &fixture.dx, beta, &mut by_copy).unwrap();
+    let (by_ell, by_copy) = (by_ell.to_host(&gpu).unwrap(), by_copy.to_host(&gpu).unwrap());
+    let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
+    assert!(same, "{test}: the copy's y differs from ELL's");
+}
+
+#[test]
+fn gpu_ell_copy_of_a_wide_band_f32() {
+    ell_copy_of_a_wide_band::<f32>("gpu_ell_copy_of_a_wide_band_f32");
+}
+
+#[test]
+fn gpu_ell_copy_of_a_wide_band_f64() {
+    ell_copy_of_a_wide_band::<f64>("gpu_ell_copy_of_a_wide_band_f64");
 }
 
 #[test]

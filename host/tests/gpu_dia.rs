@@ -18,7 +18,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// Matrices DIA takes: two stencils (rows off every block multiple), a rectangular band of 31
-/// diagonals (the most a batch of 8 leaves whole, less one), a diagonal with every third row empty.
+/// diagonals (three batches of 8 and one of 7), one of 101 (four presence words a row, the last
+/// partly used) with every third column left out, a diagonal with every third row empty.
 fn diagonal_matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
     let mut sparse_diagonal = Csr::random(rng, 1000, 1000, true, |_| 0);
     sparse_diagonal.offsets = (0..=1000usize).map(|r| r - r.div_ceil(3)).collect();
@@ -28,8 +29,28 @@ fn diagonal_matrices<T: Scalar>(rng: &mut ChaCha8Rng) -> Vec<(String, Csr<T>)> {
         ("5-point 157 x 157".into(), five_point(157, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
         ("7-point 23^3".into(), seven_point(23, |_, _| T::from_f64(rng.random_range(-1.0..1.0)))),
         ("band of 31 diagonals, 5001 x 5013".into(), banded(rng, 5001, 5013, 15, 1)),
+        ("band of 101 diagonals, 3001 x 2990".into(), thinned_band(rng)),
         ("a diagonal, every third row empty".into(), sparse_diagonal),
     ]
+}
+
+/// A band of 101 diagonals over 3,001 rows and 2,990 columns, with every third column of it left
+/// out in every row: rows whose presence words have holes in each word.
+fn thinned_band<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
+    let mut a = banded::<T>(rng, 3001, 2990, 50, 1);
+    let mut offsets = vec![0];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for r in 0..a.nrows {
+        for e in a.offsets[r]..a.offsets[r + 1] {
+            if a.cols[e] % 3 != 1 {
+                cols.push(a.cols[e]);
+                vals.push(a.vals[e]);
+            }
+        }
+        offsets.push(cols.len());
+    }
+    (a.offsets, a.cols, a.vals) = (offsets, cols, vals);
+    a
 }
 
 /// Every matrix to multiply: the diagonal ones and the edge cases DIA takes; an edge case it

@@ -702,15 +702,26 @@ pub struct CompressedEllFromCsrParams<T> {
     pub pattern: u32,
 }
 
-/// Diagonals a DIA matrix holds at most: one bit of a row's presence word each.
-pub const DIA_MAX_DIAGONALS: u32 = 32;
+/// Diagonals a DIA matrix holds at most: one bit of a row's presence words each, in at most four
+/// words. Enough for a band of 3 x 3 blocks 27 nodes wide (83 diagonals: the suite's band-64, after
+/// SuiteSparse's cant) and for a 27-point stencil of 3 unknowns a node (81).
+pub const DIA_MAX_DIAGONALS: u32 = 128;
 
-/// A DIA matrix (Bell & Garland, NVIDIA TR 2008, section 4.1), with a presence word per row: its
+/// Diagonals per presence word.
+pub const DIA_WORD_BITS: u32 = u32::BITS;
+
+/// The presence words of each row of a DIA matrix of `diagonals` diagonals.
+pub const fn dia_presence_words(diagonals: u32) -> u32 {
+    diagonals.div_ceil(DIA_WORD_BITS)
+}
+
+/// A DIA matrix (Bell & Garland, NVIDIA TR 2008, section 4.1), with presence words per row: its
 /// entries lie on `diagonals` diagonals, diagonal `d` holding the entries `(r, r + offsets[d])`
 /// (`offsets` increasing); `values[d * rows + r]` is that entry's value in the storage type `V`,
-/// and bit `d` of `present[r]` says whether row `r` has it (0 in `values` where not). No column
-/// index is stored: the kernel forms it from the row, so its gathers of `x` wait on no load of the
-/// matrix.
+/// and bit `d % 32` of `present[(d / 32) * rows + r]` says whether row `r` has it (0 in `values`
+/// where not): [`dia_presence_words`] words a row, word-major, so that a warp's loads of a word
+/// are 32 consecutive ones. No column index is stored: the kernel forms it from the row, so its
+/// gathers of `x` wait on no load of the matrix.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DiaArgs<V> {
@@ -724,8 +735,9 @@ pub struct DiaArgs<V> {
 
 /// Slots of the table in which `dia_offsets_from_csr_*` collects a matrix's diagonals by open
 /// addressing: twice [`DIA_MAX_DIAGONALS`], so that a matrix of one diagonal too many still fits
-/// and is told apart from a full table.
+/// and is told apart from a full table. A power of two: the hash keeps its top bits.
 pub const DIA_OFFSET_TABLE: u32 = 2 * DIA_MAX_DIAGONALS;
+const _: () = assert!(DIA_OFFSET_TABLE.is_power_of_two());
 
 /// An empty slot of that table: no offset `column - row` of 32-bit indices is this.
 pub const DIA_EMPTY_SLOT: i64 = i64::MIN;
@@ -745,7 +757,7 @@ pub struct DiaOffsetsParams<T> {
 }
 
 /// `dia_from_csr_*`: one thread per row writes its entries' values to `dia`'s diagonals and, when
-/// `pattern` is 1, its presence word; `dia.offsets` hold every `column - row` of `csr`, increasing,
+/// `pattern` is 1, its presence words; `dia.offsets` hold every `column - row` of `csr`, increasing,
 /// and `dia.values` is zeroed. A row whose columns do not increase (repeated, or out of order, so
 /// that DIA's order of the sums would not be CSR's) raises `*disordered` to 1 (read only when
 /// `pattern` is 1; the host zeroes it first and discards the copy). With `pattern` 0 (new values of

@@ -53,8 +53,8 @@ pub trait Load: Copy {
     unsafe fn load_global(p: *const Self) -> Self;
 
     /// [`Load::load_nc`] when `live`, else zero without touching memory: a predicated load
-    /// (`@p ld.global.nc`), so that a batch of loads, some past a row's end, is one basic block with
-    /// no branch and no request for the dead ones.
+    /// (`@p ld.global.nc`), so that a batch of loads, some of them dead (the gathers of padding
+    /// slots), is one basic block with no branch and no request for the dead ones.
     ///
     /// # Safety
     /// When `live`, `p` is a valid, aligned global address of a `Self` that no thread writes during

@@ -30,7 +30,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
 /// The copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with, the most compact of three
-/// forms the matrix takes: DIA where its entries lie on at most 32 diagonals (no column stored at
+/// forms the matrix takes: DIA where its entries lie on at most 128 diagonals (no column stored at
 /// all), else ELL with its columns as 16-bit offsets from the row where every column lies that
 /// close (2 bytes a slot fewer), else plain ELL. The sums are ELL's, bit for bit (DIA is taken only
 /// where every row's columns increase).
@@ -50,6 +50,15 @@ impl<T: Scalar> EllCopy<T> {
             EllCopy::Plain(ell) => ell.device_bytes(),
         }
     }
+}
+
+/// What attempts at a [`DeviceCsr`]'s ELL copy found out, so that none is made twice.
+#[derive(Debug, Default)]
+struct CopyAttempts {
+    /// The bytes of a copy the device had no memory for.
+    no_memory: Option<usize>,
+    /// Auto looked for a DIA copy ([`DeviceCsr::dia_copy_or_build`]) and the matrix took none.
+    no_dia: bool,
 }
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
@@ -88,8 +97,8 @@ pub struct DeviceCsr<T> {
     /// The matrix in ELL, for `Kernel::CsrEllCopy`: built and published under `ell_copy_lock`,
     /// which a refresh of its values holds too, so that an update cannot miss a copy being built.
     ell_copy: OnceLock<EllCopy<T>>,
-    /// The bytes of a copy the device had no memory for, once it was refused: it is not tried again.
-    ell_copy_lock: Mutex<Option<usize>>,
+    /// What earlier attempts at the copy found, so that none is tried again.
+    ell_copy_lock: Mutex<CopyAttempts>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -220,20 +229,53 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(built) = self.ell_copy.get() {
             return Ok(built);
         }
-        let mut refused = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut attempts = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(built) = self.ell_copy.get() {
             return Ok(built);
         }
-        if let Some(bytes) = *refused {
+        if let Some(bytes) = attempts.no_memory {
             return Err(Error::DeviceMemory { bytes });
         }
         match build() {
             Ok(built) => Ok(self.ell_copy.get_or_init(|| built)),
             Err(Error::DeviceMemory { bytes }) => {
-                *refused = Some(bytes);
+                attempts.no_memory = Some(bytes);
                 Err(Error::DeviceMemory { bytes })
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// The ELL copy where it is DIA: built by `build_dia` on the first call that finds no copy
+    /// (`None` where the matrix does not take DIA as `build_dia` asks), published as the copy when
+    /// it is; `None` where the copy is of another form, and from then on where `build_dia` found
+    /// none, without trying again. Auto's look for a DIA copy, which is not to build another form.
+    pub(crate) fn dia_copy_or_build(
+        &self,
+        build_dia: impl FnOnce() -> Result<Option<DeviceDia<T>>>,
+    ) -> Result<Option<&DeviceDia<T>>> {
+        fn dia<T>(copy: &EllCopy<T>) -> Option<&DeviceDia<T>> {
+            match copy {
+                EllCopy::Dia(dia) => Some(dia),
+                EllCopy::Deltas(_) | EllCopy::Plain(_) => None,
+            }
+        }
+        if let Some(built) = self.ell_copy.get() {
+            return Ok(dia(built));
+        }
+        let mut attempts = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(built) = self.ell_copy.get() {
+            return Ok(dia(built));
+        }
+        if attempts.no_dia {
+            return Ok(None);
+        }
+        match build_dia()? {
+            Some(built) => Ok(dia(self.ell_copy.get_or_init(|| EllCopy::Dia(built)))),
+            None => {
+                attempts.no_dia = true;
+                Ok(None)
+            }
         }
     }
 
@@ -314,7 +356,7 @@ impl<T: Scalar> DeviceCsr<T> {
             merge_tiles: OnceLock::new(),
             stream_windows: OnceLock::new(),
             ell_copy: OnceLock::new(),
-            ell_copy_lock: Mutex::new(None),
+            ell_copy_lock: Mutex::new(CopyAttempts::default()),
             transpose: OnceLock::new(),
         }
     }

@@ -41,7 +41,8 @@ impl Gpu {
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
     /// A DIA matrix of `rows` rows, `cols` columns and `diagonals` diagonals over its offsets,
-    /// presence words and values (`diagonals`, `rows` and `diagonals * rows` elements), holding `nnz`
+    /// presence words and values (`diagonals`, `presence_words(diagonals) * rows` and `diagonals *
+    /// rows` elements), holding `nnz`
     /// entries, its values rounded by at most `max_rounding`, whose arrays the caller has filled or
     /// fills on the stream before any product reads them (the DIA copy of a CSR matrix,
     /// `enqueue/csr/ell_copy.rs`).
@@ -85,7 +86,7 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
         &self.offsets
     }
 
-    /// The rows' presence words on the device.
+    /// The rows' presence words on the device, word-major (see [`Dia::present`]).
     pub fn present(&self) -> &CudaSlice<u32> {
         &self.present
     }

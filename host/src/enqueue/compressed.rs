@@ -186,9 +186,9 @@ pub(super) fn prepare_dia<T: Scalar, V: ValueStorage<T>>(
     let f = gpu.kernel::<T>(of_storage::<T, V, _>([abi::DIA, abi::DIA_F32, abi::DIA_F16, abi::DIA_BF16]))?;
     // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
     // f64 matrices). The matrix holds at most `DIA_MAX_DIAGONALS` increasing offsets, `diagonals *
-    // rows` values and `rows` presence words with bits below `diagonals` only (made so by
-    // `Dia::try_from_csr`, or by the DIA copy's build), and the kernel checks every column it forms
-    // against `cols`, the length of `x`; `y` has `rows` elements. The kernel grid-strides over the
+    // rows` values and `dia_presence_words(diagonals) * rows` presence words with bits below
+    // `diagonals` only (made so by `Dia::try_from_csr`, or by the DIA copy's build), and the kernel
+    // clamps every column it forms into `cols`, the length of `x`; `y` has `rows` elements. The kernel grid-strides over the
     // rows.
     Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
 }

@@ -1,12 +1,12 @@
 //! DIA, the diagonal format (Bell & Garland, "Efficient Sparse Matrix-Vector Multiplication on
-//! CUDA", NVIDIA TR 2008, section 4.1), with a presence word per row, and optionally narrower values
+//! CUDA", NVIDIA TR 2008, section 4.1), with presence words per row, and optionally narrower values
 //! ([`Dia`]).
 //!
 //! A stencil's or a structured grid's entries lie on a few diagonals: entry `(r, r + o)` for a few
 //! offsets `o`. DIA stores the offsets once and, per diagonal, every row's value, so no column is
 //! stored at all and the kernel (`kernels-gpu/src/formats/dia.rs`) gathers `x` without first
 //! waiting for a column from memory: the wait that held ELL's walk on the stencils (docs/PERF.md,
-//! section 30). A row's presence word says which diagonals it has; the kernel leaves the others out
+//! section 30). A row's presence words say which diagonals it has; the kernel leaves the others out
 //! of the sum (Bell & Garland multiply their stored zeros, which turns an infinite `x` into NaN).
 //! The values may be stored narrower ([`ValueStorage`], as [`CompressedCsr`](super::CompressedCsr)
 //! does). A matrix on more than [`DIA_MAX_DIAGONALS`] diagonals, or one whose padding (the rows'
@@ -25,15 +25,24 @@ use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
 
-/// The most diagonals a [`Dia`] matrix holds: one bit of a row's presence word each.
+/// The most diagonals a [`Dia`] matrix holds: one bit of a row's presence words each.
 pub const DIA_MAX_DIAGONALS: usize = kernels_gpu::abi::DIA_MAX_DIAGONALS as usize;
+
+/// Diagonals per presence word.
+const WORD_BITS: usize = kernels_gpu::abi::DIA_WORD_BITS as usize;
+
+/// The presence words of each row of a matrix of `diagonals` diagonals.
+pub(crate) fn presence_words(diagonals: usize) -> usize {
+    diagonals.div_ceil(WORD_BITS)
+}
 
 /// Rows per rayon task of the conversion's passes: enough work to amortise a task.
 const ROWS_PER_TASK: usize = 16 * 1024;
 
 /// A DIA matrix of `T`, its values stored as `V`: diagonal `d` holds the entries `(r, r + offsets[d])`;
-/// `values[d * nrows + r]` is row `r`'s value on it (0 where the row has none), and bit `d` of
-/// `present[r]` says whether it has one. Built by [`Dia::try_from_csr`], uploaded by
+/// `values[d * nrows + r]` is row `r`'s value on it (0 where the row has none), and bit `d % 32` of
+/// `present[(d / 32) * nrows + r]` says whether it has one (a word per 32 diagonals and row,
+/// word-major as the values are diagonal-major). Built by [`Dia::try_from_csr`], uploaded by
 /// [`Gpu::upload_dia`](crate::Gpu::upload_dia).
 ///
 /// ```
@@ -85,19 +94,8 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
         check_dia_padding::<T>(nrows, a.nnz(), offsets.len(), V::STORAGE.bytes())?;
         let max_rounding = max_rounding::<T, V>(&a)?;
         let (present, by_row) = rows_on_diagonals::<T, V>(&a, &offsets)?;
-        // Diagonal-major, as the kernel reads them: diagonal `d`'s slots are `by_row[r * D + d]`.
-        let width = offsets.len();
-        let mut values = vec![V::round(T::ZERO); nrows * width];
-        if nrows > 0 {
-            values.par_chunks_mut(nrows).enumerate().for_each(|(d, column)| {
-                column.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(task, slots)| {
-                    let first = task * ROWS_PER_TASK;
-                    for (i, slot) in slots.iter_mut().enumerate() {
-                        *slot = by_row[(first + i) * width + d];
-                    }
-                });
-            });
-        }
+        let present = column_major(&present, nrows, presence_words(offsets.len()));
+        let values = column_major(&by_row, nrows, offsets.len());
         Ok(Self { stats: a.stats(), offsets, present, values, max_rounding, _matrix: PhantomData })
     }
 
@@ -118,9 +116,15 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
         &self.offsets
     }
 
-    /// Per row, bit `d` set where the row has an entry on diagonal `d`.
+    /// The rows' presence words, word-major: bit `d % 32` of word `(d / 32) * nrows + r` is set
+    /// where row `r` has an entry on diagonal `d`.
     pub fn present(&self) -> &[u32] {
         &self.present
+    }
+
+    /// Whether row `r` has an entry on diagonal `d`.
+    fn has(&self, r: usize, d: usize) -> bool {
+        self.present[d / WORD_BITS * self.nrows() + r] >> (d % WORD_BITS) & 1 != 0
     }
 
     /// The `diagonals * nrows` values rounded to `V`, diagonal-major; 0 where a row has no entry.
@@ -131,9 +135,9 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
     /// The (row, column) of every entry, by row, then by diagonal: the conversion's round trip.
     pub fn entries(&self) -> Vec<(usize, usize)> {
         let mut entries = Vec::with_capacity(self.nnz());
-        for (r, &word) in self.present.iter().enumerate() {
+        for r in 0..self.nrows() {
             for (d, &offset) in self.offsets.iter().enumerate() {
-                if word >> d & 1 != 0 {
+                if self.has(r, d) {
                     #[allow(clippy::cast_possible_truncation)] // a difference of two 32-bit indices
                     entries.push((r, r.wrapping_add_signed(offset as isize)));
                 }
@@ -161,9 +165,10 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
     ///
     /// If `row >= nrows()`, like a slice index out of bounds.
     pub fn error_bound(&self, row: usize) -> f64 {
-        let n = self.present[row].count_ones();
+        assert!(row < self.nrows(), "row {row} of {}", self.nrows());
+        let n = (0..self.offsets.len()).filter(|&d| self.has(row, d)).count();
         let rho = self.max_rounding;
-        rho + (1.0 + rho) * gamma(f64::from(n) + 2.0, T::EPSILON / 2.0)
+        rho + (1.0 + rho) * gamma(n as f64 + 2.0, T::EPSILON / 2.0)
     }
 
     /// The storage type of the values.
@@ -172,8 +177,8 @@ impl<T: Scalar, V: ValueStorage<T>> Dia<T, V> {
     }
 }
 
-/// Refuses `diagonals` diagonals of `nrows` rows, values of `value_bytes` each and a presence word a
-/// row, where they take more than [`ELL_MAX_PADDING_RATIO`](super::ELL_MAX_PADDING_RATIO) times the
+/// Refuses `diagonals` diagonals of `nrows` rows, values of `value_bytes` each and the presence words
+/// of a row, where they take more than [`ELL_MAX_PADDING_RATIO`](super::ELL_MAX_PADDING_RATIO) times the
 /// bytes of the CSR matrix of `nrows` rows and `nnz` entries of `T`: also for the DIA copy that
 /// `Kernel::CsrEllCopy` builds on the device.
 pub(crate) fn check_dia_padding<T>(
@@ -182,7 +187,8 @@ pub(crate) fn check_dia_padding<T>(
     diagonals: usize,
     value_bytes: usize,
 ) -> Result<()> {
-    let dia_bytes = nrows as u128 * (diagonals as u128 * value_bytes as u128 + 4);
+    let row_bytes = diagonals * value_bytes + presence_words(diagonals) * size_of::<u32>();
+    let dia_bytes = nrows as u128 * row_bytes as u128;
     let limit_bytes = padding_limit_bytes_of::<T>(nrows, nnz);
     if dia_bytes > limit_bytes {
         return Err(FormatError::DiaPadding { diagonals, dia_bytes, limit_bytes }.into());
@@ -234,31 +240,33 @@ fn diagonals<T>(a: &CsrRef<'_, T>) -> Result<Vec<i64>> {
     Ok(seen.into_iter().collect())
 }
 
-/// Every row's presence word and its values on the diagonals, row-major (`D` a row), rounded to
-/// `V`; refused at the first row (in order) holding two entries in one column.
+/// Every row's presence words and its values on the diagonals, both row-major (the row's words,
+/// its `D` values), the values rounded to `V`; refused at the first row (in order) holding two
+/// entries in one column.
 fn rows_on_diagonals<T: Scalar, V: ValueStorage<T>>(
     a: &CsrRef<'_, T>,
     diagonals: &[i64],
 ) -> Result<(Vec<u32>, Vec<V>)> {
     let (offsets, cols, vals) = (a.row_offsets(), a.col_indices(), a.values());
-    let (nrows, width) = (a.nrows(), diagonals.len());
-    let mut present = vec![0u32; nrows];
+    let (nrows, width, words) = (a.nrows(), diagonals.len(), presence_words(diagonals.len()));
+    let mut present = vec![0u32; nrows * words];
     let mut by_row = vec![V::round(T::ZERO); nrows * width];
     let duplicates: Vec<FormatError> = present
-        .par_chunks_mut(ROWS_PER_TASK)
+        .par_chunks_mut(ROWS_PER_TASK * words.max(1))
         .zip(by_row.par_chunks_mut(ROWS_PER_TASK * width.max(1)))
         .enumerate()
-        .filter_map(|(task, (words, slots))| {
-            for (i, word) in words.iter_mut().enumerate() {
+        .filter_map(|(task, (row_words, slots))| {
+            for i in 0..slots.len() / width.max(1) {
                 let r = task * ROWS_PER_TASK + i;
                 for e in offsets[r]..offsets[r + 1] {
                     // Every entry's offset is among the diagonals (`diagonals` collected them all).
                     let d = diagonals.partition_point(|&o| o < cols[e] as i64 - r as i64);
-                    if *word >> d & 1 != 0 {
+                    let (word, bit) = (&mut row_words[i * words + d / WORD_BITS], 1 << (d % WORD_BITS));
+                    if *word & bit != 0 {
                         let first = (offsets[r]..e).find(|&f| cols[f] == cols[e]).unwrap_or(e);
                         return Some(FormatError::DuplicateEntry { row: r, first, entry: e, col: cols[e] });
                     }
-                    *word |= 1 << d;
+                    *word |= bit;
                     slots[i * width + d] = V::round(vals[e]);
                 }
             }
@@ -269,6 +277,22 @@ fn rows_on_diagonals<T: Scalar, V: ValueStorage<T>>(
         Some(duplicate) => Err(duplicate.into()),
         None => Ok((present, by_row)),
     }
+}
+
+/// `by_row`'s `nrows` rows of `width` elements, column-major (column `d` at `d * nrows`), as the
+/// kernel reads the values and the presence words.
+fn column_major<X: Copy + Send + Sync>(by_row: &[X], nrows: usize, width: usize) -> Vec<X> {
+    let Some(&fill) = by_row.first() else { return Vec::new() };
+    let mut columns = vec![fill; nrows * width];
+    columns.par_chunks_mut(nrows).enumerate().for_each(|(d, column)| {
+        column.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(task, slots)| {
+            let first = task * ROWS_PER_TASK;
+            for (i, slot) in slots.iter_mut().enumerate() {
+                *slot = by_row[(first + i) * width + d];
+            }
+        });
+    });
+    columns
 }
 
 #[cfg(test)]
@@ -294,9 +318,9 @@ mod tests {
 
     #[test]
     fn too_many_diagonals_are_refused_at_the_first_entry_past_the_limit() {
-        // Row r holds column r (offset 0) and, from row 1 on, column 2r (offset r): row 32 brings
-        // the 33rd diagonal.
-        let n = 40;
+        // Row r holds column r (offset 0) and, from row 1 on, column 2r (offset r): row 128 brings
+        // the 129th diagonal.
+        let n = 140;
         let mut offsets = vec![0];
         let mut cols = vec![];
         for r in 0..n {
@@ -309,11 +333,33 @@ mod tests {
         let values = vec![1.0f64; cols.len()];
         let a = CsrRef::try_new(n, 2 * n, &offsets, &cols, &values).unwrap();
         match Dia::<f64>::try_from_csr(a) {
-            Err(Error::Format(FormatError::TooManyDiagonals { row: 32, entry, col: 64, limit: 32 })) => {
-                assert_eq!(entry, offsets[32] + 1);
+            Err(Error::Format(FormatError::TooManyDiagonals { row: 128, entry, col: 256, limit: 128 })) => {
+                assert_eq!(entry, offsets[128] + 1);
             }
-            other => panic!("expected TooManyDiagonals at row 32, got {other:?}"),
+            other => panic!("expected TooManyDiagonals at row 128, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn presence_words_past_the_first_are_word_major() {
+        // Three rows of a band 40 wide: row r holds columns r .. r + 40 but for r + 33, on
+        // diagonals 0 ..= 39 (two words a row), and row 2 lacks diagonal 1 as well.
+        let (n, band) = (3, 40);
+        let mut offsets = vec![0];
+        let mut cols = vec![];
+        for r in 0..n {
+            cols.extend((r..r + band).filter(|&c| c != r + 33 && !(r == 2 && c == 3)));
+            offsets.push(cols.len());
+        }
+        let values: Vec<f32> = (0..cols.len()).map(|i| i as f32 + 1.0).collect();
+        let a = CsrRef::try_new(n, n + band, &offsets, &cols, &values).unwrap();
+        let dia = Dia::<f32>::try_from_csr(a).unwrap();
+        assert_eq!(dia.offsets(), (0..40).filter(|&o| o != 33).collect::<Vec<i64>>());
+        let high = 0b111_1111; // diagonals 32 ..= 38 (offsets 32 and 34 ..= 39)
+        assert_eq!(dia.present(), [u32::MAX, u32::MAX, !0b10, high, high, high]);
+        assert_eq!(dia.entries().len(), cols.len());
+        assert_eq!(dia.entries()[..3], [(0, 0), (0, 1), (0, 2)]);
+        assert_eq!(dia.values()[38 * n..], [39.0, 78.0, 116.0]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! DIA with a presence word per row (`DiaArgs`): one thread per row, its diagonals a batch of 8 at
-//! a time (Bell & Garland, "Efficient Sparse Matrix-Vector Multiplication on CUDA", NVIDIA TR 2008,
+//! DIA with presence words per row (`DiaArgs`): one thread per row, its diagonals a batch of up to
+//! 8 at a time (Bell & Garland, "Efficient Sparse Matrix-Vector Multiplication on CUDA", NVIDIA TR 2008,
 //! section 4.1).
 //!
 //! Why: ELL's walk, even with 2-byte column offsets (`compressed_ell.rs`), waits twice a row: for
@@ -8,17 +8,18 @@
 //! section 30). A matrix whose entries lie on a few diagonals needs no column per entry: entry `d` of
 //! row `r` is column `r + offsets[d]`, the offsets being one small array every warp reads from L1.
 //! So a row's value loads, its presence word and its gathers of `x` all leave at once, and only the
-//! values and one word a row stream from memory (4 bytes a row, where ELL's offsets take 2 a slot).
+//! values and a word a row per 32 diagonals stream from memory (4 bytes a row, where ELL's offsets
+//! take 2 a slot).
 //!
 //! Bell & Garland store a zero where a row has no entry on a diagonal and multiply it like any
-//! other; here the presence word keeps such a slot out of the sum, so an infinite or NaN `x` there
+//! other; here the presence bit keeps such a slot out of the sum, so an infinite or NaN `x` there
 //! cannot turn the row's result into NaN (the rule every format of the crate keeps). Its gather is
 //! still issued (in bounds), since waiting for the word first would bring the second wait back.
 
 use super::widen::Widen;
 use crate::abi::{
-    Bf16, DIA_EMPTY_SLOT, DIA_MAX_DIAGONALS, DIA_OFFSET_TABLE, DiaFromCsrParams, DiaOffsetsParams, DiaParams,
-    F16,
+    Bf16, DIA_EMPTY_SLOT, DIA_MAX_DIAGONALS, DIA_OFFSET_TABLE, DIA_WORD_BITS, DiaFromCsrParams,
+    DiaOffsetsParams, DiaParams, F16, dia_presence_words,
 };
 use crate::arch::{
     Load, atomic_cas_u64, atomic_inc_u32, atomic_max_u32, global_thread, grid_threads, load_relaxed_u32,
@@ -28,11 +29,13 @@ use crate::real::{Real, store_axpby};
 
 /// Diagonals a thread loads together: their values and gathers all in flight at once.
 const BATCH: usize = 8;
+const _: () = assert!(DIA_WORD_BITS as usize % BATCH == 0, "a batch spans one presence word");
 
 /// # Safety
 /// `p` describes a DIA matrix built by the host (`diagonals <= DIA_MAX_DIAGONALS` increasing
-/// offsets, `diagonals * rows` values, `rows` presence words with no bit at or past `diagonals`,
-/// every present entry's column inside `0 .. cols`) and vectors of matching lengths.
+/// offsets, `diagonals * rows` values, `dia_presence_words(diagonals) * rows` presence words with
+/// no bit at or past `diagonals`, every present entry's column inside `0 .. cols`) and vectors of
+/// matching lengths.
 ///
 /// The walk issues few instructions a row, since at 2-4 bytes an entry the instructions, not the
 /// bytes, bound it (Nsight Compute in docs/PERF.md, section 31): the value address is a running
@@ -46,19 +49,24 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
     let last_col = p.a.cols.wrapping_sub(1);
     while row < u64::from(p.a.rows) {
         let r = row as usize;
-        // SAFETY: `r < rows` presence words exist.
-        let present = unsafe { u32::load_nc(p.a.present.as_ptr().add(r)) };
         let walk = Walk { rows, row: r as u32, last_col, x: p.op.x.as_ptr() };
         // SAFETY: `r < rows`, so `values + r` is the row's entry on diagonal 0.
         let mut values = unsafe { p.a.values.as_ptr().add(r) };
         let mut sum = T::ZERO;
         let mut first = 0;
+        let mut present = 0;
         while first < diagonals {
+            // A batch starts at a multiple of 8, so it never spans two presence words.
+            if first % DIA_WORD_BITS == 0 {
+                let word = (first / DIA_WORD_BITS) as usize;
+                // SAFETY: `word < dia_presence_words(diagonals)`, and `r < rows`.
+                present = unsafe { u32::load_nc(p.a.present.as_ptr().add(word * rows + r)) };
+            }
             // SAFETY: diagonals `first .. first + n` exist, `values` is at diagonal `first`, and
             // `present`'s bits at or past `diagonals` are clear.
             unsafe {
                 let offsets = p.a.offsets.as_ptr().add(first as usize);
-                let bits = present >> first;
+                let bits = present >> (first % DIA_WORD_BITS);
                 sum = match diagonals - first {
                     1 => walk.batch::<V, 1>(sum, offsets, bits, &mut values),
                     2 => walk.batch::<V, 2>(sum, offsets, bits, &mut values),
@@ -159,7 +167,8 @@ unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
             let end = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize;
             for e in first..end {
                 let offset = (i64::from(u32::load_nc(p.csr.col_indices.as_ptr().add(e))) - r as i64) as u64;
-                let home = (offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize;
+                let hash = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let home = (hash >> (u64::BITS - DIA_OFFSET_TABLE.trailing_zeros())) as usize;
                 let mut placed = false;
                 for probe in 0..slots {
                     let slot = table.add((home + probe) % slots);
@@ -188,28 +197,32 @@ unsafe fn dia_offsets_from_csr<T: Real>(p: DiaOffsetsParams<T>) {
 
 /// Writes a CSR matrix's values (and, with `pattern`, its presence words) into the DIA copy whose
 /// increasing offsets `p.dia.offsets` the host found with `dia_offsets_from_csr`: a thread per row,
-/// each entry's diagonal by a binary search of the offsets (at most 32, in L1). A row whose
+/// each entry's diagonal by a binary search of the offsets (at most 128, in L1). A row whose
 /// diagonals do not increase entry by entry (a repeated or an out-of-order column) raises
-/// `*disordered`: DIA would sum it in another order than CSR's, and the host falls back.
+/// `*disordered`: DIA would sum it in another order than CSR's, and the host falls back. Since a
+/// row's diagonals increase, its presence words are complete, and written, word by word.
 ///
 /// # Safety
 /// `p.csr` is valid CSR of `p.dia.rows` rows; `p.dia.offsets` holds `diagonals` increasing offsets
-/// that include every entry's `column - row`; `p.dia` holds `diagonals * rows` values and `rows`
-/// presence words, written by this kernel alone; with `pattern`, `p.disordered` is one word the
-/// kernel changes only atomically.
+/// that include every entry's `column - row`; `p.dia` holds `diagonals * rows` values and
+/// `dia_presence_words(diagonals) * rows` presence words, written by this kernel alone; with
+/// `pattern`, `p.disordered` is one word the kernel changes only atomically.
 #[inline(always)]
 unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
     let (mut row, stride) = (global_thread(), grid_threads());
     let rows = p.dia.rows as usize;
+    let words = dia_presence_words(p.dia.diagonals);
     while row < u64::from(p.dia.rows) {
         let r = row as usize;
+        // The presence word being built, and its index; the words before it are written.
+        let (mut word, mut at) = (0u32, 0u32);
         // SAFETY: `r < rows`; the row's entries lie inside the CSR arrays; every entry's offset is
         // among the `diagonals` offsets, so the search ends on one, `d < diagonals`, and its slot
-        // `d * rows + r` lies inside the values, written by this thread alone, as is word `r`.
+        // `d * rows + r` lies inside the values, written by this thread alone, as are the row's
+        // words `at * rows + r`, `at < words`.
         unsafe {
             let first = u32::load_nc(p.csr.row_offsets.as_ptr().add(r)) as usize;
             let end = u32::load_nc(p.csr.row_offsets.as_ptr().add(r + 1)) as usize;
-            let mut word = 0u32;
             let mut next = 0usize;
             for e in first..end {
                 let offset = i64::from(u32::load_nc(p.csr.col_indices.as_ptr().add(e))) - r as i64;
@@ -222,15 +235,26 @@ unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
                         hi = mid;
                     }
                 }
-                if p.pattern != 0 && lo < next {
-                    atomic_max_u32(p.disordered.as_mut_ptr(), 1);
+                *p.dia.values.as_mut_ptr().add(lo * rows + r) = T::load_nc(p.csr.values.as_ptr().add(e));
+                if p.pattern != 0 {
+                    if lo < next {
+                        // The copy is discarded: what the words hold no longer matters.
+                        atomic_max_u32(p.disordered.as_mut_ptr(), 1);
+                    }
+                    let d = lo as u32;
+                    while at < d / DIA_WORD_BITS {
+                        *p.dia.present.as_mut_ptr().add(at as usize * rows + r) = word;
+                        (word, at) = (0, at + 1);
+                    }
+                    word |= 1 << (d % DIA_WORD_BITS);
                 }
                 next = lo + 1;
-                word |= 1 << lo;
-                *p.dia.values.as_mut_ptr().add(lo * rows + r) = T::load_nc(p.csr.values.as_ptr().add(e));
             }
             if p.pattern != 0 {
-                *p.dia.present.as_mut_ptr().add(r) = word;
+                while at < words {
+                    *p.dia.present.as_mut_ptr().add(at as usize * rows + r) = word;
+                    (word, at) = (0, at + 1);
+                }
             }
         }
         row += stride;

@@ -6,9 +6,12 @@
 //! `x` makes every slot a chain of two dependent loads, and a thread keeps one slot's bytes in
 //! flight. Here every address of a batch is known before its first load returns, so a batch's
 //! index and value loads all leave together, then its gathers, then its products, in slot order:
-//! the sum is the one the slot-by-slot loop makes, bit for bit. Slots past the run's end are
-//! predicated off (`@p ld.global.nc`: no request, no branch); a padding slot inside the run costs
-//! its index and value loads, which the short padding of ELL, SELL and BRC makes cheap.
+//! the sum is the one the slot-by-slot loop makes, bit for bit. A batch holds exactly the slots
+//! left, up to 8 (its size a constant picked by a `match`), so no slot past the run's end is
+//! addressed, and no index or value load needs a predicate; a padding slot inside the run costs its
+//! index and value loads, which the short padding of ELL, SELL and BRC makes cheap, while its gather
+//! and its `fma` are predicated off. On short runs the instructions issued, not the bytes, set the
+//! pace (docs/PERF.md, section 31), hence running pointers and no dead steps.
 //!
 //! The walk is generic over how a slot stores its column ([`SlotColumns`]: a plain index, or a
 //! 16-bit offset from the run's row) and its value ([`Widen`]: the product's type or a narrower
@@ -25,11 +28,9 @@ pub(super) trait SlotColumns: Copy {
     type Stored: Load + PartialEq;
     /// The stored form of a padding slot.
     const PAD: Self::Stored;
-    /// The address of slot `slot`.
-    ///
-    /// # Safety
-    /// `slot` lies inside the run's array.
-    unsafe fn at(self, slot: usize) -> *const Self::Stored;
+    /// The address of slot `slot`, computed with wrapping arithmetic: only a slot inside the run's
+    /// array may be loaded from it.
+    fn at(self, slot: usize) -> *const Self::Stored;
     /// The column of a slot that stores `stored`, not [`SlotColumns::PAD`].
     fn column(self, stored: Self::Stored) -> usize;
     /// What a slot of this run stores for `column`, the inverse of [`SlotColumns::column`]; `None`
@@ -43,9 +44,8 @@ impl SlotColumns for *const u32 {
     const PAD: u32 = PAD_COL;
 
     #[inline(always)]
-    unsafe fn at(self, slot: usize) -> *const u32 {
-        // SAFETY: guaranteed by the caller.
-        unsafe { self.add(slot) }
+    fn at(self, slot: usize) -> *const u32 {
+        self.wrapping_add(slot)
     }
 
     #[inline(always)]
@@ -72,9 +72,8 @@ impl SlotColumns for RowDeltas {
     const PAD: i16 = PAD_DELTA;
 
     #[inline(always)]
-    unsafe fn at(self, slot: usize) -> *const i16 {
-        // SAFETY: guaranteed by the caller.
-        unsafe { self.deltas.add(slot) }
+    fn at(self, slot: usize) -> *const i16 {
+        self.deltas.wrapping_add(slot)
     }
 
     #[inline(always)]
@@ -89,13 +88,21 @@ impl SlotColumns for RowDeltas {
     }
 }
 
-/// Slots a thread loads together: 8 index and 8 value loads, then up to 8 gathers, in flight at
-/// once. Measured on an H200 (PERF section 27) against the slot-by-slot loop: ELL 1.23-1.89x
-/// faster, BRC 1.14-1.74x on its wide blocks.
+/// Slots a thread loads together at most: 8 index and 8 value loads, then up to 8 gathers, in
+/// flight at once. Measured on an H200 (PERF section 27) against the slot-by-slot loop: ELL
+/// 1.23-1.89x faster, BRC 1.14-1.74x on its wide blocks.
 const BATCH: usize = 8;
 
 /// `sum_k values[s_k] * x[column(s_k)]` over the slots `s_k = first + k * stride`, `k < width`, in
 /// order of `k`, skipping padding slots; each value widened to `T` exactly.
+///
+/// On short runs (5-27 slots) the walk is bound by the instructions it issues, not by its bytes
+/// (Nsight Compute in docs/PERF.md, section 31, which measured DIA's walk cut the same way), so it
+/// issues few a slot: a batch has exactly the slots left, up to [`BATCH`] (a constant `N` picked by a `match`,
+/// so no step is past the run's end and no index or value load is predicated), the addresses are
+/// running pointers (one add a slot, no `first + k * stride` product), and a padding slot is kept out
+/// of the sum by a predicated `fma` ([`Real::fma_if`]) rather than a select, which the compiler would
+/// turn into a branch with the step's loads sunk into it (see [`Run::batch`]).
 ///
 /// # Safety
 /// Every slot `first + k * stride` with `k < width` lies inside `cols` and `values`, which no thread
@@ -110,40 +117,92 @@ pub(super) unsafe fn padded_dot<C: SlotColumns, V: Widen<T>, T: Real>(
     stride: usize,
     width: u32,
 ) -> T {
+    let run = Run { cols, x, stride };
+    // The slot the next batch starts at (computed with wrapping arithmetic: past the last batch,
+    // and before the first of an empty run, it may lie outside the arrays, where it is never loaded).
+    let mut stored = cols.at(first);
+    let mut values = values.wrapping_add(first);
     let mut sum = T::ZERO;
-    // Slots walked so far; the next batch's steps are `done + j`, live while `j < width - done`
-    // (no sum past `width`, which may be as large as `u32::MAX`).
-    let mut done = 0u32;
-    while done < width {
-        let left = width - done;
-        let mut batch_cols = [C::PAD; BATCH];
-        let mut batch_values = [T::ZERO; BATCH];
-        for j in 0..BATCH {
-            let live = (j as u32) < left;
-            // A dead step addresses the run's last slot (in bounds) and loads nothing.
-            let slot = first + (done + (j as u32).min(left - 1)) as usize * stride;
-            // SAFETY: `slot` is one of the run's slots (the caller's contract).
-            unsafe {
-                let col = C::Stored::load_nc_or_zero(cols.at(slot), live);
-                batch_cols[j] = if live { col } else { C::PAD };
-                batch_values[j] = V::load_widened_or_zero(values.add(slot), live);
-            }
+    // Slots not walked yet, counted down (no sum past `width`, which may be as large as `u32::MAX`).
+    let mut left = width;
+    while left > 0 {
+        // SAFETY: the batch's `min(left, BATCH)` slots are the next ones of the run (the caller's
+        // contract), and `stored` and `values` are at the first of them.
+        unsafe {
+            sum = match left {
+                1 => run.batch::<V, 1>(sum, &mut stored, &mut values),
+                2 => run.batch::<V, 2>(sum, &mut stored, &mut values),
+                3 => run.batch::<V, 3>(sum, &mut stored, &mut values),
+                4 => run.batch::<V, 4>(sum, &mut stored, &mut values),
+                5 => run.batch::<V, 5>(sum, &mut stored, &mut values),
+                6 => run.batch::<V, 6>(sum, &mut stored, &mut values),
+                7 => run.batch::<V, 7>(sum, &mut stored, &mut values),
+                _ => run.batch::<V, BATCH>(sum, &mut stored, &mut values),
+            };
         }
-        let mut xs = [T::ZERO; BATCH];
-        for j in 0..BATCH {
-            let entry = batch_cols[j] != C::PAD;
-            let col = if entry { cols.column(batch_cols[j]) } else { 0 };
-            // SAFETY: a slot that is not padding decodes to a column below the length of `x`; a
-            // padding step loads nothing (its address, `x` itself, is not dereferenced).
-            xs[j] = unsafe { T::load_nc_or_zero(x.add(col), entry) };
-        }
-        for j in 0..BATCH {
-            let next = batch_values[j].fma(xs[j], sum);
-            sum = if batch_cols[j] != C::PAD { next } else { sum };
-        }
-        done = done.saturating_add(BATCH as u32);
+        left = left.saturating_sub(BATCH as u32);
     }
     sum
+}
+
+/// One run's walk: what every batch of its slots needs.
+#[derive(Clone, Copy)]
+struct Run<C, T> {
+    cols: C,
+    x: *const T,
+    stride: usize,
+}
+
+impl<C: SlotColumns, T: Real> Run<C, T> {
+    /// `sum` plus the products of the `N <= BATCH` slots whose columns `stored` and values `values`
+    /// enter at, in order, skipping padding; both pointers leave `N` slots (`N * stride` elements)
+    /// further. `N` is a constant, so that a batch has no dead steps to predicate off: a run of 5
+    /// slots is one batch of 5.
+    ///
+    /// Every index and value load of the batch is issued first, then every gather of `x`, then the
+    /// `fma`s in slot order: the sum of the slot-by-slot loop, bit for bit. A padding slot's gather
+    /// stays predicated off (`@p ld.global.nc`, no request) rather than reading some element of `x`
+    /// as DIA's does: these kernels are not told the length of `x`, and a run may be all padding
+    /// where `x` has no element at all. Its `fma` is predicated off too ([`Real::fma_if`]): a select
+    /// there lets the compiler branch around the `fma` and sink the step's loads (pure asm) into the
+    /// branch, behind the later steps' products.
+    ///
+    /// # Safety
+    /// The `N` slots at `*stored` and `*values`, each `stride` elements after the one before, are
+    /// slots of the run (see [`padded_dot`]).
+    #[inline(always)]
+    unsafe fn batch<V: Widen<T>, const N: usize>(
+        self,
+        mut sum: T,
+        stored: &mut *const C::Stored,
+        values: &mut *const V,
+    ) -> T {
+        let mut cols = [C::PAD; N];
+        let mut vs = [T::ZERO; N];
+        for j in 0..N {
+            // SAFETY: slot `j < N` of the batch is a slot of the run (the caller's contract).
+            unsafe {
+                cols[j] = C::Stored::load_nc(*stored);
+                vs[j] = V::load_widened(*values);
+            }
+            // The next slot lies `stride` further (past the arrays after the run's last slot, where
+            // it is never loaded).
+            *stored = stored.wrapping_add(self.stride);
+            *values = values.wrapping_add(self.stride);
+        }
+        let mut xs = [T::ZERO; N];
+        for j in 0..N {
+            let entry = cols[j] != C::PAD;
+            // SAFETY: a slot that is not padding decodes to a column below the length of `x`; a
+            // padding slot's load is predicated off, its address (computed with wrapping arithmetic)
+            // never dereferenced.
+            xs[j] = unsafe { T::load_nc_or_zero(self.x.wrapping_add(self.cols.column(cols[j])), entry) };
+        }
+        for j in 0..N {
+            sum = vs[j].fma_if(xs[j], sum, cols[j] != C::PAD);
+        }
+        sum
+    }
 }
 
 /// `y = alpha * A * x + beta * y` over ELL's column-major slots, a thread per row with a grid stride:

@@ -14,13 +14,6 @@ pub(super) trait Widen<T>: Copy {
     /// # Safety
     /// `p` is a valid, aligned global address of a value that no thread writes during the kernel.
     unsafe fn load_widened(p: *const Self) -> T;
-
-    /// The value at `p`, widened, when `live`; else zero, with no request (a predicated load, as
-    /// [`Load::load_nc_or_zero`]).
-    ///
-    /// # Safety
-    /// As [`Widen::load_widened`] when `live`; when not, `p` is not dereferenced.
-    unsafe fn load_widened_or_zero(p: *const Self, live: bool) -> T;
 }
 
 impl<T: Real> Widen<T> for T {
@@ -29,12 +22,6 @@ impl<T: Real> Widen<T> for T {
         // SAFETY: guaranteed by the caller.
         unsafe { T::load_nc(p) }
     }
-
-    #[inline(always)]
-    unsafe fn load_widened_or_zero(p: *const T, live: bool) -> T {
-        // SAFETY: guaranteed by the caller.
-        unsafe { T::load_nc_or_zero(p, live) }
-    }
 }
 
 impl Widen<f64> for f32 {
@@ -42,12 +29,6 @@ impl Widen<f64> for f32 {
     unsafe fn load_widened(p: *const f32) -> f64 {
         // SAFETY: guaranteed by the caller.
         f64::from(unsafe { f32::load_nc(p) })
-    }
-
-    #[inline(always)]
-    unsafe fn load_widened_or_zero(p: *const f32, live: bool) -> f64 {
-        // SAFETY: guaranteed by the caller.
-        f64::from(unsafe { f32::load_nc_or_zero(p, live) })
     }
 }
 
@@ -67,13 +48,6 @@ macro_rules! widen_half {
                 // SAFETY: guaranteed by the caller; the type is a transparent `u16`.
                 $to_f32(unsafe { u16::load_nc(p.cast()) })
             }
-
-            #[inline(always)]
-            unsafe fn load_widened_or_zero(p: *const $half, live: bool) -> f32 {
-                // SAFETY: guaranteed by the caller; the type is a transparent `u16`, and zero's bits
-                // are +0 in both 16-bit formats.
-                $to_f32(unsafe { u16::load_nc_or_zero(p.cast(), live) })
-            }
         }
 
         impl Widen<f64> for $half {
@@ -81,12 +55,6 @@ macro_rules! widen_half {
             unsafe fn load_widened(p: *const $half) -> f64 {
                 // SAFETY: forwarded.
                 f64::from(unsafe { <$half as Widen<f32>>::load_widened(p) })
-            }
-
-            #[inline(always)]
-            unsafe fn load_widened_or_zero(p: *const $half, live: bool) -> f64 {
-                // SAFETY: forwarded.
-                f64::from(unsafe { <$half as Widen<f32>>::load_widened_or_zero(p, live) })
             }
         }
     )+};

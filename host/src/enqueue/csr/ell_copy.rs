@@ -8,7 +8,7 @@
 //! 91-100% of the CSR floor on the stencils and from 80-82% to 83-88% on fem3d-27 (docs/PERF.md,
 //! sections 27 and 28). Then fewer bytes and fewer waits (section 30): where every column lies
 //! within `i16::MAX` of its row, the columns take 2 bytes (`formats/compressed_ell.rs`); where the
-//! entries lie on at most 32 diagonals, none at all, and a row's gathers of `x` wait on no load of
+//! entries lie on at most 128 diagonals, none at all, and a row's gathers of `x` wait on no load of
 //! the matrix (`formats/dia.rs`): 123-145% of the CSR floor on those matrices. The sums stay ELL's,
 //! bit for bit (DIA is taken only where every row's columns increase). The host keeps no columns, so each form's build
 //! kernel finds out on the device whether the matrix takes it. The copy costs device memory (at
@@ -18,7 +18,7 @@
 use super::super::launch::launch;
 use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceDia, DeviceEll, EllCopy, Gpu, addr};
 use crate::formats::convert::narrow;
-use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding};
+use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding, presence_words};
 use crate::formats::ell::check_padding_of;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -48,7 +48,7 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
         value: width,
         limit: usize::MAX / rows.max(1),
     })?;
-    if let Some(dia) = build_dia(a, gpu)? {
+    if let Some(dia) = build_dia(a, gpu, None)? {
         return Ok(EllCopy::Dia(dia));
     }
     let sizes = (a.ncols(), a.nnz());
@@ -69,18 +69,39 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
     Ok(EllCopy::Plain(ell))
 }
 
+/// The ELL copy of `a` where it is DIA of at most `max_bytes_over_csr` times the CSR matrix's bytes
+/// (DIA reads every slot of its diagonals, present or not): [`Kernel::Auto`](super::Kernel::Auto)'s
+/// look, which builds no other form (`None` then, once and for all; see
+/// [`DeviceCsr::dia_copy_or_build`]).
+pub(super) fn dia_copy<'a, T: Scalar>(
+    a: &'a DeviceCsr<T>,
+    gpu: &Gpu,
+    max_bytes_over_csr: f64,
+) -> Result<Option<&'a DeviceDia<T>>> {
+    a.dia_copy_or_build(|| build_dia(a, gpu, Some(max_bytes_over_csr)))
+}
+
 /// The DIA copy of `a`, built and waited for, where its entries lie on at most
-/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them and every row's columns increase
-/// (so that DIA sums in CSR's order); `None` elsewhere, and where the device has no memory for it
-/// (the smaller forms may still fit). The buffers of an attempt are freed.
-fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
-    match try_build_dia(a, gpu) {
+/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them (and, with `max_bytes_over_csr`,
+/// they take at most that times the CSR bytes) and every row's columns increase (so that DIA sums
+/// in CSR's order); `None` elsewhere, and where the device has no memory for it (the smaller forms
+/// may still fit). The buffers of an attempt are freed.
+fn build_dia<T: Scalar>(
+    a: &DeviceCsr<T>,
+    gpu: &Gpu,
+    max_bytes_over_csr: Option<f64>,
+) -> Result<Option<DeviceDia<T>>> {
+    match try_build_dia(a, gpu, max_bytes_over_csr) {
         Err(Error::DeviceMemory { .. }) => Ok(None),
         built => built,
     }
 }
 
-fn try_build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
+fn try_build_dia<T: Scalar>(
+    a: &DeviceCsr<T>,
+    gpu: &Gpu,
+    max_bytes_over_csr: Option<f64>,
+) -> Result<Option<DeviceDia<T>>> {
     let rows = narrow("the row count", a.nrows())?;
     let table = gpu.upload(&[DIA_EMPTY_SLOT; DIA_OFFSET_TABLE as usize])?;
     let (claimed, overflow) = (gpu.alloc_zeros::<u32>(1)?, gpu.alloc_zeros::<u32>(1)?);
@@ -104,14 +125,20 @@ fn try_build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<Device
     let diagonals = offsets.len();
     // The kernel raised the overflow past `DIA_MAX_DIAGONALS` claims; the count is checked here too,
     // since the DIA kernels' presence words hold no more.
+    let row_bytes = diagonals * size_of::<T>() + presence_words(diagonals) * size_of::<u32>();
+    let csr_bytes = (a.nrows() + 1) * size_of::<u32>() + a.nnz() * (size_of::<u32>() + size_of::<T>());
+    let too_large =
+        max_bytes_over_csr.is_some_and(|most| (a.nrows() * row_bytes) as f64 > most * csr_bytes as f64);
     if diagonals > DIA_MAX_DIAGONALS
+        || too_large
         || check_dia_padding::<T>(a.nrows(), a.nnz(), diagonals, size_of::<T>()).is_err()
     {
         return Ok(None);
     }
     let shape = (rows, narrow("the column count", a.ncols())?, narrow("the diagonal count", diagonals)?);
     let values = gpu.alloc_zeros::<T>(a.nrows() * diagonals)?;
-    let parts = (gpu.upload(&offsets)?, gpu.alloc_zeros::<u32>(a.nrows())?, values);
+    let words = gpu.alloc_zeros::<u32>(a.nrows() * presence_words(diagonals))?;
+    let parts = (gpu.upload(&offsets)?, words, values);
     let dia = DeviceDia::from_device_parts(gpu, parts, shape, a.nnz(), 0.0);
     let disordered = gpu.alloc_zeros::<u32>(1)?;
     fill_dia(a, &dia, gpu, Some(addr(&disordered, gpu)))?;
@@ -145,7 +172,8 @@ fn fill_dia<T: Scalar>(
     let grid = grid_blocks(u64::from(params.dia.rows), BLOCK_SIZE);
     // SAFETY: `a` is valid CSR of `dia`'s rows, in `gpu`'s context with `dia`; `dia`'s offsets are
     // every `column - row` of `a`, increasing (collected by `dia_offsets_from_csr` before), its
-    // values zeroed at allocation, and it holds `diagonals * rows` values and `rows` words;
+    // values zeroed at allocation, and it holds `diagonals * rows` values and the rows' presence
+    // words;
     // `disordered`, read only with `pattern`, is then a zeroed word the kernel alone changes,
     // atomically. A refresh is ordered as `fill_plain`'s. The kernel grid-strides over the rows.
     unsafe { launch(gpu, gpu.kernel::<T>(abi::DIA_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params) }

@@ -82,7 +82,7 @@ pub enum Kernel {
     /// is asked for and the matrix keeps, as it keeps the other strategies' data
     /// (`host/src/enqueue/csr/ell_copy.rs`), multiplied a thread per row with no row offsets to
     /// read. The copy takes the most compact form the matrix allows, which only the device, holding
-    /// the columns, can tell: DIA where the entries lie on at most 32 diagonals (no column stored;
+    /// the columns, can tell: DIA where the entries lie on at most 128 diagonals (no column stored;
     /// `kernels-gpu/src/formats/dia.rs`), else ELL with each column a 16-bit offset from its row
     /// where every column lies within `i16::MAX` of it (`compressed_ell.rs`), else plain ELL
     /// (`ell.rs`). The sums are ELL's bit for bit (DIA is taken only where every row's columns

@@ -9,10 +9,10 @@ mod rule;
 pub(crate) use ell_copy::refresh_ell_copy;
 pub use kernel::Kernel;
 pub use rule::{
-    AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW,
-    ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node, PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM,
-    PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target, ell_copy_term, panels_term, panels_timed,
-    resolve_leaf, rule_for, width_kernel,
+    AUTO_PANEL_BLOCK_SIZE, AUTO_PANEL_KIB, COLD_RULE, DIA_COPY_MAX_BYTES, ELL_COPY_MAX_PADDING,
+    ELL_COPY_MAX_ROW, ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node, PANELS_BENCH_MIN_SEGMENT,
+    PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target, dia_copy_term,
+    ell_copy_term, panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
 };
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
@@ -102,7 +102,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
         let launch = match kernel {
             // `Kernel::auto_for` never answers `Auto`.
             Kernel::Auto => {
-                let chosen = gpu.auto_kernel::<T>(self.stats(), Regime::Cold);
+                let chosen = gpu.resolve_auto(self, Regime::Cold)?;
                 return match self.prepare(gpu, chosen) {
                     Err(e) if chosen.term_refused(&e) => {
                         self.prepare(gpu, gpu.auto_kernel_without_terms::<T>(self.stats(), Regime::Cold))
@@ -285,8 +285,27 @@ impl Gpu {
         Kernel::auto_without_terms(stats, size_of::<T>(), self.target(), regime)
     }
 
+    /// What [`Kernel::Auto`] stands for in products of `a` in `regime`: the rule's choice
+    /// ([`Gpu::auto_kernel`]), or, where that is a kernel on the CSR arrays and the DIA-copy term
+    /// says to look ([`dia_copy_term`]), [`Kernel::CsrEllCopy`] if the device finds the matrix on
+    /// few enough diagonals that its copy is DIA of at most [`DIA_COPY_MAX_BYTES`] times the CSR
+    /// bytes. The look builds that copy (and keeps it), or nothing: it runs once per matrix.
+    pub(crate) fn resolve_auto<T: Scalar>(&self, a: &DeviceCsr<T>, regime: Regime) -> Result<Kernel> {
+        let chosen = self.auto_kernel::<T>(a.stats(), regime);
+        let on_csr = !matches!(chosen, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy);
+        if on_csr && dia_copy_term(a.stats(), size_of::<T>(), self.target()) {
+            match ell_copy::dia_copy(a, self, DIA_COPY_MAX_BYTES) {
+                Ok(Some(_)) => return Ok(Kernel::CsrEllCopy),
+                Ok(None) => {}
+                Err(e) if Kernel::CsrEllCopy.term_refused(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(chosen)
+    }
+
     /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
-    /// regime's choice ([`Gpu::auto_kernel`]; where that is the column-panel kernel and the plan
+    /// regime's choice ([`Gpu::resolve_auto`]; where that is the column-panel kernel and the plan
     /// refuses it, [`Gpu::auto_kernel_without_terms`]); any other kernel is planned as it is. A
     /// plan of the hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
@@ -298,7 +317,7 @@ impl Gpu {
         if kernel != Kernel::Auto {
             return Ok(self.plan(a, kernel)?.in_regime(regime));
         }
-        let chosen = self.auto_kernel::<T>(a.stats(), regime);
+        let chosen = self.resolve_auto(a, regime)?;
         let plan = match self.plan(a, chosen) {
             Err(e) if chosen.term_refused(&e) => {
                 self.plan(a, self.auto_kernel_without_terms::<T>(a.stats(), regime))?

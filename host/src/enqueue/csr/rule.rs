@@ -304,6 +304,27 @@ pub fn ell_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> Op
     applies.then_some(Kernel::CsrEllCopy)
 }
 
+/// The DIA copy's bytes over the CSR matrix's up to which Auto takes it where the ELL-copy term
+/// does not apply ([`dia_copy_term`]): DIA reads every slot of its diagonals, present or not, and
+/// its walk reached about 74% of the streaming bandwidth on its own bytes where the vector kernel
+/// reached 83% on CSR's (band-64 f64, whose DIA takes 0.88 of its CSR bytes, ran level with the
+/// vector kernel; in f32, at 0.67, 1.37x faster: H100, docs/PERF.md section 31).
+pub const DIA_COPY_MAX_BYTES: f64 = 0.85;
+
+/// Whether [`Kernel::Auto`] looks for a DIA copy of a matrix the ELL-copy term leaves
+/// ([`ell_copy_term`]): a matrix without rows longer than DIA's diagonals
+/// ([`DIA_MAX_DIAGONALS`](kernels_gpu::abi::DIA_MAX_DIAGONALS)) whose CSR bytes (values of
+/// `value_bytes` bytes) are at least [`ELL_COPY_MIN_L2`] times `target`'s L2. Only the device,
+/// which holds the columns, can tell how many diagonals there are: the plan then builds the copy
+/// where it is DIA of at most [`DIA_COPY_MAX_BYTES`] times the CSR bytes, and else keeps the rule's
+/// kernel (finding out costs one pass over the columns, once per matrix). Constant time.
+pub fn dia_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> bool {
+    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
+    stats.nnz > 0
+        && stats.max <= kernels_gpu::abi::DIA_MAX_DIAGONALS as usize
+        && csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64
+}
+
 /// What the fitted rule knows of the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -733,6 +754,22 @@ mod tests {
         for a in [planar, band, small, stats(0, 0), stats(1000, 0)] {
             assert_eq!(ell_copy_term(&a, 4, TARGET), None, "{a:?}");
             assert_eq!(ell_copy_term(&a, 8, TARGET), None, "{a:?}");
+        }
+    }
+
+    /// Auto looks for a DIA copy of band-64 (rows of up to 81 past twice the L2), not of a matrix
+    /// with a row longer than DIA's diagonals, the L2 holds, or without entries.
+    #[test]
+    fn the_dia_copy_term_looks_at_large_matrices_of_rows_up_to_128() {
+        let suite = |rows: usize, nnz: usize, max: usize| RowStats { max, ..stats(rows, nnz) };
+        let band = suite(312_000, 19_946_232, 81);
+        let wide = suite(72_000, 28_728_000, 520);
+        let small = suite(10_000, 640_000, 81);
+        for value_bytes in [4, 8] {
+            assert!(dia_copy_term(&band, value_bytes, TARGET), "{band:?}");
+            for a in [wide, small, stats(0, 0), stats(1000, 0)] {
+                assert!(!dia_copy_term(&a, value_bytes, TARGET), "{a:?}");
+            }
         }
     }
 
