@@ -19,7 +19,10 @@ pub enum Kernel {
     /// Chosen from the matrix's row statistics and the GPU by the rule fitted to measurements
     /// ([`Kernel::auto_for`]; for the regime a plan names, [`Gpu::plan_for`](crate::Gpu::plan_for),
     /// cold otherwise), in constant time. For a large matrix of rows of one length that is
-    /// [`Kernel::CsrEllCopy`], whose copy of the matrix the first plan allocates and the matrix keeps.
+    /// [`Kernel::CsrEllCopy`], whose copy of the matrix the first plan allocates and the matrix keeps;
+    /// for a large matrix of rows of up to 128 entries the first plan asks the device how many
+    /// diagonals it has, once ([`dia_copy_term`](super::rule::dia_copy_term)), and takes the copy
+    /// where it is DIA small enough.
     #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
@@ -95,7 +98,8 @@ pub enum Kernel {
     /// [`ELL_MAX_PADDING_RATIO`](crate::formats::ELL_MAX_PADDING_RATIO) times the CSR bytes, before
     /// anything is allocated ([`FormatError::EllPadding`](crate::FormatError::EllPadding)). New
     /// values ([`DeviceCsr::update_values`](crate::DeviceCsr::update_values)) reach the copy on the
-    /// stream. Auto takes it where [`ell_copy_term`](super::rule::ell_copy_term) says so.
+    /// stream. Auto takes it where [`ell_copy_term`](super::rule::ell_copy_term) says so, and where
+    /// [`dia_copy_term`](super::rule::dia_copy_term) does and the copy is DIA.
     CsrEllCopy,
 }
 
