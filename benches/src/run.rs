@@ -658,7 +658,9 @@ fn tune<T: Scalar>(
         let plan = gpu.plan(&s.a, kernel)?;
         Ok(time_gpu(gpu, |_| Ok(plan.spmv(one, &s.x, zero, &mut s.y)?))?.median_us)
     };
-    let auto = gpu.auto_kernel::<T>(sets[0].a.stats(), Regime::Hot);
+    // Auto's choice, where the tuner starts: its plan asks the device where the rule's DIA-copy term
+    // says to (`Gpu::plan_for`).
+    let auto = gpu.plan_for(&sets[0].a, Kernel::Auto, Regime::Hot)?.kernel();
     let auto_us = hot(auto, &mut sets[0])?;
     let rule_us = hot(rule, &mut sets[0])?;
     let mut max_err = check_kernel(gpu, rule, sets, check)?;

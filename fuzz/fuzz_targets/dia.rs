@@ -313,8 +313,9 @@ fn check<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>, faults: &Faults) {
     match Dia::<T, V>::try_from_csr(a) {
         Ok(dia) => {
             assert!(fits_u32, "{what}: accepted a matrix past 32 bits");
-            let diagonals =
-                diagonals.as_ref().unwrap_or_else(|e| panic!("{what}: accepted, but {e:?} is past 32"));
+            let diagonals = diagonals
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{what}: accepted, but {e:?} is past the limit"));
             let (dia_bytes, limit_bytes) = padding::<T, V>(a, diagonals.len());
             assert!(dia_bytes <= limit_bytes, "{what}: accepted {dia_bytes} bytes, over {limit_bytes}");
             assert_eq!(out, None, "{what}: accepted a value out of range");
@@ -339,7 +340,7 @@ fn check<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>, faults: &Faults) {
             assert!(fits_u32, "{what}: past 32 bits, but refused for its padding");
             let diagonals = diagonals
                 .as_ref()
-                .unwrap_or_else(|e| panic!("{what}: refused the padding, but {e:?} is past 32"));
+                .unwrap_or_else(|e| panic!("{what}: refused the padding, but {e:?} is past the limit"));
             assert_eq!(count, diagonals.len(), "{what}: diagonals");
             let expected = padding::<T, V>(a, count);
             assert_eq!((dia_bytes, limit_bytes), expected, "{what}: the padding's bytes");

@@ -369,7 +369,8 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
     /// Every kernel the tuner can reach on any matrix, for an exhaustive search to compare with.
     /// Where Auto's panel term applies the tuner also reaches the column-panel kernels of
     /// [`Kernel::PANEL_KIB`] and [`TUNE_PANEL_BLOCK_SIZES`], and where its ELL-copy term applies
-    /// [`Kernel::CsrEllCopy`], which this list leaves out: they are timed only on such matrices.
+    /// (or its look for a DIA copy finds one) [`Kernel::CsrEllCopy`], which this list leaves out:
+    /// they are timed only on such matrices.
     pub fn search_space() -> Vec<Kernel> {
         search_space()
     }

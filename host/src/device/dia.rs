@@ -41,11 +41,10 @@ impl Gpu {
 
 impl<T: Scalar, V: ValueStorage<T>> DeviceDia<T, V> {
     /// A DIA matrix of `rows` rows, `cols` columns and `diagonals` diagonals over its offsets,
-    /// presence words and values (`diagonals`, `presence_words(diagonals) * rows` and `diagonals *
-    /// rows` elements), holding `nnz`
-    /// entries, its values rounded by at most `max_rounding`, whose arrays the caller has filled or
-    /// fills on the stream before any product reads them (the DIA copy of a CSR matrix,
-    /// `enqueue/csr/ell_copy.rs`).
+    /// presence words and values (`diagonals`, `dia_presence_words(diagonals) * rows` and
+    /// `diagonals * rows` elements), holding `nnz` entries, its values rounded by at most
+    /// `max_rounding`, whose arrays the caller has filled or fills on the stream before any product
+    /// reads them (the DIA copy of a CSR matrix, `enqueue/csr/ell_copy.rs`).
     pub(crate) fn from_device_parts(
         gpu: &Gpu,
         (offsets, present, values): (CudaSlice<i64>, CudaSlice<u32>, CudaSlice<V>),

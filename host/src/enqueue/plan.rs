@@ -113,8 +113,11 @@ impl Gpu {
     /// the first plan of a CSR strategy that cuts rows is an O(rows) pass on the host and an upload;
     /// of the first plan of [`Kernel::CsrEllCopy`](crate::Kernel::CsrEllCopy) (which Auto takes for
     /// large matrices of rows of one length), the copy's allocation, about the matrix's bytes
-    /// again and kept with it, and a launch that fills it, waited for; every other plan costs a few
-    /// hundred nanoseconds.
+    /// again and kept with it, and a launch that fills it, waited for; of the first plan of
+    /// [`Kernel::Auto`](crate::Kernel::Auto) for a large matrix of rows of at most 128 entries
+    /// ([`dia_copy_term`](crate::rule::dia_copy_term)), a launch that counts its diagonals, waited
+    /// for, and the copy where it is DIA small enough; every other plan costs a few hundred
+    /// nanoseconds.
     pub fn plan<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized>(
         &'a self,
         a: &'a A,
@@ -130,8 +133,9 @@ impl Gpu {
     /// `y = alpha * A * x + beta * y` with the format's default strategy ([`Kernel::Auto`](
     /// crate::Kernel::Auto) for CSR): [`Gpu::plan`] and [`Plan::spmv`] in one call. `x` and `y` may
     /// be [`DeviceVector`](crate::DeviceVector)s or the caller's cudarc buffers ([`VectorRef`]).
-    /// Enqueued on [`Gpu::stream`]; returns without waiting. On error no product is launched (the
-    /// first product of a matrix whose strategy builds data, as [`Gpu::plan`] says, may have built it).
+    /// Enqueued on [`Gpu::stream`]; returns without waiting, but for what the first product of a
+    /// matrix whose strategy builds data waits for, as [`Gpu::plan`] says. On error no product is
+    /// launched (that first product may have built its data).
     pub fn spmv<T, A, X, Y>(&self, alpha: T, a: &A, x: &X, beta: T, y: &mut Y) -> Result<()>
     where
         T: Scalar,

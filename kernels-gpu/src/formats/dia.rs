@@ -8,8 +8,8 @@
 //! section 30). A matrix whose entries lie on a few diagonals needs no column per entry: entry `d` of
 //! row `r` is column `r + offsets[d]`, the offsets being one small array every warp reads from L1.
 //! So a row's value loads, its presence word and its gathers of `x` all leave at once, and only the
-//! values and a word a row per 32 diagonals stream from memory (4 bytes a row, where ELL's offsets
-//! take 2 a slot).
+//! values and a word a row per 32 diagonals stream from memory (4 bytes a row per 32 diagonals,
+//! where ELL's offsets take 2 a slot).
 //!
 //! Bell & Garland store a zero where a row has no entry on a diagonal and multiply it like any
 //! other; here the presence bit keeps such a slot out of the sum, so an infinite or NaN `x` there
@@ -50,8 +50,9 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
     while row < u64::from(p.a.rows) {
         let r = row as usize;
         let walk = Walk { rows, row: r as u32, last_col, x: p.op.x.as_ptr() };
-        // SAFETY: `r < rows`, so `values + r` is the row's entry on diagonal 0.
-        let mut values = unsafe { p.a.values.as_ptr().add(r) };
+        // The row's entry on diagonal 0 (no address at all where there are no diagonals, and the
+        // values may then be a null slice: wrapping, never loaded).
+        let mut values = p.a.values.as_ptr().wrapping_add(r);
         let mut sum = T::ZERO;
         let mut first = 0;
         let mut present = 0;
@@ -62,8 +63,8 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
                 // SAFETY: `word < dia_presence_words(diagonals)`, and `r < rows`.
                 present = unsafe { u32::load_nc(p.a.present.as_ptr().add(word * rows + r)) };
             }
-            // SAFETY: diagonals `first .. first + n` exist, `values` is at diagonal `first`, and
-            // `present`'s bits at or past `diagonals` are clear.
+            // SAFETY: the batch's diagonals `first .. first + min(8, diagonals - first)` exist,
+            // `values` is at diagonal `first`, and `present`'s bits at or past `diagonals` are clear.
             unsafe {
                 let offsets = p.a.offsets.as_ptr().add(first as usize);
                 let bits = present >> (first % DIA_WORD_BITS);

@@ -48,7 +48,7 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
         value: width,
         limit: usize::MAX / rows.max(1),
     })?;
-    if let Some(dia) = build_dia(a, gpu, None)? {
+    if let Some(dia) = build_dia(a, gpu)? {
         return Ok(EllCopy::Dia(dia));
     }
     let sizes = (a.ncols(), a.nnz());
@@ -73,30 +73,40 @@ fn build<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<EllCopy<T>> {
 /// (DIA reads every slot of its diagonals, present or not): [`Kernel::Auto`](super::Kernel::Auto)'s
 /// look, which builds no other form (`None` then, once and for all; see
 /// [`DeviceCsr::dia_copy_or_build`]).
+///
+/// A copy a plan of [`Kernel::CsrEllCopy`](super::Kernel::CsrEllCopy) built before, whose DIA may be
+/// larger, is answered by the same bound. The device's lack of memory is an error here (Auto falls
+/// back on it), not a finding: the look may be made again.
 pub(super) fn dia_copy<'a, T: Scalar>(
     a: &'a DeviceCsr<T>,
     gpu: &Gpu,
     max_bytes_over_csr: f64,
 ) -> Result<Option<&'a DeviceDia<T>>> {
-    a.dia_copy_or_build(|| build_dia(a, gpu, Some(max_bytes_over_csr)))
+    let dia = a.dia_copy_or_build(|| try_build_dia(a, gpu, Some(max_bytes_over_csr)))?;
+    Ok(dia.filter(|dia| within(a, dia.diagonals(), Some(max_bytes_over_csr))))
 }
 
-/// The DIA copy of `a`, built and waited for, where its entries lie on at most
-/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them (and, with `max_bytes_over_csr`,
-/// they take at most that times the CSR bytes) and every row's columns increase (so that DIA sums
-/// in CSR's order); `None` elsewhere, and where the device has no memory for it (the smaller forms
-/// may still fit). The buffers of an attempt are freed.
-fn build_dia<T: Scalar>(
-    a: &DeviceCsr<T>,
-    gpu: &Gpu,
-    max_bytes_over_csr: Option<f64>,
-) -> Result<Option<DeviceDia<T>>> {
-    match try_build_dia(a, gpu, max_bytes_over_csr) {
+/// Whether a DIA copy of `diagonals` diagonals of `a` takes at most `max_bytes_over_csr` times its
+/// CSR bytes (any size without a bound).
+fn within<T: Scalar>(a: &DeviceCsr<T>, diagonals: usize, max_bytes_over_csr: Option<f64>) -> bool {
+    let row_bytes = diagonals * size_of::<T>() + presence_words(diagonals) * size_of::<u32>();
+    let csr_bytes = (a.nrows() + 1) * size_of::<u32>() + a.nnz() * (size_of::<u32>() + size_of::<T>());
+    max_bytes_over_csr.is_none_or(|most| (a.nrows() * row_bytes) as f64 <= most * csr_bytes as f64)
+}
+
+/// The DIA copy of `a` as [`try_build_dia`] builds it without a bound on its bytes, and `None`
+/// where the device has no memory for it (the smaller forms may still fit).
+fn build_dia<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Option<DeviceDia<T>>> {
+    match try_build_dia(a, gpu, None) {
         Err(Error::DeviceMemory { .. }) => Ok(None),
         built => built,
     }
 }
 
+/// The DIA copy of `a`, built and waited for, where its entries lie on at most
+/// [`DIA_MAX_DIAGONALS`] diagonals, DIA's padding limit allows them (and, with `max_bytes_over_csr`,
+/// they take at most that times the CSR bytes) and every row's columns increase (so that DIA sums
+/// in CSR's order); `None` elsewhere. The buffers of an attempt are freed.
 fn try_build_dia<T: Scalar>(
     a: &DeviceCsr<T>,
     gpu: &Gpu,
@@ -125,12 +135,8 @@ fn try_build_dia<T: Scalar>(
     let diagonals = offsets.len();
     // The kernel raised the overflow past `DIA_MAX_DIAGONALS` claims; the count is checked here too,
     // since the DIA kernels' presence words hold no more.
-    let row_bytes = diagonals * size_of::<T>() + presence_words(diagonals) * size_of::<u32>();
-    let csr_bytes = (a.nrows() + 1) * size_of::<u32>() + a.nnz() * (size_of::<u32>() + size_of::<T>());
-    let too_large =
-        max_bytes_over_csr.is_some_and(|most| (a.nrows() * row_bytes) as f64 > most * csr_bytes as f64);
     if diagonals > DIA_MAX_DIAGONALS
-        || too_large
+        || !within(a, diagonals, max_bytes_over_csr)
         || check_dia_padding::<T>(a.nrows(), a.nnz(), diagonals, size_of::<T>()).is_err()
     {
         return Ok(None);

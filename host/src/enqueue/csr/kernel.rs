@@ -17,8 +17,8 @@ use kernels_gpu::abi::{self, BLOCK_SIZE, WARP_SIZE};
 #[non_exhaustive]
 pub enum Kernel {
     /// Chosen from the matrix's row statistics and the GPU by the rule fitted to measurements
-    /// ([`Kernel::auto_for`]; for the regime a plan names, [`Gpu::plan_for`](crate::Gpu::plan_for),
-    /// cold otherwise), in constant time. For a large matrix of rows of one length that is
+    /// ([`Kernel::auto_for`], in constant time; for the regime a plan names,
+    /// [`Gpu::plan_for`](crate::Gpu::plan_for), cold otherwise). For a large matrix of rows of one length that is
     /// [`Kernel::CsrEllCopy`], whose copy of the matrix the first plan allocates and the matrix keeps;
     /// for a large matrix of rows of up to 128 entries the first plan asks the device how many
     /// diagonals it has, once ([`dia_copy_term`](super::rule::dia_copy_term)), and takes the copy

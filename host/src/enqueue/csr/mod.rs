@@ -273,8 +273,9 @@ impl Gpu {
         Target { sm_count: self.sm_count(), l2_bytes: self.l2_bytes() }
     }
 
-    /// The kernel [`Kernel::Auto`] stands for on this GPU for products in `regime` of a matrix of
-    /// these statistics in element type `T` ([`Kernel::auto_for`]).
+    /// The kernel the rule of [`Kernel::Auto`] gives on this GPU for products in `regime` of a
+    /// matrix of these statistics in element type `T` ([`Kernel::auto_for`]): what Auto stands for
+    /// but where its plan finds a DIA copy ([`dia_copy_term`]), which statistics cannot tell.
     pub fn auto_kernel<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
         Kernel::auto_for(stats, size_of::<T>(), self.target(), regime)
     }
