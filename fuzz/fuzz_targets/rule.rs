@@ -3,11 +3,14 @@
 //! call, takes the column panels exactly where `rule::panels_term` does (and then its kernel), only
 //! where the bench times them (`rule::panels_timed`), the ELL copy exactly where `rule::ell_copy_term`
 //! does and the panel term does not, only for rows of at most `rule::ELL_COPY_MAX_ROW` entries, and
-//! `Kernel::auto_without_terms` never takes either.
+//! `Kernel::auto_without_terms` never takes either; `rule::dia_copy_term` (whether Auto's plan asks
+//! the device for a DIA copy) never panics, is the same on every call, and holds only for a matrix
+//! with entries and no row longer than DIA's diagonals.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use gpu_spmv::rule::{ELL_COPY_MAX_ROW, Target, ell_copy_term, panels_term, panels_timed};
+use gpu_spmv::formats::DIA_MAX_DIAGONALS;
+use gpu_spmv::rule::{ELL_COPY_MAX_ROW, Target, dia_copy_term, ell_copy_term, panels_term, panels_timed};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use libfuzzer_sys::fuzz_target;
 
@@ -56,5 +59,11 @@ fuzz_target!(|input: Input| {
             assert_eq!(chosen, copy);
         }
         (None, None) => assert_eq!(chosen, without),
+    }
+    let look = dia_copy_term(&stats, value_bytes, target);
+    assert_eq!(look, dia_copy_term(&stats, value_bytes, target), "deterministic");
+    if look {
+        assert!(stats.nnz > 0, "a DIA look at a matrix without entries");
+        assert!(stats.max <= DIA_MAX_DIAGONALS, "a DIA look at rows of {}", stats.max);
     }
 });
