@@ -156,6 +156,27 @@ pub const DIA_F16: Entry = entry!("spmv_dia_f16");
 /// `spmv_dia_bf16_*`: values stored as bfloat16.
 pub const DIA_BF16: Entry = entry!("spmv_dia_bf16");
 
+/// The fewest diagonals for which a DIA product in f32 takes the wide walk ([`DIA_WIDE`]): more than
+/// one presence word's. On the H100 the wide walk ran band-64 (83 diagonals) 1.13x faster, fem3d-27
+/// (27) 3% slower; one kernel holding both walks ran the stencils 10-16% slower, for the wide
+/// batch's registers (docs/PERF.md, section 31).
+pub const DIA_WIDE_MIN_DIAGONALS: u32 = DIA_WORD_BITS + 1;
+
+/// `spmv_dia_wide_f32`: [`DIA`]'s walk with batches of 16 diagonals in an f32 product (64 bytes of
+/// widened values, as in f64), for matrices of at least [`DIA_WIDE_MIN_DIAGONALS`]: fewer rounds of
+/// loads a row, more registers. An f64 product's batch is 8 either way: [`DIA`]'s entry.
+pub const DIA_WIDE: Entry = Entry { f32: "spmv_dia_wide_f32", f64: DIA.f64 };
+
+/// [`DIA_WIDE`] with values stored as f32 (for an f32 product, [`DIA_WIDE`]'s entry; for an f64
+/// product, [`DIA_F32`]'s).
+pub const DIA_WIDE_F32: Entry = Entry { f32: DIA_WIDE.f32, f64: DIA_F32.f64 };
+
+/// [`DIA_WIDE`] with values stored as binary16.
+pub const DIA_WIDE_F16: Entry = Entry { f32: "spmv_dia_wide_f16_f32", f64: DIA_F16.f64 };
+
+/// [`DIA_WIDE`] with values stored as bfloat16.
+pub const DIA_WIDE_BF16: Entry = Entry { f32: "spmv_dia_wide_bf16_f32", f64: DIA_BF16.f64 };
+
 /// `dia_offsets_from_csr_*`: the diagonals of a CSR matrix, collected on the device.
 pub const DIA_OFFSETS_FROM_CSR: Entry = entry!("dia_offsets_from_csr");
 
@@ -2183,6 +2204,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[ELL, ELL_FROM_CSR, SELL, COO_ATOMIC, COO_SEGMENTED, DENSE_BLOCKS],
     &[COMPRESSED_ELL, COMPRESSED_ELL_F32, COMPRESSED_ELL_F16, COMPRESSED_ELL_BF16, COMPRESSED_ELL_FROM_CSR],
     &[DIA, DIA_F32, DIA_F16, DIA_BF16, DIA_OFFSETS_FROM_CSR, DIA_FROM_CSR],
+    &[DIA_WIDE, DIA_WIDE_F32, DIA_WIDE_F16, DIA_WIDE_BF16],
     &[BRC_PARTIALS, BRC_COMBINE, BRC_PRESCALE, BRC_ATOMIC],
     &[CG_INIT_PLAIN, CG_INIT_JACOBI, CG_ITERATE_PLAIN, CG_ITERATE_JACOBI],
     &LMA_ATOMIC_FULL,

@@ -183,13 +183,18 @@ pub(super) fn prepare_dia<T: Scalar, V: ValueStorage<T>>(
 ) -> Result<Prepared<DiaParams<V, T>>> {
     let params = DiaParams { a: a.args(), op: unset_axpby() };
     let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
-    let f = gpu.kernel::<T>(of_storage::<T, V, _>([abi::DIA, abi::DIA_F32, abi::DIA_F16, abi::DIA_BF16]))?;
+    // The wide walk for many diagonals (an f64 product's entries are the same either way).
+    let f = gpu.kernel::<T>(if params.a.diagonals >= abi::DIA_WIDE_MIN_DIAGONALS {
+        of_storage::<T, V, _>([abi::DIA_WIDE, abi::DIA_WIDE_F32, abi::DIA_WIDE_F16, abi::DIA_WIDE_BF16])
+    } else {
+        of_storage::<T, V, _>([abi::DIA, abi::DIA_F32, abi::DIA_F16, abi::DIA_BF16])
+    })?;
     // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
     // f64 matrices). The matrix holds at most `DIA_MAX_DIAGONALS` increasing offsets, `diagonals *
     // rows` values and `dia_presence_words(diagonals) * rows` presence words with bits below
     // `diagonals` only (made so by `Dia::try_from_csr`, or by the DIA copy's build), and the kernel
-    // clamps every column it forms into `cols`, the length of `x`; `y` has `rows` elements. The kernel grid-strides over the
-    // rows.
+    // clamps every column it forms into `cols`, the length of `x`; `y` has `rows` elements. The
+    // kernel grid-strides over the rows.
     Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
 }
 

@@ -27,9 +27,27 @@ use crate::arch::{
 };
 use crate::real::{Real, store_axpby};
 
-/// Diagonals a thread loads together: their values and gathers all in flight at once.
-const BATCH: usize = 8;
-const _: () = assert!(DIA_WORD_BITS as usize % BATCH == 0, "a batch spans one presence word");
+/// Diagonals a thread loads together at most: their values and gathers all in flight at once. 8,
+/// or in the wide walk (`abi::DIA_WIDE`) 64 bytes of widened values, 16 diagonals in f32, so that
+/// a row of many diagonals waits on fewer rounds of loads; the wide batch's registers cost the
+/// matrices of few diagonals more than that gains them, hence two walks (docs/PERF.md, section 31).
+const fn batch<T>(wide: bool) -> usize {
+    if wide { 64 / size_of::<T>() } else { 8 }
+}
+const _: () = assert!(DIA_WORD_BITS as usize % batch::<f32>(true) == 0, "a batch spans one presence word");
+const _: () = assert!(DIA_WORD_BITS as usize % batch::<f32>(false) == 0, "a batch spans one presence word");
+const _: () = assert!(DIA_WORD_BITS as usize % batch::<f64>(true) == 0, "a batch spans one presence word");
+
+/// The batch of `$n` diagonals, `$n` one of the sizes listed or the last, largest, one.
+macro_rules! sized {
+    ($walk:expr, $args:expr, $n:expr; $($size:literal)+; $largest:literal) => {{
+        let (sum, offsets, bits, values) = $args;
+        match $n {
+            $($size => $walk.batch::<V, $size>(sum, offsets, bits, values),)+
+            _ => $walk.batch::<V, $largest>(sum, offsets, bits, values),
+        }
+    }};
+}
 
 /// # Safety
 /// `p` describes a DIA matrix built by the host (`diagonals <= DIA_MAX_DIAGONALS` increasing
@@ -41,7 +59,7 @@ const _: () = assert!(DIA_WORD_BITS as usize % BATCH == 0, "a batch spans one pr
 /// bytes, bound it (Nsight Compute in docs/PERF.md, section 31): the value address is a running
 /// pointer, a column one 32-bit add and a clamp, and no load is predicated (see [`Walk::batch`]).
 #[inline(always)]
-unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
+unsafe fn dia<V: Widen<T>, T: Real, const WIDE: bool>(p: DiaParams<V, T>) {
     let (mut row, stride) = (global_thread(), grid_threads());
     let rows = p.a.rows as usize;
     // No column means no entry (every presence word is 0), and no element of `x` to clamp into.
@@ -57,29 +75,28 @@ unsafe fn dia<V: Widen<T>, T: Real>(p: DiaParams<V, T>) {
         let mut first = 0;
         let mut present = 0;
         while first < diagonals {
-            // A batch starts at a multiple of 8, so it never spans two presence words.
+            // A batch starts at a multiple of its size, so it never spans two presence words.
             if first % DIA_WORD_BITS == 0 {
                 let word = (first / DIA_WORD_BITS) as usize;
                 // SAFETY: `word < dia_presence_words(diagonals)`, and `r < rows`.
                 present = unsafe { u32::load_nc(p.a.present.as_ptr().add(word * rows + r)) };
             }
-            // SAFETY: the batch's diagonals `first .. first + min(8, diagonals - first)` exist,
+            // SAFETY: the batch's diagonals `first .. first + min(batch, diagonals - first)` exist,
             // `values` is at diagonal `first`, and `present`'s bits at or past `diagonals` are clear.
             unsafe {
                 let offsets = p.a.offsets.as_ptr().add(first as usize);
                 let bits = present >> (first % DIA_WORD_BITS);
-                sum = match diagonals - first {
-                    1 => walk.batch::<V, 1>(sum, offsets, bits, &mut values),
-                    2 => walk.batch::<V, 2>(sum, offsets, bits, &mut values),
-                    3 => walk.batch::<V, 3>(sum, offsets, bits, &mut values),
-                    4 => walk.batch::<V, 4>(sum, offsets, bits, &mut values),
-                    5 => walk.batch::<V, 5>(sum, offsets, bits, &mut values),
-                    6 => walk.batch::<V, 6>(sum, offsets, bits, &mut values),
-                    7 => walk.batch::<V, 7>(sum, offsets, bits, &mut values),
-                    _ => walk.batch::<V, BATCH>(sum, offsets, bits, &mut values),
+                let n = (diagonals - first).min(batch::<T>(WIDE) as u32);
+                let args = (sum, offsets, bits, &mut values);
+                // `WIDE` is a constant: one match is compiled in, its arms up to its batch alone.
+                sum = if WIDE {
+                    const { assert!(!WIDE || batch::<T>(true) == 16, "the wide walk is for f32 products") };
+                    sized!(walk, args, n; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; 16)
+                } else {
+                    sized!(walk, args, n; 1 2 3 4 5 6 7; 8)
                 };
             }
-            first += BATCH as u32;
+            first += batch::<T>(WIDE) as u32;
         }
         // SAFETY: `r < rows`, and row `r` belongs to this thread alone.
         unsafe { store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, sum, p.op.beta) };
@@ -97,7 +114,7 @@ struct Walk<T> {
 }
 
 impl<T: Real> Walk<T> {
-    /// `sum` plus the row's present entries on the `N <= BATCH` consecutive diagonals whose
+    /// `sum` plus the row's present entries on the `N <= 16` consecutive diagonals whose
     /// offsets are at `offsets` and whose presence bits are the low bits of `bits`, in order;
     /// `values` enters at the row's value on the first of them and leaves `N` diagonals further.
     /// `N` is a constant, so that a batch has no dead steps to predicate off: the walk of a
@@ -262,21 +279,24 @@ unsafe fn dia_from_csr<T: Real>(p: DiaFromCsrParams<T>) {
     }
 }
 
-/// The entries of one storage type and product type.
+/// The entries of one storage type, product type and walk (wide or not).
 macro_rules! dia_entries {
-    ($($name:ident: $v:ty, $t:ty);+ $(;)?) => {$(
-        crate::ptx_entry!($name, DiaParams<$v, $t>, dia::<$v, $t>);
+    ($($name:ident: $v:ty, $t:ty, $wide:literal);+ $(;)?) => {$(
+        crate::ptx_entry!($name, DiaParams<$v, $t>, dia::<$v, $t, $wide>);
     )+};
 }
 
 dia_entries!(
-    spmv_dia_f32: f32, f32;
-    spmv_dia_f64: f64, f64;
-    spmv_dia_f32_f64: f32, f64;
-    spmv_dia_f16_f32: F16, f32;
-    spmv_dia_f16_f64: F16, f64;
-    spmv_dia_bf16_f32: Bf16, f32;
-    spmv_dia_bf16_f64: Bf16, f64;
+    spmv_dia_f32: f32, f32, false;
+    spmv_dia_f64: f64, f64, false;
+    spmv_dia_f32_f64: f32, f64, false;
+    spmv_dia_f16_f32: F16, f32, false;
+    spmv_dia_f16_f64: F16, f64, false;
+    spmv_dia_bf16_f32: Bf16, f32, false;
+    spmv_dia_bf16_f64: Bf16, f64, false;
+    spmv_dia_wide_f32: f32, f32, true;
+    spmv_dia_wide_f16_f32: F16, f32, true;
+    spmv_dia_wide_bf16_f32: Bf16, f32, true;
 );
 crate::ptx_entry!(dia_offsets_from_csr_f32, DiaOffsetsParams<f32>, dia_offsets_from_csr::<f32>);
 crate::ptx_entry!(dia_offsets_from_csr_f64, DiaOffsetsParams<f64>, dia_offsets_from_csr::<f64>);
