@@ -235,17 +235,28 @@ fn ell_copy_forms<T: Scalar>(test: &str) {
         let before = fixture.da.device_bytes();
         fixture.check(&gpu, Kernel::CsrEllCopy, 3);
         assert_eq!(fixture.da.device_bytes(), before + copy_bytes, "{name}: the copy's bytes");
-        let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
-        let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
-        let start = random_vector::<T>(&mut rng, nrows);
-        let mut by_ell = gpu.upload_vector(&start).unwrap();
-        gpu.spmv(alpha, &ell, &fixture.dx, beta, &mut by_ell).unwrap();
-        let mut by_copy = gpu.upload_vector(&start).unwrap();
-        gpu.spmv_with(Kernel::CsrEllCopy, alpha, &fixture.da, &fixture.dx, beta, &mut by_copy).unwrap();
-        let (by_ell, by_copy) = (by_ell.to_host(&gpu).unwrap(), by_copy.to_host(&gpu).unwrap());
-        let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
-        assert!(same, "{name}: the copy's y differs from ELL's");
+        assert_copy_is_ells(&gpu, &fixture, &a, &mut rng, &name);
     }
+}
+
+/// The product by `a`'s ELL copy (`fixture.da`'s) is ELL's, bit for bit, from a random `y`.
+fn assert_copy_is_ells<T: Scalar>(
+    gpu: &Gpu,
+    fixture: &Fixture<T>,
+    a: &Csr<T>,
+    rng: &mut ChaCha8Rng,
+    name: &str,
+) {
+    let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
+    let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
+    let start = random_vector::<T>(rng, a.nrows);
+    let mut by_ell = gpu.upload_vector(&start).unwrap();
+    gpu.spmv(alpha, &ell, &fixture.dx, beta, &mut by_ell).unwrap();
+    let mut by_copy = gpu.upload_vector(&start).unwrap();
+    gpu.spmv_with(Kernel::CsrEllCopy, alpha, &fixture.da, &fixture.dx, beta, &mut by_copy).unwrap();
+    let (by_ell, by_copy) = (by_ell.to_host(gpu).unwrap(), by_copy.to_host(gpu).unwrap());
+    let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
+    assert!(same, "{name}: the copy's y differs from ELL's");
 }
 
 /// Auto looks for a DIA copy of a matrix past twice the L2 whose rows (up to 81 entries) are too
@@ -310,16 +321,7 @@ fn ell_copy_of_a_wide_band<T: Scalar>(test: &str) {
     fixture.check(&gpu, Kernel::CsrEllCopy, 3);
     let copy_bytes = a.nrows * (101 * size_of::<T>() + 4 * 4) + 101 * 8;
     assert_eq!(fixture.da.device_bytes(), before + copy_bytes, "{test}: the copy is DIA");
-    let ell = gpu.upload_ell(&Ell::try_from_csr(a.view()).unwrap()).unwrap();
-    let (alpha, beta) = (T::from_f64(-0.75), T::from_f64(2.0));
-    let start = random_vector::<T>(&mut rng, a.nrows);
-    let mut by_ell = gpu.upload_vector(&start).unwrap();
-    gpu.spmv(alpha, &ell, &fixture.dx, beta, &mut by_ell).unwrap();
-    let mut by_copy = gpu.upload_vector(&start).unwrap();
-    gpu.spmv_with(Kernel::CsrEllCopy, alpha, &fixture.da, &fixture.dx, beta, &mut by_copy).unwrap();
-    let (by_ell, by_copy) = (by_ell.to_host(&gpu).unwrap(), by_copy.to_host(&gpu).unwrap());
-    let same = by_ell.iter().zip(&by_copy).all(|(e, c)| e.to_f64().to_bits() == c.to_f64().to_bits());
-    assert!(same, "{test}: the copy's y differs from ELL's");
+    assert_copy_is_ells(&gpu, &fixture, &a, &mut rng, test);
 }
 
 #[test]
