@@ -1,6 +1,6 @@
 //! DIA with presence words per row (`DiaArgs`): one thread per row, its diagonals a batch of up to
-//! 8 at a time (Bell & Garland, "Efficient Sparse Matrix-Vector Multiplication on CUDA", NVIDIA TR 2008,
-//! section 4.1).
+//! 8 at a time, or 16 in the wide walk (Bell & Garland, "Efficient Sparse Matrix-Vector
+//! Multiplication on CUDA", NVIDIA TR 2008, section 4.1).
 //!
 //! Why: ELL's walk, even with 2-byte column offsets (`compressed_ell.rs`), waits twice a row: for
 //! the slots' columns, then for the gathers of `x` they address. On a stencil's rows of 5-7 slots
