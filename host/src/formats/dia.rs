@@ -187,13 +187,19 @@ pub(crate) fn check_dia_padding<T>(
     diagonals: usize,
     value_bytes: usize,
 ) -> Result<()> {
-    let row_bytes = diagonals * value_bytes + presence_words(diagonals) * size_of::<u32>();
-    let dia_bytes = nrows as u128 * row_bytes as u128;
+    let dia_bytes = dia_bytes(nrows, diagonals, value_bytes);
     let limit_bytes = padding_limit_bytes_of::<T>(nrows, nnz);
     if dia_bytes > limit_bytes {
         return Err(FormatError::DiaPadding { diagonals, dia_bytes, limit_bytes }.into());
     }
     Ok(())
+}
+
+/// The bytes of `diagonals` diagonals of `nrows` rows, values of `value_bytes` each, and their
+/// presence words (the offsets aside).
+pub(crate) fn dia_bytes(nrows: usize, diagonals: usize, value_bytes: usize) -> u128 {
+    let row_bytes = diagonals * value_bytes + presence_words(diagonals) * size_of::<u32>();
+    nrows as u128 * row_bytes as u128
 }
 
 /// The offsets `column - row` of `a`'s entries, increasing; refused when there are more than

@@ -18,8 +18,8 @@
 use super::super::launch::launch;
 use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceDia, DeviceEll, EllCopy, Gpu, addr};
 use crate::formats::convert::narrow;
-use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding, presence_words};
-use crate::formats::ell::check_padding_of;
+use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding, dia_bytes, presence_words};
+use crate::formats::ell::{check_padding_of, csr_bytes_of};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
@@ -89,9 +89,8 @@ pub(super) fn dia_copy<'a, T: Scalar>(
 /// Whether a DIA copy of `diagonals` diagonals of `a` takes at most `max_bytes_over_csr` times its
 /// CSR bytes (any size without a bound).
 fn within<T: Scalar>(a: &DeviceCsr<T>, diagonals: usize, max_bytes_over_csr: Option<f64>) -> bool {
-    let row_bytes = diagonals * size_of::<T>() + presence_words(diagonals) * size_of::<u32>();
-    let csr_bytes = (a.nrows() + 1) * size_of::<u32>() + a.nnz() * (size_of::<u32>() + size_of::<T>());
-    max_bytes_over_csr.is_none_or(|most| (a.nrows() * row_bytes) as f64 <= most * csr_bytes as f64)
+    let dia = dia_bytes(a.nrows(), diagonals, size_of::<T>()) as f64;
+    max_bytes_over_csr.is_none_or(|most| dia <= most * csr_bytes_of::<T>(a.nrows(), a.nnz()) as f64)
 }
 
 /// The DIA copy of `a` as [`try_build_dia`] builds it without a bound on its bytes, and `None`

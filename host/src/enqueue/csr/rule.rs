@@ -297,11 +297,17 @@ pub fn ell_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> Op
     if stats.nnz == 0 || stats.rows == 0 {
         return None;
     }
-    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
     let applies = stats.max <= ELL_COPY_MAX_ROW
         && stats.max as f64 <= ELL_COPY_MAX_PADDING * stats.mean
-        && csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64;
+        && past_the_copy_l2(stats, value_bytes, target);
     applies.then_some(Kernel::CsrEllCopy)
+}
+
+/// Whether a matrix's CSR bytes (values of `value_bytes` bytes) are at least [`ELL_COPY_MIN_L2`]
+/// times `target`'s L2, where both copies' terms apply.
+fn past_the_copy_l2(stats: &RowStats, value_bytes: usize, target: Target) -> bool {
+    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
+    csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64
 }
 
 /// The DIA copy's bytes over the CSR matrix's up to which Auto takes it where the ELL-copy term
@@ -319,10 +325,9 @@ pub const DIA_COPY_MAX_BYTES: f64 = 0.85;
 /// where it is DIA of at most [`DIA_COPY_MAX_BYTES`] times the CSR bytes, and else keeps the rule's
 /// kernel (finding out costs one pass over the columns, once per matrix). Constant time.
 pub fn dia_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> bool {
-    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
     stats.nnz > 0
         && stats.max <= kernels_gpu::abi::DIA_MAX_DIAGONALS as usize
-        && csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64
+        && past_the_copy_l2(stats, value_bytes, target)
 }
 
 /// What the fitted rule knows of the GPU.
