@@ -15,7 +15,7 @@
 use arbitrary::Arbitrary;
 use gpu_spmv::formats::{CompressedEll, Ell, ValueStorage, bf16, f16};
 use gpu_spmv::{CsrRef, Error, FormatError, Scalar};
-use gpu_spmv_fuzz::Value;
+use gpu_spmv_fuzz::{Value, with_csr};
 use libfuzzer_sys::fuzz_target;
 
 /// The farthest a column may lie from its row: the kernels' `MAX_ROW_DELTA`, which `gpu_spmv` does
@@ -90,21 +90,19 @@ impl Input {
 }
 
 fuzz_target!(|input: Input| {
-    let (offsets, cols, values) = input.arrays::<f32>();
-    let a = CsrRef::try_new(offsets.len() - 1, input.ncols(), &offsets, &cols, &values)
-        .expect("valid by construction");
-    let faults = Faults::of(a);
-    check::<f32, f32>(a, &faults);
-    check::<f32, bf16>(a, &faults);
-    check::<f32, f16>(a, &faults);
-    let (offsets, cols, values) = input.arrays::<f64>();
-    let a = CsrRef::try_new(offsets.len() - 1, input.ncols(), &offsets, &cols, &values)
-        .expect("valid by construction");
-    let faults = Faults::of(a);
-    check::<f64, f64>(a, &faults);
-    check::<f64, f32>(a, &faults);
-    check::<f64, bf16>(a, &faults);
-    check::<f64, f16>(a, &faults);
+    with_csr(input.arrays::<f32>(), input.ncols(), |a| {
+        let faults = Faults::of(a);
+        check::<f32, f32>(a, &faults);
+        check::<f32, bf16>(a, &faults);
+        check::<f32, f16>(a, &faults);
+    });
+    with_csr(input.arrays::<f64>(), input.ncols(), |a| {
+        let faults = Faults::of(a);
+        check::<f64, f64>(a, &faults);
+        check::<f64, f32>(a, &faults);
+        check::<f64, bf16>(a, &faults);
+        check::<f64, f16>(a, &faults);
+    });
 });
 
 /// What refuses a matrix whatever the storage type, found once for all of them.

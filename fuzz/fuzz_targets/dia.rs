@@ -18,7 +18,7 @@
 use arbitrary::Arbitrary;
 use gpu_spmv::formats::{DIA_MAX_DIAGONALS, Dia, ValueStorage, bf16, f16};
 use gpu_spmv::{CsrRef, Error, FormatError, RowStats, Scalar};
-use gpu_spmv_fuzz::Value;
+use gpu_spmv_fuzz::{Value, with_csr};
 use libfuzzer_sys::fuzz_target;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -177,21 +177,19 @@ impl Input {
 
 fuzz_target!(|input: Input| {
     assert_eq!(DIA_MAX_DIAGONALS, 128, "four 32-bit presence words a row");
-    let (offsets, cols, values) = input.arrays::<f32>();
-    let a = CsrRef::try_new(offsets.len() - 1, input.ncols(), &offsets, &cols, &values)
-        .expect("valid by construction");
-    let faults = Faults::of(a);
-    check::<f32, f32>(a, &faults);
-    check::<f32, bf16>(a, &faults);
-    check::<f32, f16>(a, &faults);
-    let (offsets, cols, values) = input.arrays::<f64>();
-    let a = CsrRef::try_new(offsets.len() - 1, input.ncols(), &offsets, &cols, &values)
-        .expect("valid by construction");
-    let faults = Faults::of(a);
-    check::<f64, f64>(a, &faults);
-    check::<f64, f32>(a, &faults);
-    check::<f64, bf16>(a, &faults);
-    check::<f64, f16>(a, &faults);
+    with_csr(input.arrays::<f32>(), input.ncols(), |a| {
+        let faults = Faults::of(a);
+        check::<f32, f32>(a, &faults);
+        check::<f32, bf16>(a, &faults);
+        check::<f32, f16>(a, &faults);
+    });
+    with_csr(input.arrays::<f64>(), input.ncols(), |a| {
+        let faults = Faults::of(a);
+        check::<f64, f64>(a, &faults);
+        check::<f64, f32>(a, &faults);
+        check::<f64, bf16>(a, &faults);
+        check::<f64, f16>(a, &faults);
+    });
 });
 
 /// What refuses a matrix whatever the storage type, found once for all of them, in the simplest way.

@@ -45,17 +45,19 @@ impl Matrix {
 
     /// Calls `check` with the matrix in f32 and in f64.
     pub fn for_each_precision(&self, check: impl Fn(CsrRef<'_, f32>), check64: impl Fn(CsrRef<'_, f64>)) {
-        let (offsets, cols, values) = self.arrays::<f32>();
-        check(
-            CsrRef::try_new(self.rows.len(), self.ncols(), &offsets, &cols, &values)
-                .expect("valid by construction"),
-        );
-        let (offsets, cols, values) = self.arrays::<f64>();
-        check64(
-            CsrRef::try_new(self.rows.len(), self.ncols(), &offsets, &cols, &values)
-                .expect("valid by construction"),
-        );
+        with_csr(self.arrays::<f32>(), self.ncols(), check);
+        with_csr(self.arrays::<f64>(), self.ncols(), check64);
     }
+}
+
+/// `f` of the CSR matrix of `ncols` columns that a target's row offsets, column indices and values
+/// make (valid by construction: the targets build them so).
+pub fn with_csr<T: Scalar, R>(
+    (offsets, cols, values): (Vec<usize>, Vec<usize>, Vec<T>),
+    ncols: usize,
+    f: impl FnOnce(CsrRef<'_, T>) -> R,
+) -> R {
+    f(CsrRef::try_new(offsets.len() - 1, ncols, &offsets, &cols, &values).expect("valid by construction"))
 }
 
 /// A parameter from the fuzzer: small values mostly, with the edges (0, past every limit, the top of
