@@ -2224,6 +2224,20 @@ pub const ENTRIES: &[&[Entry]] = &[
     &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER, ILU_FACTOR, IC_FACTOR],
 ];
 
+/// The entries whose PTX states a register budget (`.maxnreg`), with the budget: rustc has no
+/// launch-bounds attribute, so `cargo xtask ptx` writes the directive into each entry's header, and
+/// fails where an entry named here is not in the module.
+///
+/// Without a budget, the driver's compiler gave every ELL, SELL, compressed ELL and DIA entry 32
+/// registers, the count at which an SM holds 64 warps, and met it in f64 by issuing a batch's loads
+/// in two or more rounds rather than together, which is what the batched walks exist to avoid.
+/// Allowed 48 (or 64 for DIA, which then takes 54), those entries ran 1.08-1.24x faster on
+/// band-64 and wide-400 in f64 and level elsewhere (H100, docs/PERF.md section 32). The f32 entries
+/// keep their 32: allowed more, they took 40 and ran 4-28% slower on the stencils (bf16 DIA
+/// most), and the CSR kernels lost up to 17% where the rule picks them.
+pub const REGISTER_BUDGETS: &[(&str, u32)] =
+    &[(ELL.f64, 48), (SELL.f64, 48), (COMPRESSED_ELL.f64, 48), (DIA.f64, 64)];
+
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,
 /// the assembly's steps, the index checks, the column-panel kernel's table and the streaming-read
 /// probe.

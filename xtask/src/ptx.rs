@@ -11,8 +11,13 @@ use std::process::Command;
 /// - sm_90 (PTX ISA 8.0): the streaming engine alone (`kernels-gpu/src/stream/`), whose bulk copies
 ///   and transaction barriers Hopper introduced; the host loads it on GPUs that run it.
 const MODULES: [Module; 2] = [
-    Module { target_cpu: "sm_70", features: "", committed: "host/ptx/kernels.ptx" },
-    Module { target_cpu: "sm_90", features: "+ptx80", committed: "host/ptx/kernels_sm90.ptx" },
+    Module {
+        target_cpu: "sm_70",
+        features: "",
+        committed: "host/ptx/kernels.ptx",
+        budgets: kernels_gpu::abi::REGISTER_BUDGETS,
+    },
+    Module { target_cpu: "sm_90", features: "+ptx80", committed: "host/ptx/kernels_sm90.ptx", budgets: &[] },
 ];
 
 struct Module {
@@ -21,6 +26,8 @@ struct Module {
     features: &'static str,
     /// Where the host library embeds the PTX from (`include_str!`).
     committed: &'static str,
+    /// The register budgets of its entries (see [`with_register_budgets`]).
+    budgets: &'static [(&'static str, u32)],
 }
 
 const COMPONENTS: &str = "rust-src,llvm-bitcode-linker-preview,llvm-tools-preview";
@@ -42,6 +49,7 @@ fn build(module: &Module, toolchain: &str, check: bool) -> Result<(), String> {
     run(&mut cmd)?;
     let built = target_dir.join("nvptx64-nvidia-cuda/ptx/kernels_gpu.ptx");
     let fresh = std::fs::read_to_string(&built).map_err(|e| format!("{}: {e}", built.display()))?;
+    let fresh = with_register_budgets(&fresh, module.budgets)?;
     let committed = module.committed;
     let committed_path = root.join(committed);
     if check {
@@ -57,6 +65,38 @@ fn build(module: &Module, toolchain: &str, check: bool) -> Result<(), String> {
         println!("wrote {committed} ({} lines)", fresh.lines().count());
     }
     Ok(())
+}
+
+/// `ptx` with `.maxnreg N` in the header of each entry that `budgets` gives `N` registers: the
+/// performance directive goes between an entry's parameter list and its body (PTX ISA,
+/// "Performance-Tuning Directives"), on the line that closes the list, which LLVM's NVPTX backend
+/// starts with `)`. An entry named in `budgets` but not found, or found twice, is an error.
+fn with_register_budgets(ptx: &str, budgets: &[(&str, u32)]) -> Result<String, String> {
+    let mut out = String::with_capacity(ptx.len() + 32 * budgets.len());
+    let mut found = vec![0usize; budgets.len()];
+    // The budget of the entry whose parameter list is open.
+    let mut open: Option<u32> = None;
+    for line in ptx.split_inclusive('\n') {
+        if let Some(name) = line.strip_prefix(".visible .entry ").and_then(|rest| rest.split('(').next()) {
+            open = budgets.iter().position(|&(entry, _)| entry == name).map(|i| {
+                found[i] += 1;
+                budgets[i].1
+            });
+        }
+        match (open, line.strip_prefix(')')) {
+            (Some(registers), Some(rest)) => {
+                out.push_str(&format!(") .maxnreg {registers}{rest}"));
+                open = None;
+            }
+            _ => out.push_str(line),
+        }
+    }
+    match budgets.iter().zip(&found).find(|&(_, &n)| n != 1) {
+        Some(((entry, _), n)) => {
+            Err(format!("register budget for {entry}: {n} entries of that name in the PTX"))
+        }
+        None => Ok(out),
+    }
 }
 
 fn build_all(check: bool) -> Result<(), String> {
@@ -112,4 +152,43 @@ pub(crate) fn ensure_toolchain(toolchain: &str) -> Result<(), String> {
     run(Command::new("rustup")
         .args(["toolchain", "install", toolchain, "--profile", "minimal"])
         .args(["--component", COMPONENTS]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+.visible .entry a_f32(
+\t.param .align 8 .b8 a_f32_param_0[80]
+)                                       // @a_f32
+{
+\tret;
+}
+.visible .entry a_f64(
+\t.param .align 8 .b8 a_f64_param_0[80]
+)                                       // @a_f64
+{
+\tret;
+}
+";
+
+    #[test]
+    fn a_budget_goes_into_its_entry_header_alone() {
+        let out = with_register_budgets(PTX, &[("a_f64", 48)]).unwrap();
+        assert_eq!(out.matches(".maxnreg").count(), 1);
+        assert!(out.contains("a_f64_param_0[80]\n) .maxnreg 48 "), "{out}");
+        assert_eq!(out.replacen(" .maxnreg 48", "", 1), PTX);
+    }
+
+    #[test]
+    fn no_budget_leaves_the_ptx_as_it_is() {
+        assert_eq!(with_register_budgets(PTX, &[]).unwrap(), PTX);
+    }
+
+    #[test]
+    fn a_budget_for_a_missing_entry_is_an_error() {
+        let err = with_register_budgets(PTX, &[("b_f64", 48)]).unwrap_err();
+        assert!(err.contains("b_f64: 0 entries"), "{err}");
+    }
 }
