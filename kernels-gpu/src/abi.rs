@@ -162,10 +162,12 @@ pub const DIA_BF16: Entry = entry!("spmv_dia_bf16");
 /// batch's registers (docs/PERF.md, section 31).
 pub const DIA_WIDE_MIN_DIAGONALS: u32 = DIA_WORD_BITS + 1;
 
-/// `spmv_dia_wide_f32`: [`DIA`]'s walk with batches of 16 diagonals in an f32 product (64 bytes of
-/// widened values, as in f64), for matrices of at least [`DIA_WIDE_MIN_DIAGONALS`]: fewer rounds of
-/// loads a row, more registers. An f64 product's batch is 8 either way: [`DIA`]'s entry.
-pub const DIA_WIDE: Entry = Entry { f32: "spmv_dia_wide_f32", f64: DIA.f64 };
+/// `spmv_dia_wide_*`, for matrices of at least [`DIA_WIDE_MIN_DIAGONALS`]. In f32, [`DIA`]'s walk
+/// with batches of 16 diagonals (64 bytes of widened values, as in f64): fewer rounds of loads a
+/// row, more registers. In f64 the batch is 8 either way, and the wide entry is [`DIA`]'s walk
+/// under a tighter register budget ([`REGISTER_BUDGETS`]), which ran band-64 (83 diagonals) 1.09x
+/// faster and stencil3d-7 (7) 1.13x slower than [`DIA`]'s (H100, docs/PERF.md section 32).
+pub const DIA_WIDE: Entry = entry!("spmv_dia_wide");
 
 /// [`DIA_WIDE`] with values stored as f32 (for an f32 product, [`DIA_WIDE`]'s entry; for an f64
 /// product, [`DIA_F32`]'s).
@@ -2228,15 +2230,15 @@ pub const ENTRIES: &[&[Entry]] = &[
 /// launch-bounds attribute, so `cargo xtask ptx` writes the directive into each entry's header, and
 /// fails where an entry named here is not in the module.
 ///
-/// Without a budget, the driver's compiler gave every ELL, SELL, compressed ELL and DIA entry 32
-/// registers, the count at which an SM holds 64 warps, and met it in f64 by issuing a batch's loads
-/// in two or more rounds rather than together, which is what the batched walks exist to avoid.
-/// Allowed 48 (or 64 for DIA, which then takes 54), those entries ran 1.08-1.24x faster on
-/// band-64 and wide-400 in f64 and level elsewhere (H100, docs/PERF.md section 32). The f32 entries
-/// keep their 32: allowed more, they took 40 and ran 4-28% slower on the stencils (bf16 DIA
-/// most), and the CSR kernels lost up to 17% where the rule picks them.
+/// Without a budget, the driver's compiler gave every ELL, SELL, compressed ELL and narrow DIA
+/// entry 32 registers, the count at which an SM holds 64 warps, where the f64 walks hold 8 slots'
+/// values and gathers (32 registers of f64 alone) to issue a batch's loads together. Allowed 48
+/// (or 56 for DIA), those entries ran 1.07-1.23x faster on band-64 and wide-400 in f64 and level
+/// on the stencils; DIA at 48 ran band-64's 83 diagonals faster still but stencil3d-7's 7 slower,
+/// hence [`DIA_WIDE`]'s own entry in f64. The f32 entries keep their 32: allowed more, they ran
+/// slower on the stencils, where Auto runs them (H100, docs/PERF.md section 32).
 pub const REGISTER_BUDGETS: &[(&str, u32)] =
-    &[(ELL.f64, 48), (SELL.f64, 48), (COMPRESSED_ELL.f64, 48), (DIA.f64, 64)];
+    &[(ELL.f64, 48), (SELL.f64, 48), (COMPRESSED_ELL.f64, 48), (DIA.f64, 56), (DIA_WIDE.f64, 48)];
 
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,
 /// the assembly's steps, the index checks, the column-panel kernel's table and the streaming-read

@@ -67,34 +67,40 @@ fn build(module: &Module, toolchain: &str, check: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// `ptx` with `.maxnreg N` in the header of each entry that `budgets` gives `N` registers: the
-/// performance directive goes between an entry's parameter list and its body (PTX ISA,
-/// "Performance-Tuning Directives"), on the line that closes the list, which LLVM's NVPTX backend
-/// starts with `)`. An entry named in `budgets` but not found, or found twice, is an error.
+/// `ptx` with `.maxnreg N` in the header of each entry that `budgets` gives `N` registers, on a line
+/// of its own before the entry's opening `{`: a performance-tuning directive goes between an
+/// entry's parameter list and its body (PTX ISA, "Performance-Tuning Directives"), where LLVM's
+/// NVPTX backend puts its own `.maxntid`. An entry named twice in `budgets`, or not written exactly
+/// once (missing from the PTX, or exported twice), is an error.
 fn with_register_budgets(ptx: &str, budgets: &[(&str, u32)]) -> Result<String, String> {
-    let mut out = String::with_capacity(ptx.len() + 32 * budgets.len());
-    let mut found = vec![0usize; budgets.len()];
-    // The budget of the entry whose parameter list is open.
-    let mut open: Option<u32> = None;
-    for line in ptx.split_inclusive('\n') {
-        if let Some(name) = line.strip_prefix(".visible .entry ").and_then(|rest| rest.split('(').next()) {
-            open = budgets.iter().position(|&(entry, _)| entry == name).map(|i| {
-                found[i] += 1;
-                budgets[i].1
-            });
-        }
-        match (open, line.strip_prefix(')')) {
-            (Some(registers), Some(rest)) => {
-                out.push_str(&format!(") .maxnreg {registers}{rest}"));
-                open = None;
-            }
-            _ => out.push_str(line),
-        }
+    if let Some((entry, _)) = budgets.iter().enumerate().find_map(|(i, budget)| {
+        budgets[..i].iter().any(|(earlier, _)| *earlier == budget.0).then_some(budget)
+    }) {
+        return Err(format!("register budget for {entry} given twice"));
     }
-    match budgets.iter().zip(&found).find(|&(_, &n)| n != 1) {
-        Some(((entry, _), n)) => {
-            Err(format!("register budget for {entry}: {n} entries of that name in the PTX"))
+    let mut out = String::with_capacity(ptx.len() + 16 * budgets.len());
+    let mut written = vec![0usize; budgets.len()];
+    // The budget (its index) of the entry whose header is being read, up to its `{`.
+    let mut open: Option<usize> = None;
+    for line in ptx.split_inclusive('\n') {
+        let text = line.trim_end();
+        if text.starts_with('.') {
+            // Any new declaration ends the header before it; only an entry opens one.
+            open = text
+                .strip_prefix(".visible .entry ")
+                .or_else(|| text.strip_prefix(".entry "))
+                .and_then(|rest| rest.split(['(', ' ']).next())
+                .and_then(|name| budgets.iter().position(|&(entry, _)| entry == name));
+        } else if text == "{"
+            && let Some(i) = open.take()
+        {
+            out.push_str(&format!(".maxnreg {}\n", budgets[i].1));
+            written[i] += 1;
         }
+        out.push_str(line);
+    }
+    match budgets.iter().zip(&written).find(|&(_, &n)| n != 1) {
+        Some(((entry, _), n)) => Err(format!("register budget for {entry}: written {n} times, not once")),
         None => Ok(out),
     }
 }
@@ -158,27 +164,44 @@ pub(crate) fn ensure_toolchain(toolchain: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// Two entries whose names one prefixes, one without parameters, and a `.func` between them.
     const PTX: &str = "\
-.visible .entry a_f32(
-\t.param .align 8 .b8 a_f32_param_0[80]
-)                                       // @a_f32
-{
-\tret;
-}
 .visible .entry a_f64(
 \t.param .align 8 .b8 a_f64_param_0[80]
 )                                       // @a_f64
 {
 \tret;
 }
+.visible .entry a_f64_x()
+{
+\tret;
+}
+.func b(
+\t.param .b64 b_param_0
+)
+{
+\tret;
+}
+.visible .entry c_f32(.param .b64 c_f32_param_0)
+{
+\tret;
+}
 ";
 
     #[test]
-    fn a_budget_goes_into_its_entry_header_alone() {
+    fn a_budget_goes_before_its_entry_body_alone() {
         let out = with_register_budgets(PTX, &[("a_f64", 48)]).unwrap();
         assert_eq!(out.matches(".maxnreg").count(), 1);
-        assert!(out.contains("a_f64_param_0[80]\n) .maxnreg 48 "), "{out}");
-        assert_eq!(out.replacen(" .maxnreg 48", "", 1), PTX);
+        assert!(out.contains("// @a_f64\n.maxnreg 48\n{\n"), "{out}");
+        assert_eq!(out.replacen(".maxnreg 48\n", "", 1), PTX);
+    }
+
+    #[test]
+    fn entries_without_parameters_or_on_one_line_get_theirs() {
+        let out = with_register_budgets(PTX, &[("a_f64_x", 32), ("c_f32", 40)]).unwrap();
+        assert!(out.contains(".visible .entry a_f64_x()\n.maxnreg 32\n{"), "{out}");
+        assert!(out.contains("c_f32_param_0)\n.maxnreg 40\n{"), "{out}");
+        assert_eq!(out.matches(".maxnreg").count(), 2, "none in the .func: {out}");
     }
 
     #[test]
@@ -187,8 +210,17 @@ mod tests {
     }
 
     #[test]
-    fn a_budget_for_a_missing_entry_is_an_error() {
-        let err = with_register_budgets(PTX, &[("b_f64", 48)]).unwrap_err();
-        assert!(err.contains("b_f64: 0 entries"), "{err}");
+    fn a_budget_for_a_missing_or_twice_exported_entry_is_an_error() {
+        let err = with_register_budgets(PTX, &[("b", 48)]).unwrap_err();
+        assert!(err.contains("b: written 0 times"), "{err}");
+        let twice = format!("{PTX}{}", &PTX[..PTX.find(".visible .entry a_f64_x").unwrap()]);
+        let err = with_register_budgets(&twice, &[("a_f64", 48)]).unwrap_err();
+        assert!(err.contains("a_f64: written 2 times"), "{err}");
+    }
+
+    #[test]
+    fn a_budget_given_twice_is_an_error() {
+        let err = with_register_budgets(PTX, &[("a_f64", 48), ("a_f64", 64)]).unwrap_err();
+        assert!(err.contains("a_f64 given twice"), "{err}");
     }
 }

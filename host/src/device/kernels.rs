@@ -92,7 +92,7 @@ fn names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use super::*;
     use crate::device::gpu::{PTX, PTX_SM90};
-    use std::collections::BTreeSet;
+    use std::collections::{BTreeMap, BTreeSet};
 
     /// The `.entry` names of a committed PTX module.
     fn ptx_entries(ptx: &'static str) -> BTreeSet<&'static str> {
@@ -116,6 +116,33 @@ mod tests {
             unused.is_empty(),
             "in the PTX but in neither abi::ENTRIES nor abi::UNTYPED_ENTRIES: {unused:?}"
         );
+    }
+
+    /// The register budget (`.maxnreg`) in each entry's header of the committed sm_70 module, by
+    /// entry: what `cargo xtask ptx` wrote from [`abi::REGISTER_BUDGETS`].
+    fn ptx_budgets(ptx: &'static str) -> BTreeMap<&'static str, u32> {
+        let mut budgets = BTreeMap::new();
+        let mut entry = None;
+        for line in ptx.lines() {
+            if let Some(rest) = line.strip_prefix(".visible .entry ") {
+                entry = rest.split(['(', ' ']).next();
+            } else if let (Some(name), Some(n)) = (entry, line.strip_prefix(".maxnreg ")) {
+                budgets.insert(name, n.trim().parse().expect("a register count"));
+            } else if line == "{" {
+                entry = None;
+            }
+        }
+        budgets
+    }
+
+    /// The committed PTX holds exactly the budgets `abi::REGISTER_BUDGETS` gives (checked here
+    /// without the kernels' nightly, which `cargo xtask ptx --check` needs).
+    #[test]
+    fn the_ptx_states_exactly_the_register_budgets() {
+        let listed: BTreeMap<_, _> = abi::REGISTER_BUDGETS.iter().copied().collect();
+        assert_eq!(listed.len(), abi::REGISTER_BUDGETS.len(), "an entry budgeted twice");
+        assert_eq!(ptx_budgets(PTX), listed);
+        assert!(ptx_budgets(PTX_SM90).is_empty());
     }
 
     /// The sm_90 module exports the streaming engine's entries and nothing else.

@@ -183,7 +183,8 @@ pub(super) fn prepare_dia<T: Scalar, V: ValueStorage<T>>(
 ) -> Result<Prepared<DiaParams<V, T>>> {
     let params = DiaParams { a: a.args(), op: unset_axpby() };
     let grid = grid_blocks(u64::from(params.a.rows), BLOCK_SIZE);
-    // The wide walk for many diagonals (an f64 product's entries are the same either way).
+    // The wide walk for many diagonals (in an f64 product with f64 values, the narrow walk under a
+    // register budget of its own; with narrower values, the narrow entries).
     let f = gpu.kernel::<T>(if params.a.diagonals >= abi::DIA_WIDE_MIN_DIAGONALS {
         of_storage::<T, V, _>([abi::DIA_WIDE, abi::DIA_WIDE_F32, abi::DIA_WIDE_F16, abi::DIA_WIDE_BF16])
     } else {

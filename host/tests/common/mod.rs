@@ -350,8 +350,9 @@ pub enum Recurrence {
 /// the summation orders allow: the GPU sums its dot products in `T` by a fixed tree, the oracle in
 /// f64, and a long recurrence amplifies the difference. CG drifts by a few iterations in f64 and up
 /// to 3% in f32 (measured on the H100 over random right-hand sides); GMRES, which minimises the
-/// residual, little; BiCGSTAB, whose residual is far from monotone, most (98 against 103
-/// iterations in f64 on the H100 at Pe 0).
+/// residual, little; BiCGSTAB, whose residual is far from monotone, most: 98 against 103
+/// iterations in f64 on the H100 at Pe 0 without a preconditioner, and 108 against 89 for the
+/// right-hand side of seed 16316112855569821176, both converged, hence a quarter.
 pub fn assert_counts_agree<T: Scalar>(
     recurrence: Recurrence,
     gpu: &gpu_spmv::solve::Outcome,
@@ -364,7 +365,7 @@ pub fn assert_counts_agree<T: Scalar>(
     let single = T::EPSILON > 1e-10;
     let slack = match recurrence {
         Recurrence::Cg => 2 + cpu.iterations / if single { 20 } else { 50 },
-        Recurrence::Bicgstab => 3 + cpu.iterations / 8,
+        Recurrence::Bicgstab => 3 + cpu.iterations / 4,
         Recurrence::Gmres => 2 + cpu.iterations / if single { 10 } else { 20 },
     };
     assert!(gpu.iterations.abs_diff(cpu.iterations) <= slack, "{what}: GPU {gpu:?}, CPU {cpu:?}");

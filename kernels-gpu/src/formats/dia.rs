@@ -31,6 +31,8 @@ use crate::real::{Real, store_axpby};
 /// or in the wide walk (`abi::DIA_WIDE`) 64 bytes of widened values, 16 diagonals in f32, so that
 /// a row of many diagonals waits on fewer rounds of loads; the wide batch's registers cost the
 /// matrices of few diagonals more than that gains them, hence two walks (docs/PERF.md, section 31).
+/// In f64 the batch's loads leave together only under the register budgets of
+/// `abi::REGISTER_BUDGETS`, which a change of the batch must measure again (section 32).
 const fn batch<T>(wide: bool) -> usize {
     if wide { 64 / size_of::<T>() } else { 8 }
 }
@@ -297,6 +299,9 @@ dia_entries!(
     spmv_dia_wide_f32: f32, f32, true;
     spmv_dia_wide_f16_f32: F16, f32, true;
     spmv_dia_wide_bf16_f32: Bf16, f32, true;
+    // In f64 a batch of 64 bytes is the narrow walk's 8 diagonals: the wide entry runs that walk
+    // under a register budget of its own (`abi::REGISTER_BUDGETS`).
+    spmv_dia_wide_f64: f64, f64, false;
 );
 crate::ptx_entry!(dia_offsets_from_csr_f32, DiaOffsetsParams<f32>, dia_offsets_from_csr::<f32>);
 crate::ptx_entry!(dia_offsets_from_csr_f64, DiaOffsetsParams<f64>, dia_offsets_from_csr::<f64>);

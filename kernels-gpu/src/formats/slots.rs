@@ -90,7 +90,9 @@ impl SlotColumns for RowDeltas {
 
 /// Slots a thread loads together at most: 8 index and 8 value loads, then up to 8 gathers, in
 /// flight at once. Measured on an H200 (PERF section 27) against the slot-by-slot loop: ELL
-/// 1.23-1.89x faster, BRC 1.14-1.74x on its wide blocks.
+/// 1.23-1.89x faster, BRC 1.14-1.74x on its wide blocks. In f64 a batch's loads only leave
+/// together where the entry may use more than 32 registers: a change of the batch is a change of
+/// the budgets in `abi::REGISTER_BUDGETS` too (docs/PERF.md, section 32).
 const BATCH: usize = 8;
 
 /// `sum_k values[s_k] * x[column(s_k)]` over the slots `s_k = first + k * stride`, `k < width`, in

@@ -313,11 +313,11 @@ fn past_the_copy_l2(stats: &RowStats, value_bytes: usize, target: Target) -> boo
 /// The DIA copy's bytes over the CSR matrix's up to which Auto takes it where the ELL-copy term
 /// does not apply ([`dia_copy_term`]): DIA reads every slot of its diagonals, present or not, so it
 /// must save bytes to win, but its walk streams its own bytes about as well as the vector kernel
-/// streams CSR's (band-64 f64, whose DIA takes 0.88 of its CSR bytes: 84% of the streaming
-/// bandwidth on DIA's bytes, the vector kernel 85% on CSR's, so DIA 1.12x faster; in f32, at 0.67,
-/// 1.4x). The bound keeps 8% of margin below the break-even. (Before the f64 walk's register
-/// budget, `abi::REGISTER_BUDGETS`, DIA reached 74% and the bound was 0.85: H100, docs/PERF.md
-/// sections 31 and 32.)
+/// streams CSR's (band-64 f64, whose DIA takes 0.88 of its CSR bytes: DIA 83.8 µs, the vector
+/// kernel 97.0, 1.16x; in f32, at 0.67, 1.53x). The bound keeps 8% of margin below the break-even;
+/// it holds for f32 as well, where no matrix of the suite falls between 0.85 and 0.92. (Before the
+/// f64 walk's register budget, `abi::REGISTER_BUDGETS`, DIA reached 74% of the streaming bandwidth
+/// on its own bytes and the bound was 0.85: H100, docs/PERF.md sections 31 and 32.)
 pub const DIA_COPY_MAX_BYTES: f64 = 0.92;
 
 /// Whether [`Kernel::Auto`] looks for a DIA copy of a matrix the ELL-copy term leaves
