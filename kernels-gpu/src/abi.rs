@@ -165,8 +165,8 @@ pub const DIA_WIDE_MIN_DIAGONALS: u32 = DIA_WORD_BITS + 1;
 /// `spmv_dia_wide_*`, for matrices of at least [`DIA_WIDE_MIN_DIAGONALS`]. In f32, [`DIA`]'s walk
 /// with batches of 16 diagonals (64 bytes of widened values, as in f64): fewer rounds of loads a
 /// row, more registers. In f64 the batch is 8 either way, and the wide entry is [`DIA`]'s walk
-/// under a tighter register budget ([`REGISTER_BUDGETS`]), which ran band-64 (83 diagonals) 1.09x
-/// faster and stencil3d-7 (7) 1.13x slower than [`DIA`]'s (H100, docs/PERF.md section 32).
+/// under a tighter register budget ([`REGISTER_BUDGETS`]): at 48 registers against 54, band-64 (83
+/// diagonals) ran 1.09x faster and stencil3d-7 (7) 1.13x slower (H100, docs/PERF.md section 32).
 pub const DIA_WIDE: Entry = entry!("spmv_dia_wide");
 
 /// [`DIA_WIDE`] with values stored as f32 (for an f32 product, [`DIA_WIDE`]'s entry; for an f64
@@ -2235,8 +2235,8 @@ pub const ENTRIES: &[&[Entry]] = &[
 /// values and gathers (32 registers of f64 alone) to issue a batch's loads together. Allowed 48
 /// (or 56 for DIA), those entries ran 1.07-1.23x faster on band-64 and wide-400 in f64 and level
 /// on the stencils; DIA at 48 ran band-64's 83 diagonals faster still but stencil3d-7's 7 slower,
-/// hence [`DIA_WIDE`]'s own entry in f64. The f32 entries keep their 32: allowed more, they ran
-/// slower on the stencils, where Auto runs them (H100, docs/PERF.md section 32).
+/// hence [`DIA_WIDE`]'s own entry in f64. The f32 entries keep no budget: allowed more than their
+/// 32, they ran slower on the stencils, where Auto runs them (H100, docs/PERF.md section 32).
 pub const REGISTER_BUDGETS: &[(&str, u32)] =
     &[(ELL.f64, 48), (SELL.f64, 48), (COMPRESSED_ELL.f64, 48), (DIA.f64, 56), (DIA_WIDE.f64, 48)];
 
