@@ -2,8 +2,8 @@
 //! upload, and the product through `Gpu::spmv`.
 
 use gpu_spmv::formats::{
-    Brc, CompressedCsr, CompressedEll, Coo, DENSE_WINDOW, DenseBlocks, Dia, Ell, Hyb, Sell, Storage, bf16,
-    brc_b2_candidates, brc_model_b2, f16,
+    Brc, CompressedCsr, CompressedEll, Coo, DENSE_WINDOW, DenseBlocks, Dia, Ell, Hyb, Sell, Storage,
+    ValueStorage, bf16, brc_b2_candidates, brc_model_b2, f16,
 };
 use gpu_spmv::{
     BrcCombine, CompressedKernel, CooKernel, CsrRef, DeviceMatrix, DeviceVector, Gpu, Plan, Precision,
@@ -127,7 +127,8 @@ pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<For
     all.push(Format::DenseBlocks);
     let storages = match precision {
         Precision::Single => [Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
-        Precision::Double => [Storage::F64].as_slice(),
+        // f32 storage for f64 products too: half the value bytes, each value exact in f32 or not.
+        Precision::Double => [Storage::F64, Storage::F32].as_slice(),
     };
     all.extend(storages.iter().map(|&values| Format::Compressed { values }));
     all.extend(storages.iter().map(|&values| Format::CompressedEll { values }));
@@ -142,7 +143,10 @@ pub fn convert<T: Scalar>(
     format: Format,
     a: CsrRef<'_, T>,
     copies: usize,
-) -> anyhow::Result<Result<Converted<T>, String>> {
+) -> anyhow::Result<Result<Converted<T>, String>>
+where
+    f32: ValueStorage<T>,
+{
     let start = Instant::now();
     match format {
         Format::Ell => converted(start, Ell::try_from_csr(a), copies, (), |h| gpu.upload_ell(h)),
@@ -167,7 +171,11 @@ pub fn convert<T: Scalar>(
             let host = CompressedCsr::<T, bf16>::try_from_csr(a);
             converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
         }
-        Format::Compressed { values: Storage::F32 | Storage::F64 } => {
+        Format::Compressed { values: Storage::F32 } => {
+            let host = CompressedCsr::<T, f32>::try_from_csr(a);
+            converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
+        }
+        Format::Compressed { values: Storage::F64 } => {
             let host = CompressedCsr::<T>::try_from_csr(a);
             converted(start, host, copies, CompressedKernel::Auto, |h| gpu.upload_compressed(h))
         }
@@ -179,7 +187,11 @@ pub fn convert<T: Scalar>(
             let host = CompressedEll::<T, bf16>::try_from_csr(a);
             converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
         }
-        Format::CompressedEll { values: Storage::F32 | Storage::F64 } => {
+        Format::CompressedEll { values: Storage::F32 } => {
+            let host = CompressedEll::<T, f32>::try_from_csr(a);
+            converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
+        }
+        Format::CompressedEll { values: Storage::F64 } => {
             let host = CompressedEll::<T>::try_from_csr(a);
             converted(start, host, copies, (), |h| gpu.upload_compressed_ell(h))
         }
@@ -189,7 +201,10 @@ pub fn convert<T: Scalar>(
         Format::Dia { values: Storage::Bf16 } => {
             converted(start, Dia::<T, bf16>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
         }
-        Format::Dia { values: Storage::F32 | Storage::F64 } => {
+        Format::Dia { values: Storage::F32 } => {
+            converted(start, Dia::<T, f32>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
+        }
+        Format::Dia { values: Storage::F64 } => {
             converted(start, Dia::<T>::try_from_csr(a), copies, (), |h| gpu.upload_dia(h))
         }
     }

@@ -382,7 +382,10 @@ fn one_precision<T: Scalar>(
     a: &CsrMatrix<f64>,
     progress: impl FnMut(&str),
     results: &mut Results,
-) -> Result<usize> {
+) -> Result<usize>
+where
+    f32: gpu_spmv::formats::ValueStorage<T>,
+{
     let run = bench_matrix::<T>(setup, name, a, progress)?;
     results.records.extend(run.records);
     results.tuning.extend(run.tuning);

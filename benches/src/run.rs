@@ -379,7 +379,10 @@ pub fn bench_matrix<T: Scalar>(
     name: &str,
     a: &CsrMatrix<f64>,
     mut progress: impl FnMut(&str),
-) -> Result<MatrixRun> {
+) -> Result<MatrixRun>
+where
+    f32: gpu_spmv::formats::ValueStorage<T>,
+{
     let (offsets, cols, vals64) = a.csr_data();
     let vals: Vec<T> = vals64.iter().map(|&v| T::from_f64(v)).collect();
     let view = CsrRef::try_new(a.nrows(), a.ncols(), offsets, cols, &vals)?;
