@@ -140,12 +140,13 @@ pub(crate) fn padding_limit_bytes<T>(a: &CsrRef<'_, T>) -> u128 {
 
 /// [`padding_limit_bytes`] of a matrix of `nrows` rows and `nnz` entries.
 pub(crate) fn padding_limit_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
-    csr_bytes_of::<T>(nrows, nnz) * u128::from(ELL_MAX_PADDING_RATIO)
+    csr_bytes(nrows, nnz, size_of::<T>()) * u128::from(ELL_MAX_PADDING_RATIO)
 }
 
-/// The bytes of a matrix of `nrows` rows and `nnz` entries of `T` in CSR with 32-bit indices.
-pub(crate) fn csr_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
-    (nrows as u128 + 1) * 4 + nnz as u128 * slot_bytes::<T>()
+/// The bytes of a matrix of `nrows` rows and `nnz` entries, values of `value_bytes` each, in CSR
+/// with 32-bit indices.
+pub(crate) fn csr_bytes(nrows: usize, nnz: usize, value_bytes: usize) -> u128 {
+    (nrows as u128 + 1) * 4 + nnz as u128 * (4 + value_bytes as u128)
 }
 
 /// Refuses `width` slots per row of `a` when they take over [`ELL_MAX_PADDING_RATIO`] times the bytes

@@ -38,7 +38,6 @@ const fn batch<T>(wide: bool) -> usize {
 }
 const _: () = assert!(DIA_WORD_BITS as usize % batch::<f32>(true) == 0, "a batch spans one presence word");
 const _: () = assert!(DIA_WORD_BITS as usize % batch::<f32>(false) == 0, "a batch spans one presence word");
-const _: () = assert!(DIA_WORD_BITS as usize % batch::<f64>(true) == 0, "a batch spans one presence word");
 
 /// The batch of `$n` diagonals, `$n` one of the sizes listed or the last, largest, one.
 macro_rules! sized {

@@ -19,7 +19,7 @@ use super::super::launch::launch;
 use crate::device::{DeviceCompressedEll, DeviceCsr, DeviceDia, DeviceEll, EllCopy, Gpu, addr};
 use crate::formats::convert::narrow;
 use crate::formats::dia::{DIA_MAX_DIAGONALS, check_dia_padding, dia_bytes, presence_words};
-use crate::formats::ell::{check_padding_of, csr_bytes_of};
+use crate::formats::ell::{check_padding_of, csr_bytes};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
@@ -90,7 +90,7 @@ pub(super) fn dia_copy<'a, T: Scalar>(
 /// CSR bytes (any size without a bound).
 fn within<T: Scalar>(a: &DeviceCsr<T>, diagonals: usize, max_bytes_over_csr: Option<f64>) -> bool {
     let dia = dia_bytes(a.nrows(), diagonals, size_of::<T>()) as f64;
-    max_bytes_over_csr.is_none_or(|most| dia <= most * csr_bytes_of::<T>(a.nrows(), a.nnz()) as f64)
+    max_bytes_over_csr.is_none_or(|most| dia <= most * csr_bytes(a.nrows(), a.nnz(), size_of::<T>()) as f64)
 }
 
 /// The DIA copy of `a` as [`try_build_dia`] builds it without a bound on its bytes, and `None`

@@ -15,6 +15,7 @@
 use super::super::plan::Regime;
 use super::kernel::Kernel;
 use crate::formats::csr::RowStats;
+use crate::formats::ell::csr_bytes;
 use kernels_gpu::abi::{BLOCK_SIZE, CSR_PARAM_COOPS, LONG_ROW_CHUNK, RESIDENT_THREADS_PER_SM, WARP_SIZE};
 use std::fmt;
 
@@ -306,8 +307,7 @@ pub fn ell_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> Op
 /// Whether a matrix's CSR bytes (values of `value_bytes` bytes) are at least [`ELL_COPY_MIN_L2`]
 /// times `target`'s L2, where both copies' terms apply.
 fn past_the_copy_l2(stats: &RowStats, value_bytes: usize, target: Target) -> bool {
-    let csr_bytes = (stats.rows as f64 + 1.0) * 4.0 + stats.nnz as f64 * (4.0 + value_bytes as f64);
-    csr_bytes >= ELL_COPY_MIN_L2 * target.l2_bytes as f64
+    csr_bytes(stats.rows, stats.nnz, value_bytes) as f64 >= ELL_COPY_MIN_L2 * target.l2_bytes as f64
 }
 
 /// The DIA copy's bytes over the CSR matrix's up to which Auto takes it where the ELL-copy term
