@@ -109,7 +109,7 @@ impl<T> std::fmt::Debug for Converted<T> {
 /// The formats the bench runs on a matrix of these statistics: each format once, BRC at every
 /// candidate B2 around the model's value (deterministic combination), and at the model's B2 with
 /// atomics; compressed column indices, compressed ELL and DIA with the values in the product's type
-/// `precision`, and in bf16 and f16 for f32 products.
+/// `precision`, and in bf16 and f16 (and f32 for f64 products).
 pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<Format> {
     let mut all = vec![
         Format::Ell,
@@ -127,8 +127,9 @@ pub fn formats(stats: &RowStats, sm_count: u32, precision: Precision) -> Vec<For
     all.push(Format::DenseBlocks);
     let storages = match precision {
         Precision::Single => [Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
-        // f32 storage for f64 products too: half the value bytes, each value exact in f32 or not.
-        Precision::Double => [Storage::F64, Storage::F32].as_slice(),
+        // Narrow storage for f64 products too: a half or a quarter of the value bytes, each value
+        // exact in the narrow type or not.
+        Precision::Double => [Storage::F64, Storage::F32, Storage::Bf16, Storage::F16].as_slice(),
     };
     all.extend(storages.iter().map(|&values| Format::Compressed { values }));
     all.extend(storages.iter().map(|&values| Format::CompressedEll { values }));

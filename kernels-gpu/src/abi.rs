@@ -2237,16 +2237,39 @@ pub const ENTRIES: &[&[Entry]] = &[
 /// on the stencils; DIA at 48 ran band-64's 83 diagonals faster still but stencil3d-7's 7 slower,
 /// hence [`DIA_WIDE`]'s own entry in f64. With f32 values in an f64 product the same budgets ran
 /// band-64 1.13x (compressed ELL) and 1.33x (DIA) faster, wide-400 1.29x, fem3d-27's compressed
-/// ELL 7% slower. The f32 entries keep no budget: allowed more than their
+/// ELL 7% slower. The slot and DIA walks' f32 entries keep no budget: allowed more than their
 /// 32, they ran slower on the stencils, where Auto runs them (H100, docs/PERF.md section 32).
+///
+/// f16 and bf16 values in f64 products take the same budgets as f32 values: DIA band-64 59 -> 36 µs
+/// and fem3d-27 36 -> 31 µs, compressed ELL wide-400 120 -> 93 µs but the stencils and fem3d-27
+/// 7-9% slower. BRC's f64 walks at 40 ran its model's and the fastest B2 3-10% faster, its
+/// one-slot splits 12% slower (48 and 56: 27%). The column-panel kernel held every f64 group at 32
+/// registers, which serialised its steps: at 56 (2 blocks of 16 warps an SM, as the panel's shared
+/// memory allowed 3) short-wide f64 ran 147 -> 99 µs, 1.08x cuSPARSE; at 64 or more the registers
+/// left one block an SM (124 µs). Its f32 groups at 40 (c16's own count; c32 had 32) ran the
+/// 192 KiB panels 138 -> 79 µs, the others level; at 48, 64 KiB ran 13% slower (section 33).
 pub const REGISTER_BUDGETS: &[(&str, u32)] = &[
     (ELL.f64, 48),
     (SELL.f64, 48),
     (COMPRESSED_ELL.f64, 48),
     (COMPRESSED_ELL_F32.f64, 48),
+    (COMPRESSED_ELL_F16.f64, 48),
+    (COMPRESSED_ELL_BF16.f64, 48),
     (DIA.f64, 56),
     (DIA_WIDE.f64, 48),
     (DIA_F32.f64, 56),
+    (DIA_F16.f64, 56),
+    (DIA_BF16.f64, 56),
+    (BRC_PARTIALS.f64, 40),
+    (BRC_ATOMIC.f64, 40),
+    (CSR_PANELS[0].f32, 40),
+    (CSR_PANELS[1].f32, 40),
+    (CSR_PANELS[2].f32, 40),
+    (CSR_PANELS[3].f32, 40),
+    (CSR_PANELS[0].f64, 56),
+    (CSR_PANELS[1].f64, 56),
+    (CSR_PANELS[2].f64, 56),
+    (CSR_PANELS[3].f64, 56),
 ];
 
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,

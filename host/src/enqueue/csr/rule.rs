@@ -200,11 +200,12 @@ pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 
 /// Mean entries a row holds in one of Auto's panels ([`AUTO_PANEL_KIB`]) from which Auto takes the
 /// column-panel kernel: each (row, panel) segment pays a table read, a reduction and a partial
-/// sum, which a warp's worth of entries outweighs. Measured on short-wide (H100, 2026-11-27,
-/// `docs/bench/2026-11-27-csr-panels-even-h100`): 39 entries a segment in f32 ran 1.54x cuSPARSE and
-/// fastest of ours, 19 in f64 0.73x, behind the merge-path and balanced kernels. The benchmark times
-/// the kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
-pub const PANELS_MIN_SEGMENT: f64 = 32.0;
+/// sum, which half a warp's worth of entries outweighs. Measured on short-wide (H100, 2026-11-27,
+/// `docs/bench/2026-11-27-panel-budgets-h100`): 39 entries a segment in f32 ran 1.57x cuSPARSE,
+/// 19 in f64 1.08x, each the fastest of ours (in f64 since the kernel's register budget,
+/// `abi::REGISTER_BUDGETS`: at the driver's 32 registers it ran 0.72x). The benchmark times the
+/// kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
+pub const PANELS_MIN_SEGMENT: f64 = 16.0;
 
 /// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a panel
 /// of the smallest size, 48 KiB ([`panels_timed`], which `benches/src/variants.rs` asks too).
@@ -787,16 +788,15 @@ mod tests {
     }
 
     /// Auto takes the column panels for few, long rows over a wide `x`, in every regime, and
-    /// nowhere the rows are short per panel (short-wide in f64: 19 entries a segment), `x` is small,
-    /// or the entries too few.
+    /// nowhere the rows are short per panel, `x` is small, or the entries too few.
     #[test]
     fn the_panels_term_takes_few_long_rows_over_a_wide_x() {
         let panels = Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE };
         let s = short_wide();
-        assert_eq!(panels_term(&s, 8, TARGET), None, "f64: half the columns a panel");
+        // 39 entries a segment of a 64 KiB panel in f32, 19 in f64 (half the columns a panel).
         assert_eq!(panels_term(&s, 4, TARGET), Some(panels));
-        {
-            let value_bytes = 4;
+        assert_eq!(panels_term(&s, 8, TARGET), Some(panels));
+        for value_bytes in [4, 8] {
             for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
                 assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
                 // Without the term: the fitted rule's choice, the balanced kernel for these rows.
@@ -812,9 +812,10 @@ mod tests {
         let small = RowStats { cols: 273_152, ..stats(1_071, 712_579) };
         assert_eq!(panels_term(&small, 4, TARGET), None);
         assert_eq!(panels_term(&small, 8, TARGET), None);
-        // Half the density: 19.4 entries a row in a 64 KiB f32 panel, under 32.
-        let sparser = RowStats { cols: 2 * 1_092_610, ..s };
+        // A quarter of the density: 9.7 entries a row in a 64 KiB f32 panel, under 16.
+        let sparser = RowStats { cols: 4 * 1_092_610, ..s };
         assert_eq!(panels_term(&sparser, 4, TARGET), None);
+        assert_eq!(panels_term(&sparser, 8, TARGET), None);
         // An `x` that an L2 of 50 MiB holds many times over: 50,000 columns (0.2 MB in f32) of
         // long rows, as the suite's wide-400, and the real set's widest long-row matrices.
         let narrow_x = RowStats { cols: 50_000, ..regular(50_000, 400) };
