@@ -7,10 +7,13 @@
 # Usage, from the project root:
 #   ../shared/tools/gpu-bundle -p gpu-spmv        # here: build and bundle the test binaries into .gpu/
 #   scripts/sanitize.sh [--tool NAME]... [--bin GLOB] [-- TEST-ARGS]    # on the GPU machine
-# e.g.  scripts/sanitize.sh --tool racecheck --bin 'gpu_formats*' -- brc
+# e.g.  scripts/sanitize.sh --tool racecheck --bin 'gpu-*' -- formats::gpu_brc
+# (the library's GPU tests are one binary, `gpu-test` in the bundle, with a module per area: a name
+# filter such as `formats::` picks a module's tests, `formats::gpu_brc` some of them).
 # Through the device tool, with the logs brought back:
 #   device run  command="SANITIZE_LOGS=$OUT/sanitize scripts/sanitize.sh"  carry=[".gpu"]
-# (a run has 10 minutes: split by --tool or --bin when the sanitizers' slowdown needs it).
+# (a run has 10 minutes: split by --tool, --bin or a module filter when the sanitizers' slowdown
+# needs it).
 #
 # --tool NAME   a compute-sanitizer tool (repeatable); default memcheck, racecheck, synccheck
 # --bin GLOB    only the bundled binaries whose names match GLOB (default: all)

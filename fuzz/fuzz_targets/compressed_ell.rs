@@ -7,7 +7,7 @@
 //! a column `2^15` from its row nor a value past a storage type's range, so this target has its own:
 //! up to 255 rows repeating a pattern, columns at an offset from the row (near it, or either side of
 //! the limit) or anywhere among up to 65,535, and values of any magnitude. Rows past `2^15`, where a
-//! column left of its row can lie past the limit, are `host/tests/gpu_compressed_ell.rs`'s (its
+//! column left of its row can lie past the limit, are `host/tests/gpu/compressed_ell.rs`'s (its
 //! conversions run without a GPU): such an input took a third of a second here, sanitized and
 //! instrumented, and starved the fuzzing.
 #![no_main]

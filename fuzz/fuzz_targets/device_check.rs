@@ -2,7 +2,7 @@
 //! (`IndexFaults::find`, then `verdict`) is the error `CsrRef::try_new` gives the arrays widened to
 //! `usize`, a negative index refused first. The model is what `DeviceCsr::try_from_device` and
 //! `Gpu::upload_csr_pinned` run (the kernel finds the faults, the host gives the verdict); the GPU
-//! tests (`host/tests/gpu_from_device.rs`) hold the kernel to the model on fuzzed arrays.
+//! tests (`host/tests/gpu/from_device.rs`) hold the kernel to the model on fuzzed arrays.
 #![no_main]
 
 use arbitrary::Arbitrary;

@@ -99,16 +99,17 @@ impl Tally {
 mod tests {
     use super::*;
 
-    /// A run's output as it comes: cargo's lines, the harness's, the tests' own, and skips of two
-    /// reasons from several binaries.
+    /// A run's output as it comes: cargo's lines, the harness's (test names with their module's
+    /// path, as in the one binary of the GPU tests), the tests' own, and skips of two reasons from
+    /// several binaries.
     const OUTPUT: &str = "\
-     Running tests/gpu.rs (target/debug/deps/gpu-0123)
+     Running tests/gpu/main.rs (target/debug/deps/gpu-0123)
 gpu_csr: seed 7 (replay with SPMV_TEST_SEED=7)
 SKIPPED[gpus=1] gpu_csr: no CUDA GPU available: libcuda.so: cannot open shared object file
 SKIPPED[gpus=1] gpu_ell: no CUDA GPU available: libcuda.so: cannot open shared object file
-test gpu_csr ... ok
-test gpu_ell ... ok
-test cpu_only ... ok
+test kernels::gpu_csr ... ok
+test formats::gpu_ell ... ok
+test reliability::cpu_only ... ok
 
 test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
 

@@ -4,7 +4,7 @@
 mod skip;
 
 #[allow(unused_imports)] // as above
-pub use skip::{gpu_or_skip, required_gpus, say, skipped, skipped_without};
+pub use skip::{alone_on_the_gpus, gpu_or_skip, required_gpus, say, skipped, skipped_without};
 
 use gpu_spmv::reference::{error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::{CsrRef, Scalar};
