@@ -387,7 +387,7 @@ pub struct FactorisationRecord {
 
 /// The largest difference in iterations between ours and the baseline of `solver` (`bicgstab` or
 /// `gmres(m)`) that counts as agreement, the slack of the library's own test of its solvers against
-/// their oracles (`host/tests/gpu_krylov.rs`): the recurrences are the same and differ in the rounding
+/// their oracles (`host/tests/gpu/krylov.rs`): the recurrences are the same and differ in the rounding
 /// of the dot products, a rounding of `T` each, which a long solve amplifies; BiCGSTAB's residual is
 /// far from monotone and its count moves most (98 against 103 iterations in f64 on the H100), and a
 /// restarted GMRES moves by up to a cycle's worth (3,845 against 4,071 on FEM Q2 in f64).

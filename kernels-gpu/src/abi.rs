@@ -568,7 +568,7 @@ pub const fn csr_panel_cols(panel_kib: u32, elem_bytes: u32) -> u32 {
 const CSR_PANELS_FAMILY: ([u32; 4], [Entry; 4]) = family!("spmv_csr_panels_c", ""; 4, 8, 16, 32);
 
 /// Threads per row of the column-panel kernel: one PTX entry per value and type, the host choosing
-/// the narrowest whose [`CSR_PANELS_STEPS`] loads per lane cover a row's mean entries in a panel.
+/// the width nearest to a lane per 2 of a row's mean entries in a panel.
 pub const CSR_PANELS_COOPS: [u32; 4] = CSR_PANELS_FAMILY.0;
 
 /// `spmv_csr_panels_c<coop>_*`, indexed like [`CSR_PANELS_COOPS`].

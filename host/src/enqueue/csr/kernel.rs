@@ -67,7 +67,8 @@ pub enum Kernel {
     /// columns are scattered (the suite's short-wide matrix: 4,284 rows of 2,600 entries over
     /// 1.09 M columns). It wins where a row's mean entries per panel (`nnz / (rows x panels)`)
     /// are half a warp's worth or more ([`PANELS_MIN_SEGMENT`](super::rule::PANELS_MIN_SEGMENT):
-    /// short-wide in f32, 39, ran 1.57x cuSPARSE on an H100, in f64, 19, 1.08x), so that the table and the
+    /// short-wide in f32, 39 in 64 KiB panels, ran 1.57x cuSPARSE on an H100, in f64, 29 in 96 KiB
+    /// panels, 1.21x), so that the table and the
     /// partial sums, paid per (row, panel) segment, stay small beside the entries, and where `x` is well
     /// past L1 but each block's rows reuse its panel; on square matrices, whose rows are short and
     /// whose `x` is already reused through L1 and L2, it loses. Auto chooses it where

@@ -12,8 +12,8 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use kernels_gpu::abi::{
-    self as abi, CSR_PANELS_AUX_BLOCK_SIZE, CSR_PANELS_COOPS, CSR_PANELS_STEPS, CsrPanelTableParams,
-    CsrPanelsParams, MAX_GRID_X, WARP_SIZE, csr_panel_cols,
+    self as abi, CSR_PANELS_AUX_BLOCK_SIZE, CSR_PANELS_COOPS, CsrPanelTableParams, CsrPanelsParams,
+    MAX_GRID_X, WARP_SIZE, csr_panel_cols,
 };
 
 /// The launches of a column-panel product and the data they point to, which they own.
@@ -105,14 +105,21 @@ pub(super) fn prepare<T: Scalar>(
     Ok(CsrLaunch::Panels(Box::new(PanelLaunches { tiles, combine, _data: data })))
 }
 
-/// The narrowest group of [`CSR_PANELS_COOPS`] whose lanes' [`CSR_PANELS_STEPS`] loads cover a row's
-/// mean entries in a panel, so that few lanes idle on short segments and long ones take one round.
+/// Mean entries of a row's panel segment a lane of the column-panel kernel takes: the group is the
+/// width of [`CSR_PANELS_COOPS`] nearest (as a ratio) to a lane per this many entries. Measured on
+/// short-wide at every panel size and both precisions (H100, docs/PERF.md section 33): the width
+/// nearest 2 entries a lane was the fastest in five of six, e.g. f64 in 96 KiB panels (29 entries
+/// a segment) 88 µs at 16 lanes against 96 µs at 8; one lane-width narrower (3-5 entries a lane,
+/// the lanes' 4 steps filled) or wider (1.2) lost 6-18%.
+const PANELS_ENTRIES_PER_LANE: f64 = 2.0;
+
+/// The group of [`CSR_PANELS_COOPS`] nearest to a lane per [`PANELS_ENTRIES_PER_LANE`] entries of
+/// a row's mean segment; the narrowest for empty segments.
 fn panels_coop(mean_segment: f64) -> u32 {
-    CSR_PANELS_COOPS
-        .iter()
-        .copied()
-        .find(|&coop| f64::from(coop * CSR_PANELS_STEPS) >= mean_segment)
-        .unwrap_or(WARP_SIZE)
+    let lanes = mean_segment / PANELS_ENTRIES_PER_LANE;
+    let off_by = |coop: u32| (f64::from(coop) / lanes).ln().abs();
+    // `min_by` keeps the first of equals: the narrowest where every ratio is infinite.
+    CSR_PANELS_COOPS.iter().copied().min_by(|&a, &b| off_by(a).total_cmp(&off_by(b))).unwrap_or(WARP_SIZE)
 }
 
 /// Blocks of a product on a GPU that keeps `resident` blocks of it at once: all of them, each
@@ -199,13 +206,17 @@ mod tests {
     }
 
     #[test]
-    fn coop_covers_the_mean_segment() {
+    fn coop_is_nearest_two_entries_a_lane() {
         assert_eq!(panels_coop(0.0), 4);
-        assert_eq!(panels_coop(16.0), 4);
-        assert_eq!(panels_coop(16.5), 8);
-        assert_eq!(panels_coop(29.6), 8);
-        assert_eq!(panels_coop(64.0), 16);
-        assert_eq!(panels_coop(114.0), 32);
+        // Short-wide's segments: f64 in 48, 64 and 96 KiB panels, f32 in 64 and 96 KiB.
+        assert_eq!(panels_coop(9.6), 4);
+        assert_eq!(panels_coop(19.2), 8);
+        assert_eq!(panels_coop(28.8), 16);
+        assert_eq!(panels_coop(38.5), 16);
+        assert_eq!(panels_coop(57.4), 32);
+        // The boundaries, at the geometric means of neighbouring widths: 2 * sqrt(4 * 8).
+        assert_eq!(panels_coop(11.3), 4);
+        assert_eq!(panels_coop(11.4), 8);
         assert_eq!(panels_coop(1e6), 32);
     }
 

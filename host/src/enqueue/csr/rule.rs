@@ -191,20 +191,25 @@ pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
 }
 
 /// The panel size, KiB, of the column-panel kernel [`Kernel::Auto`] runs where [`panels_term`]
-/// applies: the fastest of the four on short-wide in both precisions (H200, `docs/PERF.md`,
-/// section 18), and granted by every GPU the PTX runs on (Volta's opt-in limit is 96 KiB).
-pub const AUTO_PANEL_KIB: u32 = 64;
+/// applies, for values of `value_bytes` bytes: the fastest of the four on short-wide, 64 KiB in f32
+/// (16,384 columns) and 96 KiB in f64 (12,288), whose panel of 64 KiB would cut each row into
+/// segments of 19 entries (H100, `docs/PERF.md` section 33: 88 µs at 96 KiB against 98 µs at 64).
+/// Both are granted by every GPU the PTX runs on (Volta's opt-in limit is 96 KiB).
+pub fn auto_panel_kib(value_bytes: usize) -> u32 {
+    if value_bytes > 4 { 96 } else { 64 }
+}
 
 /// Threads per block of Auto's column-panel kernel: the benchmark's (16 warps).
 pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 
-/// Mean entries a row holds in one of Auto's panels ([`AUTO_PANEL_KIB`]) from which Auto takes the
+/// Mean entries a row holds in one of Auto's panels ([`auto_panel_kib`]) from which Auto takes the
 /// column-panel kernel: each (row, panel) segment pays a table read, a reduction and a partial
 /// sum, which half a warp's worth of entries outweighs. Measured on short-wide (H100, 2026-11-27,
-/// `docs/bench/2026-11-27-panel-budgets-h100`): 39 entries a segment in f32 ran 1.57x cuSPARSE,
-/// 19 in f64 1.08x, each the fastest of ours (in f64 since the kernel's register budget,
-/// `abi::REGISTER_BUDGETS`: at the driver's 32 registers it ran 0.72x). The benchmark times the
-/// kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that too.
+/// `docs/bench/2026-11-27-panel-budgets-h100`): 39 entries a segment in f32 (64 KiB panels) ran
+/// 1.57x cuSPARSE, 19 in f64 (64 KiB) 1.08x and 29 (96 KiB) 1.21x, each the fastest of ours (in
+/// f64 since the kernel's register budget, `abi::REGISTER_BUDGETS`: at the driver's 32 registers
+/// it ran 0.72x). The benchmark times the kernel from 8 entries in a 48 KiB panel, and
+/// [`panels_term`] asks for that too.
 pub const PANELS_MIN_SEGMENT: f64 = 16.0;
 
 /// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a panel
@@ -223,7 +228,7 @@ pub const PANELS_MIN_X_L2: f64 = 1.0 / 32.0;
 pub const PANELS_MIN_BLOCKS_PER_SM: u64 = 2;
 
 /// The column-panel term of [`Kernel::Auto`] (`Kernel::auto_for`): the column-panel kernel at
-/// [`AUTO_PANEL_KIB`] KiB and [`AUTO_PANEL_BLOCK_SIZE`] threads for a matrix of few, long rows over
+/// [`auto_panel_kib`] KiB and [`AUTO_PANEL_BLOCK_SIZE`] threads for a matrix of few, long rows over
 /// a wide `x`, where every other kernel's gathers of `x` cost a sector of L2 each; `None` elsewhere.
 /// It applies where all of these hold, with values of `value_bytes` bytes on `target`:
 /// - the benchmark times the kernel on the matrix ([`panels_timed`]), and a row's mean entries in
@@ -237,7 +242,8 @@ pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Opti
     if !panels_timed(stats, value_bytes) {
         return None;
     }
-    let (auto_segment, panel_cols) = panel_segment(stats, AUTO_PANEL_KIB, value_bytes)?;
+    let panel_kib = auto_panel_kib(value_bytes);
+    let (auto_segment, panel_cols) = panel_segment(stats, panel_kib, value_bytes)?;
     let x_bytes = stats.cols as f64 * value_bytes as f64;
     let staged = PANELS_MIN_BLOCKS_PER_SM
         .saturating_mul(u64::from(target.sm_count.max(1)))
@@ -245,7 +251,7 @@ pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Opti
     let applies = auto_segment >= PANELS_MIN_SEGMENT
         && x_bytes >= PANELS_MIN_X_L2 * target.l2_bytes as f64
         && stats.nnz as u64 >= staged;
-    applies.then_some(Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE })
+    applies.then_some(Kernel::CsrPanels { panel_kib, block_size: AUTO_PANEL_BLOCK_SIZE })
 }
 
 /// Whether the benchmark times the column-panel kernel on a matrix of `stats` with values of
@@ -253,7 +259,8 @@ pub fn panels_term(stats: &RowStats, value_bytes: usize, target: Target) -> Opti
 /// entries on average in a panel of the smallest size (`Kernel::PANEL_KIB`). [`panels_term`] asks
 /// for it too, so that Auto never takes the kernel where the runs could not have timed it.
 pub fn panels_timed(stats: &RowStats, value_bytes: usize) -> bool {
-    let smallest = kernels_gpu::abi::CSR_PANEL_KIB.iter().copied().min().unwrap_or(AUTO_PANEL_KIB);
+    let smallest =
+        kernels_gpu::abi::CSR_PANEL_KIB.iter().copied().min().unwrap_or(auto_panel_kib(value_bytes));
     panel_segment(stats, smallest, value_bytes)
         .is_some_and(|(segment, _)| segment >= PANELS_BENCH_MIN_SEGMENT)
 }
@@ -791,14 +798,18 @@ mod tests {
     /// nowhere the rows are short per panel, `x` is small, or the entries too few.
     #[test]
     fn the_panels_term_takes_few_long_rows_over_a_wide_x() {
-        let panels = Kernel::CsrPanels { panel_kib: AUTO_PANEL_KIB, block_size: AUTO_PANEL_BLOCK_SIZE };
+        let panels = |value_bytes| Kernel::CsrPanels {
+            panel_kib: auto_panel_kib(value_bytes),
+            block_size: AUTO_PANEL_BLOCK_SIZE,
+        };
+        assert_eq!((auto_panel_kib(4), auto_panel_kib(8)), (64, 96));
         let s = short_wide();
-        // 39 entries a segment of a 64 KiB panel in f32, 19 in f64 (half the columns a panel).
-        assert_eq!(panels_term(&s, 4, TARGET), Some(panels));
-        assert_eq!(panels_term(&s, 8, TARGET), Some(panels));
+        // 39 entries a segment of a 64 KiB panel in f32, 29 of a 96 KiB panel in f64.
+        assert_eq!(panels_term(&s, 4, TARGET), Some(panels(4)));
+        assert_eq!(panels_term(&s, 8, TARGET), Some(panels(8)));
         for value_bytes in [4, 8] {
             for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
-                assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels);
+                assert_eq!(Kernel::auto_for(&s, value_bytes, TARGET, regime), panels(value_bytes));
                 // Without the term: the fitted rule's choice, the balanced kernel for these rows.
                 assert_eq!(
                     Kernel::auto_without_terms(&s, value_bytes, TARGET, regime),
@@ -808,7 +819,7 @@ mod tests {
         }
         // Short-wide at a sixteenth of the entries (the suite's small size): 1,071 rows over 273 k
         // columns, 29 entries a row in a 48 KiB f32 panel, but 0.7 M entries are not worth two
-        // 64 KiB panels on each of 132 SMs (4.3 M f32, 2.2 M f64).
+        // of Auto's panels on each of 132 SMs (4.3 M f32, 3.2 M f64).
         let small = RowStats { cols: 273_152, ..stats(1_071, 712_579) };
         assert_eq!(panels_term(&small, 4, TARGET), None);
         assert_eq!(panels_term(&small, 8, TARGET), None);
@@ -827,19 +838,19 @@ mod tests {
         // Nothing to stage for: no entries, rows or columns.
         assert_eq!(panels_term(&stats(0, 0), 4, TARGET), None);
         assert_eq!(panels_term(&RowStats { cols: 0, ..s }, 4, TARGET), None);
-        // Rows twice as long: 38 entries a segment of a 64 KiB f64 panel.
+        // Rows twice as long: 58 entries a segment of a 96 KiB f64 panel.
         let longer = RowStats { nnz: 2 * s.nnz, ..s };
-        assert_eq!(panels_term(&longer, 8, TARGET), Some(panels));
+        assert_eq!(panels_term(&longer, 8, TARGET), Some(panels(8)));
         // A GPU of more SMs asks for more entries: 11 M f32 entries are under two 64 KiB panels on
-        // each of 400 SMs (13.1 M), 22 M f64 entries over (6.6 M).
+        // each of 400 SMs (13.1 M), 22 M f64 entries over two 96 KiB panels (9.8 M).
         let big_gpu = Target { sm_count: 400, ..TARGET };
         assert_eq!(panels_term(&s, 4, big_gpu), None);
-        assert_eq!(panels_term(&longer, 8, big_gpu), Some(panels));
+        assert_eq!(panels_term(&longer, 8, big_gpu), Some(panels(8)));
         // A larger L2 asks for a larger `x`: 4.4 MB of f32 is under a thirty-second of 256 MiB
         // (8.4 MB), 8.7 MB of f64 over it.
         let big_l2 = Target { l2_bytes: 256 << 20, ..TARGET };
         assert_eq!(panels_term(&s, 4, big_l2), None);
-        assert_eq!(panels_term(&longer, 8, big_l2), Some(panels));
+        assert_eq!(panels_term(&longer, 8, big_l2), Some(panels(8)));
     }
 
     #[test]
