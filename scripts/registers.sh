@@ -17,13 +17,14 @@ arch=${1:-sm_90}
 shift || true
 modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=("$root"/host/ptx/kernels*.ptx)
-ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)}
+ptxas=${PTXAS:-$({ command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1; } || true)}
 [ -x "$ptxas" ] || { echo "ptxas not found (set PTXAS)"; exit 1; }
 
 for module in "${modules[@]}"; do
     # ptxas -v reports, per entry: "Compiling entry function 'NAME'", then "N bytes stack frame,
-    # N bytes spill stores, N bytes spill loads", then "Used N registers".
+    # N bytes spill stores, N bytes spill loads", then "Used N registers"; its errors pass through.
     "$ptxas" -arch="$arch" -v "$module" -o /dev/null 2>&1 | awk -v module="$(basename "$module")" '
+        /error|fatal/ { print > "/dev/stderr" }
         /Compiling entry function/ { split($0, q, "\047"); entry = q[2]; stores = 0; loads = 0 }
         /bytes spill stores/ {
             for (i = 1; i <= NF; i++) {

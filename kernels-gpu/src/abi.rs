@@ -2241,12 +2241,12 @@ pub const ENTRIES: &[&[Entry]] = &[
 /// 32, they ran slower on the stencils, where Auto runs them (H100, docs/PERF.md section 32).
 ///
 /// f16 and bf16 values in f64 products take the same budgets as f32 values: DIA band-64 59 -> 36 µs
-/// and fem3d-27 36 -> 31 µs, compressed ELL wide-400 120 -> 93 µs but the stencils and fem3d-27
+/// and fem3d-27 36 -> 31 µs, compressed ELL wide-400 120 -> 93 µs but stencil2d-5 and fem3d-27
 /// 7-9% slower. BRC's f64 walks at 40 ran its model's and the fastest B2 3-10% faster, its
 /// one-slot splits 12% slower (48 and 56: 27%). The column-panel kernel held every f64 group at 32
 /// registers, which serialised its steps: at 56 (2 blocks of 16 warps an SM, as the panel's shared
-/// memory allowed 3) short-wide f64 ran 147 -> 99 µs, 1.08x cuSPARSE; at 64 or more the registers
-/// left one block an SM (124 µs). Its f32 groups at 40 (c16's own count; c32 had 32) ran the
+/// memory allowed 3) short-wide f64 ran 147 -> 99 µs, 1.08x cuSPARSE; from 72 (66 used) the
+/// registers left one block an SM (124 µs). Its f32 groups at 40 (c16's own count; c32 had 32) ran the
 /// 192 KiB panels 138 -> 79 µs, the others level; at 48, 64 KiB ran 13% slower (section 33).
 pub const REGISTER_BUDGETS: &[(&str, u32)] = &[
     (ELL.f64, 48),

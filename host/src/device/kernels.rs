@@ -145,6 +145,17 @@ mod tests {
         assert!(ptx_budgets(PTX_SM90).is_empty());
     }
 
+    /// Every width of the column-panel kernel has its budget, in both element types: the table
+    /// lists them one by one, so a width added to `abi::CSR_PANELS` must be added there too.
+    #[test]
+    fn every_column_panel_width_is_budgeted() {
+        let listed: BTreeMap<_, _> = abi::REGISTER_BUDGETS.iter().copied().collect();
+        for entry in abi::CSR_PANELS {
+            assert!(listed.contains_key(entry.f32), "{}", entry.f32);
+            assert!(listed.contains_key(entry.f64), "{}", entry.f64);
+        }
+    }
+
     /// The sm_90 module exports the streaming engine's entries and nothing else.
     #[test]
     fn the_sm90_module_exports_the_stream_entries() {

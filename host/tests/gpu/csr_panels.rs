@@ -286,8 +286,8 @@ fn gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x() {
     let test = "gpu_auto_takes_the_panels_for_few_long_rows_over_a_wide_x";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    // 1,800 rows of 3,000 to 6,000 entries over 1.09 M columns: 8.1 M entries, about 34 a row in each
-    // of the 133 f64 panels of 64 KiB, an `x` of 8.7 MB.
+    // 1,800 rows of 3,000 to 6,000 entries over 1.09 M columns: 8.1 M entries, about 51 a row in each
+    // of the 89 f64 panels of 96 KiB (Auto's), an `x` of 8.7 MB.
     let a = Csr::<f64>::random(&mut rng, 1_800, 1_090_000, true, |r| 3_000 + (r * 37) % 3_000);
     let stats = a.view().stats();
     let Some(panels) = panels_term(&stats, 8, gpu.target()) else {

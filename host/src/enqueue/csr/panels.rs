@@ -107,18 +107,21 @@ pub(super) fn prepare<T: Scalar>(
 
 /// Mean entries of a row's panel segment a lane of the column-panel kernel takes: the group is the
 /// width of [`CSR_PANELS_COOPS`] nearest (as a ratio) to a lane per this many entries. Measured on
-/// short-wide at every panel size and both precisions (H100, docs/PERF.md section 33): the width
-/// nearest 2 entries a lane was the fastest in five of six, e.g. f64 in 96 KiB panels (29 entries
-/// a segment) 88 µs at 16 lanes against 96 µs at 8; one lane-width narrower (3-5 entries a lane,
-/// the lanes' 4 steps filled) or wider (1.2) lost 6-18%.
+/// short-wide at the 48, 64 and 96 KiB panels in both precisions (H100, docs/PERF.md section 33):
+/// the width nearest 2 entries a lane was the fastest in all six, e.g. f64 in 96 KiB panels (29
+/// entries a segment) 88 µs at 16 lanes against 96 µs at 8; one lane-width narrower (3-7 entries
+/// a lane) lost 13-22%, one wider (about 1 entry a lane) 6-16%. At 192 KiB the widths tied.
 const PANELS_ENTRIES_PER_LANE: f64 = 2.0;
 
 /// The group of [`CSR_PANELS_COOPS`] nearest to a lane per [`PANELS_ENTRIES_PER_LANE`] entries of
 /// a row's mean segment; the narrowest for empty segments.
 fn panels_coop(mean_segment: f64) -> u32 {
     let lanes = mean_segment / PANELS_ENTRIES_PER_LANE;
+    // Empty (or not a number: no rows, columns or entries): the narrowest.
+    if lanes.is_nan() || lanes <= 0.0 {
+        return CSR_PANELS_COOPS[0];
+    }
     let off_by = |coop: u32| (f64::from(coop) / lanes).ln().abs();
-    // `min_by` keeps the first of equals: the narrowest where every ratio is infinite.
     CSR_PANELS_COOPS.iter().copied().min_by(|&a, &b| off_by(a).total_cmp(&off_by(b))).unwrap_or(WARP_SIZE)
 }
 
@@ -208,8 +211,10 @@ mod tests {
     #[test]
     fn coop_is_nearest_two_entries_a_lane() {
         assert_eq!(panels_coop(0.0), 4);
-        // Short-wide's segments: f64 in 48, 64 and 96 KiB panels, f32 in 64 and 96 KiB.
+        assert_eq!(panels_coop(f64::NAN), 4);
         assert_eq!(panels_coop(9.6), 4);
+        // Short-wide's segments: f64 in 48, 64 and 96 KiB panels, f32 in 64 and 96 KiB.
+        assert_eq!(panels_coop(14.5), 8);
         assert_eq!(panels_coop(19.2), 8);
         assert_eq!(panels_coop(28.8), 16);
         assert_eq!(panels_coop(38.5), 16);

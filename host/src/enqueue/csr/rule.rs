@@ -193,8 +193,10 @@ pub fn long_row_min_len(stats: &RowStats, sm_count: u32) -> u32 {
 /// The panel size, KiB, of the column-panel kernel [`Kernel::Auto`] runs where [`panels_term`]
 /// applies, for values of `value_bytes` bytes: the fastest of the four on short-wide, 64 KiB in f32
 /// (16,384 columns) and 96 KiB in f64 (12,288), whose panel of 64 KiB would cut each row into
-/// segments of 19 entries (H100, `docs/PERF.md` section 33: 88 µs at 96 KiB against 98 µs at 64).
-/// Both are granted by every GPU the PTX runs on (Volta's opt-in limit is 96 KiB).
+/// segments of 19 entries (H100, `docs/PERF.md` section 33, `coop-rule/`: 89.6 µs at 96 KiB
+/// against 99.2 µs at 64). Volta and every GPU from Ampere grant a block 96 KiB; Turing grants 64,
+/// so there Auto's f64 panel plan is refused and Auto takes its rule without the term
+/// ([`Kernel::auto_without_terms`]).
 pub fn auto_panel_kib(value_bytes: usize) -> u32 {
     if value_bytes > 4 { 96 } else { 64 }
 }
@@ -204,12 +206,14 @@ pub const AUTO_PANEL_BLOCK_SIZE: u32 = 512;
 
 /// Mean entries a row holds in one of Auto's panels ([`auto_panel_kib`]) from which Auto takes the
 /// column-panel kernel: each (row, panel) segment pays a table read, a reduction and a partial
-/// sum, which half a warp's worth of entries outweighs. Measured on short-wide (H100, 2026-11-27,
+/// sum, which enough entries outweigh. Measured on short-wide (H100, 2026-11-27,
 /// `docs/bench/2026-11-27-panel-budgets-h100`): 39 entries a segment in f32 (64 KiB panels) ran
 /// 1.57x cuSPARSE, 19 in f64 (64 KiB) 1.08x and 29 (96 KiB) 1.21x, each the fastest of ours (in
 /// f64 since the kernel's register budget, `abi::REGISTER_BUDGETS`: at the driver's 32 registers
-/// it ran 0.72x). The benchmark times the kernel from 8 entries in a 48 KiB panel, and
-/// [`panels_term`] asks for that too.
+/// it ran 0.72-0.73x); 14.5 in f64 (48 KiB) ran 0.84x, level with the balanced kernel. So the
+/// bound lies between 14.5 and 19, and 16 is a choice inside that gap, not a measured edge. The
+/// benchmark times the kernel from 8 entries in a 48 KiB panel, and [`panels_term`] asks for that
+/// too.
 pub const PANELS_MIN_SEGMENT: f64 = 16.0;
 
 /// The benchmark's floor for timing the column-panel kernel: mean entries a row holds in a panel
