@@ -143,7 +143,7 @@ fn factors_against_oracle<T: Scalar>(test: &str) {
                 assert_eq!(bits(&z), bits(&oracle_z), "{what}: against the oracle");
             } else {
                 // f32 rounded at every step against f64 rounded once: a relative error of a few
-                // epsilon a level, as cuSPARSE's f32 factors were tolerated (benches/tests/gpu_ilu02.rs).
+                // epsilon a level, as cuSPARSE's f32 factors were tolerated (benches/tests/gpu_baselines/ilu02.rs).
                 let levels = pattern.levels().0.count() + pattern.levels().1.count();
                 let scale =
                     oracle_z.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs())).max(f64::MIN_POSITIVE);
