@@ -69,8 +69,9 @@ pub enum Kernel {
     /// are half a warp's worth or more ([`PANELS_MIN_SEGMENT`](super::rule::PANELS_MIN_SEGMENT):
     /// short-wide in f32, 39 in 64 KiB panels, ran 1.57x cuSPARSE on an H100, in f64, 29 in 96 KiB
     /// panels, 1.21x), so that the table and the partial sums, paid per (row, panel) segment, stay
-    /// small beside the entries, and where `x` is well past L1 but each block's rows reuse its panel; on square matrices, whose rows are short and
-    /// whose `x` is already reused through L1 and L2, it loses. Auto chooses it where
+    /// small beside the entries, and where `x` is well past L1 but each block's rows reuse its
+    /// panel; on square matrices, whose rows are short and whose `x` is already reused through L1
+    /// and L2, it loses. Auto chooses it where
     /// [`panels_term`](super::rule::panels_term) says so, and the tuner tries its other panel
     /// sizes there.
     ///
@@ -78,8 +79,8 @@ pub enum Kernel {
     /// launch sums it whole, gathering `x` from global memory (right, but slower for such rows).
     /// Needs a GPU whose blocks may take `panel_kib` KiB of shared memory
     /// ([`Error::InvalidKernel`] otherwise: 48 KiB everywhere, 96 KiB on Volta, 64 KiB on Turing,
-    /// 160 KiB or more from Ampere). The plan owns its table and scratch, built on the device when it is made (enqueued
-    /// on the stream, never waited for).
+    /// 160 KiB or more from Ampere). The plan owns its table and scratch, built on the device when
+    /// it is made (enqueued on the stream, never waited for).
     CsrPanels { panel_kib: u32, block_size: u32 },
     /// A copy of the matrix in the ELL family that the plan builds on the device the first time it
     /// is asked for and the matrix keeps, as it keeps the other strategies' data
