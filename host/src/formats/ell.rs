@@ -129,7 +129,13 @@ pub(crate) fn fill_slots<T, C: Copy + Send + Sync, W: Copy + Send + Sync>(
 
 /// The bytes of one padded slot: its column index and its value.
 pub(crate) fn slot_bytes<T>() -> u128 {
-    4 + size_of::<T>() as u128
+    entry_bytes(size_of::<T>())
+}
+
+/// The bytes of one stored entry, in CSR or a padded slot: a 32-bit column index and a value of
+/// `value_bytes`.
+fn entry_bytes(value_bytes: usize) -> u128 {
+    4 + value_bytes as u128
 }
 
 /// The most bytes a padded form of `a` may take: [`ELL_MAX_PADDING_RATIO`] times the bytes of `a` in
@@ -146,7 +152,7 @@ pub(crate) fn padding_limit_bytes_of<T>(nrows: usize, nnz: usize) -> u128 {
 /// The bytes of a matrix of `nrows` rows and `nnz` entries, values of `value_bytes` each, in CSR
 /// with 32-bit indices.
 pub(crate) fn csr_bytes(nrows: usize, nnz: usize, value_bytes: usize) -> u128 {
-    (nrows as u128 + 1) * 4 + nnz as u128 * (4 + value_bytes as u128)
+    (nrows as u128 + 1) * 4 + nnz as u128 * entry_bytes(value_bytes)
 }
 
 /// Refuses `width` slots per row of `a` when they take over [`ELL_MAX_PADDING_RATIO`] times the bytes
