@@ -45,6 +45,16 @@ pub trait Load: Copy {
     /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.
     unsafe fn load_nc(p: *const Self) -> Self;
 
+    /// [`Load::load_nc`] for data each thread reads once (a CSR matrix's column indices and values),
+    /// marked to leave L1 first (`ld.global.nc.L1::evict_first`, PTX ISA 7.4): the lines of the
+    /// matrix's stream then give way to those of `x`, which the gathers read again. On the power-law
+    /// and circuit matrices, whose gathers keep the L2 busy, that is 4-12% of a product
+    /// (docs/PERF.md, section 35).
+    ///
+    /// # Safety
+    /// As [`Load::load_nc`].
+    unsafe fn load_nc_evict_first(p: *const Self) -> Self;
+
     /// The same element through the ordinary global path (`ld.global`, cached as the GPU caches any
     /// global load): the baseline against which the read-only path is measured.
     ///
@@ -71,6 +81,17 @@ macro_rules! impl_load {
                 // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
                 unsafe {
                     asm!(concat!("ld.global.nc.", $ptx, " {v}, [{p}];"),
+                        v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
+                }
+                v
+            }
+
+            #[inline(always)]
+            unsafe fn load_nc_evict_first(p: *const Self) -> Self {
+                let v: $t;
+                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
+                unsafe {
+                    asm!(concat!("ld.global.nc.L1::evict_first.", $ptx, " {v}, [{p}];"),
                         v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
                 }
                 v

@@ -37,12 +37,12 @@ unsafe fn lane_sum<T: Real, X: XLoad, const GROUP: u32>(
     let k = head + lane;
     if k >= start && k < end {
         // SAFETY: `start <= k < end`.
-        sum = unsafe { entry_product_via::<T, X>(&p.a, x, k, sum) };
+        sum = unsafe { entry_product_via::<T, X, GROUP>(&p.a, x, k, sum) };
     }
     let mut k = head + group + lane;
     while k < end {
         // SAFETY: `start < k < end`.
-        sum = unsafe { entry_product_via::<T, X>(&p.a, x, k, sum) };
+        sum = unsafe { entry_product_via::<T, X, GROUP>(&p.a, x, k, sum) };
         k += group;
     }
     sum

@@ -89,7 +89,7 @@ impl ChunkReads for Stepwise {
         let mut k = from + lane;
         while k < to {
             // SAFETY: `k < to <= nnz` (caller).
-            sum = unsafe { entry_product(a, x, k, sum) };
+            sum = unsafe { entry_product::<T, WARP_SIZE>(a, x, k, sum) };
             k += WARP_SIZE as usize;
         }
         sum

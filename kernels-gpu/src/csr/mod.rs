@@ -85,31 +85,65 @@ pub(crate) unsafe fn group_rows<T: Real, const COOP: u32>(
     }
 }
 
-/// `sum + A[k] * x[col[k]]`, x read through the read-only data cache.
+/// The narrowest group of lanes a row whose loads of the matrix leave L1 first
+/// ([`Load::load_nc_evict_first`]). A group of 16 or 32 lanes reads half a 128-byte line or more of
+/// each array a step, and the line's rest at once or the next step, so L1 gains little by keeping
+/// it, and the room goes to `x`: band-64 and fem3d-27 10-19% faster at 16 and 32 lanes. Narrower
+/// groups come back to a line over several steps (a thread per row over all of its row's entries),
+/// and evicting it first costs them a second read from L2: the thread-per-row kernel took 1.3-2.5x
+/// as long on the stencils (docs/PERF.md, section 35).
+const EVICT_FIRST_MIN_LANES: u32 = 16;
+
+/// Entry `k`'s column and value, read by a group of `LANES` lanes a row (see
+/// [`EVICT_FIRST_MIN_LANES`]).
+///
+/// # Safety
+/// `k < nnz`.
+#[inline(always)]
+unsafe fn entry<T: Real, const LANES: u32>(a: &CsrArgs<T>, k: usize) -> (usize, T) {
+    let (cols, vals) = (a.col_indices.as_ptr(), a.values.as_ptr());
+    // SAFETY: `k < nnz`, inside both arrays (caller).
+    unsafe {
+        if LANES >= EVICT_FIRST_MIN_LANES {
+            (u32::load_nc_evict_first(cols.add(k)) as usize, T::load_nc_evict_first(vals.add(k)))
+        } else {
+            (u32::load_nc(cols.add(k)) as usize, T::load_nc(vals.add(k)))
+        }
+    }
+}
+
+/// `sum + A[k] * x[col[k]]`, x read through the read-only data cache, by a group of `LANES` lanes a
+/// row.
 ///
 /// # Safety
 /// `k < nnz`, and the host validated every column index against the length of `x`.
 #[inline(always)]
-unsafe fn entry_product<T: Real>(a: &CsrArgs<T>, x: *const T, k: usize, sum: T) -> T {
+unsafe fn entry_product<T: Real, const LANES: u32>(a: &CsrArgs<T>, x: *const T, k: usize, sum: T) -> T {
     // SAFETY: guaranteed by the caller.
-    unsafe { entry_product_via::<T, ReadOnlyX>(a, x, k, sum) }
+    unsafe { entry_product_via::<T, ReadOnlyX, LANES>(a, x, k, sum) }
 }
 
-/// `sum + A[k] * x[col[k]]`, x read the way `X` says; the matrix always through the read-only cache.
+/// `sum + A[k] * x[col[k]]`, x read the way `X` says; the matrix always through the read-only path
+/// ([`entry`]).
 ///
 /// # Safety
 /// As [`entry_product`].
 #[inline(always)]
-unsafe fn entry_product_via<T: Real, X: XLoad>(a: &CsrArgs<T>, x: *const T, k: usize, sum: T) -> T {
+unsafe fn entry_product_via<T: Real, X: XLoad, const LANES: u32>(
+    a: &CsrArgs<T>,
+    x: *const T,
+    k: usize,
+    sum: T,
+) -> T {
     // SAFETY: guaranteed by the caller.
     unsafe {
-        let col = u32::load_nc(a.col_indices.as_ptr().add(k)) as usize;
-        T::load_nc(a.values.as_ptr().add(k)).fma(X::load(x.add(col)), sum)
+        let (col, value) = entry::<T, LANES>(a, k);
+        value.fma(X::load(x.add(col)), sum)
     }
 }
 
 /// The values of entries `from + lane + 32 j` for `j < STEPS`, and the elements of `x` at their
-/// columns. Indices past `to` are clamped to `to - 1` (the caller drops what they read), so every load
+/// columns (a warp's 32 consecutive entries a step: [`entry`] for 32 lanes). Indices past `to` are clamped to `to - 1` (the caller drops what they read), so every load
 /// is unconditional and in one basic block: a lane issues all its column and value loads, then all
 /// its `x` loads, before the first product, instead of waiting out a load chain per step.
 ///
@@ -129,8 +163,7 @@ unsafe fn span_loads<T: Real, const STEPS: usize>(
         let k = (from + lane + j * WARP_SIZE as usize).min(to - 1);
         // SAFETY: `k < to <= nnz`.
         unsafe {
-            cols[j] = u32::load_nc(a.col_indices.as_ptr().add(k)) as usize;
-            vals[j] = T::load_nc(a.values.as_ptr().add(k));
+            (cols[j], vals[j]) = entry::<T, WARP_SIZE>(a, k);
         }
     }
     let mut xs = [T::ZERO; STEPS];

@@ -88,7 +88,7 @@ unsafe fn row_tiles<T: Real, const COOP: u32>(p: &CsrParamParams<T>, block: u32)
                     if mine {
                         let mut k = start + lane as usize;
                         while k < end {
-                            sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
+                            sum = entry_product::<T, COOP>(&p.a, p.op.x.as_ptr(), k, sum);
                             k += COOP as usize;
                         }
                     }

@@ -22,7 +22,7 @@ unsafe fn csr_scalar<T: Real>(p: CsrParams<T>) {
             let (start, end) = row_range(&p.a, r);
             let mut sum = T::ZERO;
             for k in start..end {
-                sum = entry_product(&p.a, p.op.x.as_ptr(), k, sum);
+                sum = entry_product::<T, 1>(&p.a, p.op.x.as_ptr(), k, sum);
             }
             store_axpby(p.op.y.as_mut_ptr(), r, p.op.alpha, sum, p.op.beta);
         }

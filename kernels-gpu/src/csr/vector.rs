@@ -20,7 +20,7 @@ unsafe fn csr_vector<T: Real, const COOP: u32>(p: CsrParams<T>) {
         let mut k = start + lane;
         while k < end {
             // SAFETY: `k < end`, inside the row; columns are in range (host validation).
-            sum = unsafe { entry_product(&p.a, p.op.x.as_ptr(), k, sum) };
+            sum = unsafe { entry_product::<T, COOP>(&p.a, p.op.x.as_ptr(), k, sum) };
             k += COOP as usize;
         }
         sum
