@@ -45,11 +45,11 @@ pub trait Load: Copy {
     /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.
     unsafe fn load_nc(p: *const Self) -> Self;
 
-    /// [`Load::load_nc`] for data each thread reads once (a CSR matrix's column indices and values),
-    /// marked to leave L1 first (`ld.global.nc.L1::evict_first`, PTX ISA 7.4): the lines of the
-    /// matrix's stream then give way to those of `x`, which the gathers read again. On the power-law
-    /// and circuit matrices, whose gathers keep the L2 busy, that is 4-12% of a product
-    /// (docs/PERF.md, section 35).
+    /// [`Load::load_nc`] marked to leave L1 first (`ld.global.nc.L1::evict_first`, PTX ISA 7.4), for
+    /// data of which a warp takes a whole line at once and never reads again (a CSR matrix's column
+    /// indices and values under groups of 16 or 32 lanes): the lines of the matrix's stream then give
+    /// way to those of `x`, which the gathers read again. On the power-law and circuit matrices,
+    /// whose gathers keep the L2 busy, that is 2-13% of a product (docs/PERF.md, section 35).
     ///
     /// # Safety
     /// As [`Load::load_nc`].

@@ -6,10 +6,10 @@ use std::process::Command;
 
 /// The modules `cargo xtask ptx` builds, each from the whole crate for one virtual architecture.
 /// The driver compiles PTX for any GPU at least that new when the module loads.
-/// - sm_70 (PTX ISA 7.4, for the L1 eviction priorities of the matrix's loads, `Load::
-///   load_nc_evict_first`; drivers of CUDA 11.4 and later): every kernel but the streaming engine,
-///   so one file serves Volta to Hopper; docs/PERF.md records the measurement behind choosing it
-///   over sm_90 for them.
+/// - sm_70 (PTX ISA 7.4, for the L1 eviction priorities of the matrix's loads,
+///   `Load::load_nc_evict_first`; drivers of CUDA 11.4 and later, below the CUDA 13 the library
+///   asks for): every kernel but the streaming engine, so one file serves Volta to Hopper;
+///   docs/PERF.md records the measurement behind choosing it over sm_90 for them.
 /// - sm_90 (PTX ISA 8.0): the streaming engine alone (`kernels-gpu/src/stream/`), whose bulk copies
 ///   and transaction barriers Hopper introduced; the host loads it on GPUs that run it.
 const MODULES: [Module; 2] = [

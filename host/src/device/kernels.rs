@@ -156,6 +156,48 @@ mod tests {
         }
     }
 
+    /// Each entry's body in a committed PTX module (its header to the brace that closes it), by name.
+    fn ptx_bodies(ptx: &'static str) -> BTreeMap<&'static str, &'static str> {
+        let mut bodies = BTreeMap::new();
+        let mut rest = ptx;
+        while let Some(at) = rest.find(".visible .entry ") {
+            let body = &rest[at..];
+            let end = body.find("\n}\n").map_or(body.len(), |e| e + 3);
+            let name = body[".visible .entry ".len()..].split(['(', ' ']).next().unwrap_or_default();
+            bodies.insert(name, &body[..end]);
+            rest = &body[end..];
+        }
+        bodies
+    }
+
+    /// The matrix's loads leave L1 first where a group of lanes reads whole lines a step, and only
+    /// there (`abi::EVICT_FIRST_MIN_LANES`): the hint cost a thread per row up to 2.24x its time
+    /// (docs/PERF.md, section 35), so it must not drift onto the narrow kernels.
+    #[test]
+    fn the_matrix_leaves_l1_first_only_under_wide_groups() {
+        let bodies = ptx_bodies(PTX);
+        let hinted = |name: &str| bodies.get(name).expect(name).contains("L1::evict_first");
+        let families = [
+            (&abi::CSR_VECTOR_COOPS[..], &abi::CSR_VECTOR[..]),
+            (&abi::CSR_ALIGNED_GROUPS[..], &abi::CSR_ALIGNED_NC[..]),
+            (&abi::CSR_ALIGNED_GROUPS[..], &abi::CSR_ALIGNED_PLAIN[..]),
+        ];
+        for (lanes, entries) in families {
+            for (&lanes, entry) in lanes.iter().zip(entries) {
+                for name in [entry.f32, entry.f64] {
+                    assert_eq!(hinted(name), lanes >= abi::EVICT_FIRST_MIN_LANES, "{name}");
+                }
+            }
+        }
+        for name in [abi::CSR_SCALAR.f32, abi::CSR_SCALAR.f64] {
+            assert!(!hinted(name), "{name}");
+        }
+        // A warp's 32 consecutive entries a step.
+        for entry in [abi::CSR_BALANCED, abi::CSR_MERGE] {
+            assert!(hinted(entry.f32) && hinted(entry.f64), "{}", entry.f32);
+        }
+    }
+
     /// The sm_90 module exports the streaming engine's entries and nothing else.
     #[test]
     fn the_sm90_module_exports_the_stream_entries() {

@@ -10,7 +10,7 @@ mod scalar;
 mod vector;
 mod warp_scan;
 
-use crate::abi::{Axpby, CsrArgs, CsrParams, LONG_ROW_CHUNK, WARP_SIZE};
+use crate::abi::{Axpby, CsrArgs, CsrParams, EVICT_FIRST_MIN_LANES, LONG_ROW_CHUNK, WARP_SIZE};
 use crate::arch::{Load, global_thread, grid_threads};
 use crate::index::coop_slot;
 use crate::real::{Real, store_axpby};
@@ -85,17 +85,8 @@ pub(crate) unsafe fn group_rows<T: Real, const COOP: u32>(
     }
 }
 
-/// The narrowest group of lanes a row whose loads of the matrix leave L1 first
-/// ([`Load::load_nc_evict_first`]). A group of 16 or 32 lanes reads half a 128-byte line or more of
-/// each array a step, and the line's rest at once or the next step, so L1 gains little by keeping
-/// it, and the room goes to `x`: band-64 and fem3d-27 10-19% faster at 16 and 32 lanes. Narrower
-/// groups come back to a line over several steps (a thread per row over all of its row's entries),
-/// and evicting it first costs them a second read from L2: the thread-per-row kernel took 1.3-2.5x
-/// as long on the stencils (docs/PERF.md, section 35).
-const EVICT_FIRST_MIN_LANES: u32 = 16;
-
-/// Entry `k`'s column and value, read by a group of `LANES` lanes a row (see
-/// [`EVICT_FIRST_MIN_LANES`]).
+/// Entry `k`'s column and value, read by a group of `LANES` lanes a row: leaving L1 first from
+/// [`EVICT_FIRST_MIN_LANES`] lanes up.
 ///
 /// # Safety
 /// `k < nnz`.
@@ -143,9 +134,10 @@ unsafe fn entry_product_via<T: Real, X: XLoad, const LANES: u32>(
 }
 
 /// The values of entries `from + lane + 32 j` for `j < STEPS`, and the elements of `x` at their
-/// columns (a warp's 32 consecutive entries a step: [`entry`] for 32 lanes). Indices past `to` are clamped to `to - 1` (the caller drops what they read), so every load
-/// is unconditional and in one basic block: a lane issues all its column and value loads, then all
-/// its `x` loads, before the first product, instead of waiting out a load chain per step.
+/// columns (a warp's 32 consecutive entries a step: [`entry`] for 32 lanes). Indices past `to` are
+/// clamped to `to - 1` (the caller drops what they read), so every load is unconditional and in one
+/// basic block: a lane issues all its column and value loads, then all its `x` loads, before the
+/// first product, instead of waiting out a load chain per step.
 ///
 /// # Safety
 /// `from < to <= nnz`, and the host validated every column index against the length of `x`.
