@@ -583,11 +583,11 @@ pub const CSR_PANELS_TABLE: &str = "spmv_csr_panels_table";
 /// The fewest lanes a row at which a CSR kernel's loads of the matrix leave L1 first
 /// (`Load::load_nc_evict_first`, `csr/mod.rs`; the host's tests check the PTX against it). A group
 /// of 16 or 32 lanes reads half a 128-byte line or more of each array a step, and the line's rest
-/// at once or the next step, so L1 gains little by keeping it, and the room goes to `x`: band-64 and fem3d-27 10-19% faster at 16 and 32 lanes. Narrower
-/// groups come back to a line over several steps (a thread per row over all of its row's entries),
-/// and evicting it first costs them a second read from L2: with the hint, the thread-per-row
-/// kernel took 2.24x as long on stencil3d-7 and the 2-lane kernel 2.03x on fem3d-27
-/// (docs/PERF.md, section 35).
+/// at once or the next step, so L1 gains little by keeping it, and the room goes to `x`: band-64
+/// and fem3d-27 10-19% faster at 16 and 32 lanes. Narrower groups come back to a line over several
+/// steps (a thread per row over all of its row's entries), and evicting it first costs them a
+/// second read from L2: with the hint, the thread-per-row kernel took 2.24x as long on stencil3d-7
+/// and the 2-lane kernel 2.03x on fem3d-27 (docs/PERF.md, section 35).
 pub const EVICT_FIRST_MIN_LANES: u32 = 16;
 
 /// Loads of column indices and values each lane of the column-panel kernel issues before its first
