@@ -72,41 +72,29 @@ pub trait Load: Copy {
     unsafe fn load_nc_or_zero(p: *const Self, live: bool) -> Self;
 }
 
+/// One load method of [`Load`]: the instruction `$op` (`ld.global.nc.` and so on, up to the type),
+/// of type `$ptx` into a register of class `$class`.
+macro_rules! load_method {
+    ($name:ident, $op:literal, $t:ty, $ptx:literal, $class:ident) => {
+        #[inline(always)]
+        unsafe fn $name(p: *const Self) -> Self {
+            let v: $t;
+            // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
+            unsafe {
+                asm!(concat!($op, $ptx, " {v}, [{p}];"),
+                    v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
+            }
+            v
+        }
+    };
+}
+
 macro_rules! impl_load {
     ($t:ty, $ptx:literal, $bits:literal, $class:ident) => {
         impl Load for $t {
-            #[inline(always)]
-            unsafe fn load_nc(p: *const Self) -> Self {
-                let v: $t;
-                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
-                unsafe {
-                    asm!(concat!("ld.global.nc.", $ptx, " {v}, [{p}];"),
-                        v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
-                }
-                v
-            }
-
-            #[inline(always)]
-            unsafe fn load_nc_evict_first(p: *const Self) -> Self {
-                let v: $t;
-                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
-                unsafe {
-                    asm!(concat!("ld.global.nc.L1::evict_first.", $ptx, " {v}, [{p}];"),
-                        v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
-                }
-                v
-            }
-
-            #[inline(always)]
-            unsafe fn load_global(p: *const Self) -> Self {
-                let v: $t;
-                // SAFETY: the caller guarantees `p` is valid, aligned and read-only for the kernel.
-                unsafe {
-                    asm!(concat!("ld.global.", $ptx, " {v}, [{p}];"),
-                        v = out($class) v, p = in(reg64) p, options(pure, readonly, nostack));
-                }
-                v
-            }
+            load_method!(load_nc, "ld.global.nc.", $t, $ptx, $class);
+            load_method!(load_nc_evict_first, "ld.global.nc.L1::evict_first.", $t, $ptx, $class);
+            load_method!(load_global, "ld.global.", $t, $ptx, $class);
 
             #[inline(always)]
             unsafe fn load_nc_or_zero(p: *const Self, live: bool) -> Self {
