@@ -94,12 +94,23 @@ mod tests {
     use crate::device::gpu::{PTX, PTX_SM90};
     use std::collections::{BTreeMap, BTreeSet};
 
+    /// Each entry's body in a committed PTX module (its header to the brace that closes it), by name.
+    fn ptx_bodies(ptx: &'static str) -> BTreeMap<&'static str, &'static str> {
+        let mut bodies = BTreeMap::new();
+        let mut rest = ptx;
+        while let Some(at) = rest.find(".visible .entry ") {
+            let body = &rest[at..];
+            let end = body.find("\n}\n").map_or(body.len(), |e| e + 3);
+            let name = body[".visible .entry ".len()..].split(['(', ' ']).next().unwrap_or_default();
+            bodies.insert(name, &body[..end]);
+            rest = &body[end..];
+        }
+        bodies
+    }
+
     /// The `.entry` names of a committed PTX module.
     fn ptx_entries(ptx: &'static str) -> BTreeSet<&'static str> {
-        ptx.lines()
-            .filter_map(|line| line.trim_start().strip_prefix(".visible .entry "))
-            .map(|rest| rest.split('(').next().unwrap_or(rest).trim())
-            .collect()
+        ptx_bodies(ptx).into_keys().collect()
     }
 
     /// A name the host looks up that the kernels do not export would fail only at `Gpu::new`, and a
@@ -121,18 +132,14 @@ mod tests {
     /// The register budget (`.maxnreg`) in each entry's header of the committed sm_70 module, by
     /// entry: what `cargo xtask ptx` wrote from [`abi::REGISTER_BUDGETS`].
     fn ptx_budgets(ptx: &'static str) -> BTreeMap<&'static str, u32> {
-        let mut budgets = BTreeMap::new();
-        let mut entry = None;
-        for line in ptx.lines() {
-            if let Some(rest) = line.strip_prefix(".visible .entry ") {
-                entry = rest.split(['(', ' ']).next();
-            } else if let (Some(name), Some(n)) = (entry, line.strip_prefix(".maxnreg ")) {
-                budgets.insert(name, n.trim().parse().expect("a register count"));
-            } else if line == "{" {
-                entry = None;
-            }
-        }
-        budgets
+        let header = |body: &'static str| body.lines().take_while(|&line| line != "{");
+        ptx_bodies(ptx)
+            .into_iter()
+            .filter_map(|(name, body)| {
+                let n = header(body).find_map(|line| line.strip_prefix(".maxnreg "))?;
+                Some((name, n.trim().parse().expect("a register count")))
+            })
+            .collect()
     }
 
     /// The committed PTX holds exactly the budgets `abi::REGISTER_BUDGETS` gives (checked here
@@ -154,20 +161,6 @@ mod tests {
             assert!(listed.contains_key(entry.f32), "{}", entry.f32);
             assert!(listed.contains_key(entry.f64), "{}", entry.f64);
         }
-    }
-
-    /// Each entry's body in a committed PTX module (its header to the brace that closes it), by name.
-    fn ptx_bodies(ptx: &'static str) -> BTreeMap<&'static str, &'static str> {
-        let mut bodies = BTreeMap::new();
-        let mut rest = ptx;
-        while let Some(at) = rest.find(".visible .entry ") {
-            let body = &rest[at..];
-            let end = body.find("\n}\n").map_or(body.len(), |e| e + 3);
-            let name = body[".visible .entry ".len()..].split(['(', ' ']).next().unwrap_or_default();
-            bodies.insert(name, &body[..end]);
-            rest = &body[end..];
-        }
-        bodies
     }
 
     /// The matrix's loads leave L1 first where a group of lanes reads whole lines a step, and only
