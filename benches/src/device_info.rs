@@ -26,6 +26,11 @@ pub struct DeviceInfo {
     pub read_gbps: f64,
     /// `cuMemcpyDtoD`: bytes read plus bytes written per second (GB/s).
     pub copy_gbps: f64,
+    /// Two arrays read the way a warp per row reads a CSR matrix's column indices and values
+    /// (`probe::row_runs`), for each run length of [`ROW_RUNS`]: what that access pattern alone
+    /// reaches, beside the one-front streaming read. Absent in older runs.
+    #[serde(default)]
+    pub row_runs: Vec<RowRunRead>,
     /// Host time of one bare kernel launch (the streaming-read probe over 4 floats),
     /// timed as the products' host enqueue is: the driver's share of every product's enqueue, which
     /// no library on the driver API can go below. Absent in older runs.
@@ -41,6 +46,20 @@ pub struct DeviceInfo {
     pub h2d_pinned_gbps: Option<f64>,
 }
 
+/// One run length of the row-run probe and the bandwidth it reached.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct RowRunRead {
+    /// Elements (4 bytes) of each array a warp reads in one run: the entries of a row.
+    pub run: u32,
+    /// Bytes read per second (GB/s, 1e9), both arrays.
+    pub gbps: f64,
+}
+
+/// The row-run probe's run lengths: 32 (a warp reads one 128-byte line of each array a run, so the
+/// grid moves as one front, as the streaming read does, with 4-byte loads), then rows of 128 entries,
+/// of the wide-400 matrix's 400, and of 1,024 and 4,096.
+pub const ROW_RUNS: [u32; 5] = [32, 128, 400, 1024, 4096];
+
 impl DeviceInfo {
     pub fn measure(gpu: &Gpu) -> Result<Self> {
         let clocks_start = clocks(gpu);
@@ -54,6 +73,7 @@ impl DeviceInfo {
             clocks_end: None,
             read_gbps: read_bandwidth(gpu)?,
             copy_gbps: copy_bandwidth(gpu)?,
+            row_runs: row_run_bandwidths(gpu)?,
             launch_us: Some(launch_cost(gpu)?),
             graph_launch_us: Some(graph_launch_cost(gpu)?),
             h2d_pinned_gbps: Some(h2d_pinned_bandwidth(gpu)?),
@@ -109,6 +129,21 @@ fn read_bandwidth(gpu: &Gpu) -> Result<f64> {
     let mut sink = gpu.zeros::<f32>(1)?;
     let t = time_gpu(gpu, |_| Ok(probe::stream_read(gpu, &data, &mut sink)?))?;
     Ok(PROBE_BYTES as f64 / (t.median_us * 1e3))
+}
+
+fn row_run_bandwidths(gpu: &Gpu) -> Result<Vec<RowRunRead>> {
+    let data = gpu.upload_vector(&vec![1.0f32; PROBE_BYTES / 4])?;
+    let mut sink = gpu.zeros::<f32>(1)?;
+    let mut reads = Vec::with_capacity(ROW_RUNS.len());
+    for run in ROW_RUNS {
+        let mut bytes = 0;
+        let t = time_gpu(gpu, |_| {
+            bytes = probe::row_runs(gpu, &data, run, &mut sink)?;
+            Ok(())
+        })?;
+        reads.push(RowRunRead { run, gbps: bytes as f64 / (t.median_us * 1e3) });
+    }
+    Ok(reads)
 }
 
 fn launch_cost(gpu: &Gpu) -> Result<f64> {

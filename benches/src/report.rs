@@ -203,6 +203,19 @@ impl Results {
                  device-to-device copy {:.0} GB/s (read + written).\n",
                 d.read_gbps, d.copy_gbps
             );
+            if !d.row_runs.is_empty() {
+                let runs: Vec<String> = d
+                    .row_runs
+                    .iter()
+                    .map(|r| format!("{} {:.0} GB/s ({:.0}%)", r.run, r.gbps, 100.0 * r.gbps / d.read_gbps))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "Row-run reads (two arrays read a warp per run of N elements, 4-byte loads, as a warp \
+                     per row reads a CSR matrix; of the streaming read): {}.\n",
+                    runs.join(", ")
+                );
+            }
         } else {
             let _ = writeln!(out, "No GPU, so CPU kernels only: {}.\n", summary::WHAT_A_GPU_ADDS);
         }

@@ -209,6 +209,9 @@ pub const DENSE_BLOCKS: Entry = entry!("spmv_dense_blocks");
 /// The streaming-read probe's entry (f32 only: it measures bytes, not arithmetic).
 pub const PROBE_STREAM_READ: &str = "probe_stream_read";
 
+/// The row-run probe's entry: two arrays read a warp-wide run at a time (`probe.rs`).
+pub const PROBE_ROW_RUNS: &str = "probe_row_runs";
+
 /// `l2_prefetch` (`prefetch.rs`).
 pub const L2_PREFETCH: &str = "l2_prefetch";
 
@@ -340,6 +343,18 @@ pub struct StreamReadParams {
     pub data: DevicePtr<f32>,
     pub sink: DevicePtr<f32>,
     pub len4: u64,
+    pub sentinel: f32,
+}
+
+/// `probe_row_runs`: reads `pairs` floats at `data` and the `pairs` after them, in runs of `run`
+/// elements a warp (see `probe.rs`); `run` divides `pairs`. `sentinel` as in [`StreamReadParams`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct RowRunsParams {
+    pub data: DevicePtr<f32>,
+    pub sink: DevicePtr<f32>,
+    pub pairs: u64,
+    pub run: u32,
     pub sentinel: f32,
 }
 
@@ -2283,8 +2298,8 @@ pub const REGISTER_BUDGETS: &[(&str, u32)] = &[
 ];
 
 /// The sm_70 module's entries with one name for both element types: the transpose's construction,
-/// the assembly's steps, the index checks, the column-panel kernel's table and the streaming-read
-/// probe.
+/// the assembly's steps, the index checks, the column-panel kernel's table and the two memory
+/// probes.
 pub const UNTYPED_ENTRIES: &[&str] = &[
     CSRT_BUILD_INIT,
     CSRT_BUILD_HISTOGRAM,
@@ -2299,5 +2314,6 @@ pub const UNTYPED_ENTRIES: &[&str] = &[
     CSR_CHECK_I32,
     CSR_PANELS_TABLE,
     PROBE_STREAM_READ,
+    PROBE_ROW_RUNS,
     L2_PREFETCH,
 ];

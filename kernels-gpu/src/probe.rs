@@ -1,13 +1,18 @@
-//! `probe_stream_read`: reads a buffer once, 16 bytes per thread per step, as fast as the memory
-//! system allows. The benchmark times it to get the bandwidth a read-only kernel reaches on this
-//! device, which sets the floor every SpMV kernel is measured against.
+//! Read-only probes of the memory system. Each thread sums what it reads and stores the sum only if
+//! it equals an impossible sentinel, so the loads cannot be optimised away while the kernel writes
+//! (almost) nothing.
 //!
-//! Thread mapping: grid stride over `float4` elements; each thread sums what it reads and stores the
-//! sum only if it equals an impossible sentinel, so the loads cannot be optimised away while the
-//! kernel writes (almost) nothing.
+//! - `probe_stream_read` reads a buffer once, 16 bytes per thread per step, grid stride: the whole
+//!   grid moves through memory as one front. The benchmark times it to get the bandwidth a
+//!   read-only kernel reaches on this device, which sets the floor every SpMV kernel is measured
+//!   against.
+//! - `probe_row_runs` reads two arrays the way a warp per row reads a CSR matrix (the vector kernel
+//!   at 32 lanes): each warp walks runs of consecutive elements of both arrays, 4 bytes a lane, so
+//!   thousands of runs are read side by side. It measures what that access pattern alone costs,
+//!   without `x`, the sums across lanes or `y` (PERF.md section 36).
 
-use crate::abi::StreamReadParams;
-use crate::arch::{global_thread, grid_threads, load_nc_v4_f32};
+use crate::abi::{RowRunsParams, StreamReadParams, WARP_SIZE};
+use crate::arch::{Load, global_thread, grid_threads, load_nc_v4_f32};
 
 /// # Safety
 /// `p.data` holds `4 * p.len4` floats, `p.sink` one.
@@ -28,3 +33,51 @@ unsafe fn stream_read(p: StreamReadParams) {
 }
 
 crate::ptx_entry!(probe_stream_read, StreamReadParams, stream_read);
+
+/// # Safety
+/// `p.data` holds `2 * p.pairs` floats, `p.run > 0` divides `p.pairs`, and `p.sink` holds one float;
+/// the grid's thread count is a multiple of 32.
+#[inline(always)]
+unsafe fn row_runs(p: RowRunsParams) {
+    let warp_size = WARP_SIZE as u64;
+    let (thread, threads) = (global_thread(), grid_threads());
+    let (lane, warps) = (thread % warp_size, threads / warp_size);
+    let (first, second) = (p.data.as_ptr(), p.data.as_ptr().wrapping_add(p.pairs as usize));
+    let run = p.run as u64;
+    let mut sum = 0.0f32;
+    let mut r = thread / warp_size;
+    while r < p.pairs / run {
+        let (mut k, end) = (r * run + lane, (r + 1) * run);
+        // Four steps' loads issued before their sum, as the balanced kernel's spans do, so that a
+        // warp keeps 1 KiB in flight and the probe measures the pattern, not one load chain.
+        while k + 3 * warp_size < end {
+            let (mut a, mut b) = ([0.0f32; 4], [0.0f32; 4]);
+            for j in 0..4 {
+                let at = (k + j as u64 * warp_size) as usize;
+                // SAFETY: `at < end <= pairs`, so both reads are inside `data`, read-only for the
+                // whole kernel. The hint is the one the vector kernel's matrix loads carry at 32 lanes.
+                unsafe {
+                    (a[j], b[j]) =
+                        (f32::load_nc_evict_first(first.add(at)), f32::load_nc_evict_first(second.add(at)))
+                };
+            }
+            sum += ((a[0] + b[0]) + (a[1] + b[1])) + ((a[2] + b[2]) + (a[3] + b[3]));
+            k += 4 * warp_size;
+        }
+        while k < end {
+            // SAFETY: as above, `k < end`.
+            sum += unsafe {
+                f32::load_nc_evict_first(first.add(k as usize))
+                    + f32::load_nc_evict_first(second.add(k as usize))
+            };
+            k += warp_size;
+        }
+        r += warps;
+    }
+    if sum == p.sentinel {
+        // SAFETY: `sink` holds one float; racing writers all write a valid float.
+        unsafe { *p.sink.as_mut_ptr() = sum };
+    }
+}
+
+crate::ptx_entry!(probe_row_runs, RowRunsParams, row_runs);

@@ -287,3 +287,18 @@ pub(crate) unsafe fn probe_stream_read(
     // SAFETY: guaranteed by the caller.
     unsafe { launch(gpu, gpu.untyped_kernel(abi::PROBE_STREAM_READ)?, grid, block, 0, params) }
 }
+
+/// `probe_row_runs` with `params`, `grid` blocks of `block` threads.
+///
+/// # Safety
+/// `params.data` holds at least `2 * params.pairs` floats, `params.run > 0` divides `params.pairs`,
+/// `params.sink` holds at least one float, all in `gpu`'s context; `block` is a multiple of 32.
+pub(crate) unsafe fn probe_row_runs(
+    gpu: &Gpu,
+    params: &kernels_gpu::abi::RowRunsParams,
+    grid: u32,
+    block: u32,
+) -> Result<()> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { launch(gpu, gpu.untyped_kernel(abi::PROBE_ROW_RUNS)?, grid, block, 0, params) }
+}

@@ -140,3 +140,18 @@ fn gpu_errors_leave_y_untouched() {
     assert!(matches!(err, Error::InvalidCsr(_)), "{err}");
     assert_eq!(y.to_host(&gpu).unwrap(), [4.0, 5.0]);
 }
+
+/// The two memory probes: they read, leave the sink alone (their sums never meet the sentinel), and
+/// the row-run probe reads whole runs only and refuses empty ones.
+#[test]
+fn gpu_probes_read_without_writing() {
+    let Some(gpu) = gpu_or_skip("gpu_probes_read_without_writing") else { return };
+    let data = gpu.upload_vector(&vec![1.0f32; 1_001]).unwrap();
+    let mut sink = gpu.upload_vector(&[7.0f32]).unwrap();
+    gpu_spmv::probe::stream_read(&gpu, &data, &mut sink).unwrap();
+    for (run, bytes) in [(1, 8 * 500), (3, 8 * 498), (32, 8 * 480), (501, 0)] {
+        assert_eq!(gpu_spmv::probe::row_runs(&gpu, &data, run, &mut sink).unwrap(), bytes, "run {run}");
+    }
+    assert_eq!(sink.to_host(&gpu).unwrap(), [7.0]);
+    assert!(matches!(gpu_spmv::probe::row_runs(&gpu, &data, 0, &mut sink), Err(Error::InvalidKernel(_))));
+}
