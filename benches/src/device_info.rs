@@ -1,13 +1,15 @@
-//! What the report records about the machine: device, driver, clocks, and the two bandwidth ceilings
-//! measured at the start of the run.
+//! What the report records about the machine: device, driver, clocks, the bandwidths measured at
+//! the start of the run (the streaming read, the floor's denominator; a device-to-device copy; the
+//! row-run reads; the host link) and the host's launch costs.
 
 use crate::measure::{host_enqueue_us, time_gpu};
 use anyhow::Result;
 use cudarc::driver::sys;
-use gpu_spmv::{Gpu, probe};
+use gpu_spmv::{DeviceVector, Gpu, probe};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 
 /// Bytes the bandwidth probes move: far beyond the 50 MB L2, so they measure HBM.
 const PROBE_BYTES: usize = 2 << 30;
@@ -55,15 +57,25 @@ pub struct RowRunRead {
     pub gbps: f64,
 }
 
-/// The row-run probe's run lengths: 32 (a warp reads one 128-byte line of each array a run, so the
-/// grid moves as one front, as the streaming read does, with 4-byte loads), then rows of 128 entries,
-/// of the wide-400 matrix's 400, and of 1,024 and 4,096.
-pub const ROW_RUNS: [u32; 5] = [32, 128, 400, 1024, 4096];
+/// The row-run probe's run lengths: 32 (a warp reads one 128-byte line of each array a run, one step
+/// and a wait), 128 (one batch of four steps: the grid moves as one front, as the streaming read
+/// does, with 4-byte loads), rows of the wide-400 matrix's 400 entries (three batches and a half-full
+/// step), 384 and 416 beside it (three batches; three and a full step), 1,024 and 4,096.
+pub const ROW_RUNS: [NonZeroU32; 7] = {
+    const fn run(n: u32) -> NonZeroU32 {
+        NonZeroU32::new(n).expect("a run holds at least one element")
+    }
+    [run(32), run(128), run(384), run(400), run(416), run(1024), run(4096)]
+};
 
 impl DeviceInfo {
     pub fn measure(gpu: &Gpu) -> Result<Self> {
         let clocks_start = clocks(gpu);
         let l2 = gpu.context().attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+        // One buffer for the two read probes.
+        let data = gpu.upload_vector(&vec![1.0f32; PROBE_BYTES / 4])?;
+        let (read_gbps, row_runs) = (read_bandwidth(gpu, &data)?, row_run_bandwidths(gpu, &data)?);
+        drop(data);
         Ok(Self {
             name: gpu.name().to_owned(),
             driver_version: driver_version()?,
@@ -71,9 +83,9 @@ impl DeviceInfo {
             l2_bytes: usize::try_from(l2).unwrap_or(0),
             clocks_start,
             clocks_end: None,
-            read_gbps: read_bandwidth(gpu)?,
+            read_gbps,
             copy_gbps: copy_bandwidth(gpu)?,
-            row_runs: row_run_bandwidths(gpu)?,
+            row_runs,
             launch_us: Some(launch_cost(gpu)?),
             graph_launch_us: Some(graph_launch_cost(gpu)?),
             h2d_pinned_gbps: Some(h2d_pinned_bandwidth(gpu)?),
@@ -124,24 +136,22 @@ fn smi_clocks() -> Option<String> {
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-fn read_bandwidth(gpu: &Gpu) -> Result<f64> {
-    let data = gpu.upload_vector(&vec![1.0f32; PROBE_BYTES / 4])?;
+fn read_bandwidth(gpu: &Gpu, data: &DeviceVector<f32>) -> Result<f64> {
     let mut sink = gpu.zeros::<f32>(1)?;
-    let t = time_gpu(gpu, |_| Ok(probe::stream_read(gpu, &data, &mut sink)?))?;
+    let t = time_gpu(gpu, |_| Ok(probe::stream_read(gpu, data, &mut sink)?))?;
     Ok(PROBE_BYTES as f64 / (t.median_us * 1e3))
 }
 
-fn row_run_bandwidths(gpu: &Gpu) -> Result<Vec<RowRunRead>> {
-    let data = gpu.upload_vector(&vec![1.0f32; PROBE_BYTES / 4])?;
+fn row_run_bandwidths(gpu: &Gpu, data: &DeviceVector<f32>) -> Result<Vec<RowRunRead>> {
     let mut sink = gpu.zeros::<f32>(1)?;
     let mut reads = Vec::with_capacity(ROW_RUNS.len());
     for run in ROW_RUNS {
         let mut bytes = 0;
         let t = time_gpu(gpu, |_| {
-            bytes = probe::row_runs(gpu, &data, run, &mut sink)?;
+            bytes = probe::row_runs(gpu, data, run, &mut sink)?;
             Ok(())
         })?;
-        reads.push(RowRunRead { run, gbps: bytes as f64 / (t.median_us * 1e3) });
+        reads.push(RowRunRead { run: run.get(), gbps: bytes as f64 / (t.median_us * 1e3) });
     }
     Ok(reads)
 }

@@ -207,7 +207,9 @@ impl Results {
                 let runs: Vec<String> = d
                     .row_runs
                     .iter()
-                    .map(|r| format!("{} {:.0} GB/s ({:.0}%)", r.run, r.gbps, 100.0 * r.gbps / d.read_gbps))
+                    .map(|r| {
+                        format!("N = {}: {:.0} GB/s ({:.0}%)", r.run, r.gbps, 100.0 * r.gbps / d.read_gbps)
+                    })
                     .collect();
                 let _ = writeln!(
                     out,

@@ -40,10 +40,12 @@ pub const CSR_PARAM_MIN_BLOCK_SIZE: u32 = 64;
 /// and 1024 threads of 70 registers exceed an SM's 65,536; 512 is the largest power of two that fits.
 pub const CSR_BALANCED_MAX_BLOCK_SIZE: u32 = 512;
 
-/// Threads per block of the streaming-read probe, and its blocks per SM: enough 16-byte loads in
-/// flight to saturate HBM.
+/// Threads per block of the two memory probes, and their blocks per SM: every thread an SM holds
+/// (64 warps), enough 16-byte loads in flight to saturate HBM in the streaming read, and as many
+/// warps as the vector kernel keeps resident in the row-run probe. Whole warps.
 pub const PROBE_BLOCK_SIZE: u32 = 512;
 pub const PROBE_BLOCKS_PER_SM: u32 = 4;
+const _: () = assert!(PROBE_BLOCK_SIZE.is_multiple_of(WARP_SIZE));
 
 /// The two PTX entries of one kernel, one per element type: `<kernel>_f32` and `<kernel>_f64`. The
 /// constants below are the one source of the names: the host looks an entry up by its constant, and
@@ -347,7 +349,7 @@ pub struct StreamReadParams {
 }
 
 /// `probe_row_runs`: reads `pairs` floats at `data` and the `pairs` after them, in runs of `run`
-/// elements a warp (see `probe.rs`); `run` divides `pairs`. `sentinel` as in [`StreamReadParams`].
+/// elements a warp (see `probe.rs`); `run > 0` divides `pairs`. `sentinel` as in [`StreamReadParams`].
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct RowRunsParams {

@@ -6,10 +6,11 @@
 //!   grid moves through memory as one front. The benchmark times it to get the bandwidth a
 //!   read-only kernel reaches on this device, which sets the floor every SpMV kernel is measured
 //!   against.
-//! - `probe_row_runs` reads two arrays the way a warp per row reads a CSR matrix (the vector kernel
-//!   at 32 lanes): each warp walks runs of consecutive elements of both arrays, 4 bytes a lane, so
-//!   thousands of runs are read side by side. It measures what that access pattern alone costs,
-//!   without `x`, the sums across lanes or `y` (PERF.md section 36).
+//! - `probe_row_runs` reads two arrays the way a warp per row reads a CSR matrix of f32 values (the
+//!   vector kernel at 32 lanes): each warp walks runs of consecutive elements of both arrays, 4 bytes
+//!   a lane, so thousands of runs are read side by side. It measures what that access pattern alone
+//!   costs, without `x`, the sums across lanes or `y` (PERF.md section 36). Every run starts on a
+//!   32-byte sector, where a matrix's rows start anywhere: an upper bound for the pattern.
 
 use crate::abi::{RowRunsParams, StreamReadParams, WARP_SIZE};
 use crate::arch::{Load, global_thread, grid_threads, load_nc_v4_f32};
@@ -34,9 +35,17 @@ unsafe fn stream_read(p: StreamReadParams) {
 
 crate::ptx_entry!(probe_stream_read, StreamReadParams, stream_read);
 
+/// Steps (32 elements of each array) a warp of `probe_row_runs` asks for before it waits: 1 KiB in
+/// flight a warp, which the runs of 128 elements show to be enough for the streaming read's rate, so
+/// that the probe measures the pattern of runs, not one load chain (the vector kernel's loop waits
+/// after every step; the balanced kernel's spans ask for 4 or 8).
+const ROW_RUN_STEPS: u64 = 4;
+
+/// Warps whose lanes are not all in the grid read only their own lanes' elements: the thread count
+/// need not be a multiple of 32 for the reads to stay in bounds.
+///
 /// # Safety
-/// `p.data` holds `2 * p.pairs` floats, `p.run > 0` divides `p.pairs`, and `p.sink` holds one float;
-/// the grid's thread count is a multiple of 32.
+/// `p.data` holds `2 * p.pairs` floats, `p.run > 0` divides `p.pairs`, and `p.sink` holds one float.
 #[inline(always)]
 unsafe fn row_runs(p: RowRunsParams) {
     let warp_size = WARP_SIZE as u64;
@@ -48,11 +57,10 @@ unsafe fn row_runs(p: RowRunsParams) {
     let mut r = thread / warp_size;
     while r < p.pairs / run {
         let (mut k, end) = (r * run + lane, (r + 1) * run);
-        // Four steps' loads issued before their sum, as the balanced kernel's spans do, so that a
-        // warp keeps 1 KiB in flight and the probe measures the pattern, not one load chain.
-        while k + 3 * warp_size < end {
-            let (mut a, mut b) = ([0.0f32; 4], [0.0f32; 4]);
-            for j in 0..4 {
+        // A batch of steps whose loads are all issued before their sum.
+        while k + (ROW_RUN_STEPS - 1) * warp_size < end {
+            let (mut a, mut b) = ([0.0f32; ROW_RUN_STEPS as usize], [0.0f32; ROW_RUN_STEPS as usize]);
+            for j in 0..ROW_RUN_STEPS as usize {
                 let at = (k + j as u64 * warp_size) as usize;
                 // SAFETY: `at < end <= pairs`, so both reads are inside `data`, read-only for the
                 // whole kernel. The hint is the one the vector kernel's matrix loads carry at 32 lanes.
@@ -61,8 +69,8 @@ unsafe fn row_runs(p: RowRunsParams) {
                         (f32::load_nc_evict_first(first.add(at)), f32::load_nc_evict_first(second.add(at)))
                 };
             }
-            sum += ((a[0] + b[0]) + (a[1] + b[1])) + ((a[2] + b[2]) + (a[3] + b[3]));
-            k += 4 * warp_size;
+            sum += a.iter().zip(&b).fold(0.0, |s, (a, b)| s + (a + b));
+            k += ROW_RUN_STEPS * warp_size;
         }
         while k < end {
             // SAFETY: as above, `k < end`.

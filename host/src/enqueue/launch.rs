@@ -292,7 +292,7 @@ pub(crate) unsafe fn probe_stream_read(
 ///
 /// # Safety
 /// `params.data` holds at least `2 * params.pairs` floats, `params.run > 0` divides `params.pairs`,
-/// `params.sink` holds at least one float, all in `gpu`'s context; `block` is a multiple of 32.
+/// `params.sink` holds at least one float, all in `gpu`'s context.
 pub(crate) unsafe fn probe_row_runs(
     gpu: &Gpu,
     params: &kernels_gpu::abi::RowRunsParams,

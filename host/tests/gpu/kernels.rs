@@ -4,6 +4,7 @@
 
 use crate::common::{Csr, check, edge_cases, gpu_or_skip, random_vector, rng};
 use gpu_spmv::{Error, Gpu, Kernel, Scalar};
+use std::num::NonZeroU32;
 
 /// Every kernel and launch shape the library offers.
 fn kernels() -> Vec<Kernel> {
@@ -142,7 +143,7 @@ fn gpu_errors_leave_y_untouched() {
 }
 
 /// The two memory probes: they read, leave the sink alone (their sums never meet the sentinel), and
-/// the row-run probe reads whole runs only and refuses empty ones.
+/// the row-run probe reads whole runs only; an empty sink is refused.
 #[test]
 fn gpu_probes_read_without_writing() {
     let Some(gpu) = gpu_or_skip("gpu_probes_read_without_writing") else { return };
@@ -150,8 +151,12 @@ fn gpu_probes_read_without_writing() {
     let mut sink = gpu.upload_vector(&[7.0f32]).unwrap();
     gpu_spmv::probe::stream_read(&gpu, &data, &mut sink).unwrap();
     for (run, bytes) in [(1, 8 * 500), (3, 8 * 498), (32, 8 * 480), (501, 0)] {
+        let run = NonZeroU32::new(run).unwrap();
         assert_eq!(gpu_spmv::probe::row_runs(&gpu, &data, run, &mut sink).unwrap(), bytes, "run {run}");
     }
     assert_eq!(sink.to_host(&gpu).unwrap(), [7.0]);
-    assert!(matches!(gpu_spmv::probe::row_runs(&gpu, &data, 0, &mut sink), Err(Error::InvalidKernel(_))));
+    let mut empty = gpu.zeros::<f32>(0).unwrap();
+    let empty_sink = |e| matches!(e, Error::DimensionMismatch { what: "the probe's sink", .. });
+    assert!(gpu_spmv::probe::stream_read(&gpu, &data, &mut empty).is_err_and(empty_sink));
+    assert!(gpu_spmv::probe::row_runs(&gpu, &data, NonZeroU32::MIN, &mut empty).is_err_and(empty_sink));
 }
