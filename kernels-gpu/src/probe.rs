@@ -37,12 +37,12 @@ crate::ptx_entry!(probe_stream_read, StreamReadParams, stream_read);
 
 /// Steps (32 elements of each array) a warp of `probe_row_runs` asks for before it waits: 1 KiB in
 /// flight a warp, which the runs of 128 elements show to be enough for the streaming read's rate, so
-/// that the probe measures the pattern of runs, not one load chain (the vector kernel's loop waits
-/// after every step; the balanced kernel's spans ask for 4 or 8).
+/// that the probe measures the pattern of runs, not one load chain (the vector kernel's loop asks for
+/// one step an iteration in its PTX; the balanced kernel's spans ask for 4 or 8).
 const ROW_RUN_STEPS: u64 = 4;
 
-/// Warps whose lanes are not all in the grid read only their own lanes' elements: the thread count
-/// need not be a multiple of 32 for the reads to stay in bounds.
+/// The reads stay in bounds with any thread count; with one that is not whole warps, the last, partial
+/// warp reads runs that another warp reads too (the launch gives whole warps).
 ///
 /// # Safety
 /// `p.data` holds `2 * p.pairs` floats, `p.run > 0` divides `p.pairs`, and `p.sink` holds one float.
