@@ -13,11 +13,7 @@ use std::num::NonZeroU32;
 /// `sink` (at least one element) is never written in practice; it keeps the loads alive. Time it with
 /// events on [`Gpu::stream`]; the bytes moved are `4 * (data.len() / 4) * 4`.
 pub fn stream_read(gpu: &Gpu, data: &DeviceVector<f32>, sink: &mut DeviceVector<f32>) -> Result<()> {
-    gpu.check_context("the probe's data", data)?;
-    gpu.check_context("the probe's sink", &*sink)?;
-    if sink.is_empty() {
-        return Err(Error::DimensionMismatch { what: "the probe's sink", expected: 1, got: 0 });
-    }
+    check_operands(gpu, data, sink)?;
     let (data_addr, _data_guard) = data.read(gpu.stream());
     let (sink_addr, _sink_guard) = sink.write(gpu.stream());
     let params = StreamReadParams {
@@ -28,7 +24,7 @@ pub fn stream_read(gpu: &Gpu, data: &DeviceVector<f32>, sink: &mut DeviceVector<
     };
     // SAFETY: `data` holds at least `4 * len4` floats, `sink` at least one, both in `gpu`'s context;
     // device allocations are 256-byte aligned, as the 16-byte loads need.
-    unsafe { launch::probe_stream_read(gpu, &params, gpu.sm_count() * PROBE_BLOCKS_PER_SM, PROBE_BLOCK_SIZE) }
+    unsafe { launch::probe_stream_read(gpu, &params, probe_grid(gpu), PROBE_BLOCK_SIZE) }
 }
 
 /// Enqueues one read of `data` as two arrays, its first and second half, each cut into runs of `run`
@@ -42,11 +38,7 @@ pub fn row_runs(
     run: NonZeroU32,
     sink: &mut DeviceVector<f32>,
 ) -> Result<u64> {
-    gpu.check_context("the probe's data", data)?;
-    gpu.check_context("the probe's sink", &*sink)?;
-    if sink.is_empty() {
-        return Err(Error::DimensionMismatch { what: "the probe's sink", expected: 1, got: 0 });
-    }
+    check_operands(gpu, data, sink)?;
     let half = (data.len() / 2) as u64;
     let pairs = half - half % u64::from(run.get());
     let (data_addr, _data_guard) = data.read(gpu.stream());
@@ -61,6 +53,21 @@ pub fn row_runs(
     };
     // SAFETY: `data` holds at least `2 * pairs` floats and `run > 0` divides `pairs`; `sink` holds at
     // least one float; both are in `gpu`'s context, and the block size is whole warps (`abi`).
-    unsafe { launch::probe_row_runs(gpu, &params, gpu.sm_count() * PROBE_BLOCKS_PER_SM, PROBE_BLOCK_SIZE) }?;
+    unsafe { launch::probe_row_runs(gpu, &params, probe_grid(gpu), PROBE_BLOCK_SIZE) }?;
     Ok(8 * pairs)
+}
+
+/// Both probes' operands: `data` and `sink` in `gpu`'s context, `sink` not empty.
+fn check_operands(gpu: &Gpu, data: &DeviceVector<f32>, sink: &DeviceVector<f32>) -> Result<()> {
+    gpu.check_context("the probe's data", data)?;
+    gpu.check_context("the probe's sink", sink)?;
+    if sink.is_empty() {
+        return Err(Error::DimensionMismatch { what: "the probe's sink", expected: 1, got: 0 });
+    }
+    Ok(())
+}
+
+/// Both probes' grid: [`PROBE_BLOCKS_PER_SM`] blocks of [`PROBE_BLOCK_SIZE`] on every SM.
+fn probe_grid(gpu: &Gpu) -> u32 {
+    gpu.sm_count() * PROBE_BLOCKS_PER_SM
 }
