@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Where the bytes of Kernel::Auto's product go (issue 13, item 1): runs the bundled benchmark under
 # NVIDIA Nsight Compute on the GPU machine, once per suite matrix and precision, profiles the first
-# launches of Auto's CSR kernel (Auto is the first kernel the benchmark times on each matrix) with
-# cold caches (ncu flushes them before each replay, as the benchmark's rotation of operands does) and
-# the GPU's own clocks, then stops the benchmark. Writes one CSV per run and a summary table of DRAM
+# launches of Auto's CSR kernel or of its compressed columns' (Auto is the first kernel the
+# benchmark times on each matrix) with cold caches (ncu flushes them before each replay, as the
+# benchmark's rotation of operands does) and the GPU's own clocks, then stops the benchmark. Writes one CSV per run and a summary table of DRAM
 # bytes, L1 and L2 sectors and load requests beside the bytes the floor counts (docs/PERF.md).
 #
 # Usage, from the project root:
@@ -37,7 +37,7 @@ for m in "${matrices[@]}"; do
         echo "=== $m $p"
         # Skip the warm-up launches; profile two of the timed ones, then stop the benchmark.
         # shellcheck disable=SC2086
-        "$ncu" --kernel-name "regex:^spmv_csr_(param|balanced|scalar|vector)_.*$p" --launch-skip 3 \
+        "$ncu" --kernel-name "regex:^spmv_(csr_(param|balanced|scalar|vector)|compressed_c[0-9]+)_.*$p" --launch-skip 3 \
             --launch-count 2 --clock-control none --cache-control all --metrics "$metrics" --csv \
             --kill yes "$root/.gpu/bin/spmv-bench" --only "$m" --precision "$p" --no-search \
             --out "$out/bench-$m-$p" ${BENCH_ARGS:-} >"$out/$m-$p.csv" 2>"$out/$m-$p.log" || true

@@ -500,6 +500,9 @@ impl Results {
             );
         }
         out.push('\n');
+        if self.uploads.iter().any(|u| u.auto_plan.is_some()) {
+            self.auto_plan_table(out);
+        }
         if self.uploads.iter().any(|u| u.stage_ceilings.is_some()) {
             self.stage_ceilings_table(out, link);
         }
@@ -509,6 +512,33 @@ impl Results {
         if self.uploads.iter().any(|u| !u.pipeline_trials.is_empty()) {
             self.pipeline_trials_table(out);
         }
+    }
+
+    /// Auto's first plan of each matrix: its kernel, time and the bytes it kept (see
+    /// `spmv_bench::run::AutoPlan`).
+    fn auto_plan_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "### Auto's first plan\n\n\
+             `gpu.plan(&a, Kernel::Auto)` on the freshly uploaded matrix, timed to completion: the rule and, \
+             where Auto takes or looks for a copy of the matrix, the look and the copy's build (later plans \
+             reuse it).\n\n\
+             | matrix | prec | Auto's kernel | ms | MB kept |\n|---|---|---|---:|---:|"
+        );
+        for u in &self.uploads {
+            if let Some(p) = &u.auto_plan {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {:.2} | {:.1} |",
+                    u.matrix,
+                    u.precision,
+                    p.kernel,
+                    p.ms,
+                    p.bytes as f64 / 1e6
+                );
+            }
+        }
+        out.push('\n');
     }
 
     /// The staged pipeline chunk by chunk in each configuration (see

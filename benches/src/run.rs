@@ -158,6 +158,33 @@ pub struct Upload {
     /// configurations (`spmv_bench::staging::trials`); empty in runs before it was measured.
     #[serde(default)]
     pub pipeline_trials: Vec<PipelineTrial>,
+    /// Auto's first plan of the freshly uploaded matrix; absent from runs before it was measured.
+    #[serde(default)]
+    pub auto_plan: Option<AutoPlan>,
+}
+
+/// What [`Kernel::Auto`]'s first plan of a matrix costs, timed to completion: the rule, and where
+/// Auto looks for a copy (DIA, compressed columns) or takes one (ELL), the look and the copy's
+/// build, which later plans of the matrix reuse.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AutoPlan {
+    /// The kernel Auto took (its key).
+    pub kernel: String,
+    pub ms: f64,
+    /// The bytes the plan added to the matrix's (a copy, a strategy's data).
+    pub bytes: usize,
+}
+
+/// Auto's first plan of `view` uploaded anew (see [`AutoPlan`]).
+fn auto_plan_cost<T: Scalar>(gpu: &Gpu, view: CsrRef<'_, T>) -> Result<AutoPlan> {
+    let a = gpu.upload_csr_ref(view)?;
+    gpu.synchronize()?;
+    let before = a.device_bytes();
+    let start = std::time::Instant::now();
+    let kernel = gpu.plan(&a, Kernel::Auto)?.kernel();
+    gpu.synchronize()?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(AutoPlan { kernel: kernel.to_string(), ms, bytes: a.device_bytes() - before })
 }
 
 /// BRC's B2 tuner (`Gpu::upload_brc_tuned`) on one matrix and precision: the widths it timed and
@@ -212,6 +239,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let steps = Some(upload_steps(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let pipeline_trials = pipeline_trials(gpu, view.ncols(), &cols, view.values())?;
+    let auto_plan = Some(auto_plan_cost(gpu, view)?);
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),
@@ -225,6 +253,7 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
         stage_ceilings,
         steps,
         pipeline_trials,
+        auto_plan,
     })
 }
 

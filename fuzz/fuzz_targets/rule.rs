@@ -5,12 +5,17 @@
 //! does and the panel term does not, only for rows of at most `rule::ELL_COPY_MAX_ROW` entries, and
 //! `Kernel::auto_without_terms` never takes either; `rule::dia_copy_term` (whether Auto's plan asks
 //! the device for a DIA copy) never panics, is the same on every call, and holds only for a matrix
-//! with entries and no row longer than DIA's diagonals.
+//! with entries and no row longer than DIA's diagonals; `rule::compressed_copy_term` (whether it
+//! asks the device how its columns compress) never panics, is the same on every call, and holds
+//! only for a matrix with entries whose rule kernel gives rows a thread or a group, at that width,
+//! one the compressed-index kernel is compiled for.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use gpu_spmv::formats::DIA_MAX_DIAGONALS;
-use gpu_spmv::rule::{ELL_COPY_MAX_ROW, Target, dia_copy_term, ell_copy_term, panels_term, panels_timed};
+use gpu_spmv::rule::{
+    ELL_COPY_MAX_ROW, Target, compressed_copy_term, dia_copy_term, ell_copy_term, panels_term, panels_timed,
+};
 use gpu_spmv::{Kernel, Regime, RowStats};
 use libfuzzer_sys::fuzz_target;
 
@@ -65,5 +70,17 @@ fuzz_target!(|input: Input| {
     if look {
         assert!(stats.nnz > 0, "a DIA look at a matrix without entries");
         assert!(stats.max <= DIA_MAX_DIAGONALS, "a DIA look at rows of {}", stats.max);
+    }
+    let compressed = compressed_copy_term(chosen, &stats, value_bytes, target);
+    assert_eq!(compressed, compressed_copy_term(chosen, &stats, value_bytes, target), "deterministic");
+    if let Some(copy) = compressed {
+        assert!(stats.nnz > 0, "a look at the compressed columns of a matrix without entries");
+        let width = match chosen {
+            Kernel::CsrScalar { .. } => 1,
+            Kernel::CsrVector { coop, .. } => coop,
+            other => panic!("a look at the compressed columns from {other:?}"),
+        };
+        assert_eq!(copy, Kernel::CsrCompressedCopy { coop: width });
+        assert!(Kernel::COMPRESSED_COOPS.contains(&width), "{copy:?}");
     }
 });

@@ -119,7 +119,8 @@ enum Phase {
     /// Around the best: the per-row kernel at half and twice its width and the balanced kernel; or,
     /// from the balanced kernel, the per-row kernel Auto would give the matrix's rows; or, from the
     /// column-panel kernel (where Auto's panel term applies), the kernel Auto takes without it and
-    /// the panel sizes next to the start's.
+    /// the panel sizes next to the start's; or, from the compressed columns (where Auto's look
+    /// found them), the kernel Auto takes without them and the copy at half and twice its width.
     Neighbours,
     /// One more width in the direction that won.
     Widen,
@@ -226,6 +227,13 @@ impl Search {
                 near.extend(panel_neighbours(panel_kib, block_size));
                 near
             }
+            (Phase::Neighbours, None, Kernel::CsrCompressedCopy { coop }) => {
+                let widths =
+                    [coop * 2, coop / 2].into_iter().filter(|c| Kernel::COMPRESSED_COOPS.contains(c));
+                let mut near = vec![self.per_row];
+                near.extend(widths.map(|coop| Kernel::CsrCompressedCopy { coop }));
+                near
+            }
             (Phase::Neighbours, None, _) => vec![self.per_row],
             (Phase::Widen, Some(row), _) => [wider(row), narrower(row)].into_iter().flatten().collect(),
             (Phase::Block, Some((kind, coop, block_size)), _) => TUNE_BLOCK_SIZES
@@ -273,7 +281,9 @@ struct Timer<T: Scalar> {
 /// ([`ell_copy_term`](crate::rule::ell_copy_term), or its look for a DIA copy,
 /// [`dia_copy_term`](crate::rule::dia_copy_term), finds one), Auto's choice without it and, if that wins,
 /// the steps around it (the copy is tried nowhere else: building it costs its memory for the
-/// matrix's lifetime); each step is kept only if it gains more than 3%, and at most 8 products are
+/// matrix's lifetime); where Auto takes the compressed columns
+/// ([`compressed_copy_term`](crate::rule::compressed_copy_term), where the device finds they
+/// compress), Auto's choice without them and the copy at half and twice its width; each step is kept only if it gains more than 3%, and at most 8 products are
 /// timed.
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
@@ -325,8 +335,8 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
     }
 
     /// A tuner for products with `a` on `gpu` in `regime`, starting at [`Kernel::Auto`]'s choice
-    /// for it (the rule's, [`Gpu::auto_kernel`], or the DIA copy where Auto looks for one and the
-    /// device finds it). [`Regime::Graph`] times each candidate in a graph of
+    /// for it (the rule's, [`Gpu::auto_kernel`], or the DIA copy or the compressed columns where
+    /// Auto looks for them and the device finds them). [`Regime::Graph`] times each candidate in a graph of
     /// [`GRAPH_TIMED_PRODUCTS`] products into a vector of the tuner's own (one more allocation of a
     /// column's length); [`Regime::Cold`] and [`Regime::Hot`] time the caller's products (the tuner
     /// cannot rotate the caller's operands out of L2, so a cold tuning is timed hot, from the cold
@@ -336,12 +346,12 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
             return Err(Error::ForeignBuffer("the matrix"));
         }
         let mut start = gpu.resolve_auto(a, regime)?;
-        // Where Auto's panel or ELL-copy term applies (or its look for a DIA copy found one), its kernel is tried only if the GPU takes it
-        // (a plan of it, built once here; refused for a panel or block the GPU cannot give, or an
-        // ELL copy past its padding limit or the device's memory), against Auto's choice without
-        // the terms.
+        // Where Auto's panel or ELL-copy term applies (or its look for a DIA copy or compressed
+        // columns found them), its kernel is tried only if the GPU takes it (a plan of it, built
+        // once here; refused for a panel or block the GPU cannot give, or a copy past its padding
+        // limit or the device's memory), against Auto's choice without the terms.
         let mut compare = auto_per_row(a.stats(), gpu.sm_count());
-        if matches!(start, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy) {
+        if matches!(start, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy | Kernel::CsrCompressedCopy { .. }) {
             let without = gpu.auto_kernel_without_terms::<T>(a.stats(), regime);
             match gpu.plan(a, start) {
                 Ok(_) => compare = without,
@@ -369,8 +379,9 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
     /// Every kernel the tuner can reach on any matrix, for an exhaustive search to compare with.
     /// Where Auto's panel term applies the tuner also reaches the column-panel kernels of
     /// [`Kernel::PANEL_KIB`] and [`TUNE_PANEL_BLOCK_SIZES`], and where its ELL-copy term applies
-    /// (or its look for a DIA copy finds one) [`Kernel::CsrEllCopy`], which this list leaves out:
-    /// they are timed only on such matrices.
+    /// (or its look for a DIA copy finds one) [`Kernel::CsrEllCopy`], and where its look finds
+    /// compressed columns [`Kernel::CsrCompressedCopy`], which this list leaves out: they are timed
+    /// only on such matrices.
     pub fn search_space() -> Vec<Kernel> {
         search_space()
     }
@@ -645,6 +656,23 @@ mod tests {
         });
         assert_eq!(best, panels(96, 512), "{timed:?}");
         assert!(timed.contains(&panels(96, 1024)) && timed.contains(&panels(96, 256)), "{timed:?}");
+    }
+
+    /// From Auto's compressed columns: the kernel Auto takes without them, then the copy at half
+    /// and twice its width (at 32 lanes, half only); the row kernel's steps only if it wins.
+    #[test]
+    fn from_the_compressed_columns_tries_auto_without_them_and_the_widths() {
+        let copy = |coop| Kernel::CsrCompressedCopy { coop };
+        let vector = row_kernel(Rows::Plain, 8, BLOCK_SIZE);
+        let (best, timed) = run(copy(8), vector, |k| if k == copy(16) { 0.5 } else { 1.0 });
+        assert_eq!(best, copy(16));
+        assert_eq!(timed, [copy(8), vector, copy(16), copy(4)]);
+        let (_, timed) = run(copy(32), vector, |_| 1.0);
+        assert_eq!(timed, [copy(32), vector, copy(16)]);
+        let (best, timed) = run(copy(1), vector, |k| if k == vector { 0.5 } else { 1.0 });
+        assert_eq!(best, vector, "{timed:?}");
+        assert_eq!(&timed[..3], [copy(1), vector, copy(2)]);
+        assert!(timed.len() > 3 && timed.len() <= MAX_TIMED_PRODUCTS, "the vector kernel's steps: {timed:?}");
     }
 
     #[test]

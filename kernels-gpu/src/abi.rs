@@ -191,6 +191,14 @@ pub const DIA_FROM_CSR: Entry = entry!("dia_from_csr");
 /// device.
 pub const COMPRESSED_ELL_FROM_CSR: Entry = entry!("compressed_ell_from_csr");
 
+/// `compressed_heads_from_csr_*`: the segment heads of a CSR matrix's compressed columns, found on
+/// the device ([`CompressedHeadsParams`]).
+pub const COMPRESSED_HEADS_FROM_CSR: Entry = entry!("compressed_heads_from_csr");
+
+/// `compressed_columns_from_csr_*`: a CSR matrix's columns written into compressed segments on the
+/// device ([`CompressedColumnsParams`]).
+pub const COMPRESSED_COLUMNS_FROM_CSR: Entry = entry!("compressed_columns_from_csr");
+
 /// `spmv_sell_*`.
 pub const SELL: Entry = entry!("spmv_sell");
 
@@ -1539,6 +1547,31 @@ pub struct CompressedParams<V, T> {
     pub op: Axpby<T>,
 }
 
+/// `compressed_heads_from_csr_*`: a warp per segment of [`COMPRESSED_SEGMENT_ROWS`] rows of `csr`
+/// writes the segment's head to `heads[segment]`: its smallest column where its columns span at
+/// most `u16::MAX` and that column is below [`COMPRESSED_PLAIN`], else [`COMPRESSED_PLAIN`]; 0 for a
+/// segment without entries. The host's conversion (`CompressedCsr::try_from_csr`) makes the same
+/// choice, so a copy built from these heads is the host format's, array for array.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedHeadsParams<T> {
+    pub csr: CsrArgs<T>,
+    pub heads: DevicePtr<u32>,
+}
+
+/// `compressed_columns_from_csr_*`: a warp per segment writes each entry's column of `csr` where
+/// the segment table `segments` (two words a segment, as [`CompressedArgs`] describes them, made by
+/// the host from the heads) puts it: an offset from the head in `deltas`, or the plain column in
+/// `escapes`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CompressedColumnsParams<T> {
+    pub csr: CsrArgs<T>,
+    pub segments: DevicePtr<u32>,
+    pub deltas: DevicePtr<u16>,
+    pub escapes: DevicePtr<u32>,
+}
+
 /// An IEEE binary16 value as the kernels store it: its 16 bits.
 #[repr(transparent)]
 #[derive(Debug, Clone, Copy)]
@@ -2249,6 +2282,7 @@ pub const ENTRIES: &[&[Entry]] = &[
     &COMPRESSED_F32,
     &COMPRESSED_F16,
     &COMPRESSED_BF16,
+    &[COMPRESSED_HEADS_FROM_CSR, COMPRESSED_COLUMNS_FROM_CSR],
     &[KRYLOV_VECTOR, KRYLOV_DOTS, KRYLOV_BASIS_DOTS, KRYLOV_BASIS_COMBINE, KRYLOV_SCALARS, KRYLOV_CG_UPDATE],
     &[BLOCK_JACOBI, ILU_LOWER, ILU_UPPER, ILU_FACTOR, IC_FACTOR],
 ];

@@ -190,6 +190,7 @@ fn a_run_without_a_gpu_sums_up_and_plots_its_cpu_kernels() {
 /// summarises, with the upload from `u32` beside its ceilings and the part that bounds it.
 #[test]
 fn an_uploads_only_run_reports_the_ceilings() {
+    use crate::run::AutoPlan;
     use crate::run::Upload;
     use crate::staging::trials::{Fill, PipelineTrial};
     use crate::staging::{StageCeilings, UploadSteps};
@@ -236,6 +237,7 @@ fn an_uploads_only_run_reports_the_ceilings() {
             link_idle_ms: 0.125,
             first_copy_ms: 0.35,
         }],
+        auto_plan: Some(AutoPlan { kernel: "csr-compressed-copy-c32".into(), ms: 1.25, bytes: 41_500_000 }),
     });
     r.fill_speedups();
     let report = r.markdown();
@@ -246,5 +248,6 @@ fn an_uploads_only_run_reports_the_ceilings() {
     let trial =
         "| m | f64 | 2 | 16 | Streaming | 6 | 2.50 | 40.0 | 0.300 | 0.250 | 0.050 | 0.310 | 0.12 | 0.35 |";
     assert!(report.contains(trial), "{report}");
+    assert!(report.contains("| m | f64 | csr-compressed-copy-c32 | 1.25 | 41.5 |"), "{report}");
     let _ = (r.summary(), text(&r));
 }

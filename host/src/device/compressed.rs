@@ -4,12 +4,12 @@ use super::Gpu;
 use super::memory::addr;
 use crate::Result;
 use crate::formats::Shape;
-use crate::formats::compressed::{CompressedCsr, ValueStorage};
+use crate::formats::compressed::{CompressedCsr, ValueStorage, column_bytes};
 use crate::formats::convert::narrow;
 use crate::formats::csr::RowStats;
 use crate::scalar::Scalar;
 use cudarc::driver::CudaSlice;
-use kernels_gpu::abi::CompressedArgs;
+use kernels_gpu::abi::{CompressedArgs, CsrArgs};
 use std::marker::PhantomData;
 
 /// A CSR matrix of `T` with compressed column indices and values stored as `V` on the device. Its
@@ -118,5 +118,50 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceCompressed<T, V> {
 
     pub(crate) fn belongs_to(&self, gpu: &Gpu) -> bool {
         gpu.owns(self.row_offsets.context())
+    }
+}
+
+/// The column indices of a [`DeviceCsr`](crate::DeviceCsr) compressed as [`CompressedCsr`]
+/// compresses them, built on the device (`Kernel::CsrCompressedCopy`, `enqueue/csr/compressed_copy.rs`):
+/// the segment table, the 16-bit offsets and the plain columns. Its product reads the CSR matrix's
+/// own row offsets and values, so the copy costs no more than its columns (about 2 bytes an entry
+/// where they compress) and new values need no refresh.
+#[derive(Debug)]
+pub(crate) struct CompressedColumns<T> {
+    segments: CudaSlice<u32>,
+    deltas: CudaSlice<u16>,
+    escapes: CudaSlice<u32>,
+    args: CompressedArgs<T>,
+}
+
+impl<T: Copy> CompressedColumns<T> {
+    /// The copy of the matrix `csr` describes, from its filled streams; `csr`'s arrays must outlive
+    /// it (the matrix keeps it).
+    pub(crate) fn from_device_parts(
+        gpu: &Gpu,
+        csr: CsrArgs<T>,
+        segments: CudaSlice<u32>,
+        deltas: CudaSlice<u16>,
+        escapes: CudaSlice<u32>,
+    ) -> Self {
+        let args = CompressedArgs {
+            row_offsets: csr.row_offsets,
+            segments: addr(&segments, gpu),
+            deltas: addr(&deltas, gpu),
+            escapes: addr(&escapes, gpu),
+            values: csr.values,
+            rows: csr.rows,
+        };
+        Self { segments, deltas, escapes, args }
+    }
+
+    /// The compressed-index kernels' view: the copy's columns, the matrix's offsets and values.
+    pub(crate) fn args(&self) -> CompressedArgs<T> {
+        self.args
+    }
+
+    /// Bytes of the copy on the device (the columns alone).
+    pub(crate) fn device_bytes(&self) -> usize {
+        column_bytes(self.segments.len() / 2, self.deltas.len(), self.escapes.len())
     }
 }

@@ -1,9 +1,11 @@
 //! [`DeviceCsr`]: a CSR matrix on the device with 32-bit indices, its row statistics, the count of
 //! updates of its values, and the data of the kernel strategies that cut its rows, built the first
-//! time a strategy needs it, and its transpose for the transposed product and its ELL copy for
-//! `Kernel::CsrEllCopy`, each built (on the device) the first time a plan needs it.
+//! time a strategy needs it, and its transpose for the transposed product, its ELL copy for
+//! `Kernel::CsrEllCopy` and its compressed columns for `Kernel::CsrCompressedCopy`, each built (on
+//! the device) the first time a plan needs it.
 
 use super::Gpu;
+use super::compressed::CompressedColumns;
 use super::compressed_ell::DeviceCompressedEll;
 use super::dia::DeviceDia;
 use super::ell::DeviceEll;
@@ -25,7 +27,7 @@ use kernels_gpu::abi::CsrArgs;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -73,7 +75,7 @@ struct CopyAttempts {
 /// The values may be replaced, keeping the pattern ([`DeviceCsr::update_values`]): everything built
 /// from the pattern alone stays valid, and so does every plan of the CSR kernels and SpMM, which read
 /// the values in place; the transpose and the ELL copy, which copy them, are refreshed on the stream
-/// by the update.
+/// by the update; the compressed columns share the matrix's values.
 /// What holds values derived outside the matrix (a solver's Jacobi diagonal) compares
 /// [`DeviceCsr::values_generation`] with the one it was derived at, and refuses to run on a
 /// difference ([`Error::StaleValues`](crate::Error::StaleValues)).
@@ -99,6 +101,11 @@ pub struct DeviceCsr<T> {
     ell_copy: OnceLock<EllCopy<T>>,
     /// What earlier attempts at the copy found, so that none is tried again.
     ell_copy_lock: Mutex<CopyAttempts>,
+    /// The columns compressed, for `Kernel::CsrCompressedCopy`.
+    compressed_columns: OnceLock<CompressedColumns<T>>,
+    /// Auto looked at the compressed columns' heads and found they save too little, so it will not
+    /// look again.
+    compressed_declined: AtomicBool,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -140,6 +147,7 @@ impl<T: Scalar> DeviceCsr<T> {
             + self.stream_windows.get().map_or(0, DeviceStreamWindows::device_bytes)
             + self.transpose.get().map_or(0, |t| t.device_bytes())
             + self.ell_copy.get().map_or(0, EllCopy::device_bytes)
+            + self.compressed_columns.get().map_or(0, CompressedColumns::device_bytes)
     }
 
     /// How many times the values were replaced ([`DeviceCsr::update_values`]) since the matrix was
@@ -279,6 +287,33 @@ impl<T: Scalar> DeviceCsr<T> {
         }
     }
 
+    /// The compressed columns: built by `build` on the first call, the same for every later one.
+    pub(crate) fn compressed_columns_or_build(
+        &self,
+        build: impl FnOnce() -> Result<CompressedColumns<T>>,
+    ) -> Result<&CompressedColumns<T>> {
+        if let Some(built) = self.compressed_columns.get() {
+            return Ok(built);
+        }
+        let built = build()?;
+        Ok(self.compressed_columns.get_or_init(|| built))
+    }
+
+    /// The compressed columns, if a plan has built them.
+    pub(crate) fn built_compressed_columns(&self) -> Option<&CompressedColumns<T>> {
+        self.compressed_columns.get()
+    }
+
+    /// Records that Auto's look found the compressed columns save too little: it is not made again.
+    pub(crate) fn decline_compressed(&self) {
+        self.compressed_declined.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether Auto's look at the compressed columns declined them before.
+    pub(crate) fn compressed_declined(&self) -> bool {
+        self.compressed_declined.load(Ordering::Relaxed)
+    }
+
     /// Calls `refresh` with the ELL copy, if a plan has built it, holding the lock its construction
     /// holds: a copy being built is published before, or built from values after, the refresh.
     pub(crate) fn refresh_ell_copy_with(
@@ -357,6 +392,8 @@ impl<T: Scalar> DeviceCsr<T> {
             stream_windows: OnceLock::new(),
             ell_copy: OnceLock::new(),
             ell_copy_lock: Mutex::new(CopyAttempts::default()),
+            compressed_columns: OnceLock::new(),
+            compressed_declined: AtomicBool::new(false),
             transpose: OnceLock::new(),
         }
     }

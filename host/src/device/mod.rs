@@ -33,6 +33,7 @@ mod vector;
 
 pub use brc::DeviceBrc;
 pub(crate) use column_panels::{DeviceColumnPanels, PanelLayout, panel_count};
+pub(crate) use compressed::CompressedColumns;
 pub use compressed::DeviceCompressed;
 pub use compressed_ell::DeviceCompressedEll;
 pub use coo::DeviceCoo;

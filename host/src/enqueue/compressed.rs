@@ -11,7 +11,8 @@ use crate::formats::compressed::{Storage, ValueStorage};
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use kernels_gpu::abi::{
-    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedEllParams, CompressedParams, DiaParams,
+    self as abi, Axpby, BLOCK_SIZE, COMPRESSED_COOPS, CompressedArgs, CompressedEllParams, CompressedParams,
+    DiaParams,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -77,27 +78,7 @@ impl<T: Scalar, V: ValueStorage<T>> Enqueue<T> for DeviceCompressed<T, V> {
             CompressedKernel::Auto => auto_coop(self.stats()),
             CompressedKernel::Coop { coop } => coop,
         };
-        let Some(variant) = COMPRESSED_COOPS.iter().position(|&c| c == coop) else {
-            return Err(Error::InvalidKernel(format!(
-                "coop {coop}: the compressed-index kernel is compiled for {COMPRESSED_COOPS:?} threads per row"
-            )));
-        };
-        let family = of_storage::<T, V, _>([
-            abi::COMPRESSED,
-            abi::COMPRESSED_F32,
-            abi::COMPRESSED_F16,
-            abi::COMPRESSED_BF16,
-        ]);
-        let params = CompressedParams { a: self.args(), op: unset_axpby() };
-        let grid = grid_blocks(coop_threads(params.a.rows, coop), BLOCK_SIZE);
-        let f = gpu.kernel::<T>(family[variant])?;
-        // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for
-        // f64 matrices, whose `COMPRESSED` family it is). The kernel walks rows `0 .. rows` with a grid
-        // stride, in blocks of whole warps; `CompressedCsr::try_from_csr` encoded every entry's
-        // column inside `deltas` or `escapes` and below the column count, the length of `x`, and
-        // the matrix's rows are those of `y`.
-        let launch = unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) };
-        Ok((CompressedKernel::Coop { coop }, launch))
+        Ok((CompressedKernel::Coop { coop }, prepare_compressed::<T, V>(gpu, self.args(), coop)?))
     }
 
     fn enqueue(&self, gpu: &Gpu, launch: &Self::Launch, p: &Product<T>) -> Result<()> {
@@ -110,6 +91,37 @@ impl<T: Scalar, V: ValueStorage<T>> DeviceMatrix<T> for DeviceCompressedEll<T, V
     fn shape(&self) -> Shape {
         DeviceCompressedEll::shape(self)
     }
+}
+
+/// The launch of `spmv_compressed_c<coop>_<storage>_<type>` over `a`: [`DeviceCompressed`]'s, and
+/// `Kernel::CsrCompressedCopy`'s over a CSR matrix's compressed columns. Refused for a `coop` the
+/// kernel is not compiled for.
+pub(super) fn prepare_compressed<T: Scalar, V: ValueStorage<T>>(
+    gpu: &Gpu,
+    a: CompressedArgs<V>,
+    coop: u32,
+) -> Result<Prepared<CompressedParams<V, T>>> {
+    let Some(variant) = COMPRESSED_COOPS.iter().position(|&c| c == coop) else {
+        return Err(Error::InvalidKernel(format!(
+            "coop {coop}: the compressed-index kernel is compiled for {COMPRESSED_COOPS:?} threads per row"
+        )));
+    };
+    let family = of_storage::<T, V, _>([
+        abi::COMPRESSED,
+        abi::COMPRESSED_F32,
+        abi::COMPRESSED_F16,
+        abi::COMPRESSED_BF16,
+    ]);
+    let params = CompressedParams { a, op: unset_axpby() };
+    let grid = grid_blocks(coop_threads(params.a.rows, coop), BLOCK_SIZE);
+    let f = gpu.kernel::<T>(family[variant])?;
+    // SAFETY: the entry is the one of storage `V` and type `T` (an f64 storage only exists for f64
+    // matrices, whose `COMPRESSED` family it is). The kernel walks rows `0 .. rows` with a grid
+    // stride, in blocks of whole warps; every entry's column lies inside `deltas` or `escapes` and
+    // below the column count, the length of `x` (encoded by `CompressedCsr::try_from_csr`, or by
+    // the device from a valid CSR matrix's columns by the same segment table), and the matrix's
+    // rows are those of `y`.
+    Ok(unsafe { Prepared::new(f, grid, BLOCK_SIZE, 0, params) })
 }
 
 /// Of a format's entries by the storage type of its values, `[f64, f32, f16, bf16]`, those of `V`.

@@ -170,48 +170,37 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
         let (offsets, cols) = (a.row_offsets(), a.col_indices());
         let segment_count = a.nrows().div_ceil(SEGMENT_ROWS);
         let entries = |s: usize| offsets[s * SEGMENT_ROWS]..offsets[((s + 1) * SEGMENT_ROWS).min(a.nrows())];
-        // The base of each segment that compresses.
-        let bases: Vec<Option<u32>> = (0..segment_count)
+        // Each segment's head: its base column where it compresses, else `COMPRESSED_PLAIN`.
+        let heads: Vec<u32> = (0..segment_count)
             .into_par_iter()
             .map(|s| {
                 let range = &cols[entries(s)];
                 let (lo, hi) = range.iter().fold((usize::MAX, 0), |(lo, hi), &c| (lo.min(c), hi.max(c)));
                 if range.is_empty() {
-                    Some(0)
+                    0
                 } else if hi - lo <= usize::from(u16::MAX) && lo < COMPRESSED_PLAIN as usize {
-                    Some(index32(lo))
+                    index32(lo)
                 } else {
-                    None
+                    COMPRESSED_PLAIN
                 }
             })
             .collect();
-        // Where each segment's entries start in `deltas` and in `escapes`.
-        let (mut delta_offsets, mut escape_offsets) = (vec![0], vec![0]);
-        for (s, base) in bases.iter().enumerate() {
-            let (n, d, e) = (entries(s).len(), delta_offsets[s], escape_offsets[s]);
-            delta_offsets.push(if base.is_some() { d + n } else { d });
-            escape_offsets.push(if base.is_some() { e } else { e + n });
-        }
-        let segments = bases
-            .iter()
-            .enumerate()
-            .flat_map(|(s, base)| match *base {
-                Some(base) => [base, index32(escape_offsets[s])],
-                None => [COMPRESSED_PLAIN, index32(delta_offsets[s])],
-            })
-            .collect();
+        let table = SegmentTable::new(&heads, |s| entries(s).len());
+        let (delta_offsets, escape_offsets) = (&table.delta_offsets, &table.escape_offsets);
+        let segments = table.segments();
+        let compresses = |s: usize| heads[s] & COMPRESSED_PLAIN == 0;
         let mut deltas = vec![0u16; delta_offsets[segment_count]];
-        par_fill_segments(&delta_offsets, &mut deltas, SEGMENTS_PER_TASK, |s, out| {
-            if let Some(base) = bases[s] {
+        par_fill_segments(delta_offsets, &mut deltas, SEGMENTS_PER_TASK, |s, out| {
+            if compresses(s) {
                 for (d, &c) in out.iter_mut().zip(&cols[entries(s)]) {
                     #[allow(clippy::cast_possible_truncation)] // the segment spans at most `u16::MAX`
-                    let delta = (index32(c) - base) as u16;
+                    let delta = (index32(c) - heads[s]) as u16;
                     *d = delta;
                 }
             }
         });
         let mut escapes = vec![0u32; escape_offsets[segment_count]];
-        par_fill_segments(&escape_offsets, &mut escapes, SEGMENTS_PER_TASK, |s, out| {
+        par_fill_segments(escape_offsets, &mut escapes, SEGMENTS_PER_TASK, |s, out| {
             for (e, &c) in out.iter_mut().zip(&cols[entries(s)]) {
                 *e = index32(c);
             }
@@ -292,8 +281,8 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
 
     /// Bytes of the matrix on the device.
     pub fn device_bytes(&self) -> usize {
-        4 * (self.row_offsets.len() + self.segments.len() + self.escapes.len())
-            + 2 * self.deltas.len()
+        4 * self.row_offsets.len()
+            + column_bytes(self.segments.len() / 2, self.deltas.len(), self.escapes.len())
             + V::STORAGE.bytes() * self.values.len()
     }
 
@@ -333,6 +322,60 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
         let rho = self.max_rounding;
         rho + (1.0 + rho) * gamma(n + 7.0, T::EPSILON / 2.0)
     }
+}
+
+/// Where each segment's entries go, from the segments' heads (a base column, or
+/// `COMPRESSED_PLAIN`): the host's conversion and the device's copy (`Kernel::CsrCompressedCopy`,
+/// whose heads the device finds) lay their streams out by this one count.
+#[derive(Debug)]
+pub(crate) struct SegmentTable<'h> {
+    heads: &'h [u32],
+    /// `segments + 1` offsets: the compressed segments' entries before each segment (so the
+    /// entries of `deltas`).
+    pub(crate) delta_offsets: Vec<usize>,
+    /// The same for the plain segments (so the entries of `escapes`).
+    pub(crate) escape_offsets: Vec<usize>,
+}
+
+impl<'h> SegmentTable<'h> {
+    /// The table of segments with these heads, segment `s` holding `entries(s)` entries.
+    pub(crate) fn new(heads: &'h [u32], entries: impl Fn(usize) -> usize) -> Self {
+        let (mut delta_offsets, mut escape_offsets) = (vec![0], vec![0]);
+        for (s, &head) in heads.iter().enumerate() {
+            let (n, d, e) = (entries(s), delta_offsets[s], escape_offsets[s]);
+            let compressed = head & COMPRESSED_PLAIN == 0;
+            delta_offsets.push(if compressed { d + n } else { d });
+            escape_offsets.push(if compressed { e } else { e + n });
+        }
+        Self { heads, delta_offsets, escape_offsets }
+    }
+
+    /// The kernels' two words a segment (`kernels_gpu::abi::CompressedArgs`): the head, then the
+    /// entries of the other kind before the segment.
+    pub(crate) fn segments(&self) -> Vec<u32> {
+        let shift = |s: usize, head: u32| match head & COMPRESSED_PLAIN {
+            0 => self.escape_offsets[s],
+            _ => self.delta_offsets[s],
+        };
+        self.heads.iter().enumerate().flat_map(|(s, &head)| [head, index32(shift(s, head))]).collect()
+    }
+
+    /// Entries with 16-bit columns, then entries with plain ones.
+    pub(crate) fn streams(&self) -> (usize, usize) {
+        (self.delta_offsets.last().copied().unwrap_or(0), self.escape_offsets.last().copied().unwrap_or(0))
+    }
+
+    /// Bytes of the compressed columns on the device ([`column_bytes`]).
+    pub(crate) fn column_bytes(&self) -> usize {
+        let (deltas, escapes) = self.streams();
+        column_bytes(self.heads.len(), deltas, escapes)
+    }
+}
+
+/// Bytes of compressed columns: two words a segment, 2 bytes an entry of a compressed segment, 4 an
+/// entry of a plain one.
+pub(crate) fn column_bytes(segments: usize, deltas: usize, escapes: usize) -> usize {
+    8 * segments + 2 * deltas + 4 * escapes
 }
 
 /// `γ_m = m u / (1 - m u)` (infinite once `m u >= 1`).

@@ -6,9 +6,10 @@
 //! with `beta = 0`. Without a GPU the tests print why and pass (see `common::gpu_or_skip`).
 
 use crate::common::{
-    Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, stencil_past_twice_the_l2, tolerance,
+    Case, Csr, banded, edge_cases, gpu_or_skip, random_vector, rng, slice_edges, stencil_past_twice_the_l2,
+    tolerance,
 };
-use gpu_spmv::formats::Ell;
+use gpu_spmv::formats::{CompressedCsr, Ell};
 use gpu_spmv::tune::TunedSpmv;
 use gpu_spmv::{DeviceCsr, DeviceVector, Error, Gpu, Kernel, Regime, Scalar};
 use rand::Rng;
@@ -261,8 +262,9 @@ fn assert_copy_is_ells<T: Scalar>(
 /// unequal for the ELL-copy term: a band of 81 diagonals, every third column of it left out in a
 /// third of the rows, takes the copy in DIA (kept, counted in the matrix's bytes; the product
 /// right, in the cold regime and in the hot one); the same rows with their columns spread over 162
-/// diagonals keep the rule's kernel on the CSR arrays, and no copy is built, then or at a
-/// second plan.
+/// diagonals take no DIA copy, then or at a second plan: Auto takes their compressed columns
+/// instead (each column within 4,300 of its row but in the last rows, whose columns wrap around),
+/// at the rule's width, and keeps nothing else.
 #[test]
 fn gpu_auto_looks_for_a_dia_copy() {
     let test = "gpu_auto_looks_for_a_dia_copy";
@@ -299,6 +301,118 @@ fn gpu_auto_looks_for_a_dia_copy() {
     let vals = random_vector::<f32>(&mut rng, scattered.len());
     let b = Csr { nrows: rows, ncols: rows, offsets: a.offsets.clone(), cols: scattered, vals };
     let mut fixture = Fixture::new(&gpu, "the same rows over 162 diagonals", &b, &mut rng);
+    let before = fixture.da.device_bytes();
+    let Kernel::CsrVector { coop, .. } = gpu.auto_kernel::<f32>(fixture.da.stats(), Regime::Cold) else {
+        panic!("the rule gives rows of up to 81 entries a group each")
+    };
+    let columns = compressed_column_bytes(&b);
+    for _ in 0..2 {
+        let plan = gpu.plan(&fixture.da, Kernel::Auto).unwrap();
+        assert_eq!(plan.kernel(), Kernel::CsrCompressedCopy { coop }, "Auto's choice");
+        assert_eq!(fixture.da.device_bytes(), before + columns, "the compressed columns alone");
+    }
+    fixture.check(&gpu, Kernel::Auto, 3);
+}
+
+/// The compressed columns (`Kernel::CsrCompressedCopy`) at every width on the edge cases (among
+/// them rows off every multiple of the 32-row segment, empty rows, one huge row, unsorted and
+/// repeated columns, and columns too far apart to compress) and on a band (every segment
+/// compressed): right, `y` bit for bit the vector kernel's at the same width (the scalar kernel's
+/// at one lane), and the columns kept, taking what the host's `CompressedCsr` takes for them.
+fn compressed_copy_on_every_matrix<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let mut matrices = edge_cases::<T>(&mut rng);
+    matrices.extend(slice_edges::<T>(&mut rng));
+    matrices.push(("a band of 101 diagonals", banded::<T>(&mut rng, 3001, 2990, 50, 1)));
+    for (name, a) in &matrices {
+        let mut fixture = Fixture::new(&gpu, name, a, &mut rng);
+        let before = fixture.da.device_bytes();
+        for coop in Kernel::COMPRESSED_COOPS {
+            let copy = Kernel::CsrCompressedCopy { coop };
+            fixture.check(&gpu, copy, 3);
+            let twin = match coop {
+                1 => Kernel::CsrScalar { block_size: 128 },
+                _ => Kernel::CsrVector { coop, block_size: 128 },
+            };
+            assert_same_products(&gpu, &fixture, [twin, copy], &mut rng, name);
+        }
+        let columns = compressed_column_bytes(a);
+        assert_eq!(fixture.da.device_bytes(), before + columns, "{name}: the columns, kept");
+    }
+}
+
+/// Bytes of the columns of `a` in the host's `CompressedCsr`: what the device's compressed columns
+/// of `a` take.
+fn compressed_column_bytes<T: Scalar>(a: &Csr<T>) -> usize {
+    let host = CompressedCsr::<T>::try_from_csr(a.view()).unwrap();
+    4 * (host.segments().len() + host.escapes().len()) + 2 * host.deltas().len()
+}
+
+#[test]
+fn gpu_compressed_copy_on_every_matrix_f32() {
+    compressed_copy_on_every_matrix::<f32>("gpu_compressed_copy_on_every_matrix_f32");
+}
+
+#[test]
+fn gpu_compressed_copy_on_every_matrix_f64() {
+    compressed_copy_on_every_matrix::<f64>("gpu_compressed_copy_on_every_matrix_f64");
+}
+
+/// The products by `fixture.da` of the two kernels, from one random `y`, are the same bit for bit.
+fn assert_same_products<T: Scalar>(
+    gpu: &Gpu,
+    fixture: &Fixture<T>,
+    kernels: [Kernel; 2],
+    rng: &mut ChaCha8Rng,
+    name: &str,
+) {
+    let (alpha, beta) = (T::from_f64(1.25), T::from_f64(-0.5));
+    let start = random_vector::<T>(rng, fixture.da.nrows());
+    let [a, b] = kernels.map(|kernel| {
+        let mut y = gpu.upload_vector(&start).unwrap();
+        gpu.spmv_with(kernel, alpha, &fixture.da, &fixture.dx, beta, &mut y).unwrap();
+        y.to_host(gpu).unwrap()
+    });
+    let same = a.iter().zip(&b).all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits());
+    assert!(same, "{name}: {:?} and {:?} differ", kernels[0], kernels[1]);
+}
+
+/// Auto looks at the compressed columns of a matrix past twice the L2 whose rows the rule gives a
+/// warp each (random-1pct's shape: rows of about 200 entries over 20,000 columns), finds that they
+/// compress, and takes them at the rule's width (kept, counted in the matrix's bytes; the product
+/// right cold and hot, and after new values, which the copy shares); rows of the same lengths over
+/// 4 M columns keep the rule's kernel, and no copy is built, then or at a second plan.
+#[test]
+fn gpu_auto_takes_the_compressed_columns() {
+    let test = "gpu_auto_takes_the_compressed_columns";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    // f32 CSR bytes of 8 an entry: twice the L2 and a little more.
+    let rows = (2 * gpu.l2_bytes() as usize).div_ceil(8 * 190) + 1001;
+    let lens: Vec<usize> = (0..rows).map(|_| rng.random_range(180..220)).collect();
+    let a = Csr::<f32>::random(&mut rng, rows, 20_000, true, |r| lens[r]);
+    let mut fixture = Fixture::new(&gpu, "rows of about 200 over 20,000 columns", &a, &mut rng);
+    let before = fixture.da.device_bytes();
+    let rule = gpu.auto_kernel::<f32>(fixture.da.stats(), Regime::Cold);
+    let Kernel::CsrVector { coop, .. } = rule else { panic!("the rule gives {rule:?}") };
+    let copy = Kernel::CsrCompressedCopy { coop };
+    assert_eq!(gpu.plan(&fixture.da, Kernel::Auto).unwrap().kernel(), copy, "Auto's choice");
+    let columns = 8 * rows.div_ceil(32) + 2 * a.cols.len();
+    assert_eq!(compressed_column_bytes(&a), columns, "every segment compressed");
+    assert_eq!(fixture.da.device_bytes(), before + columns, "the columns, kept");
+    fixture.check(&gpu, Kernel::Auto, 3);
+    assert_same_products(&gpu, &fixture, [rule, Kernel::Auto], &mut rng, "Auto's copy");
+    assert_eq!(gpu.plan_for(&fixture.da, Kernel::Auto, Regime::Hot).unwrap().kernel(), copy, "hot");
+    let renewed = random_vector::<f32>(&mut rng, a.vals.len());
+    fixture.da.update_values(&gpu, &renewed).unwrap();
+    let a = Csr { vals: renewed, ..a };
+    // The updated matrix, with fresh operands and references for its new values.
+    let mut fixture = Fixture { da: fixture.da, ..Fixture::new(&gpu, "after new values", &a, &mut rng) };
+    fixture.check(&gpu, Kernel::Auto, 3);
+
+    let b = Csr::<f32>::random(&mut rng, rows, 4_000_000, true, |r| lens[r]);
+    let mut fixture = Fixture::new(&gpu, "the same rows over 4 M columns", &b, &mut rng);
     let before = fixture.da.device_bytes();
     let rule = gpu.auto_kernel::<f32>(fixture.da.stats(), Regime::Cold);
     for _ in 0..2 {

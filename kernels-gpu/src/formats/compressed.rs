@@ -9,10 +9,18 @@
 //! with one row per group and no long rows. The decoding adds no dependent load: the segment's two
 //! header words sit in one 32-byte sector that all lanes of the warp read together, and the column
 //! comes from the same position in one stream or the other.
+//!
+//! The copy that Auto multiplies with on the device (`Kernel::CsrCompressedCopy`) is built here
+//! too, from a CSR matrix on the device, in two passes a warp per segment: its heads, then (after
+//! the host has counted each stream's entries) its columns; its values and row offsets are the CSR
+//! matrix's own arrays.
 
 use super::widen::Widen;
-use crate::abi::{Bf16, COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS, CompressedArgs, CompressedParams, F16};
-use crate::arch::Load;
+use crate::abi::{
+    Bf16, COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS, CompressedArgs, CompressedColumnsParams,
+    CompressedHeadsParams, CompressedParams, CsrArgs, F16, WARP_SIZE,
+};
+use crate::arch::{Load, global_thread, grid_threads, lane_id, shfl_xor_b32};
 use crate::csr::group_rows;
 use crate::real::Real;
 
@@ -68,6 +76,126 @@ unsafe fn compressed<V: Widen<T>, T: Real, const COOP: u32>(p: CompressedParams<
     // SAFETY: forwarded from the caller.
     unsafe { group_rows::<T, COOP>(p.a.rows, &p.op, row_sum) }
 }
+
+/// Calls `segment(s, first, end)` for each segment `s` of `csr` that the calling warp takes (a warp
+/// per segment, grid-strided), with the segment's entries `first .. end`; every lane of the warp
+/// takes the same segments.
+///
+/// # Safety
+/// `csr` is valid CSR of `csr.rows` rows; the grid's blocks are whole warps.
+#[inline(always)]
+unsafe fn each_segment<T>(csr: &CsrArgs<T>, mut segment: impl FnMut(usize, usize, usize)) {
+    let warp_size = u64::from(WARP_SIZE);
+    let (mut s, stride) = (global_thread() / warp_size, grid_threads() / warp_size);
+    let rows = csr.rows as usize;
+    let segments = rows.div_ceil(COMPRESSED_SEGMENT_ROWS as usize) as u64;
+    while s < segments {
+        let first_row = s as usize * COMPRESSED_SEGMENT_ROWS as usize;
+        let end_row = (first_row + COMPRESSED_SEGMENT_ROWS as usize).min(rows);
+        // SAFETY: `first_row < end_row <= rows`: both offsets exist.
+        let (first, end) = unsafe {
+            let offsets = csr.row_offsets.as_ptr();
+            (u32::load_nc(offsets.add(first_row)) as usize, u32::load_nc(offsets.add(end_row)) as usize)
+        };
+        segment(s as usize, first, end);
+        s += stride;
+    }
+}
+
+/// Writes each segment's head (`CompressedHeadsParams`): the lanes walk the segment's columns 32
+/// apart, keeping their smallest and largest, and the warp's butterfly joins them.
+///
+/// # Safety
+/// `p.csr` is valid CSR; `p.heads` holds a word for each of its segments; the grid's blocks are
+/// whole warps.
+#[inline(always)]
+unsafe fn compressed_heads_from_csr<T: Real>(p: CompressedHeadsParams<T>) {
+    let cols = p.csr.col_indices.as_ptr();
+    let head = |s: usize, first: usize, end: usize| {
+        let (mut lo, mut hi) = (u32::MAX, 0);
+        let mut k = first + lane_id() as usize;
+        while k < end {
+            // SAFETY: `k < end`, inside the column array.
+            let c = unsafe { u32::load_nc(cols.add(k)) };
+            (lo, hi) = (lo.min(c), hi.max(c));
+            k += WARP_SIZE as usize;
+        }
+        let mut mask = WARP_SIZE / 2;
+        while mask > 0 {
+            (lo, hi) = (lo.min(shfl_xor_b32(lo, mask)), hi.max(shfl_xor_b32(hi, mask)));
+            mask /= 2;
+        }
+        if lane_id() == 0 {
+            let head = if first == end {
+                0
+            } else if hi - lo <= u32::from(u16::MAX) && lo < COMPRESSED_PLAIN {
+                lo
+            } else {
+                COMPRESSED_PLAIN
+            };
+            // SAFETY: a word for each segment (the caller's contract).
+            unsafe { *p.heads.as_mut_ptr().add(s) = head };
+        }
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { each_segment(&p.csr, head) }
+}
+
+/// Writes each entry's column where the segment table puts it (`CompressedColumnsParams`),
+/// consecutive lanes consecutive entries.
+///
+/// # Safety
+/// `p.csr` is valid CSR; `p.segments` is the table the host made from the heads
+/// `compressed_heads_from_csr` wrote for this matrix, and `deltas` and `escapes` hold the entries of
+/// the compressed and of the plain segments; the grid's blocks are whole warps.
+#[inline(always)]
+unsafe fn compressed_columns_from_csr<T: Real>(p: CompressedColumnsParams<T>) {
+    let cols = p.csr.col_indices.as_ptr();
+    let write = |s: usize, first: usize, end: usize| {
+        // SAFETY: the table holds two words for each segment; for each entry `k` of segment `s`,
+        // `k - shift` lies inside the stream of the segment's kind, and a compressed segment's
+        // columns lie within `u16::MAX` above its head (both by the host's count from the heads).
+        unsafe {
+            let head = u32::load_nc(p.segments.as_ptr().add(2 * s));
+            let shift = u32::load_nc(p.segments.as_ptr().add(2 * s + 1)) as usize;
+            let mut k = first + lane_id() as usize;
+            while k < end {
+                let c = u32::load_nc(cols.add(k));
+                if head & COMPRESSED_PLAIN == 0 {
+                    #[allow(clippy::cast_possible_truncation)] // within `u16::MAX` of the head
+                    let delta = (c - head) as u16;
+                    *p.deltas.as_mut_ptr().add(k - shift) = delta;
+                } else {
+                    *p.escapes.as_mut_ptr().add(k - shift) = c;
+                }
+                k += WARP_SIZE as usize;
+            }
+        }
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { each_segment(&p.csr, write) }
+}
+
+crate::ptx_entry!(
+    compressed_heads_from_csr_f32,
+    CompressedHeadsParams<f32>,
+    compressed_heads_from_csr::<f32>
+);
+crate::ptx_entry!(
+    compressed_heads_from_csr_f64,
+    CompressedHeadsParams<f64>,
+    compressed_heads_from_csr::<f64>
+);
+crate::ptx_entry!(
+    compressed_columns_from_csr_f32,
+    CompressedColumnsParams<f32>,
+    compressed_columns_from_csr::<f32>
+);
+crate::ptx_entry!(
+    compressed_columns_from_csr_f64,
+    CompressedColumnsParams<f64>,
+    compressed_columns_from_csr::<f64>
+);
 
 /// The entries of one storage type and product type, one per cooperative width.
 macro_rules! compressed_entries {

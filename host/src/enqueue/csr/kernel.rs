@@ -22,7 +22,10 @@ pub enum Kernel {
     /// [`Kernel::CsrEllCopy`], whose copy of the matrix the first plan allocates and the matrix keeps;
     /// for a large matrix of rows of up to 128 entries the first plan asks the device how many
     /// diagonals it has, once ([`dia_copy_term`](super::rule::dia_copy_term)), and takes the copy
-    /// where it is DIA small enough.
+    /// where it is DIA small enough; elsewhere, for a large matrix whose rows the rule gives a
+    /// thread or a group each, it asks the device how far each segment's columns spread, once
+    /// ([`compressed_copy_term`](super::rule::compressed_copy_term)), and takes
+    /// [`Kernel::CsrCompressedCopy`] at the rule's width where the columns compress well enough.
     #[default]
     Auto,
     /// One thread per row (`kernels-gpu/src/csr/scalar.rs`).
@@ -102,6 +105,20 @@ pub enum Kernel {
     /// stream. Auto takes it where [`ell_copy_term`](super::rule::ell_copy_term) says so, and where
     /// [`dia_copy_term`](super::rule::dia_copy_term) does and the copy is DIA.
     CsrEllCopy,
+    /// The compressed-index kernel (`kernels-gpu/src/formats/compressed.rs`) with `coop` threads
+    /// per row, one of [`Kernel::COMPRESSED_COOPS`], over the matrix's column indices compressed on
+    /// the device the first time a plan asks for them and kept by the matrix
+    /// (`host/src/enqueue/csr/compressed_copy.rs`): per segment of 32 rows, a base column and a
+    /// 16-bit offset an entry, or plain columns where the segment's columns span more than
+    /// `u16::MAX`, as [`CompressedCsr`](crate::formats::CompressedCsr) stores them. The row offsets
+    /// and values are the matrix's own, so the copy costs 2 bytes an entry of device memory where
+    /// the columns compress (counted in [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)),
+    /// and new values need no refresh. Its `y` is bit for bit [`Kernel::CsrVector`]'s at the same
+    /// `coop` (and [`Kernel::CsrScalar`]'s at one lane). Each entry of a compressed segment moves
+    /// 2 bytes fewer: on an H100 the kernel reached 95-102% of the CSR floor on the large regular
+    /// matrices where every CSR kernel stops at 81-88% (docs/PERF.md, section 37). The columns are
+    /// built, and waited for, when first planned (not while the stream captures a graph).
+    CsrCompressedCopy { coop: u32 },
 }
 
 impl Kernel {
@@ -109,6 +126,8 @@ impl Kernel {
     pub const VECTOR_COOPS: [u32; 5] = abi::CSR_VECTOR_COOPS;
     /// The widths `group` of [`Kernel::CsrAligned`].
     pub const ALIGNED_GROUPS: [u32; 3] = abi::CSR_ALIGNED_GROUPS;
+    /// The widths `coop` of [`Kernel::CsrCompressedCopy`].
+    pub const COMPRESSED_COOPS: [u32; 6] = abi::COMPRESSED_COOPS;
     /// The widths `coop` of [`Kernel::CsrParam`].
     pub const PARAM_COOPS: [u32; 6] = abi::CSR_PARAM_COOPS;
     /// The smallest block of [`Kernel::CsrParam`]: it is offered from 64 to 1024 threads per block,
@@ -170,6 +189,9 @@ impl Kernel {
                     | Error::DeviceMemory { .. }
                     | Error::Unsupported(_)
             ),
+            Kernel::CsrCompressedCopy { .. } => {
+                matches!(error, Error::DeviceMemory { .. } | Error::Unsupported(_))
+            }
             _ => false,
         }
     }
@@ -241,6 +263,9 @@ impl Kernel {
             }
             Kernel::CsrStream { stages } => check_width("stages", stages, "streaming", &Self::STREAM_STAGES)?,
             Kernel::CsrEllCopy => {}
+            Kernel::CsrCompressedCopy { coop } => {
+                check_width("coop", coop, "compressed-index", &Self::COMPRESSED_COOPS)?;
+            }
             Kernel::CsrPanels { panel_kib, block_size } => {
                 check_block_size(block_size)?;
                 if !Self::PANEL_KIB.contains(&panel_kib) {
@@ -268,7 +293,7 @@ impl Kernel {
 /// The kernel's short key, as the benchmark and reports name it: `auto`, `csr-scalar-b128`,
 /// `csr-vector-c4-b128`, `csr-aligned-g16-nc-b256` (`plain` for ordinary loads of x),
 /// `csr-param-c4-r2-b128` (`-nosplit` when long rows are not split), `csr-balanced-b128`,
-/// `csr-merge-b128`, `csr-stream-s4`, `csr-panels-k48-b512`, `csr-ell-copy`.
+/// `csr-merge-b128`, `csr-stream-s4`, `csr-panels-k48-b512`, `csr-ell-copy`, `csr-compressed-copy-c32`.
 impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
@@ -288,6 +313,7 @@ impl std::fmt::Display for Kernel {
             Kernel::CsrStream { stages } => write!(f, "csr-stream-s{stages}"),
             Kernel::CsrPanels { panel_kib, block_size } => write!(f, "csr-panels-k{panel_kib}-b{block_size}"),
             Kernel::CsrEllCopy => write!(f, "csr-ell-copy"),
+            Kernel::CsrCompressedCopy { coop } => write!(f, "csr-compressed-copy-c{coop}"),
         }
     }
 }
@@ -453,6 +479,12 @@ mod tests {
         for panel_kib in [0, 1, 47, 128, 256] {
             assert!(resolve(Kernel::CsrPanels { panel_kib, block_size: 512 }).is_err(), "{panel_kib}");
         }
+        for coop in Kernel::COMPRESSED_COOPS {
+            assert!(resolve(Kernel::CsrCompressedCopy { coop }).is_ok(), "{coop}");
+        }
+        for coop in [0, 3, 64] {
+            assert!(resolve(Kernel::CsrCompressedCopy { coop }).is_err(), "{coop}");
+        }
     }
 
     #[test]
@@ -466,5 +498,6 @@ mod tests {
         assert_eq!(Kernel::CsrBalanced { block_size: 256 }.to_string(), "csr-balanced-b256");
         assert_eq!(Kernel::CsrMerge { block_size: 128 }.to_string(), "csr-merge-b128");
         assert_eq!(Kernel::CsrPanels { panel_kib: 48, block_size: 512 }.to_string(), "csr-panels-k48-b512");
+        assert_eq!(Kernel::CsrCompressedCopy { coop: 32 }.to_string(), "csr-compressed-copy-c32");
     }
 }

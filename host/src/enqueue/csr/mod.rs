@@ -1,6 +1,7 @@
 //! CSR products: the strategy ([`Kernel`]), its constant-time choices (`rule.rs`), and the
 //! prepared launch of each kernel, one per PTX entry family.
 
+mod compressed_copy;
 mod ell_copy;
 mod kernel;
 mod panels;
@@ -9,15 +10,16 @@ mod rule;
 pub(crate) use ell_copy::refresh_ell_copy;
 pub use kernel::Kernel;
 pub use rule::{
-    AUTO_PANEL_BLOCK_SIZE, COLD_RULE, DIA_COPY_MAX_BYTES, ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW,
-    ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node, PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM,
-    PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target, auto_panel_kib, dia_copy_term, ell_copy_term,
-    panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
+    AUTO_PANEL_BLOCK_SIZE, COLD_RULE, COMPRESSED_COPY_MAX_COLUMN_BYTES, DIA_COPY_MAX_BYTES,
+    ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW, ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node,
+    PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule, Target,
+    auto_panel_kib, compressed_copy_term, dia_copy_term, ell_copy_term, panels_term, panels_timed,
+    resolve_leaf, rule_for, width_kernel,
 };
 pub(crate) use rule::{auto_coop, auto_per_row, is_irregular, long_row_min_len};
 
 use super::DeviceMatrix;
-use super::compressed::{prepare_compressed_ell, prepare_dia};
+use super::compressed::{prepare_compressed, prepare_compressed_ell, prepare_dia};
 use super::formats::prepare_ell;
 use super::launch::{Prepared, unset_axpby};
 use super::plan::{Plan, Regime};
@@ -29,9 +31,9 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use kernels_gpu::abi::{
     self as abi, Axpby, BULK_COPY_ALIGN, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, CSR_VECTOR_COOPS,
-    CompressedEllParams, CsrBalancedParams, CsrMergeParams, CsrPanelsParams, CsrParamParams, CsrParams,
-    CsrStreamParams, DiaParams, EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE, STREAM_BLOCK_SIZE,
-    StreamStage, WARP_SIZE,
+    CompressedEllParams, CompressedParams, CsrBalancedParams, CsrMergeParams, CsrPanelsParams,
+    CsrParamParams, CsrParams, CsrStreamParams, DiaParams, EllParams, LongRowArgs, MAX_GRID_X, MERGE_TILE,
+    STREAM_BLOCK_SIZE, StreamStage, WARP_SIZE,
 };
 use kernels_gpu::index::{coop_threads, grid_blocks};
 
@@ -66,6 +68,8 @@ pub enum CsrLaunch<T> {
     CompressedEll(Prepared<CompressedEllParams<T, T>>),
     /// The DIA kernel on the matrix's copy in DIA.
     Dia(Prepared<DiaParams<T, T>>),
+    /// The compressed-index kernel on the matrix's compressed columns.
+    Compressed(Prepared<CompressedParams<T, T>>),
 }
 
 /// The index of `value` in `compiled`, the variants a kernel family has PTX entries for (`Kernel`'s
@@ -233,6 +237,10 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 EllCopy::Deltas(ell) => CsrLaunch::CompressedEll(prepare_compressed_ell(gpu, ell)?),
                 EllCopy::Plain(ell) => CsrLaunch::Ell(prepare_ell(gpu, ell)?),
             },
+            Kernel::CsrCompressedCopy { coop } => {
+                let columns = compressed_copy::compressed_columns(self, gpu)?;
+                CsrLaunch::Compressed(prepare_compressed(gpu, columns.args(), coop)?)
+            }
         };
         Ok((kernel, launch))
     }
@@ -256,6 +264,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 CsrLaunch::Ell(l) => l.enqueue(gpu, p.axpby()),
                 CsrLaunch::CompressedEll(l) => l.enqueue(gpu, p.axpby()),
                 CsrLaunch::Dia(l) => l.enqueue(gpu, p.axpby()),
+                CsrLaunch::Compressed(l) => l.enqueue(gpu, p.axpby()),
             }
         }
     }
@@ -275,7 +284,8 @@ impl Gpu {
 
     /// The kernel the rule of [`Kernel::Auto`] gives on this GPU for products in `regime` of a
     /// matrix of these statistics in element type `T` ([`Kernel::auto_for`]): what Auto stands for
-    /// but where its plan finds a DIA copy ([`dia_copy_term`]), which statistics cannot tell.
+    /// but where its plan finds a DIA copy ([`dia_copy_term`]) or columns that compress
+    /// ([`compressed_copy_term`]), which statistics cannot tell.
     pub fn auto_kernel<T: Scalar>(&self, stats: &crate::RowStats, regime: Regime) -> Kernel {
         Kernel::auto_for(stats, size_of::<T>(), self.target(), regime)
     }
@@ -290,7 +300,11 @@ impl Gpu {
     /// ([`Gpu::auto_kernel`]), or, where that is a kernel on the CSR arrays and the DIA-copy term
     /// says to look ([`dia_copy_term`]), [`Kernel::CsrEllCopy`] if the device finds the matrix on
     /// few enough diagonals that its copy is DIA of at most [`DIA_COPY_MAX_BYTES`] times the CSR
-    /// bytes. The look builds that copy (and keeps it), or nothing: it runs once per matrix.
+    /// bytes; else, where the rule gives a thread or a group a row and the compressed-copy term
+    /// says to look ([`compressed_copy_term`]), [`Kernel::CsrCompressedCopy`] at that width if the
+    /// matrix's columns compressed take at most [`COMPRESSED_COPY_MAX_COLUMN_BYTES`] of its CSR
+    /// columns' bytes. Each look builds its copy (and keeps it), or nothing: it runs once per
+    /// matrix.
     pub(crate) fn resolve_auto<T: Scalar>(&self, a: &DeviceCsr<T>, regime: Regime) -> Result<Kernel> {
         let chosen = self.auto_kernel::<T>(a.stats(), regime);
         let on_csr = !matches!(chosen, Kernel::CsrPanels { .. } | Kernel::CsrEllCopy);
@@ -299,6 +313,14 @@ impl Gpu {
                 Ok(Some(_)) => return Ok(Kernel::CsrEllCopy),
                 Ok(None) => {}
                 Err(e) if Kernel::CsrEllCopy.term_refused(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(copy) = compressed_copy_term(chosen, a.stats(), size_of::<T>(), self.target()) {
+            match compressed_copy::compressed_columns_pay(a, self, COMPRESSED_COPY_MAX_COLUMN_BYTES) {
+                Ok(true) => return Ok(copy),
+                Ok(false) => {}
+                Err(e) if copy.term_refused(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -345,7 +367,8 @@ impl<T: Scalar> Plan<'_, T, DeviceCsr<T>> {
             | CsrLaunch::Panels(_)
             | CsrLaunch::Ell(_)
             | CsrLaunch::CompressedEll(_)
-            | CsrLaunch::Dia(_) => 0,
+            | CsrLaunch::Dia(_)
+            | CsrLaunch::Compressed(_) => 0,
         }
     }
 }

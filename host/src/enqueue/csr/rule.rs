@@ -345,6 +345,38 @@ pub fn dia_copy_term(stats: &RowStats, value_bytes: usize, target: Target) -> bo
         && past_the_copy_l2(stats, value_bytes, target)
 }
 
+/// The compressed columns' bytes over the CSR columns' (4 bytes an entry) up to which Auto takes
+/// them ([`compressed_copy_term`]). Where every column compresses they take 2 bytes an entry and 8
+/// a segment of 32 rows, about 0.5-0.53 on the suite's matrices; planar, whose Z-order jumps leave
+/// 5% of its entries in plain segments, takes 0.54. On an H100 the compressed-index kernel was
+/// faster than the CSR kernels on every matrix of the suite that compresses, by 10-25% (docs/PERF.md,
+/// section 37); the bound leaves room for 20% of the entries in plain segments, where a segment
+/// costs what a CSR one does.
+pub const COMPRESSED_COPY_MAX_COLUMN_BYTES: f64 = 0.6;
+
+/// The compressed-copy term of [`Kernel::Auto`]: for a matrix whose CSR bytes (values of
+/// `value_bytes` bytes) are at least [`ELL_COPY_MIN_L2`] times `target`'s L2, and to which the rule
+/// gives `chosen`, a thread a row ([`Kernel::CsrScalar`]) or a group a row
+/// ([`Kernel::CsrVector`]: rows of about one length, none long), the same width on the matrix's
+/// compressed columns, [`Kernel::CsrCompressedCopy`]; `None` elsewhere. Only the device, which holds
+/// the columns, can tell how well they compress: the plan then builds them where they take at most
+/// [`COMPRESSED_COPY_MAX_COLUMN_BYTES`] of the CSR columns' bytes, and else keeps `chosen` (finding
+/// out costs one pass over the columns, once per matrix). Constant time.
+pub fn compressed_copy_term(
+    chosen: Kernel,
+    stats: &RowStats,
+    value_bytes: usize,
+    target: Target,
+) -> Option<Kernel> {
+    let coop = match chosen {
+        Kernel::CsrScalar { .. } => 1,
+        Kernel::CsrVector { coop, .. } => coop,
+        _ => return None,
+    };
+    (stats.nnz > 0 && past_the_copy_l2(stats, value_bytes, target))
+        .then_some(Kernel::CsrCompressedCopy { coop })
+}
+
 /// What the fitted rule knows of the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -791,6 +823,49 @@ mod tests {
                 assert!(!dia_copy_term(&a, value_bytes, TARGET), "{a:?}");
             }
         }
+    }
+
+    /// Auto looks at the compressed columns of the suite's wide-400, random-1pct and planar (large,
+    /// rows a group or a thread each), at the rule's width, in every regime and precision; not
+    /// where the rule balances the rows (powerlaw), takes the ELL copy (stencil2d-5), or the L2
+    /// holds the matrix, nor without entries.
+    #[test]
+    fn the_compressed_copy_term_looks_where_the_rule_gives_rows_a_group() {
+        let suite = |rows: usize, cols: usize, nnz: usize, std_dev: f64, max: usize| RowStats {
+            cols,
+            std_dev,
+            max,
+            ..stats(rows, nnz)
+        };
+        let wide = suite(50_000, 50_000, 19_985_208, 69.5, 520);
+        let random = suite(100_000, 20_000, 19_998_426, 14.0, 262);
+        let planar = suite(4_194_304, 4_194_304, 25_149_442, 1.0, 8);
+        for value_bytes in [4, 8] {
+            for regime in [Regime::Cold, Regime::Hot, Regime::Graph] {
+                for (a, coop) in [(wide, 32), (random, 32), (planar, 1)] {
+                    let chosen = Kernel::auto_for(&a, value_bytes, TARGET, regime);
+                    let copy = compressed_copy_term(chosen, &a, value_bytes, TARGET);
+                    assert_eq!(copy, Some(Kernel::CsrCompressedCopy { coop }), "{a:?} {regime:?} {chosen:?}");
+                }
+            }
+        }
+        let powerlaw = suite(6_500_000, 6_500_000, 19_842_839, 26.6, 6385);
+        let stencil2d = suite(4_000_000, 4_000_000, 19_992_000, 0.04, 5);
+        let small = suite(100_000, 100_000, 2_000_000, 14.0, 262);
+        for a in [powerlaw, stencil2d, small, stats(0, 0), stats(1000, 0)] {
+            for value_bytes in [4, 8] {
+                let chosen = Kernel::auto_for(&a, value_bytes, TARGET, Regime::Cold);
+                assert_eq!(compressed_copy_term(chosen, &a, value_bytes, TARGET), None, "{a:?} {chosen:?}");
+            }
+        }
+        // Only the row kernels that give every row a thread or a group.
+        let balanced = Kernel::CsrBalanced { block_size: BLOCK_SIZE };
+        assert_eq!(compressed_copy_term(balanced, &wide, 4, TARGET), None);
+        let scalar = Kernel::CsrScalar { block_size: BLOCK_SIZE };
+        assert_eq!(
+            compressed_copy_term(scalar, &wide, 4, TARGET),
+            Some(Kernel::CsrCompressedCopy { coop: 1 })
+        );
     }
 
     /// The suite's short-wide matrix at full size, f32 and f64 (rail4284's shape).
