@@ -283,8 +283,8 @@ struct Timer<T: Scalar> {
 /// the steps around it (the copy is tried nowhere else: building it costs its memory for the
 /// matrix's lifetime); where Auto takes the compressed columns
 /// ([`compressed_copy_term`](crate::rule::compressed_copy_term), where the device finds they
-/// compress), Auto's choice without them and the copy at half and twice its width; each step is kept only if it gains more than 3%, and at most 8 products are
-/// timed.
+/// compress), Auto's choice without them and the copy at half and twice its width; each step is
+/// kept only if it gains more than 3%, and at most 8 products are timed.
 ///
 /// Each call runs one product with a correct kernel; while tuning, some calls are timed with CUDA
 /// events, whose result is read at a later call once the GPU has passed them, so no call waits on

@@ -615,6 +615,35 @@ pub const CSR_PANELS_TABLE: &str = "spmv_csr_panels_table";
 /// and the 2-lane kernel 2.03x on fem3d-27 (docs/PERF.md, section 35).
 pub const EVICT_FIRST_MIN_LANES: u32 = 16;
 
+/// The fewest lanes a row at which the compressed-index kernel's loads of the matrix leave L1 first
+/// (`formats/compressed.rs`): where a group's step reads half a line or more of its narrowest stream,
+/// the 2-byte column offsets, as [`EVICT_FIRST_MIN_LANES`] lanes read of 4-byte columns. The hint
+/// goes on every stream at once: on the H100, at 32 lanes, it took wide-400 and random-1pct 3-10%
+/// faster on both streams, and on the offsets alone (values unhinted) 1-6% slower
+/// (docs/PERF.md, section 37).
+pub const COMPRESSED_EVICT_FIRST_MIN_LANES: u32 = EVICT_FIRST_MIN_LANES * 4 / 2;
+
+/// The head of a segment of compressed columns ([`CompressedArgs`]) whose columns lie in
+/// `lo ..= hi`: `lo` (the base) where they span at most `u16::MAX` and `lo` is below
+/// [`COMPRESSED_PLAIN`], else [`COMPRESSED_PLAIN`]; 0 for a segment without entries, which the
+/// empty fold `(u32::MAX, 0)` leaves with `lo > hi`. The host's conversion and the device's copy
+/// both take their heads from here.
+pub const fn compressed_head(lo: u32, hi: u32) -> u32 {
+    if lo > hi {
+        0
+    } else if hi - lo <= u16::MAX as u32 && lo < COMPRESSED_PLAIN {
+        lo
+    } else {
+        COMPRESSED_PLAIN
+    }
+}
+
+/// Whether a segment of this head keeps its columns as 16-bit offsets (in `deltas`), rather than
+/// plain (in `escapes`).
+pub const fn compressed_segment(head: u32) -> bool {
+    head & COMPRESSED_PLAIN == 0
+}
+
 /// Loads of column indices and values each lane of the column-panel kernel issues before its first
 /// product: the span path's batching (`csr/mod.rs`, `span_loads`), four steps so that a group of
 /// `coop` lanes covers `4 * coop` entries of a row's segment per round trip.
@@ -1548,10 +1577,9 @@ pub struct CompressedParams<V, T> {
 }
 
 /// `compressed_heads_from_csr_*`: a warp per segment of [`COMPRESSED_SEGMENT_ROWS`] rows of `csr`
-/// writes the segment's head to `heads[segment]`: its smallest column where its columns span at
-/// most `u16::MAX` and that column is below [`COMPRESSED_PLAIN`], else [`COMPRESSED_PLAIN`]; 0 for a
-/// segment without entries. The host's conversion (`CompressedCsr::try_from_csr`) makes the same
-/// choice, so a copy built from these heads is the host format's, array for array.
+/// writes the segment's head ([`compressed_head`]) to `heads[segment]`. The host's conversion
+/// (`CompressedCsr::try_from_csr`) takes its heads from the same function, so a copy built from these
+/// heads is the host format's, array for array.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CompressedHeadsParams<T> {

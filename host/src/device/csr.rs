@@ -27,7 +27,7 @@ use kernels_gpu::abi::CsrArgs;
 use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -54,13 +54,31 @@ impl<T: Scalar> EllCopy<T> {
     }
 }
 
-/// What attempts at a [`DeviceCsr`]'s ELL copy found out, so that none is made twice.
+/// What attempts at one of a [`DeviceCsr`]'s copies (the ELL copy, the compressed columns) found
+/// out, so that none is made twice.
 #[derive(Debug, Default)]
 struct CopyAttempts {
     /// The bytes of a copy the device had no memory for.
     no_memory: Option<usize>,
-    /// Auto looked for a DIA copy ([`DeviceCsr::dia_copy_or_build`]) and the matrix took none.
-    no_dia: bool,
+    /// Auto looked at the copy and the matrix took none: for the ELL copy, no DIA
+    /// ([`DeviceCsr::dia_copy_or_build`]); for the compressed columns, too few bytes saved
+    /// ([`DeviceCsr::compressed_columns_if`]).
+    declined: bool,
+}
+
+impl CopyAttempts {
+    /// `build`, unless the device had no memory for the copy before; a lack of memory now is
+    /// remembered, so that a fallback costs no failed allocation per product.
+    fn attempt<R>(&mut self, build: impl FnOnce() -> Result<R>) -> Result<R> {
+        if let Some(bytes) = self.no_memory {
+            return Err(Error::DeviceMemory { bytes });
+        }
+        build().inspect_err(|e| {
+            if let Error::DeviceMemory { bytes } = *e {
+                self.no_memory = Some(bytes);
+            }
+        })
+    }
 }
 
 /// A CSR matrix on the device, with 32-bit row offsets and column indices, and the statistics of its
@@ -101,11 +119,11 @@ pub struct DeviceCsr<T> {
     ell_copy: OnceLock<EllCopy<T>>,
     /// What earlier attempts at the copy found, so that none is tried again.
     ell_copy_lock: Mutex<CopyAttempts>,
-    /// The columns compressed, for `Kernel::CsrCompressedCopy`.
+    /// The columns compressed, for `Kernel::CsrCompressedCopy`: built and published under
+    /// `compressed_lock`.
     compressed_columns: OnceLock<CompressedColumns<T>>,
-    /// Auto looked at the compressed columns' heads and found they save too little, so it will not
-    /// look again.
-    compressed_declined: AtomicBool,
+    /// What earlier attempts at the compressed columns found, so that none is tried again.
+    compressed_lock: Mutex<CopyAttempts>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -241,17 +259,8 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(built) = self.ell_copy.get() {
             return Ok(built);
         }
-        if let Some(bytes) = attempts.no_memory {
-            return Err(Error::DeviceMemory { bytes });
-        }
-        match build() {
-            Ok(built) => Ok(self.ell_copy.get_or_init(|| built)),
-            Err(Error::DeviceMemory { bytes }) => {
-                attempts.no_memory = Some(bytes);
-                Err(Error::DeviceMemory { bytes })
-            }
-            Err(e) => Err(e),
-        }
+        let built = attempts.attempt(build)?;
+        Ok(self.ell_copy.get_or_init(|| built))
     }
 
     /// The ELL copy where it is DIA: built by `build_dia` on the first call that finds no copy
@@ -275,19 +284,20 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(built) = self.ell_copy.get() {
             return Ok(dia(built));
         }
-        if attempts.no_dia {
+        if attempts.declined {
             return Ok(None);
         }
         match build_dia()? {
             Some(built) => Ok(dia(self.ell_copy.get_or_init(|| EllCopy::Dia(built)))),
             None => {
-                attempts.no_dia = true;
+                attempts.declined = true;
                 Ok(None)
             }
         }
     }
 
-    /// The compressed columns: built by `build` on the first call, the same for every later one.
+    /// The compressed columns: built by `build` on the first call (under a lock, so once), the same
+    /// for every later one; refused without trying again once the device had no memory for them.
     pub(crate) fn compressed_columns_or_build(
         &self,
         build: impl FnOnce() -> Result<CompressedColumns<T>>,
@@ -295,23 +305,39 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(built) = self.compressed_columns.get() {
             return Ok(built);
         }
-        let built = build()?;
+        let mut attempts = self.compressed_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(built) = self.compressed_columns.get() {
+            return Ok(built);
+        }
+        let built = attempts.attempt(build)?;
         Ok(self.compressed_columns.get_or_init(|| built))
     }
 
-    /// The compressed columns, if a plan has built them.
-    pub(crate) fn built_compressed_columns(&self) -> Option<&CompressedColumns<T>> {
-        self.compressed_columns.get()
-    }
-
-    /// Records that Auto's look found the compressed columns save too little: it is not made again.
-    pub(crate) fn decline_compressed(&self) {
-        self.compressed_declined.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether Auto's look at the compressed columns declined them before.
-    pub(crate) fn compressed_declined(&self) -> bool {
-        self.compressed_declined.load(Ordering::Relaxed)
+    /// Auto's look at the compressed columns: those built before, or those `look` builds on the
+    /// first call that finds none; `None` where `look` declines them (they save too little), which
+    /// is remembered, so that the look runs once per matrix. Refused without trying again once the
+    /// device had no memory for them.
+    pub(crate) fn compressed_columns_if(
+        &self,
+        look: impl FnOnce() -> Result<Option<CompressedColumns<T>>>,
+    ) -> Result<Option<&CompressedColumns<T>>> {
+        if let Some(built) = self.compressed_columns.get() {
+            return Ok(Some(built));
+        }
+        let mut attempts = self.compressed_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(built) = self.compressed_columns.get() {
+            return Ok(Some(built));
+        }
+        if attempts.declined {
+            return Ok(None);
+        }
+        match attempts.attempt(look)? {
+            Some(built) => Ok(Some(self.compressed_columns.get_or_init(|| built))),
+            None => {
+                attempts.declined = true;
+                Ok(None)
+            }
+        }
     }
 
     /// Calls `refresh` with the ELL copy, if a plan has built it, holding the lock its construction
@@ -393,7 +419,7 @@ impl<T: Scalar> DeviceCsr<T> {
             ell_copy: OnceLock::new(),
             ell_copy_lock: Mutex::new(CopyAttempts::default()),
             compressed_columns: OnceLock::new(),
-            compressed_declined: AtomicBool::new(false),
+            compressed_lock: Mutex::new(CopyAttempts::default()),
             transpose: OnceLock::new(),
         }
     }

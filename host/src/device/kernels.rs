@@ -185,6 +185,14 @@ mod tests {
         for name in [abi::CSR_SCALAR.f32, abi::CSR_SCALAR.f64] {
             assert!(!hinted(name), "{name}");
         }
+        // The compressed-index kernel: from half a line of its 2-byte offsets a step, every stream.
+        for family in [abi::COMPRESSED, abi::COMPRESSED_F32, abi::COMPRESSED_F16, abi::COMPRESSED_BF16] {
+            for (&coop, entry) in abi::COMPRESSED_COOPS.iter().zip(family) {
+                for name in [entry.f32, entry.f64] {
+                    assert_eq!(hinted(name), coop >= abi::COMPRESSED_EVICT_FIRST_MIN_LANES, "{name}");
+                }
+            }
+        }
         // A warp's 32 consecutive entries a step.
         for entry in [abi::CSR_BALANCED, abi::CSR_MERGE] {
             assert!(hinted(entry.f32) && hinted(entry.f64), "{}", entry.f32);

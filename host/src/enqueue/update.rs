@@ -17,7 +17,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// enqueued after it the new ones.
     ///
     /// Plans of this matrix stay valid, the transposed product's and `Kernel::CsrEllCopy`'s included
-    /// (their copies of the values are refreshed on the stream). A solver's Jacobi diagonal, given
+    /// (their copies of the values are refreshed on the stream), and `Kernel::CsrCompressedCopy`'s
+    /// (its columns read the matrix's own values). A solver's Jacobi diagonal, given
     /// on the host, is not: the solver refuses to run with [`Error::StaleValues`] until it is given
     /// the new one ([`Cg::set_diagonal`](crate::solve::Cg::set_diagonal)).
     ///

@@ -22,7 +22,7 @@ use crate::error::FormatError;
 use crate::formats::csr::{CsrRef, RowStats};
 use crate::scalar::{Precision, Scalar};
 use cudarc::driver::DeviceRepr;
-use kernels_gpu::abi::{COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS};
+use kernels_gpu::abi::{COMPRESSED_SEGMENT_ROWS, compressed_head, compressed_segment};
 use rayon::prelude::*;
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -170,25 +170,20 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
         let (offsets, cols) = (a.row_offsets(), a.col_indices());
         let segment_count = a.nrows().div_ceil(SEGMENT_ROWS);
         let entries = |s: usize| offsets[s * SEGMENT_ROWS]..offsets[((s + 1) * SEGMENT_ROWS).min(a.nrows())];
-        // Each segment's head: its base column where it compresses, else `COMPRESSED_PLAIN`.
+        // Each segment's head, as the device's copy finds it (the columns fit 32 bits, checked).
         let heads: Vec<u32> = (0..segment_count)
             .into_par_iter()
             .map(|s| {
-                let range = &cols[entries(s)];
-                let (lo, hi) = range.iter().fold((usize::MAX, 0), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-                if range.is_empty() {
-                    0
-                } else if hi - lo <= usize::from(u16::MAX) && lo < COMPRESSED_PLAIN as usize {
-                    index32(lo)
-                } else {
-                    COMPRESSED_PLAIN
-                }
+                let (lo, hi) = cols[entries(s)]
+                    .iter()
+                    .fold((u32::MAX, 0), |(lo, hi), &c| (lo.min(index32(c)), hi.max(index32(c))));
+                compressed_head(lo, hi)
             })
             .collect();
         let table = SegmentTable::new(&heads, |s| entries(s).len());
         let (delta_offsets, escape_offsets) = (&table.delta_offsets, &table.escape_offsets);
         let segments = table.segments();
-        let compresses = |s: usize| heads[s] & COMPRESSED_PLAIN == 0;
+        let compresses = |s: usize| compressed_segment(heads[s]);
         let mut deltas = vec![0u16; delta_offsets[segment_count]];
         par_fill_segments(delta_offsets, &mut deltas, SEGMENTS_PER_TASK, |s, out| {
             if compresses(s) {
@@ -265,9 +260,10 @@ impl<T: Scalar, V: ValueStorage<T>> CompressedCsr<T, V> {
             let end = self.row_offsets[((s + 1) * SEGMENT_ROWS).min(self.nrows())] as usize;
             let shift = seg[1] as usize;
             for k in first..end {
-                cols.push(match seg[0] & COMPRESSED_PLAIN {
-                    0 => seg[0] + u32::from(self.deltas[k - shift]),
-                    _ => self.escapes[k - shift],
+                cols.push(if compressed_segment(seg[0]) {
+                    seg[0] + u32::from(self.deltas[k - shift])
+                } else {
+                    self.escapes[k - shift]
                 });
             }
         }
@@ -343,7 +339,7 @@ impl<'h> SegmentTable<'h> {
         let (mut delta_offsets, mut escape_offsets) = (vec![0], vec![0]);
         for (s, &head) in heads.iter().enumerate() {
             let (n, d, e) = (entries(s), delta_offsets[s], escape_offsets[s]);
-            let compressed = head & COMPRESSED_PLAIN == 0;
+            let compressed = compressed_segment(head);
             delta_offsets.push(if compressed { d + n } else { d });
             escape_offsets.push(if compressed { e } else { e + n });
         }
@@ -353,9 +349,8 @@ impl<'h> SegmentTable<'h> {
     /// The kernels' two words a segment (`kernels_gpu::abi::CompressedArgs`): the head, then the
     /// entries of the other kind before the segment.
     pub(crate) fn segments(&self) -> Vec<u32> {
-        let shift = |s: usize, head: u32| match head & COMPRESSED_PLAIN {
-            0 => self.escape_offsets[s],
-            _ => self.delta_offsets[s],
+        let shift = |s: usize, head: u32| {
+            if compressed_segment(head) { self.escape_offsets[s] } else { self.delta_offsets[s] }
         };
         self.heads.iter().enumerate().flat_map(|(s, &head)| [head, index32(shift(s, head))]).collect()
     }
@@ -406,6 +401,7 @@ pub(crate) fn max_rounding<T: Scalar, V: ValueStorage<T>>(a: &CsrRef<'_, T>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels_gpu::abi::COMPRESSED_PLAIN;
 
     #[test]
     fn a_segment_whose_columns_span_too_far_keeps_plain_columns() {

@@ -17,8 +17,8 @@
 
 use super::widen::Widen;
 use crate::abi::{
-    Bf16, COMPRESSED_PLAIN, COMPRESSED_SEGMENT_ROWS, CompressedArgs, CompressedColumnsParams,
-    CompressedHeadsParams, CompressedParams, CsrArgs, F16, WARP_SIZE,
+    Bf16, COMPRESSED_EVICT_FIRST_MIN_LANES, COMPRESSED_SEGMENT_ROWS, CompressedArgs, CompressedColumnsParams,
+    CompressedHeadsParams, CompressedParams, CsrArgs, F16, WARP_SIZE, compressed_head, compressed_segment,
 };
 use crate::arch::{Load, global_thread, grid_threads, lane_id, shfl_xor_b32};
 use crate::csr::group_rows;
@@ -27,8 +27,8 @@ use crate::real::Real;
 /// Lane `lane`'s partial sum over `row`.
 ///
 /// # Safety
-/// `row < a.rows`, `a` was built by the host from a validated CSR matrix with columns below the
-/// length of `x`.
+/// `row < a.rows`, `a` was built from a validated CSR matrix with columns below the length of `x`
+/// (by the host's conversion, or on the device by the copy's two kernels below).
 #[inline(always)]
 unsafe fn lane_sum<V: Widen<T>, T: Real, const COOP: u32>(
     a: &CompressedArgs<V>,
@@ -48,21 +48,53 @@ unsafe fn lane_sum<V: Widen<T>, T: Real, const COOP: u32>(
         let head = u32::load_nc(a.segments.as_ptr().add(2 * segment));
         let shift = u32::load_nc(a.segments.as_ptr().add(2 * segment + 1)) as usize;
         let mut k = start + lane;
-        if head & COMPRESSED_PLAIN == 0 {
+        if compressed_segment(head) {
             while k < end {
-                let col = (head + u32::from(u16::load_nc(a.deltas.as_ptr().add(k - shift)))) as usize;
-                sum = V::load_widened(a.values.as_ptr().add(k)).fma(T::load_nc(x.add(col)), sum);
+                let col = (head + u32::from(stream::<u16, COOP>(a.deltas.as_ptr().add(k - shift)))) as usize;
+                sum = value::<V, T, COOP>(a.values.as_ptr().add(k)).fma(T::load_nc(x.add(col)), sum);
                 k += COOP as usize;
             }
         } else {
             while k < end {
-                let col = u32::load_nc(a.escapes.as_ptr().add(k - shift)) as usize;
-                sum = V::load_widened(a.values.as_ptr().add(k)).fma(T::load_nc(x.add(col)), sum);
+                let col = stream::<u32, COOP>(a.escapes.as_ptr().add(k - shift)) as usize;
+                sum = value::<V, T, COOP>(a.values.as_ptr().add(k)).fma(T::load_nc(x.add(col)), sum);
                 k += COOP as usize;
             }
         }
     }
     sum
+}
+
+/// An element of the matrix's column streams read by a group of `COOP` lanes a row: leaving L1
+/// first from [`COMPRESSED_EVICT_FIRST_MIN_LANES`] lanes up, where a group's step takes half a line
+/// or more of the 2-byte offsets, as the CSR kernels' wide groups do of their columns (PERF sections
+/// 35 and 37).
+///
+/// # Safety
+/// As [`Load::load_nc`].
+#[inline(always)]
+unsafe fn stream<E: Load, const COOP: u32>(p: *const E) -> E {
+    // SAFETY: forwarded.
+    unsafe {
+        if COOP >= COMPRESSED_EVICT_FIRST_MIN_LANES { E::load_nc_evict_first(p) } else { E::load_nc(p) }
+    }
+}
+
+/// A value, widened, read as [`stream`] reads the columns: the hint goes on both streams or on
+/// neither (on the offsets alone it cost 1-6%, section 37).
+///
+/// # Safety
+/// As [`Widen::load_widened`].
+#[inline(always)]
+unsafe fn value<V: Widen<T>, T, const COOP: u32>(p: *const V) -> T {
+    // SAFETY: forwarded.
+    unsafe {
+        if COOP >= COMPRESSED_EVICT_FIRST_MIN_LANES {
+            V::load_widened_evict_first(p)
+        } else {
+            V::load_widened(p)
+        }
+    }
 }
 
 /// # Safety
@@ -126,15 +158,8 @@ unsafe fn compressed_heads_from_csr<T: Real>(p: CompressedHeadsParams<T>) {
             mask /= 2;
         }
         if lane_id() == 0 {
-            let head = if first == end {
-                0
-            } else if hi - lo <= u32::from(u16::MAX) && lo < COMPRESSED_PLAIN {
-                lo
-            } else {
-                COMPRESSED_PLAIN
-            };
             // SAFETY: a word for each segment (the caller's contract).
-            unsafe { *p.heads.as_mut_ptr().add(s) = head };
+            unsafe { *p.heads.as_mut_ptr().add(s) = compressed_head(lo, hi) };
         }
     };
     // SAFETY: forwarded from the caller.
@@ -161,7 +186,7 @@ unsafe fn compressed_columns_from_csr<T: Real>(p: CompressedColumnsParams<T>) {
             let mut k = first + lane_id() as usize;
             while k < end {
                 let c = u32::load_nc(cols.add(k));
-                if head & COMPRESSED_PLAIN == 0 {
+                if compressed_segment(head) {
                     #[allow(clippy::cast_possible_truncation)] // within `u16::MAX` of the head
                     let delta = (c - head) as u16;
                     *p.deltas.as_mut_ptr().add(k - shift) = delta;

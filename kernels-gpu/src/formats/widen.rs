@@ -14,6 +14,13 @@ pub(super) trait Widen<T>: Copy {
     /// # Safety
     /// `p` is a valid, aligned global address of a value that no thread writes during the kernel.
     unsafe fn load_widened(p: *const Self) -> T;
+
+    /// [`Widen::load_widened`] marked to leave L1 first ([`Load::load_nc_evict_first`]), for values
+    /// a warp reads a whole line of at once and never again.
+    ///
+    /// # Safety
+    /// As [`Widen::load_widened`].
+    unsafe fn load_widened_evict_first(p: *const Self) -> T;
 }
 
 impl<T: Real> Widen<T> for T {
@@ -22,6 +29,12 @@ impl<T: Real> Widen<T> for T {
         // SAFETY: guaranteed by the caller.
         unsafe { T::load_nc(p) }
     }
+
+    #[inline(always)]
+    unsafe fn load_widened_evict_first(p: *const T) -> T {
+        // SAFETY: guaranteed by the caller.
+        unsafe { T::load_nc_evict_first(p) }
+    }
 }
 
 impl Widen<f64> for f32 {
@@ -29,6 +42,12 @@ impl Widen<f64> for f32 {
     unsafe fn load_widened(p: *const f32) -> f64 {
         // SAFETY: guaranteed by the caller.
         f64::from(unsafe { f32::load_nc(p) })
+    }
+
+    #[inline(always)]
+    unsafe fn load_widened_evict_first(p: *const f32) -> f64 {
+        // SAFETY: guaranteed by the caller.
+        f64::from(unsafe { f32::load_nc_evict_first(p) })
     }
 }
 
@@ -48,6 +67,12 @@ macro_rules! widen_half {
                 // SAFETY: guaranteed by the caller; the type is a transparent `u16`.
                 $to_f32(unsafe { u16::load_nc(p.cast()) })
             }
+
+            #[inline(always)]
+            unsafe fn load_widened_evict_first(p: *const $half) -> f32 {
+                // SAFETY: guaranteed by the caller; the type is a transparent `u16`.
+                $to_f32(unsafe { u16::load_nc_evict_first(p.cast()) })
+            }
         }
 
         impl Widen<f64> for $half {
@@ -55,6 +80,12 @@ macro_rules! widen_half {
             unsafe fn load_widened(p: *const $half) -> f64 {
                 // SAFETY: forwarded.
                 f64::from(unsafe { <$half as Widen<f32>>::load_widened(p) })
+            }
+
+            #[inline(always)]
+            unsafe fn load_widened_evict_first(p: *const $half) -> f64 {
+                // SAFETY: forwarded.
+                f64::from(unsafe { <$half as Widen<f32>>::load_widened_evict_first(p) })
             }
         }
     )+};

@@ -38,27 +38,21 @@ pub(super) fn compressed_columns<'a, T: Scalar>(
 /// Auto's look: whether `a`'s compressed columns take at most `max_column_bytes` times the 4 bytes
 /// an entry of its CSR columns. Finding out costs a pass over the columns and the heads' download
 /// (4 bytes a segment of 32 rows), once per matrix: where they do, the columns are built and kept;
-/// where they do not, nothing is kept but the answer.
+/// where they do not, nothing is kept but the answer. Columns a plan of
+/// [`Kernel::CsrCompressedCopy`](super::Kernel::CsrCompressedCopy) built before are judged by the
+/// same bound.
 pub(super) fn compressed_columns_pay<T: Scalar>(
     a: &DeviceCsr<T>,
     gpu: &Gpu,
     max_column_bytes: f64,
 ) -> Result<bool> {
     let pays = |bytes: usize| bytes as f64 <= max_column_bytes * (4 * a.nnz()) as f64;
-    if let Some(built) = a.built_compressed_columns() {
-        return Ok(pays(built.device_bytes()));
-    }
-    if a.compressed_declined() {
-        return Ok(false);
-    }
-    let heads = heads(a, gpu)?;
-    let table = SegmentTable::new(&heads, |s| segment_entries(a, s));
-    if !pays(table.column_bytes()) {
-        a.decline_compressed();
-        return Ok(false);
-    }
-    a.compressed_columns_or_build(|| build(a, gpu, &table))?;
-    Ok(true)
+    let columns = a.compressed_columns_if(|| {
+        let heads = heads(a, gpu)?;
+        let table = SegmentTable::new(&heads, |s| segment_entries(a, s));
+        if pays(table.column_bytes()) { build(a, gpu, &table).map(Some) } else { Ok(None) }
+    })?;
+    Ok(columns.is_some_and(|built| pays(built.device_bytes())))
 }
 
 /// The entries of segment `s` of `a`, from the row offsets the matrix keeps on the host.
@@ -72,17 +66,16 @@ fn segment_entries<T: Scalar>(a: &DeviceCsr<T>, s: usize) -> usize {
 /// back.
 fn heads<T: Scalar>(a: &DeviceCsr<T>, gpu: &Gpu) -> Result<Vec<u32>> {
     let segments = a.nrows().div_ceil(SEGMENT_ROWS);
-    let heads = gpu.alloc_zeros::<u32>(segments)?;
-    if segments > 0 {
-        let params = CompressedHeadsParams { csr: a.args(), heads: addr(&heads, gpu) };
-        let grid = grid_blocks(segments as u64 * u64::from(WARP_SIZE), BLOCK_SIZE);
-        // SAFETY: `a` is valid CSR (by construction of `DeviceCsr`) in `gpu`'s context, as is
-        // `heads`, a word for each of its segments; blocks of `BLOCK_SIZE` are whole warps, which
-        // grid-stride over the segments.
-        unsafe {
-            launch(gpu, gpu.kernel::<T>(abi::COMPRESSED_HEADS_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params)?
-        };
+    if segments == 0 {
+        return Ok(Vec::new());
     }
+    let heads = gpu.alloc_zeros::<u32>(segments)?;
+    let params = CompressedHeadsParams { csr: a.args(), heads: addr(&heads, gpu) };
+    let grid = grid_blocks(segments as u64 * u64::from(WARP_SIZE), BLOCK_SIZE);
+    // SAFETY: `a` is valid CSR (by construction of `DeviceCsr`) in `gpu`'s context, as is `heads`, a
+    // word for each of its segments; blocks of `BLOCK_SIZE` are whole warps, which grid-stride over
+    // the segments.
+    unsafe { launch(gpu, gpu.kernel::<T>(abi::COMPRESSED_HEADS_FROM_CSR)?, grid, BLOCK_SIZE, 0, &params)? };
     Ok(gpu.stream().clone_dtoh(&heads)?)
 }
 

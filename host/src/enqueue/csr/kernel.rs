@@ -178,7 +178,8 @@ impl Kernel {
     /// and the tuner step around: for the column-panel kernel, a panel or block the GPU cannot give,
     /// or a table past 32-bit indices; for the ELL copy, padding past its limit, slots past
     /// `usize`, too little device memory for it, or a stream capturing a graph, which cannot
-    /// allocate it (Auto's plan inside a capture then takes the fitted rule's kernel).
+    /// allocate it (Auto's plan inside a capture then takes the fitted rule's kernel); for the
+    /// compressed columns, the last two.
     pub(crate) fn term_refused(self, error: &Error) -> bool {
         match self {
             Kernel::CsrPanels { .. } => matches!(error, Error::InvalidKernel(_) | Error::TooLarge { .. }),

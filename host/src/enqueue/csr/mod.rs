@@ -328,10 +328,11 @@ impl Gpu {
     }
 
     /// [`Gpu::plan`] for products that will run in `regime`: [`Kernel::Auto`] resolves to that
-    /// regime's choice ([`Gpu::auto_kernel`], or the DIA copy where Auto looks for one, see
-    /// [`dia_copy_term`]; where that is the column-panel kernel and the plan
-    /// refuses it, [`Gpu::auto_kernel_without_terms`]); any other kernel is planned as it is. A
-    /// plan of the hot or graph regime replays its products from CUDA graphs (see [`Regime::Hot`]).
+    /// regime's choice ([`Gpu::auto_kernel`], or the DIA copy or the compressed columns where Auto
+    /// looks for them, see [`dia_copy_term`] and [`compressed_copy_term`]; where that is the
+    /// column-panel kernel and the plan refuses it, [`Gpu::auto_kernel_without_terms`]); any other
+    /// kernel is planned as it is. A plan of the hot or graph regime replays its products from CUDA
+    /// graphs (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
