@@ -28,7 +28,7 @@ use kernels_gpu::abi::DevicePtr as AbiPtr;
 use nalgebra_sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
 /// The copy of a [`DeviceCsr`] that `Kernel::CsrEllCopy` multiplies with, the most compact of three
@@ -54,30 +54,102 @@ impl<T: Scalar> EllCopy<T> {
     }
 }
 
-/// What attempts at one of a [`DeviceCsr`]'s copies (the ELL copy, the compressed columns) found
-/// out, so that none is made twice.
+/// What attempts at a [`DeviceCopy`] found out, so that none is made twice.
 #[derive(Debug, Default)]
 struct CopyAttempts {
     /// The bytes of a copy the device had no memory for.
     no_memory: Option<usize>,
-    /// Auto looked at the copy and the matrix took none: for the ELL copy, no DIA
-    /// ([`DeviceCsr::dia_copy_or_build`]); for the compressed columns, too few bytes saved
-    /// ([`DeviceCsr::compressed_columns_if`]).
+    /// Auto looked at the copy ([`DeviceCopy::look`]) and the matrix took none.
     declined: bool,
 }
 
-impl CopyAttempts {
-    /// `build`, unless the device had no memory for the copy before; a lack of memory now is
-    /// remembered, so that a fallback costs no failed allocation per product.
-    fn attempt<R>(&mut self, build: impl FnOnce() -> Result<R>) -> Result<R> {
-        if let Some(bytes) = self.no_memory {
+/// A copy of a [`DeviceCsr`] in another form (the ELL copy, the compressed columns) that a plan
+/// builds on the device the first time it is asked for, once: built and published under a lock,
+/// which a refresh of its values holds too, so that an update cannot miss a copy being built. The
+/// lock keeps what earlier attempts found, so that none is tried again.
+#[derive(Debug)]
+struct DeviceCopy<C> {
+    built: OnceLock<C>,
+    attempts: Mutex<CopyAttempts>,
+}
+
+impl<C> DeviceCopy<C> {
+    fn new() -> Self {
+        Self { built: OnceLock::new(), attempts: Mutex::new(CopyAttempts::default()) }
+    }
+
+    fn get(&self) -> Option<&C> {
+        self.built.get()
+    }
+
+    /// The lock, and the copy if it is built (checked again under the lock).
+    fn locked(&self) -> (MutexGuard<'_, CopyAttempts>, Option<&C>) {
+        let attempts = self.attempts.lock().unwrap_or_else(PoisonError::into_inner);
+        (attempts, self.built.get())
+    }
+
+    /// The copy: built by `build` on the first call, the same for every later one. Refused for lack
+    /// of device memory once, it is refused from then on without trying again, so that Auto's
+    /// fallback costs no failed allocation per product.
+    fn or_build(&self, build: impl FnOnce() -> Result<C>) -> Result<&C> {
+        if let Some(built) = self.get() {
+            return Ok(built);
+        }
+        let (mut attempts, built) = self.locked();
+        if let Some(built) = built {
+            return Ok(built);
+        }
+        if let Some(bytes) = attempts.no_memory {
             return Err(Error::DeviceMemory { bytes });
         }
-        build().inspect_err(|e| {
-            if let Error::DeviceMemory { bytes } = *e {
-                self.no_memory = Some(bytes);
+        match build() {
+            Ok(built) => Ok(self.built.get_or_init(|| built)),
+            Err(Error::DeviceMemory { bytes }) => {
+                attempts.no_memory = Some(bytes);
+                Err(Error::DeviceMemory { bytes })
             }
-        })
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Auto's look: the copy built before, or the one `look` builds on the first call that finds
+    /// none; `None` where `look` declines (the matrix does not take the form Auto looks for), which
+    /// is remembered, so that the look runs once per matrix. With `remember_memory`, a lack of
+    /// device memory is remembered as [`DeviceCopy::or_build`] remembers it; without, it is an
+    /// error of this call alone, and the look may be made again.
+    fn look(&self, remember_memory: bool, look: impl FnOnce() -> Result<Option<C>>) -> Result<Option<&C>> {
+        if let Some(built) = self.get() {
+            return Ok(Some(built));
+        }
+        let (mut attempts, built) = self.locked();
+        if let Some(built) = built {
+            return Ok(Some(built));
+        }
+        if attempts.declined {
+            return Ok(None);
+        }
+        if let Some(bytes) = attempts.no_memory.filter(|_| remember_memory) {
+            return Err(Error::DeviceMemory { bytes });
+        }
+        match look() {
+            Ok(Some(built)) => Ok(Some(self.built.get_or_init(|| built))),
+            Ok(None) => {
+                attempts.declined = true;
+                Ok(None)
+            }
+            Err(Error::DeviceMemory { bytes }) if remember_memory => {
+                attempts.no_memory = Some(bytes);
+                Err(Error::DeviceMemory { bytes })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Calls `refresh` with the copy, if a plan has built it, holding the lock its construction
+    /// holds: a copy being built is published before, or built from values after, the refresh.
+    fn refresh_with(&self, refresh: impl FnOnce(&C) -> Result<()>) -> Result<()> {
+        let (_building, built) = self.locked();
+        built.map_or(Ok(()), refresh)
     }
 }
 
@@ -114,16 +186,10 @@ pub struct DeviceCsr<T> {
     stream_windows: OnceLock<DeviceStreamWindows<T>>,
     /// `Aᵀ` in CSR, for the deterministic transposed product: boxed, a `DeviceCsr` in a `DeviceCsr`.
     transpose: OnceLock<Box<BuiltTranspose<T>>>,
-    /// The matrix in ELL, for `Kernel::CsrEllCopy`: built and published under `ell_copy_lock`,
-    /// which a refresh of its values holds too, so that an update cannot miss a copy being built.
-    ell_copy: OnceLock<EllCopy<T>>,
-    /// What earlier attempts at the copy found, so that none is tried again.
-    ell_copy_lock: Mutex<CopyAttempts>,
-    /// The columns compressed, for `Kernel::CsrCompressedCopy`: built and published under
-    /// `compressed_lock`.
-    compressed_columns: OnceLock<CompressedColumns<T>>,
-    /// What earlier attempts at the compressed columns found, so that none is tried again.
-    compressed_lock: Mutex<CopyAttempts>,
+    /// The matrix in ELL, for `Kernel::CsrEllCopy`.
+    ell_copy: DeviceCopy<EllCopy<T>>,
+    /// The columns compressed, for `Kernel::CsrCompressedCopy`.
+    compressed_columns: DeviceCopy<CompressedColumns<T>>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -246,108 +312,55 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// The ELL copy: built by `build` on the first call (the launches are the enqueue tier's), the
-    /// same for every later one. Refused for lack of device memory once, it is refused from then on
-    /// without trying again, so that Auto's fallback costs no failed allocation per product.
+    /// same for every later one ([`DeviceCopy::or_build`]).
     pub(crate) fn ell_copy_or_build(
         &self,
         build: impl FnOnce() -> Result<EllCopy<T>>,
     ) -> Result<&EllCopy<T>> {
-        if let Some(built) = self.ell_copy.get() {
-            return Ok(built);
-        }
-        let mut attempts = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(built) = self.ell_copy.get() {
-            return Ok(built);
-        }
-        let built = attempts.attempt(build)?;
-        Ok(self.ell_copy.get_or_init(|| built))
+        self.ell_copy.or_build(build)
     }
 
     /// The ELL copy where it is DIA: built by `build_dia` on the first call that finds no copy
     /// (`None` where the matrix does not take DIA as `build_dia` asks), published as the copy when
     /// it is; `None` where the copy is of another form, and from then on where `build_dia` found
-    /// none, without trying again. Auto's look for a DIA copy, which is not to build another form.
+    /// none, without trying again. Auto's look for a DIA copy, which is not to build another form;
+    /// a lack of memory for it is not a finding (the smaller forms may still fit).
     pub(crate) fn dia_copy_or_build(
         &self,
         build_dia: impl FnOnce() -> Result<Option<DeviceDia<T>>>,
     ) -> Result<Option<&DeviceDia<T>>> {
-        fn dia<T>(copy: &EllCopy<T>) -> Option<&DeviceDia<T>> {
-            match copy {
-                EllCopy::Dia(dia) => Some(dia),
-                EllCopy::Deltas(_) | EllCopy::Plain(_) => None,
-            }
-        }
-        if let Some(built) = self.ell_copy.get() {
-            return Ok(dia(built));
-        }
-        let mut attempts = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(built) = self.ell_copy.get() {
-            return Ok(dia(built));
-        }
-        if attempts.declined {
-            return Ok(None);
-        }
-        match build_dia()? {
-            Some(built) => Ok(dia(self.ell_copy.get_or_init(|| EllCopy::Dia(built)))),
-            None => {
-                attempts.declined = true;
-                Ok(None)
-            }
-        }
+        let copy = self.ell_copy.look(false, || Ok(build_dia()?.map(EllCopy::Dia)))?;
+        Ok(copy.and_then(|copy| match copy {
+            EllCopy::Dia(dia) => Some(dia),
+            EllCopy::Deltas(_) | EllCopy::Plain(_) => None,
+        }))
     }
 
-    /// The compressed columns: built by `build` on the first call (under a lock, so once), the same
-    /// for every later one; refused without trying again once the device had no memory for them.
+    /// The compressed columns: built by `build` on the first call, the same for every later one
+    /// ([`DeviceCopy::or_build`]).
     pub(crate) fn compressed_columns_or_build(
         &self,
         build: impl FnOnce() -> Result<CompressedColumns<T>>,
     ) -> Result<&CompressedColumns<T>> {
-        if let Some(built) = self.compressed_columns.get() {
-            return Ok(built);
-        }
-        let mut attempts = self.compressed_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(built) = self.compressed_columns.get() {
-            return Ok(built);
-        }
-        let built = attempts.attempt(build)?;
-        Ok(self.compressed_columns.get_or_init(|| built))
+        self.compressed_columns.or_build(build)
     }
 
-    /// Auto's look at the compressed columns: those built before, or those `look` builds on the
-    /// first call that finds none; `None` where `look` declines them (they save too little), which
-    /// is remembered, so that the look runs once per matrix. Refused without trying again once the
-    /// device had no memory for them.
+    /// Auto's look at the compressed columns ([`DeviceCopy::look`]): those built before, or those
+    /// `look` builds; `None` where `look` declines them (they save too little), once per matrix. A
+    /// lack of memory for them is remembered, as for a build.
     pub(crate) fn compressed_columns_if(
         &self,
         look: impl FnOnce() -> Result<Option<CompressedColumns<T>>>,
     ) -> Result<Option<&CompressedColumns<T>>> {
-        if let Some(built) = self.compressed_columns.get() {
-            return Ok(Some(built));
-        }
-        let mut attempts = self.compressed_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(built) = self.compressed_columns.get() {
-            return Ok(Some(built));
-        }
-        if attempts.declined {
-            return Ok(None);
-        }
-        match attempts.attempt(look)? {
-            Some(built) => Ok(Some(self.compressed_columns.get_or_init(|| built))),
-            None => {
-                attempts.declined = true;
-                Ok(None)
-            }
-        }
+        self.compressed_columns.look(true, look)
     }
 
-    /// Calls `refresh` with the ELL copy, if a plan has built it, holding the lock its construction
-    /// holds: a copy being built is published before, or built from values after, the refresh.
+    /// Calls `refresh` with the ELL copy, if a plan has built it ([`DeviceCopy::refresh_with`]).
     pub(crate) fn refresh_ell_copy_with(
         &self,
         refresh: impl FnOnce(&EllCopy<T>) -> Result<()>,
     ) -> Result<()> {
-        let _building = self.ell_copy_lock.lock().unwrap_or_else(PoisonError::into_inner);
-        self.ell_copy.get().map_or(Ok(()), refresh)
+        self.ell_copy.refresh_with(refresh)
     }
 
     /// `Aᵀ`, if a plan has built it.
@@ -416,10 +429,8 @@ impl<T: Scalar> DeviceCsr<T> {
             row_tasks: OnceLock::new(),
             merge_tiles: OnceLock::new(),
             stream_windows: OnceLock::new(),
-            ell_copy: OnceLock::new(),
-            ell_copy_lock: Mutex::new(CopyAttempts::default()),
-            compressed_columns: OnceLock::new(),
-            compressed_lock: Mutex::new(CopyAttempts::default()),
+            ell_copy: DeviceCopy::new(),
+            compressed_columns: DeviceCopy::new(),
             transpose: OnceLock::new(),
         }
     }

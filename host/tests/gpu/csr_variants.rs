@@ -404,6 +404,21 @@ fn gpu_auto_takes_the_compressed_columns() {
     fixture.check(&gpu, Kernel::Auto, 3);
     assert_same_products(&gpu, &fixture, [rule, Kernel::Auto], &mut rng, "Auto's copy");
     assert_eq!(gpu.plan_for(&fixture.da, Kernel::Auto, Regime::Hot).unwrap().kernel(), copy, "hot");
+    // The tuner starts from the copy, then times the rule's kernel and the copy's other widths;
+    // every product it runs on the way is right.
+    let mut tuned = TunedSpmv::new(&gpu, &fixture.da).unwrap();
+    let case = &fixture.cases[0];
+    while tuned.converged().is_none() && tuned.tuning_products() < 64 {
+        fixture.dy.copy_from_host(&gpu, &case.start).unwrap();
+        tuned.spmv(case.alpha, &fixture.dx, case.beta, &mut fixture.dy).unwrap();
+        gpu.synchronize().unwrap();
+        let y = fixture.dy.to_host(&gpu).unwrap();
+        case.assert_close(&format!("tuned product ({})", tuned.best()), &y, fixture.tolerance);
+    }
+    assert!(tuned.converged().is_some(), "not converged after {} products", tuned.tuning_products());
+    let widths = [16, 32].map(|coop| Kernel::CsrCompressedCopy { coop });
+    assert_eq!(tuned.timed()[..2], [copy, rule], "{:?}", tuned.timed());
+    assert!(tuned.timed()[2..].iter().any(|k| widths.contains(k)), "{:?}", tuned.timed());
     let renewed = random_vector::<f32>(&mut rng, a.vals.len());
     fixture.da.update_values(&gpu, &renewed).unwrap();
     let a = Csr { vals: renewed, ..a };
