@@ -24,7 +24,7 @@ pub mod staging;
 
 use gpu_spmv::formats::{
     Brc, CompressedCsr, Coo, DENSE_MAX_WINDOW_BYTES, DenseBlocks, ELL_MAX_PADDING_RATIO, Ell, Hyb,
-    SELL_PADDING_FLOOR_BYTES, Sell, ValueStorage, bf16, brc_b2_candidates, f16, hyb_ell_width,
+    SEGMENT_ROWS, SELL_PADDING_FLOOR_BYTES, Sell, ValueStorage, bf16, brc_b2_candidates, f16, hyb_ell_width,
 };
 use gpu_spmv::io::{MAX_DIMENSION, MAX_ROWS_PER_ENTRY, MAX_ROWS_WITHOUT_ENTRIES, read_matrix_market_from};
 use gpu_spmv::{CsrError, CsrRef, Error, FormatError, RowStats, Scalar};
@@ -278,6 +278,7 @@ fn check_compressed_as<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>) {
             let cols: Vec<u32> = a.col_indices().iter().map(|&c| u32::try_from(c).unwrap()).collect();
             assert_eq!(c.columns(), cols, "{what}: columns");
             assert_eq!(c.deltas().len() + c.escapes().len(), a.nnz(), "{what}");
+            assert_eq!(c.deltas().len(), compressible_entries(a), "{what}: entries in 16 bits");
             for (&v, &stored) in a.values().iter().zip(c.values()) {
                 let expected = V::round(v).widen();
                 assert!(stored.widen() == expected || expected.is_nan(), "{what}: value {}", v.to_f64());
@@ -295,6 +296,23 @@ fn check_compressed_as<T: Scalar, V: ValueStorage<T>>(a: CsrRef<'_, T>) {
         }
         Err(e) => assert_too_large(what, a, e),
     }
+}
+
+/// The entries of the segments of [`SEGMENT_ROWS`] rows whose columns lie within `u16::MAX` of the
+/// segment's smallest, that smallest below `2^31`: those that compressed columns keep in 16 bits, on
+/// the host and in the device's copy alike (both take the head rule of `abi::compressed_head`).
+fn compressible_entries<T: Scalar>(a: CsrRef<'_, T>) -> usize {
+    let offsets = a.row_offsets();
+    (0..a.nrows().div_ceil(SEGMENT_ROWS))
+        .map(|s| {
+            let end = ((s + 1) * SEGMENT_ROWS).min(a.nrows());
+            let cols = &a.col_indices()[offsets[s * SEGMENT_ROWS]..offsets[end]];
+            match (cols.iter().min(), cols.iter().max()) {
+                (Some(&lo), Some(&hi)) if hi - lo <= usize::from(u16::MAX) && lo < 1 << 31 => cols.len(),
+                _ => 0,
+            }
+        })
+        .sum()
 }
 
 pub fn check_coo<T: Scalar>(a: CsrRef<'_, T>) {
