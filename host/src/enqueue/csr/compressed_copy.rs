@@ -7,7 +7,7 @@
 //! Why: on the large regular matrices whose rows do not suit the ELL copy (rows of a few hundred
 //! entries, or of unequal length), every CSR kernel, ours and cuSPARSE's, stops at 81-88% of the
 //! streaming-read floor with the DRAM waiting on a warp's row (docs/PERF.md, sections 34 and 36),
-//! while the compressed-index kernel reads 2 bytes a column fewer and reached 95-102% of the CSR
+//! while the compressed-index kernel reads 2 bytes a column fewer and reached 96-107% of the CSR
 //! floor there (section 37). The copy holds only the columns: its product reads the matrix's own
 //! row offsets and values, so it costs about 2 bytes an entry of device memory, and new values
 //! need no refresh. The kernel's row walk and sums are the vector kernel's at the same width, so

@@ -115,7 +115,7 @@ pub enum Kernel {
     /// the columns compress (counted in [`DeviceCsr::device_bytes`](crate::DeviceCsr::device_bytes)),
     /// and new values need no refresh. Its `y` is bit for bit [`Kernel::CsrVector`]'s at the same
     /// `coop` (and [`Kernel::CsrScalar`]'s at one lane). Each entry of a compressed segment moves
-    /// 2 bytes fewer: on an H100 the kernel reached 95-102% of the CSR floor on the large regular
+    /// 2 bytes fewer: on an H100 the kernel reached 96-107% of the CSR floor on the large regular
     /// matrices where every CSR kernel stops at 81-88% (docs/PERF.md, section 37). The columns are
     /// built, and waited for, when first planned (not while the stream captures a graph).
     CsrCompressedCopy { coop: u32 },
