@@ -175,13 +175,12 @@ pub struct AutoPlan {
     pub bytes: usize,
 }
 
-/// Auto's first plan of `view` uploaded anew (see [`AutoPlan`]).
-fn auto_plan_cost<T: Scalar>(gpu: &Gpu, view: CsrRef<'_, T>) -> Result<AutoPlan> {
-    let a = gpu.upload_csr_ref(view)?;
+/// Auto's first plan of `a`, a matrix just uploaded, nothing planned for it yet (see [`AutoPlan`]).
+fn auto_plan_cost<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<AutoPlan> {
     gpu.synchronize()?;
     let before = a.device_bytes();
     let start = std::time::Instant::now();
-    let kernel = gpu.plan(&a, Kernel::Auto)?.kernel();
+    let kernel = gpu.plan(a, Kernel::Auto)?.kernel();
     gpu.synchronize()?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     Ok(AutoPlan { kernel: kernel.to_string(), ms, bytes: a.device_bytes() - before })
@@ -200,10 +199,10 @@ pub struct BrcTuned {
     pub tuning_ms: f64,
 }
 
-/// Uploads `view` twice, timing the arrays alone and then with every strategy's data (see
-/// [`Upload`]).
+/// Uploads `view` twice, timing the arrays alone (then Auto's first plan of that upload) and then
+/// with every strategy's data (see [`Upload`]).
 fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<Upload> {
-    let timed = |with_strategies: bool| -> Result<(f64, usize)> {
+    let timed = |with_strategies: bool| -> Result<(f64, DeviceCsr<T>)> {
         gpu.synchronize()?;
         let start = std::time::Instant::now();
         let a = gpu.upload_csr_ref(view)?;
@@ -217,10 +216,15 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
             }
         }
         gpu.synchronize()?;
-        Ok((start.elapsed().as_secs_f64() * 1e3, a.device_bytes()))
+        Ok((start.elapsed().as_secs_f64() * 1e3, a))
     };
-    let (csr_ms, csr_bytes) = timed(false)?;
-    let (with_strategies_ms, with_strategies_bytes) = timed(true)?;
+    let (csr_ms, plain) = timed(false)?;
+    let csr_bytes = plain.device_bytes();
+    let auto_plan = Some(auto_plan_cost(gpu, &plain)?);
+    drop(plain);
+    let (with_strategies_ms, with_strategies) = timed(true)?;
+    let with_strategies_bytes = with_strategies.device_bytes();
+    drop(with_strategies);
     // Indices narrowed before the clock starts: the caller's arrays are `u32` already.
     let narrowed =
         |v: &[usize]| v.iter().map(|&i| u32::try_from(i)).collect::<std::result::Result<Vec<_>, _>>();
@@ -239,7 +243,6 @@ fn upload_cost<T: Scalar>(gpu: &Gpu, name: &str, view: CsrRef<'_, T>) -> Result<
     let stage_ceilings = Some(stage_ceilings(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let steps = Some(upload_steps(gpu, view.ncols(), &offsets, &cols, view.values())?);
     let pipeline_trials = pipeline_trials(gpu, view.ncols(), &cols, view.values())?;
-    let auto_plan = Some(auto_plan_cost(gpu, view)?);
     Ok(Upload {
         matrix: name.to_owned(),
         precision: Precision::of::<T>(),

@@ -63,6 +63,22 @@ struct CopyAttempts {
     declined: bool,
 }
 
+impl CopyAttempts {
+    /// `build`, refused at once where `remember_memory` and the device had no memory for the copy
+    /// before; with `remember_memory`, a lack of memory now is remembered, so that a fallback costs
+    /// no failed allocation per product.
+    fn attempt<R>(&mut self, remember_memory: bool, build: impl FnOnce() -> Result<R>) -> Result<R> {
+        if let Some(bytes) = self.no_memory.filter(|_| remember_memory) {
+            return Err(Error::DeviceMemory { bytes });
+        }
+        build().inspect_err(|e| {
+            if let (true, Error::DeviceMemory { bytes }) = (remember_memory, e) {
+                self.no_memory = Some(*bytes);
+            }
+        })
+    }
+}
+
 /// A copy of a [`DeviceCsr`] in another form (the ELL copy, the compressed columns) that a plan
 /// builds on the device the first time it is asked for, once: built and published under a lock,
 /// which a refresh of its values holds too, so that an update cannot miss a copy being built. The
@@ -89,8 +105,8 @@ impl<C> DeviceCopy<C> {
     }
 
     /// The copy: built by `build` on the first call, the same for every later one. Refused for lack
-    /// of device memory once, it is refused from then on without trying again, so that Auto's
-    /// fallback costs no failed allocation per product.
+    /// of device memory once, it is refused from then on without trying again
+    /// ([`CopyAttempts::attempt`]).
     fn or_build(&self, build: impl FnOnce() -> Result<C>) -> Result<&C> {
         if let Some(built) = self.get() {
             return Ok(built);
@@ -99,17 +115,8 @@ impl<C> DeviceCopy<C> {
         if let Some(built) = built {
             return Ok(built);
         }
-        if let Some(bytes) = attempts.no_memory {
-            return Err(Error::DeviceMemory { bytes });
-        }
-        match build() {
-            Ok(built) => Ok(self.built.get_or_init(|| built)),
-            Err(Error::DeviceMemory { bytes }) => {
-                attempts.no_memory = Some(bytes);
-                Err(Error::DeviceMemory { bytes })
-            }
-            Err(e) => Err(e),
-        }
+        let built = attempts.attempt(true, build)?;
+        Ok(self.built.get_or_init(|| built))
     }
 
     /// Auto's look: the copy built before, or the one `look` builds on the first call that finds
@@ -128,20 +135,12 @@ impl<C> DeviceCopy<C> {
         if attempts.declined {
             return Ok(None);
         }
-        if let Some(bytes) = attempts.no_memory.filter(|_| remember_memory) {
-            return Err(Error::DeviceMemory { bytes });
-        }
-        match look() {
-            Ok(Some(built)) => Ok(Some(self.built.get_or_init(|| built))),
-            Ok(None) => {
+        match attempts.attempt(remember_memory, look)? {
+            Some(built) => Ok(Some(self.built.get_or_init(|| built))),
+            None => {
                 attempts.declined = true;
                 Ok(None)
             }
-            Err(Error::DeviceMemory { bytes }) if remember_memory => {
-                attempts.no_memory = Some(bytes);
-                Err(Error::DeviceMemory { bytes })
-            }
-            Err(e) => Err(e),
         }
     }
 
