@@ -124,8 +124,7 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
             let kernel = match in_regime.or(auto.resolved.as_deref()) {
                 None => Kernel::auto(&stats, target.sm_count),
                 Some(key) => {
-                    let known = gpu_kernels(true).into_iter().chain(per_row_kernels()).chain(panel_kernels());
-                    let Some(kernel) = known.into_iter().find(|k| k.to_string() == key) else { continue };
+                    let Some(kernel) = kernel_of(key) else { continue };
                     kernel
                 }
             };
@@ -151,14 +150,27 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
     out
 }
 
+/// The kernel of ours a run's key names: every kernel the bench times under its own key, and those
+/// it times only as Auto's choice.
+fn kernel_of(key: &str) -> Option<Kernel> {
+    gpu_kernels(true)
+        .into_iter()
+        .chain(per_row_kernels())
+        .chain(panel_kernels())
+        .find(|k| k.to_string() == key)
+}
+
 /// The parametrised kernels Auto's hand rule gives (one row per group, 128 threads, long rows
-/// split), which the bench times only as Auto: where a recorded `resolved` key is looked up.
+/// split), which the bench times as Auto, and each without its split under a key of its own
+/// (`variants::without_split`): where a recorded key is looked up.
 fn per_row_kernels() -> impl Iterator<Item = Kernel> {
-    Kernel::PARAM_COOPS.into_iter().map(|coop| Kernel::CsrParam {
-        coop,
-        repeat: 1,
-        block_size: 128,
-        split_long_rows: true,
+    Kernel::PARAM_COOPS.into_iter().flat_map(|coop| {
+        [true, false].map(|split_long_rows| Kernel::CsrParam {
+            coop,
+            repeat: 1,
+            block_size: 128,
+            split_long_rows,
+        })
     })
 }
 
@@ -365,14 +377,36 @@ pub fn score_fitted(fitted: &Fitted, samples: &[Sample]) -> Vec<Scored> {
 /// every size of a suite matrix, left out together, so that a twin cannot vouch for it), scored on
 /// it. The scores come by matrix name.
 pub fn leave_one_out(samples: &[Sample], limits: Limits) -> Vec<Scored> {
-    let names: std::collections::BTreeSet<&str> = samples.iter().map(|s| s.matrix.as_str()).collect();
+    leave_one_out_across(samples, samples, limits)
+}
+
+/// [`leave_one_out`] fitted on `train` and scored on `scored_on`, another run of the same matrices
+/// (or the same run): each matrix of `scored_on` by the tree fitted on `train` without it.
+pub fn leave_one_out_across(train: &[Sample], scored_on: &[Sample], limits: Limits) -> Vec<Scored> {
+    let names: std::collections::BTreeSet<&str> = scored_on.iter().map(|s| s.matrix.as_str()).collect();
     let mut out = Vec::new();
     for name in names {
-        let train: Vec<Sample> = samples.iter().filter(|s| s.matrix != name).cloned().collect();
-        let fitted = fit(&train, limits);
-        out.extend(samples.iter().filter(|s| s.matrix == name).map(|s| score(s, fitted.choose(s))));
+        let others: Vec<Sample> = train.iter().filter(|s| s.matrix != name).cloned().collect();
+        let fitted = fit(&others, limits);
+        out.extend(scored_on.iter().filter(|s| s.matrix == name).map(|s| score(s, fitted.choose(s))));
     }
     out
+}
+
+/// The best any rule can do on a second run of the same kernels: for each sample of `scored_on`, the
+/// kernel that was fastest on the same matrix and precision in `chosen_from` (a rule that knew that
+/// run's every timing), scored on `scored_on`'s timings. Two runs of one binary on one GPU disagree by
+/// their noise alone, so this is the ceiling of a hit rate measured on one run: no rule fitted to
+/// timings can be expected to beat it out of sample. Samples without a twin, or whose fastest
+/// kernel is not one of ours by key, are left out.
+pub fn fastest_across(chosen_from: &[Sample], scored_on: &[Sample]) -> Vec<Scored> {
+    scored_on
+        .iter()
+        .filter_map(|s| {
+            let twin = chosen_from.iter().find(|t| t.matrix == s.matrix && t.precision == s.precision)?;
+            Some(score(s, kernel_of(&twin.fastest().0)?))
+        })
+        .collect()
 }
 
 /// One line on a list of scores: hits within [`HIT`] of the fastest, and the geometric mean and
