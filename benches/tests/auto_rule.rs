@@ -23,7 +23,7 @@ fn run(name: &str) -> Results {
 
 #[test]
 fn misses_of_the_committed_runs() {
-    for name in [REAL, SUITE[0], SUITE[1]] {
+    for name in [REAL, SUITE[0], SUITE[1], REAL_TWICE[0]] {
         let results = run(name);
         let lines = misses::lines(&results);
         let cold = lines.iter().filter(|l| l.regime == Regime::Cold).count();
