@@ -61,23 +61,17 @@ unsafe fn row_runs(p: RowRunsParams) {
         while k + (ROW_RUN_STEPS - 1) * warp_size < end {
             let (mut a, mut b) = ([0.0f32; ROW_RUN_STEPS as usize], [0.0f32; ROW_RUN_STEPS as usize]);
             for j in 0..ROW_RUN_STEPS as usize {
-                let at = (k + j as u64 * warp_size) as usize;
-                // SAFETY: `at < end <= pairs`, so both reads are inside `data`, read-only for the
-                // whole kernel. The hint is the one the vector kernel's matrix loads carry at 32 lanes.
-                unsafe {
-                    (a[j], b[j]) =
-                        (f32::load_nc_evict_first(first.add(at)), f32::load_nc_evict_first(second.add(at)))
-                };
+                // SAFETY: `k + 32 j < end <= pairs`, so both reads are inside `data`, read-only for
+                // the whole kernel.
+                (a[j], b[j]) = unsafe { pair(first, second, k + j as u64 * warp_size) };
             }
             sum += a.iter().zip(&b).fold(0.0, |s, (a, b)| s + (a + b));
             k += ROW_RUN_STEPS * warp_size;
         }
         while k < end {
             // SAFETY: as above, `k < end`.
-            sum += unsafe {
-                f32::load_nc_evict_first(first.add(k as usize))
-                    + f32::load_nc_evict_first(second.add(k as usize))
-            };
+            let (a, b) = unsafe { pair(first, second, k) };
+            sum += a + b;
             k += warp_size;
         }
         r += warps;
@@ -86,6 +80,17 @@ unsafe fn row_runs(p: RowRunsParams) {
         // SAFETY: `sink` holds one float; racing writers all write a valid float.
         unsafe { *p.sink.as_mut_ptr() = sum };
     }
+}
+
+/// Element `at` of both arrays, with the hint the vector kernel's matrix loads carry at 32 lanes.
+///
+/// # Safety
+/// `first.add(at)` and `second.add(at)` are elements of arrays no thread writes during the kernel.
+#[inline(always)]
+unsafe fn pair(first: *const f32, second: *const f32, at: u64) -> (f32, f32) {
+    let at = at as usize;
+    // SAFETY: the caller's.
+    unsafe { (f32::load_nc_evict_first(first.add(at)), f32::load_nc_evict_first(second.add(at))) }
 }
 
 crate::ptx_entry!(probe_row_runs, RowRunsParams, row_runs);
