@@ -124,7 +124,7 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
             let kernel = match in_regime.or(auto.resolved.as_deref()) {
                 None => Kernel::auto(&stats, target.sm_count),
                 Some(key) => {
-                    let Some(kernel) = kernel_of(key) else { continue };
+                    let Some(kernel) = kernel_of(key, &stats, target.sm_count) else { continue };
                     kernel
                 }
             };
@@ -150,27 +150,24 @@ pub fn samples(results: &Results, regime: Regime) -> Vec<Sample> {
     out
 }
 
-/// The kernel of ours a run's key names: every kernel the bench times under its own key, and those
-/// it times only as Auto's choice.
-fn kernel_of(key: &str) -> Option<Kernel> {
-    gpu_kernels(true)
-        .into_iter()
-        .chain(per_row_kernels())
-        .chain(panel_kernels())
-        .find(|k| k.to_string() == key)
+/// The kernel of ours a run's key names on a matrix of `stats`: every kernel the bench times on any
+/// matrix, the parametrised kernel of Reguly & Giles' fixed rule that it times on this one (with and
+/// without its long-row split, `variants::without_split`), and the kernels a recorded `resolved` key
+/// of Auto may name. `None` for a key of none of these (a kernel added since the run).
+fn kernel_of(key: &str, stats: &RowStats, sm_count: u32) -> Option<Kernel> {
+    let fixed = Kernel::fixed_rule(stats, sm_count);
+    let timed = gpu_kernels(true).into_iter().chain([fixed]).chain(crate::variants::without_split(fixed));
+    timed.chain(per_row_kernels()).chain(panel_kernels()).find(|k| k.to_string() == key)
 }
 
 /// The parametrised kernels Auto's hand rule gives (one row per group, 128 threads, long rows
-/// split), which the bench times as Auto, and each without its split under a key of its own
-/// (`variants::without_split`): where a recorded key is looked up.
+/// split), which the bench times only as Auto: where a recorded `resolved` key is looked up.
 fn per_row_kernels() -> impl Iterator<Item = Kernel> {
-    Kernel::PARAM_COOPS.into_iter().flat_map(|coop| {
-        [true, false].map(|split_long_rows| Kernel::CsrParam {
-            coop,
-            repeat: 1,
-            block_size: 128,
-            split_long_rows,
-        })
+    Kernel::PARAM_COOPS.into_iter().map(|coop| Kernel::CsrParam {
+        coop,
+        repeat: 1,
+        block_size: 128,
+        split_long_rows: true,
     })
 }
 
@@ -393,18 +390,18 @@ pub fn leave_one_out_across(train: &[Sample], scored_on: &[Sample], limits: Limi
     out
 }
 
-/// The best any rule can do on a second run of the same kernels: for each sample of `scored_on`, the
-/// kernel that was fastest on the same matrix and precision in `chosen_from` (a rule that knew that
-/// run's every timing), scored on `scored_on`'s timings. Two runs of one binary on one GPU disagree by
-/// their noise alone, so this is the ceiling of a hit rate measured on one run: no rule fitted to
-/// timings can be expected to beat it out of sample. Samples without a twin, or whose fastest
-/// kernel is not one of ours by key, are left out.
+/// For each sample of `scored_on`, the kernel that was fastest on the same matrix and precision in
+/// `chosen_from` (a choice that knew every timing of that run), scored on `scored_on`'s timings: how
+/// often two runs of the same kernels agree on which is fastest, within [`HIT`]. Run on two runs of
+/// one binary on one GPU, it measures the timings' noise as it bears on a hit rate. Samples without a
+/// twin in `chosen_from`, or whose fastest key names no kernel of ours, are left out; a fastest kernel
+/// that `scored_on` did not time scores NaN (a miss, outside the geometric mean).
 pub fn fastest_across(chosen_from: &[Sample], scored_on: &[Sample]) -> Vec<Scored> {
     scored_on
         .iter()
         .filter_map(|s| {
             let twin = chosen_from.iter().find(|t| t.matrix == s.matrix && t.precision == s.precision)?;
-            Some(score(s, kernel_of(&twin.fastest().0)?))
+            Some(score(s, kernel_of(&twin.fastest().0, &s.stats, s.sm_count)?))
         })
         .collect()
 }

@@ -138,50 +138,49 @@ fn the_hot_and_graph_regimes_are_fitted_from_their_own_timings() {
 /// binary (4c68abb) run back to back on one H100 (`docs/bench/2026-11-28-real-csr-twice-h100/`).
 const REAL_TWICE: [&str; 2] = ["2026-11-28-real-csr-twice-h100/a", "2026-11-28-real-csr-twice-h100/b"];
 
-/// How often a choice can be "within 3% of the fastest" when the fastest is measured: the kernel
-/// that was fastest in one run, scored on the other. A rule that knew every timing of one run does
-/// no better than that on the next, so this agreement of two runs bounds every rule's hit rate, the
-/// leave-one-out figure included (PERF section 17).
+/// How often two runs of one binary agree on which kernel is fastest, within 3%: the kernel that was
+/// fastest in one run, scored on the other. The timings' noise moves "the fastest" as much as it
+/// moves any choice, so a hit rate measured on one run means little past this agreement (PERF section
+/// 17). Beside it, Auto (the committed cold rule, which both runs ran) on each run, and a tree fitted
+/// on run a alone, left one out and scored on each run. The counts are the ones PERF quotes.
 #[test]
-fn no_rule_hits_more_often_than_two_runs_agree() {
+fn auto_hits_as_often_as_two_runs_agree() {
     let [a, b] = REAL_TWICE.map(|name| fit::samples(&run(name), Regime::Cold));
     assert_eq!((a.len(), b.len()), (46, 46), "both runs timed Auto on every matrix and precision");
     let hits = |scored: &[fit::Scored]| scored.iter().filter(|s| s.hit()).count();
     let committed = fit::Fitted { nodes: COLD_RULE.nodes.to_vec() };
-    let across = [fit::fastest_across(&a, &b), fit::fastest_across(&b, &a)];
-    println!("two runs of the real set, cold ({} and {}):", REAL_TWICE[0], REAL_TWICE[1]);
-    println!("  run a's fastest on run b:   {}", fit::describe(&across[0]));
-    println!("  run b's fastest on run a:   {}", fit::describe(&across[1]));
-    for (run, samples) in [("a", &a), ("b", &b)] {
-        println!("  run {run}, Auto as measured:  {}", fit::describe(&fit::score_auto(samples)));
-        println!(
-            "  run {run}, the cold rule:     {}",
-            fit::describe(&fit::score_fitted(&committed, samples))
-        );
+    for samples in [&a, &b] {
+        for s in samples.iter() {
+            assert_eq!(
+                committed.choose(s),
+                s.auto.0,
+                "{} {}: Auto ran the committed rule",
+                s.matrix,
+                s.precision
+            );
+        }
     }
+    let across = [fit::fastest_across(&a, &b), fit::fastest_across(&b, &a)];
+    let auto = [fit::score_auto(&a), fit::score_auto(&b)];
     let loo = [fit::leave_one_out(&a, fit::LIMITS), fit::leave_one_out_across(&a, &b, fit::LIMITS)];
-    println!("  fitted on a, left one out, scored on a: {}", fit::describe(&loo[0]));
-    println!("  fitted on a, left one out, scored on b: {}", fit::describe(&loo[1]));
+    println!("two runs of the real set, cold ({} and {}):", REAL_TWICE[0], REAL_TWICE[1]);
+    println!("  run a's fastest on run b: {}", fit::describe(&across[0]));
+    println!("  run b's fastest on run a: {}", fit::describe(&across[1]));
+    println!("  Auto on run a:            {}", fit::describe(&auto[0]));
+    println!("  Auto on run b:            {}", fit::describe(&auto[1]));
+    println!("  fitted on a, left one out, on a: {}", fit::describe(&loo[0]));
+    println!("  fitted on a, left one out, on b: {}", fit::describe(&loo[1]));
     for s in across[0].iter().filter(|s| !s.hit()) {
         println!(
             "  run a's fastest missed on run b: {} {} {} at {:.3}x",
             s.matrix, s.precision, s.chosen, s.ratio
         );
     }
-    for scored in &across {
-        assert_eq!(scored.len(), 46, "every sample's fastest kernel is one of ours by key");
-        assert!(
-            hits(scored) * 10 < scored.len() * 9,
-            "the runs agree within 3% on fewer than 90% of samples"
-        );
-    }
-    let agreement = across.iter().map(|scored| hits(scored)).min().unwrap_or_default();
-    for samples in [&a, &b] {
-        assert!(
-            hits(&fit::score_auto(samples)) >= agreement,
-            "Auto hits at least as often as the runs agree"
-        );
-    }
+    let counts = |scored: &[Vec<fit::Scored>; 2]| [hits(&scored[0]), hits(&scored[1])];
+    assert_eq!(counts(&across), [37, 41], "two runs agree on 80% and 89% of the samples");
+    assert_eq!(counts(&auto), [40, 40], "Auto hits 87% on both");
+    assert_eq!(counts(&loo), [33, 34], "the fit on one run alone, left one out");
+    assert!(across.iter().all(|scored| scored.len() == 46), "every sample's fastest kernel is one of ours");
 }
 
 /// Auto's column-panel term (`panels_term`) on every matrix and precision of the committed runs:

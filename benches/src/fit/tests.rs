@@ -173,3 +173,45 @@ fn samples_credit_autos_time_to_the_kernel_of_its_regime() {
         }
     }
 }
+
+/// The fastest kernel of one run, scored on the other (every time under the 10 µs the helper gives
+/// Auto): a tie that the noise orders differently is a hit, a kernel that the other run found slow is a miss, one it did not time scores NaN, and a
+/// matrix the first run lacks is left out.
+#[test]
+fn fastest_across_scores_one_runs_fastest_on_the_other() {
+    let a = [
+        sample("tie", 1000, 8.0, &[(vector(4), 5.0), (vector(8), 5.05)]),
+        sample("far", 1000, 8.0, &[(vector(4), 5.0), (vector(8), 5.5)]),
+        sample("untimed", 1000, 8.0, &[(vector(16), 4.5), (vector(8), 5.5)]),
+    ];
+    let b = [
+        sample("tie", 1000, 8.0, &[(vector(4), 5.1), (vector(8), 5.0)]),
+        sample("far", 1000, 8.0, &[(vector(4), 6.0), (vector(8), 5.0)]),
+        sample("untimed", 1000, 8.0, &[(vector(8), 5.5)]),
+        sample("alone", 1000, 8.0, &[(vector(8), 5.5)]),
+    ];
+    let scored = fastest_across(&a, &b);
+    let by = |m: &str| scored.iter().find(|s| s.matrix == m);
+    assert_eq!(scored.len(), 3);
+    assert!(by("tie").is_some_and(|s| s.chosen == vector(4) && s.hit()));
+    assert!(by("far").is_some_and(|s| s.chosen == vector(4) && !s.hit() && (s.ratio - 1.2).abs() < 1e-9));
+    assert!(by("untimed").is_some_and(|s| s.ratio.is_nan() && !s.hit()));
+    assert!(by("alone").is_none());
+}
+
+/// Leave-one-out across two runs scores each matrix of the second by a tree fitted on the first
+/// without it; on one run it is the plain leave-one-out.
+#[test]
+fn leave_one_out_across_one_run_is_leave_one_out() {
+    let samples: Vec<Sample> = (0..6)
+        .map(|i| {
+            sample(&format!("m{i}"), 1000 * (i + 1), 8.0, &[(vector(4), 10.0), (vector(8), 9.0 + i as f64)])
+        })
+        .collect();
+    let plain = leave_one_out(&samples, LIMITS);
+    let across = leave_one_out_across(&samples, &samples, LIMITS);
+    assert_eq!(plain.len(), samples.len());
+    for (p, a) in plain.iter().zip(&across) {
+        assert_eq!((&p.matrix, p.chosen, p.ratio.to_bits()), (&a.matrix, a.chosen, a.ratio.to_bits()));
+    }
+}
