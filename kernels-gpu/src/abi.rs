@@ -433,6 +433,9 @@ pub struct LongRowArgs<T> {
     pub first_chunk: DevicePtr<u32>,
     /// For each chunk, the index `j` of its row in `rows`.
     pub chunk_row: DevicePtr<u32>,
+    /// For each chunk, its entries: a warp loads them beside its row's index, so that its loads of
+    /// the matrix wait for neither the row's number nor its offsets.
+    pub chunk_entries: DevicePtr<EntrySpan>,
     /// One partial sum per chunk.
     pub partials: DevicePtr<T>,
     /// One counter per long row: how many of its chunks are done; 0 between products.
@@ -448,6 +451,7 @@ impl<T> LongRowArgs<T> {
             rows: DevicePtr::new(0),
             first_chunk: DevicePtr::new(0),
             chunk_row: DevicePtr::new(0),
+            chunk_entries: DevicePtr::new(0),
             partials: DevicePtr::new(0),
             counters: DevicePtr::new(0),
         }
@@ -456,6 +460,26 @@ impl<T> LongRowArgs<T> {
     /// Whether a row of `len` entries is left to the chunk warps.
     pub const fn is_long(&self, len: u32) -> bool {
         self.chunks != 0 && len >= self.min_len
+    }
+}
+
+/// Entries `from .. to` of a CSR matrix in one word (`from` in the low 32 bits, `to` in the high), so
+/// that one load gives a warp both ends of its work.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntrySpan(pub u64);
+
+impl EntrySpan {
+    pub const fn new(from: u32, to: u32) -> Self {
+        EntrySpan(((to as u64) << 32) | from as u64)
+    }
+
+    pub const fn from(self) -> u32 {
+        self.0 as u32
+    }
+
+    pub const fn to(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 }
 
@@ -1442,6 +1466,7 @@ pub struct SpmmLongRows<T> {
     pub rows: DevicePtr<u32>,
     pub first_chunk: DevicePtr<u32>,
     pub chunk_row: DevicePtr<u32>,
+    pub chunk_entries: DevicePtr<EntrySpan>,
     /// `k * chunks` sums: column `c` of chunk `ch` at `c * chunks + ch`, so that the chunks of one
     /// row and column, which the second launch adds, are contiguous.
     pub partials: DevicePtr<T>,
@@ -1457,6 +1482,7 @@ impl<T> SpmmLongRows<T> {
             rows: DevicePtr::new(0),
             first_chunk: DevicePtr::new(0),
             chunk_row: DevicePtr::new(0),
+            chunk_entries: DevicePtr::new(0),
             partials: DevicePtr::new(0),
         }
     }

@@ -117,6 +117,7 @@ impl_load!(i16, "s16", "16", reg16);
 impl_load!(u32, "u32", "32", reg32);
 impl_load!(i32, "s32", "32", reg32);
 impl_load!(i64, "s64", "64", reg64);
+impl_load!(u64, "u64", "64", reg64);
 impl_load!(f32, "f32", "32", reg32);
 impl_load!(f64, "f64", "64", reg64);
 
@@ -210,6 +211,23 @@ pub unsafe fn atomic_inc_u32(p: *mut u32, limit: u32) -> u32 {
     // SAFETY: guaranteed by the caller.
     unsafe {
         asm!("atom.global.inc.u32 {old}, [{p}], {l};",
+            old = out(reg32) old, p = in(reg64) p, l = in(reg32) limit, options(nostack));
+    }
+    old
+}
+
+/// `atom.acq_rel.gpu.global.inc.u32`: [`atomic_inc_u32`] that also releases this thread's memory
+/// operations before it and acquires those that other threads released by the same counter before
+/// their increments: the two fences around a relaxed increment, in the one instruction.
+///
+/// # Safety
+/// As [`atomic_inc_u32`].
+#[inline(always)]
+pub unsafe fn atomic_inc_acq_rel_u32(p: *mut u32, limit: u32) -> u32 {
+    let old: u32;
+    // SAFETY: guaranteed by the caller. Not `nomem`: it orders the memory operations around it.
+    unsafe {
+        asm!("atom.acq_rel.gpu.global.inc.u32 {old}, [{p}], {l};",
             old = out(reg32) old, p = in(reg64) p, l = in(reg32) limit, options(nostack));
     }
     old

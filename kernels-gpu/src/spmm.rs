@@ -26,8 +26,8 @@
 //! Long rows: a group walks its row's entries one after the other, so a row of 100 k entries among
 //! rows of 6 would be the whole product's critical path (and a warp of groups waits for its longest
 //! row). When the plan splits them, the rows of at least `long.min_len` entries are skipped by the
-//! groups and cut into [`LONG_ROW_CHUNK`]-entry chunks (the CSR product's split, `csr/param.rs`), one
-//! warp each, in the first `chunk_blocks` blocks of the same launch: the warp's lanes are spread over
+//! groups and cut into [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK)-entry chunks (the CSR
+//! product's split, `csr/param.rs`), one warp each, in the first `chunk_blocks` blocks of the same launch: the warp's lanes are spread over
 //! the columns of a panel as the kernel's groups are (all 32 on one column panel of the row-major
 //! `X` for `w >= 32`; `32 / w` entry lanes of `w` column lanes each below that; one entry lane per
 //! lane with the column panel in registers for the column-major `X`), their sums added over the
@@ -39,9 +39,7 @@
 //!
 //! `spmm_scale_*`: `Y = beta * Y` when `A * X` contributes nothing, one thread per element.
 
-use crate::abi::{
-    DenseScaleParams, LONG_ROW_CHUNK, SPMM_COL_PANEL, SpmmLongRowsParams, SpmmParams, WARP_SIZE,
-};
+use crate::abi::{DenseScaleParams, EntrySpan, SPMM_COL_PANEL, SpmmLongRowsParams, SpmmParams, WARP_SIZE};
 use crate::arch::{Load, block_dim, block_idx, global_thread, grid_dim, grid_threads, thread_idx};
 use crate::index::coop_slot;
 use crate::real::{Real, store_axpby};
@@ -284,15 +282,11 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
     let (col_lane, entry_lane) = (lane % LANES as usize, lane / LANES as usize);
     let entry_lanes = WARP / LANES as usize;
     let (k, chunks) = (p.op.k as usize, long.chunks as usize);
-    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently,
-    // with every long row below `rows` and its chunks inside its entries.
+    // SAFETY: `chunk < chunks`; the host built `chunk_entries` inside the entries of the chunk's long
+    // row (`EntrySpan` wraps the `u64` it is loaded as).
     let (from, to) = unsafe {
-        let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
-        let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
-        let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
-        let (start, end) = row_range(p, row);
-        let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
-        (from, end.min(from + LONG_ROW_CHUNK as usize))
+        let span = EntrySpan(u64::load_nc(long.chunk_entries.as_ptr().add(chunk).cast()));
+        (span.from() as usize, span.to() as usize)
     };
     let mut panel = 0;
     while panel < k {

@@ -7,7 +7,9 @@ use super::memory::addr;
 use crate::formats::convert::narrow;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
-use kernels_gpu::abi::{LongRowArgs, SpmmLongRows, long_row_chunks};
+use kernels_gpu::abi::{
+    DevicePtr as AbiPtr, EntrySpan, LONG_ROW_CHUNK, LongRowArgs, SpmmLongRows, long_row_chunks,
+};
 
 /// Where the long rows are, built on the host in one pass over the row offsets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,8 @@ pub(crate) struct LongRowSplit {
     pub first_chunk: Vec<u32>,
     /// For each chunk, the index of its row in `rows`.
     pub chunk_row: Vec<u32>,
+    /// For each chunk, its entries: [`LONG_ROW_CHUNK`] of its row's, the last chunk the rest.
+    pub chunk_entries: Vec<EntrySpan>,
 }
 
 impl LongRowSplit {
@@ -27,7 +31,13 @@ impl LongRowSplit {
     /// the kernel takes every row of `min_len` entries or more for long, so an empty row must not be.
     pub fn new(offsets: &[u32], min_len: u32) -> Result<Self> {
         let min_len = min_len.max(1);
-        let mut split = Self { min_len, rows: Vec::new(), first_chunk: vec![0], chunk_row: Vec::new() };
+        let mut split = Self {
+            min_len,
+            rows: Vec::new(),
+            first_chunk: vec![0],
+            chunk_row: Vec::new(),
+            chunk_entries: Vec::new(),
+        };
         for (row, w) in offsets.windows(2).enumerate() {
             let len = w[1] - w[0];
             if len < min_len {
@@ -37,6 +47,11 @@ impl LongRowSplit {
             split.rows.push(narrow("a long row", row)?);
             let chunks = long_row_chunks(len) as usize;
             split.chunk_row.extend(std::iter::repeat_n(j, chunks));
+            // Chunk starts below the row's end, which is at most nnz <= u32::MAX.
+            let starts = (w[0]..w[1]).step_by(LONG_ROW_CHUNK as usize);
+            split.chunk_entries.extend(
+                starts.map(|from| EntrySpan::new(from, w[1].min(from.saturating_add(LONG_ROW_CHUNK)))),
+            );
             split.first_chunk.push(narrow("the long-row chunk count", split.chunk_row.len())?);
         }
         Ok(split)
@@ -56,6 +71,7 @@ pub(crate) struct DeviceLongRows<T> {
     rows: CudaSlice<u32>,
     first_chunk: CudaSlice<u32>,
     chunk_row: CudaSlice<u32>,
+    chunk_entries: CudaSlice<u64>,
     /// Written by the kernel: products on one matrix must be ordered (one stream does it).
     partials: CudaSlice<T>,
     /// Zero between products: each product's last chunk of a row wraps its counter back to 0.
@@ -68,6 +84,8 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
         let rows = gpu.upload(&split.rows)?;
         let first_chunk = gpu.upload(&split.first_chunk)?;
         let chunk_row = gpu.upload(&split.chunk_row)?;
+        let entries: Vec<u64> = split.chunk_entries.iter().map(|span| span.0).collect();
+        let chunk_entries = gpu.upload(&entries)?;
         let partials = gpu.alloc_zeros(split.chunk_row.len())?;
         let counters = gpu.alloc_zeros(split.rows.len())?;
         let args = LongRowArgs {
@@ -76,10 +94,12 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
             rows: addr(&rows, gpu),
             first_chunk: addr(&first_chunk, gpu),
             chunk_row: addr(&chunk_row, gpu),
+            // The same words, typed as the kernels read them (`EntrySpan` is a transparent `u64`).
+            chunk_entries: AbiPtr::new(addr(&chunk_entries, gpu).addr()),
             partials: addr(&partials, gpu),
             counters: addr(&counters, gpu),
         };
-        Ok(Self { rows, first_chunk, chunk_row, partials, counters, args })
+        Ok(Self { rows, first_chunk, chunk_row, chunk_entries, partials, counters, args })
     }
 
     /// The kernels' view.
@@ -100,6 +120,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
     /// Bytes on the device, scratch included.
     pub fn device_bytes(&self) -> usize {
         (self.rows.len() + self.first_chunk.len() + self.chunk_row.len() + self.counters.len()) * 4
+            + self.chunk_entries.len() * size_of::<EntrySpan>()
             + self.partials.len() * size_of::<T>()
     }
 
@@ -121,6 +142,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
             rows: self.args.rows,
             first_chunk: self.args.first_chunk,
             chunk_row: self.args.chunk_row,
+            chunk_entries: self.args.chunk_entries,
             partials: addr(&partials, gpu),
         };
         Ok(SpmmScratch { partials, args })
@@ -156,7 +178,6 @@ impl<T: Copy> SpmmScratch<T> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use kernels_gpu::abi::LONG_ROW_CHUNK;
 
     /// Row offsets of rows of these lengths.
     pub(crate) fn offsets(lens: &[u32]) -> Vec<u32> {
@@ -175,6 +196,9 @@ pub(crate) mod tests {
         assert_eq!(split.rows, [1, 4, 5]);
         assert_eq!(split.first_chunk, [0, 3, 4, 5]);
         assert_eq!(split.chunk_row, [0, 0, 0, 1, 2]);
+        let spans = [(3, 3 + c), (3 + c, 3 + 2 * c), (3 + 2 * c, 4 + 2 * c), (103 + 2 * c, 103 + 3 * c)];
+        let spans = spans.into_iter().chain([(103 + 3 * c, 203 + 3 * c)]).map(|(f, t)| EntrySpan::new(f, t));
+        assert_eq!(split.chunk_entries, spans.collect::<Vec<_>>());
         assert_eq!(split.chunks(), 5);
     }
 
@@ -182,7 +206,7 @@ pub(crate) mod tests {
     fn no_long_rows() {
         for offsets in [offsets(&[]), offsets(&[0, 0]), offsets(&[5, 7, 1])] {
             let split = LongRowSplit::new(&offsets, 8).unwrap();
-            assert!(split.rows.is_empty() && split.chunk_row.is_empty(), "{offsets:?}");
+            assert!(split.rows.is_empty() && split.chunk_row.is_empty() && split.chunk_entries.is_empty());
             assert_eq!(split.first_chunk, [0]);
             assert_eq!(split.chunks(), 0);
         }
@@ -210,6 +234,7 @@ pub(crate) mod tests {
             let from = offsets[row] + u32::try_from(chunk - first).unwrap() * LONG_ROW_CHUNK;
             let to = offsets[row + 1].min(from + LONG_ROW_CHUNK);
             assert!(from < to);
+            assert_eq!(split.chunk_entries[chunk], EntrySpan::new(from, to), "chunk {chunk}");
             for k in from..to {
                 covered[k as usize] += 1;
             }

@@ -1,12 +1,13 @@
 //! The long-row chunk path shared by the parametrised kernel (`param.rs`, whose doc describes the
-//! scheme) and the balanced kernel (`balanced.rs`): a warp sums one [`LONG_ROW_CHUNK`]-entry chunk of
-//! a long row into the row's slot of `partials`, and the warp whose chunk completes the row sums the
-//! row's slots in a fixed order and writes its `y`. How a warp reads is a type parameter
-//! ([`ChunkReads`]), so that the parametrised kernel keeps the registers of full occupancy.
+//! scheme) and the balanced kernel (`balanced.rs`): a warp sums one
+//! [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK)-entry chunk of a long row into the row's slot of
+//! `partials`, and the warp whose chunk completes the row sums the row's slots in a fixed order and
+//! writes its `y`. How a warp reads is a type parameter ([`ChunkReads`]), so that the parametrised
+//! kernel keeps the registers of full occupancy.
 
-use super::{SPAN_STEPS, entry_product, row_range, span_sum};
-use crate::abi::{Axpby, CsrArgs, LONG_ROW_CHUNK, LongRowArgs, WARP_SIZE};
-use crate::arch::{Load, atomic_inc_u32, fence_acq_rel_gpu, shfl_idx_b32, sync_warp, thread_idx};
+use super::{SPAN_STEPS, entry_product, span_sum};
+use crate::abi::{Axpby, CsrArgs, EntrySpan, LongRowArgs, WARP_SIZE};
+use crate::arch::{Load, atomic_inc_acq_rel_u32, shfl_idx_b32, sync_warp, thread_idx};
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
 
@@ -23,25 +24,25 @@ pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
     chunk: usize,
 ) {
     let lane = (thread_idx() % WARP_SIZE) as usize;
-    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `rows` and `first_chunk` consistently, with
-    // every long row below `rows` and its chunks inside its entries.
+    // SAFETY: `chunk < chunks`; the host built `chunk_row`, `chunk_entries`, `rows` and
+    // `first_chunk` consistently, with every long row below `rows` and its chunks inside its entries
+    // (`EntrySpan` wraps the `u64` it is loaded as).
     unsafe {
         let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
+        let span = EntrySpan(u64::load_nc(long.chunk_entries.as_ptr().add(chunk).cast()));
+        // Asked for before the entries' sum, which does not wait for them.
         let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
         let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
         let count = u32::load_nc(long.first_chunk.as_ptr().add(j + 1)) as usize - first;
-        let (start, end) = row_range(a, row);
-        let from = start + (chunk - first) * LONG_ROW_CHUNK as usize;
-        let to = end.min(from + LONG_ROW_CHUNK as usize);
+        let (from, to) = (span.from() as usize, span.to() as usize);
         let total = group_sum::<T, WARP_SIZE>(R::chunk_sum(a, op.x.as_ptr(), from, to, lane));
 
         let mut done = 0;
         if lane == 0 {
             long.partials.as_mut_ptr().add(chunk).write_volatile(total);
-            fence_acq_rel_gpu();
+            // Releases the partial sum; the row's last warp acquires every other chunk's.
             // `count` is at most chunks <= u32::MAX.
-            done = atomic_inc_u32(long.counters.as_mut_ptr().add(j), count as u32 - 1);
-            fence_acq_rel_gpu();
+            done = atomic_inc_acq_rel_u32(long.counters.as_mut_ptr().add(j), count as u32 - 1);
         }
         sync_warp();
         if shfl_idx_b32(done, 0) as usize + 1 == count {
@@ -66,10 +67,10 @@ pub(crate) trait ChunkReads {
 
     /// The lane's sum of slots `lane, lane + 32, ...` below `count` of `slots`. Volatile reads: the
     /// slots were written by other warps of this kernel, and must be read from memory, after the
-    /// caller's acquire fence.
+    /// caller's acquire.
     ///
     /// # Safety
-    /// `count >= 1`, and `slots` holds `count` elements written before the caller's acquire fence.
+    /// `count >= 1`, and `slots` holds `count` elements written before the caller's acquire.
     unsafe fn partials_sum<T: Real>(slots: *const T, count: usize, lane: usize) -> T;
 }
 
