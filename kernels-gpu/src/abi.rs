@@ -433,8 +433,10 @@ pub struct LongRowArgs<T> {
     pub first_chunk: DevicePtr<u32>,
     /// For each chunk, the index `j` of its row in `rows`.
     pub chunk_row: DevicePtr<u32>,
-    /// For each chunk, its entries: a warp loads them beside its row's index, so that its loads of
-    /// the matrix wait for neither the row's number nor its offsets.
+    /// For each chunk, its entries `from .. to`: `from < to`, `to - from <= LONG_ROW_CHUNK`, inside
+    /// its row, cut by the host from the same row offsets the matrix uploaded. A warp loads them
+    /// beside its row's index, so that its loads of the matrix wait for neither the row's number nor
+    /// its offsets.
     pub chunk_entries: DevicePtr<EntrySpan>,
     /// One partial sum per chunk.
     pub partials: DevicePtr<T>,
@@ -1465,7 +1467,6 @@ pub struct SpmmLongRows<T> {
     /// As in [`LongRowArgs`].
     pub rows: DevicePtr<u32>,
     pub first_chunk: DevicePtr<u32>,
-    pub chunk_row: DevicePtr<u32>,
     pub chunk_entries: DevicePtr<EntrySpan>,
     /// `k * chunks` sums: column `c` of chunk `ch` at `c * chunks + ch`, so that the chunks of one
     /// row and column, which the second launch adds, are contiguous.
@@ -1481,7 +1482,6 @@ impl<T> SpmmLongRows<T> {
             count: 0,
             rows: DevicePtr::new(0),
             first_chunk: DevicePtr::new(0),
-            chunk_row: DevicePtr::new(0),
             chunk_entries: DevicePtr::new(0),
             partials: DevicePtr::new(0),
         }

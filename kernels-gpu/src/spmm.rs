@@ -27,11 +27,12 @@
 //! rows of 6 would be the whole product's critical path (and a warp of groups waits for its longest
 //! row). When the plan splits them, the rows of at least `long.min_len` entries are skipped by the
 //! groups and cut into [`LONG_ROW_CHUNK`](crate::abi::LONG_ROW_CHUNK)-entry chunks (the CSR
-//! product's split, `csr/param.rs`), one warp each, in the first `chunk_blocks` blocks of the same launch: the warp's lanes are spread over
-//! the columns of a panel as the kernel's groups are (all 32 on one column panel of the row-major
-//! `X` for `w >= 32`; `32 / w` entry lanes of `w` column lanes each below that; one entry lane per
-//! lane with the column panel in registers for the column-major `X`), their sums added over the
-//! entry lanes by shuffles and written to the plan's `partials`, one per chunk and column. A second
+//! product's split, `csr/param.rs`), one warp each, in the first `chunk_blocks` blocks of the same
+//! launch: the warp's lanes are spread over the columns of a panel as the kernel's groups are (all
+//! 32 on one column panel of the row-major `X` for `w >= 32`; `32 / w` entry lanes of `w` column lanes
+//! each below that; one entry lane per lane with the column panel in registers for the column-major
+//! `X`), their sums added over the entry lanes by shuffles and written to the plan's `partials`, one
+//! per chunk and column. A second
 //! launch, `spmm_long_rows_*`, gives each long row and column a warp that adds the row's partial
 //! sums and writes `Y`: unlike the CSR split's last-warp-finishes scheme, the sums of a row of 11,000
 //! chunks are then spread over `k` warps instead of left to one. Every sum is in a fixed order, so

@@ -141,7 +141,6 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceLongRows<T> {
             count: narrow("the long-row count", self.rows.len())?,
             rows: self.args.rows,
             first_chunk: self.args.first_chunk,
-            chunk_row: self.args.chunk_row,
             chunk_entries: self.args.chunk_entries,
             partials: addr(&partials, gpu),
         };
@@ -206,10 +205,22 @@ pub(crate) mod tests {
     fn no_long_rows() {
         for offsets in [offsets(&[]), offsets(&[0, 0]), offsets(&[5, 7, 1])] {
             let split = LongRowSplit::new(&offsets, 8).unwrap();
-            assert!(split.rows.is_empty() && split.chunk_row.is_empty() && split.chunk_entries.is_empty());
+            let empty = split.rows.is_empty() && split.chunk_row.is_empty() && split.chunk_entries.is_empty();
+            assert!(empty, "{offsets:?}");
             assert_eq!(split.first_chunk, [0]);
             assert_eq!(split.chunks(), 0);
         }
+    }
+
+    /// A row ending at the last entry a `u32` offset reaches: its last chunk ends there too.
+    #[test]
+    fn chunks_end_at_the_largest_offset() {
+        let (c, end) = (LONG_ROW_CHUNK, u32::MAX);
+        let split = LongRowSplit::new(&[end - c - 44, end], c).unwrap();
+        assert_eq!(
+            split.chunk_entries,
+            [EntrySpan::new(end - c - 44, end - 44), EntrySpan::new(end - 44, end)]
+        );
     }
 
     #[test]
@@ -226,6 +237,7 @@ pub(crate) mod tests {
         let lens: Vec<u32> = (0..500).map(|r| (r * 7919) % 3000).collect();
         let offsets = offsets(&lens);
         let split = LongRowSplit::new(&offsets, 700).unwrap();
+        assert_eq!(split.chunk_entries.len(), split.chunk_row.len());
         let mut covered = vec![0u32; *offsets.last().unwrap() as usize];
         for (chunk, &j) in split.chunk_row.iter().enumerate() {
             let (j, row) = (j as usize, split.rows[j as usize] as usize);

@@ -25,8 +25,9 @@ pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
 ) {
     let lane = (thread_idx() % WARP_SIZE) as usize;
     // SAFETY: `chunk < chunks`; the host built `chunk_row`, `chunk_entries`, `rows` and
-    // `first_chunk` consistently, with every long row below `rows` and its chunks inside its entries
-    // (`EntrySpan` wraps the `u64` it is loaded as).
+    // `first_chunk` consistently from the row offsets the matrix uploaded, with every long row below
+    // `rows` and each chunk's entries inside its row, at most `LONG_ROW_CHUNK` of them (`EntrySpan`
+    // wraps the `u64` it is loaded as).
     unsafe {
         let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
         let span = EntrySpan(u64::load_nc(long.chunk_entries.as_ptr().add(chunk).cast()));

@@ -18,14 +18,15 @@
 //! after the `row_blocks` of the tiles; each of their warps takes one chunk (a warp rather than a
 //! block, so that its sum needs shuffles only, with no shared memory or block barrier):
 //! 1. the tile path skips long rows, and leaves their `y` alone;
-//! 2. a chunk warp sums its chunk, and lane 0 stores the sum in the chunk's slot of `partials`,
-//!    then `fence.acq_rel.gpu` and an atomic increment of its row's counter (release: whoever sees
-//!    the increment sees the slot);
+//! 2. a chunk warp sums the entries its `chunk_entries` word gives (loaded beside its row's index, so
+//!    that the entries' loads wait for neither the row's number nor its offsets), and lane 0 stores
+//!    the sum in the chunk's slot of `partials`, then increments its row's counter with
+//!    `atom.acq_rel.gpu.inc` (the release: whoever sees the increment sees the slot);
 //! 3. the warp whose increment was the row's last (`atom.inc` returns `chunks - 1` and wraps the
-//!    counter back to 0, ready for the next product) fences again (acquire), shares that over the warp
-//!    with `bar.warp.sync`, and sums the row's slots in a fixed order (lane `l` takes slots `l, l + 32,
-//!    ...`, then the butterfly), so the result does not depend on which warp came last; it writes
-//!    `y = alpha * sum + beta * y`.
+//!    counter back to 0, ready for the next product) acquired the other slots by that same
+//!    increment, shares that over the warp with `bar.warp.sync`, and sums the row's slots in a fixed
+//!    order (lane `l` takes slots `l, l + 32, ...`, then the butterfly), so the result does not
+//!    depend on which warp came last; it writes `y = alpha * sum + beta * y`.
 //!
 //! The chunk path lives in `long_rows.rs`, shared with the balanced kernel.
 //!

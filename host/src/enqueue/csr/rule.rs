@@ -47,8 +47,8 @@ pub const RULE_MIN_WAVES: u32 = 13;
 pub const MAX_REPEAT: u32 = 64;
 
 /// Steps (entries per lane) under which a row is never split: a chunk warp takes
-/// `LONG_ROW_CHUNK / 32 = 8` steps, plus a fence, an atomic and the last warp's pass over the partial
-/// sums, so splitting pays once it cuts a row's steps by 4 or more.
+/// `LONG_ROW_CHUNK / 32 = 8` steps, plus an acquire-release atomic and the last warp's pass over the
+/// partial sums, so splitting pays once it cuts a row's steps by 4 or more.
 pub const LONG_ROW_MIN_STEPS: u64 = 4 * (LONG_ROW_CHUNK / WARP_SIZE) as u64;
 
 /// How many times the mean steps of the whole product one group may spend on a row before the row is
