@@ -13,7 +13,7 @@ use crate::report::Results;
 use crate::run::MatrixInfo;
 use crate::summary::Regime;
 use crate::variants::gpu_kernels;
-use gpu_spmv::rule::{Feature, Features, Node, Rule, Target, resolve_leaf, width_kernel};
+use gpu_spmv::rule::{AUTO_MIN_FILL, Feature, Features, Node, Rule, Target, resolve_leaf, width_kernel};
 use gpu_spmv::{Kernel, RowStats};
 use std::collections::BTreeMap;
 
@@ -182,17 +182,27 @@ fn panel_kernels() -> impl Iterator<Item = Kernel> {
 /// Entries per lane the [`Node::Width`] leaves are offered at.
 pub const ENTRIES_PER_LANE: [u32; 6] = [2, 3, 4, 6, 8, 12];
 
+/// Shares of the resident threads the [`Node::Width`] leaves fill at least: Auto's, then less, for
+/// products whose matrix is read from the L2, where fewer loads in flight may keep it busy. Auto's
+/// first, so that a tie keeps it.
+pub const MIN_FILLS: [f64; 3] = [AUTO_MIN_FILL, AUTO_MIN_FILL / 2.0, AUTO_MIN_FILL / 4.0];
+
 /// The leaves a tree may take: the hand rule (Auto), a vector kernel at each width rule
-/// ([`ENTRIES_PER_LANE`]), and every other kernel the bench times on every matrix.
+/// ([`ENTRIES_PER_LANE`] at each of [`MIN_FILLS`]), and every other kernel the bench times on every
+/// matrix.
 pub fn leaves() -> Vec<Node> {
-    let widths = ENTRIES_PER_LANE.map(|entries_per_lane| Node::Width { entries_per_lane });
+    let widths = MIN_FILLS.into_iter().flat_map(|min_fill| {
+        ENTRIES_PER_LANE.map(|entries_per_lane| Node::Width { entries_per_lane, min_fill })
+    });
     gpu_kernels(true).into_iter().map(Node::Leaf).chain(widths).collect()
 }
 
 /// The kernel a leaf gives a sample (as [`Rule::choose`] does).
 fn leaf_kernel(leaf: Node, s: &Sample) -> Kernel {
     let kernel = match leaf {
-        Node::Width { entries_per_lane } => width_kernel(entries_per_lane, &s.stats, s.sm_count),
+        Node::Width { entries_per_lane, min_fill } => {
+            width_kernel(entries_per_lane, min_fill, &s.stats, s.sm_count)
+        }
         Node::Leaf(kernel) => kernel,
         Node::Split { .. } => Kernel::Auto,
     };
@@ -224,7 +234,9 @@ impl Fitted {
 
 fn node_source(node: &Node) -> String {
     match node {
-        Node::Width { entries_per_lane } => format!("Node::Width {{ entries_per_lane: {entries_per_lane} }}"),
+        Node::Width { entries_per_lane, min_fill } => {
+            format!("Node::Width {{ entries_per_lane: {entries_per_lane}, min_fill: {min_fill:?} }}")
+        }
         Node::Leaf(k) => format!("Node::Leaf({})", kernel_source(*k)),
         Node::Split { feature, threshold, below, above } => {
             format!(

@@ -33,8 +33,8 @@ pub struct Record {
     #[serde(default)]
     pub resolved: Option<String>,
     /// `auto` only: the kernels of the plans `Gpu::plan_for` makes for the hot and the graph regime,
-    /// whose times the record's `hot` and `graph` are (`gpu_spmv::rule::rule_for`: the hot rule
-    /// widens the rows of a matrix the L2 holds). Absent in runs before the hot rule, where they
+    /// whose times the record's `hot` and `graph` are (`gpu_spmv::rule::rule_for`: the hot and graph
+    /// rules widen the rows of a matrix the L2 holds). Absent in runs before the hot rule, where they
     /// were the cold kernel.
     #[serde(default)]
     pub resolved_hot: Option<String>,

@@ -3,7 +3,8 @@
 //! `host/src/enqueue/csr/rule.rs` is the one this fit gives. `--nocapture` prints them all
 //! (`docs/PERF.md`, section 17, quotes them).
 
-use gpu_spmv::rule::{COLD_RULE, HOT_RULE, Node, panels_term};
+use gpu_spmv::Regime as PlanRegime;
+use gpu_spmv::rule::{COLD_RULE, GRAPH_RULE, HOT_RULE, Node, panels_term, rule_for};
 use spmv_bench::fit;
 use spmv_bench::misses;
 use spmv_bench::report::Results;
@@ -99,21 +100,24 @@ fn leave_one_out_on_the_public_real_set() {
 const REAL_ALL_REGIMES: &str = "2026-11-26-regimes-real-graph";
 
 /// The hot and graph regimes fitted from their own timings: the tree each gives, in sample and left
-/// one out, against Auto as the run measured it and against the committed hot rule, whose leaf for
-/// matrices in L2 is the hot fit's (the real set's matrices are nearly all in L2; the three samples
-/// past it, G3_circuit and road_NE f64, keep the cold tree in the committed rule).
+/// one out, against Auto as the run measured it (the cold rule) and against the committed rule of
+/// the regime, whose leaf for matrices in L2 is the regime's fit (the real set's matrices are nearly
+/// all in L2; the three samples past it, G3_circuit and road_NE f64, keep the cold tree in the
+/// committed rules).
 #[test]
 fn the_hot_and_graph_regimes_are_fitted_from_their_own_timings() {
     let results = run(REAL_ALL_REGIMES);
-    let committed = fit::Fitted { nodes: HOT_RULE.nodes.to_vec() };
-    for regime in [Regime::Hot, Regime::Graph] {
+    let regimes = [(Regime::Hot, PlanRegime::Hot, HOT_RULE), (Regime::Graph, PlanRegime::Graph, GRAPH_RULE)];
+    for (regime, plan, rule) in regimes {
+        assert_eq!(rule_for(plan), rule, "{regime:?}: the plan's rule");
+        let committed = fit::Fitted { nodes: rule.nodes.to_vec() };
         let samples = fit::samples(&results, regime);
         assert_eq!(samples.len(), 54, "{regime:?}: Auto timed on every matrix and precision");
         assert!(samples.iter().all(|s| s.times.len() > 10), "{regime:?}: every kernel timed");
         let fitted = fit::fit(&samples, fit::LIMITS);
         println!("{regime:?} regime, {REAL_ALL_REGIMES}, fitted:\n{}", fitted.rule());
         println!("  Auto as measured:      {}", fit::describe(&fit::score_auto(&samples)));
-        println!("  the hot rule:          {}", fit::describe(&fit::score_fitted(&committed, &samples)));
+        println!("  the committed rule:    {}", fit::describe(&fit::score_fitted(&committed, &samples)));
         println!("  fitted, in sample:     {}", fit::describe(&fit::score_fitted(&fitted, &samples)));
         let loo = fit::leave_one_out(&samples, fit::LIMITS);
         println!("  fitted, leave-one-out: {}", fit::describe(&loo));
@@ -123,14 +127,10 @@ fn the_hot_and_graph_regimes_are_fitted_from_their_own_timings() {
         let hits = |scored: Vec<fit::Scored>| scored.iter().filter(|s| s.hit()).count();
         assert!(
             hits(fit::score_fitted(&committed, &samples)) > hits(fit::score_auto(&samples)),
-            "{regime:?}: the hot rule hits more often than the cold rule the run measured"
+            "{regime:?}: the committed rule hits more often than the cold rule the run measured"
         );
-        if regime == Regime::Hot {
-            assert_eq!(fitted.nodes, [HOT_RULE.nodes[1]], "the hot fit's leaf is the hot rule's for L2");
-            assert!(
-                matches!(HOT_RULE.nodes[2], Node::Width { .. }) && HOT_RULE.nodes[2] == COLD_RULE.nodes[0]
-            );
-        }
+        assert_eq!(fitted.nodes, [rule.nodes[1]], "{regime:?}: the fit's leaf is the rule's for L2");
+        assert!(matches!(rule.nodes[2], Node::Width { .. }) && rule.nodes[2] == COLD_RULE.nodes[0]);
     }
 }
 

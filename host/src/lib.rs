@@ -91,11 +91,11 @@ pub use enqueue::{
 /// features of the matrix and the GPU ([`Kernel::auto_for`]).
 pub mod rule {
     pub use crate::enqueue::{
-        AUTO_PANEL_BLOCK_SIZE, COLD_RULE, COMPRESSED_COPY_MAX_COLUMN_BYTES, DIA_COPY_MAX_BYTES,
-        ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW, ELL_COPY_MIN_L2, Feature, Features, HOT_RULE, Node,
-        PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT, PANELS_MIN_X_L2, Rule,
-        Target, auto_panel_kib, compressed_copy_term, dia_copy_term, ell_copy_term, panels_term,
-        panels_timed, resolve_leaf, rule_for, width_kernel,
+        AUTO_MIN_FILL, AUTO_PANEL_BLOCK_SIZE, COLD_RULE, COMPRESSED_COPY_MAX_COLUMN_BYTES,
+        DIA_COPY_MAX_BYTES, ELL_COPY_MAX_PADDING, ELL_COPY_MAX_ROW, ELL_COPY_MIN_L2, Feature, Features,
+        GRAPH_RULE, HOT_RULE, Node, PANELS_BENCH_MIN_SEGMENT, PANELS_MIN_BLOCKS_PER_SM, PANELS_MIN_SEGMENT,
+        PANELS_MIN_X_L2, Rule, Target, auto_panel_kib, compressed_copy_term, dia_copy_term, ell_copy_term,
+        panels_term, panels_timed, resolve_leaf, rule_for, width_kernel,
     };
 }
 pub use error::{CsrError, Error, FormatError, Result};

@@ -96,7 +96,12 @@ fn a_width_leaf_follows_the_mean() {
         samples.push(sample(&format!("wide{i}"), rows, 200.0 + i as f64, &wide));
     }
     let fitted = fit(&samples, LIMITS);
-    assert_eq!(fitted.nodes, vec![Node::Width { entries_per_lane: 6 }], "{}", fitted.rule());
+    assert_eq!(
+        fitted.nodes,
+        vec![Node::Width { entries_per_lane: 6, min_fill: AUTO_MIN_FILL }],
+        "{}",
+        fitted.rule()
+    );
     assert!(leave_one_out(&samples, LIMITS).iter().all(Scored::hit));
     let text = fitted.rule().to_string();
     assert!(text.contains("a lane per 6 entries"), "{text}");

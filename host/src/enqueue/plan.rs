@@ -28,7 +28,7 @@ pub enum Regime {
     Hot,
     /// Products captured in a CUDA graph and replayed: hot, and the host's cost gone, so only the
     /// kernels and the GPU's gaps between them count. Outside a capture, a plan made for it runs as
-    /// a [`Regime::Hot`] one.
+    /// a [`Regime::Hot`] one, with the graph rule's kernel.
     Graph,
 }
 

@@ -130,17 +130,17 @@ pub fn has_few_rows(stats: &RowStats, sm_count: u32) -> bool {
 /// no more work per group to hide its launch cost.
 pub(crate) fn auto_config(stats: &RowStats, sm_count: u32) -> ParamConfig {
     ParamConfig {
-        coop: filling_width(stats, sm_count, AUTO_ENTRIES_PER_LANE),
+        coop: filling_width(stats, sm_count, AUTO_ENTRIES_PER_LANE, AUTO_MIN_FILL),
         repeat: 1,
         block_size: BLOCK_SIZE,
     }
 }
 
 /// The smallest width (lanes per row, a power of two up to 32) that gives each lane at most
-/// `entries_per_lane` entries of a mean row and brings `rows x width` to [`AUTO_MIN_FILL`] of the
-/// resident threads of `sm_count` SMs.
-fn filling_width(stats: &RowStats, sm_count: u32, entries_per_lane: f64) -> u32 {
-    let fill = AUTO_MIN_FILL * resident_threads(sm_count) as f64 / stats.rows.max(1) as f64;
+/// `entries_per_lane` entries of a mean row and brings `rows x width` to `min_fill` of the resident
+/// threads of `sm_count` SMs.
+fn filling_width(stats: &RowStats, sm_count: u32, entries_per_lane: f64, min_fill: f64) -> u32 {
+    let fill = min_fill * resident_threads(sm_count) as f64 / stats.rows.max(1) as f64;
     coop_at_least(fill.max(stats.mean / entries_per_lane))
 }
 
@@ -464,11 +464,13 @@ pub enum Node {
     Leaf(Kernel),
     /// A group of lanes per row sized to the rows and the GPU: the vector kernel (128 threads per
     /// block) whose `coop` is the smallest width giving each lane at most `entries_per_lane` of a
-    /// mean row and filling half the GPU (Auto's width at 8 entries per lane), or one thread per row
-    /// where that is one lane ([`width_kernel`]). A width that follows the mean and the rows
-    /// carries from the matrices measured to others, where a fixed width would not.
+    /// mean row and bringing `rows x coop` to `min_fill` of the GPU's resident threads (Auto's width
+    /// is 8 entries per lane at [`AUTO_MIN_FILL`]), or one thread per row where that is one lane
+    /// ([`width_kernel`]). A width that follows the mean and the rows carries from the matrices
+    /// measured to others, where a fixed width would not.
     Width {
         entries_per_lane: u32,
+        min_fill: f64,
     },
     Split {
         feature: Feature,
@@ -479,8 +481,8 @@ pub enum Node {
 }
 
 /// The kernel of a [`Node::Width`] leaf for a matrix of these statistics on a GPU of `sm_count` SMs.
-pub fn width_kernel(entries_per_lane: u32, stats: &RowStats, sm_count: u32) -> Kernel {
-    match filling_width(stats, sm_count, f64::from(entries_per_lane.max(1))) {
+pub fn width_kernel(entries_per_lane: u32, min_fill: f64, stats: &RowStats, sm_count: u32) -> Kernel {
+    match filling_width(stats, sm_count, f64::from(entries_per_lane.max(1)), min_fill) {
         1 => Kernel::CsrScalar { block_size: BLOCK_SIZE },
         coop => Kernel::CsrVector { coop, block_size: BLOCK_SIZE },
     }
@@ -503,8 +505,9 @@ impl Rule<'_> {
         for _ in 0..self.nodes.len() {
             match self.nodes.get(at) {
                 Some(Node::Leaf(kernel)) => return resolve_leaf(*kernel, stats, sm_count),
-                Some(Node::Width { entries_per_lane }) => {
-                    return resolve_leaf(width_kernel(*entries_per_lane, stats, sm_count), stats, sm_count);
+                Some(Node::Width { entries_per_lane, min_fill }) => {
+                    let kernel = width_kernel(*entries_per_lane, *min_fill, stats, sm_count);
+                    return resolve_leaf(kernel, stats, sm_count);
                 }
                 Some(Node::Split { feature, threshold, below, above }) => {
                     at = if features.get(*feature) < *threshold { *below } else { *above };
@@ -520,9 +523,12 @@ impl Rule<'_> {
         match self.nodes.get(at) {
             Some(Node::Leaf(Kernel::Auto)) => writeln!(f, "{indent}auto (the hand-calibrated rule)"),
             Some(Node::Leaf(kernel)) => writeln!(f, "{indent}{kernel}"),
-            Some(Node::Width { entries_per_lane }) => {
-                writeln!(f, "{indent}vector kernel, a lane per {entries_per_lane} entries of the mean row")
-            }
+            Some(Node::Width { entries_per_lane, min_fill }) => writeln!(
+                f,
+                "{indent}vector kernel, a lane per {entries_per_lane} entries of the mean row, \
+                 rows x lanes at least {:.1}% of the resident threads",
+                min_fill * 100.0
+            ),
             Some(Node::Split { feature, threshold, below, above }) if *below > at && *above > at => {
                 writeln!(f, "{indent}if {} < {threshold:.3}:", feature.name())?;
                 self.write(f, *below, depth + 1)?;
@@ -569,31 +575,47 @@ pub fn resolve_leaf(leaf: Kernel, stats: &RowStats, sm_count: u32) -> Kernel {
 /// matrices with long rows, where the hand rule also takes the balanced kernel for irregular rows.
 pub const COLD_RULE: Rule<'static> = Rule { nodes: &COLD_NODES };
 
-const COLD_NODES: [Node; 1] = [Node::Width { entries_per_lane: 8 }];
+const COLD_NODES: [Node; 1] = [Node::Width { entries_per_lane: 8, min_fill: AUTO_MIN_FILL }];
 
-/// The rule of the hot and graph regimes, where products follow each other and a matrix that fits
-/// in the L2 is read from it (`docs/PERF.md`, section 17, "The hot and graph rule"). Its leaf for
-/// such a matrix is the tree the fit gives the hot timings of every kernel on the public real set
+/// The rule of the hot regime, where products follow each other and a matrix that fits in the L2 is
+/// read from it (`docs/PERF.md`, sections 17 and 41). Its leaf for such a matrix is the tree the fit
+/// gives the hot timings of every kernel on the public real set
 /// (`docs/bench/2026-11-26-regimes-real-graph`, one H100): the plain row kernels at a lane per 3
 /// entries of the mean row, more lanes than cold, since from L2 a row's gathers cost less than the
-/// lanes left idle. Left one out it is the same tree (72% of the samples within 3% of the fastest).
-/// This rule, with the cold tree past the L2, hits 70% hot and 67% on the graph timings, which it
-/// was not fitted on, against 67% and 61% for the cold rule. Larger matrices stream from memory as
-/// a cold product does, and no run times them in these regimes yet, so they keep [`COLD_RULE`]: the
-/// threshold is the L2's size, not a fit.
+/// lanes left idle; and filling a quarter of the GPU's resident threads where cold fills half, since
+/// from L2 fewer loads in flight keep it busy, which takes matrices of some ten thousand short rows
+/// one width narrower (CoSP2: 16 lanes to 8). The rule is within 3% of the fastest on 72% of the
+/// samples, and the leaf fitted without each matrix in turn on 72% of them. Larger
+/// matrices stream from memory as a cold product does, and no run times them in these regimes yet,
+/// so they keep [`COLD_RULE`]: the threshold is the L2's size, not a fit.
 pub const HOT_RULE: Rule<'static> = Rule { nodes: &HOT_NODES };
 
 const HOT_NODES: [Node; 3] = [
     Node::Split { feature: Feature::L2Share, threshold: 1.0, below: 1, above: 2 },
-    Node::Width { entries_per_lane: 3 },
+    Node::Width { entries_per_lane: 3, min_fill: AUTO_MIN_FILL / 2.0 },
     COLD_NODES[0],
 ];
 
-/// The rule for products in `regime`: [`COLD_RULE`] cold, [`HOT_RULE`] hot and in a graph.
+/// The rule of products replayed in a CUDA graph: [`HOT_RULE`]'s tree with the leaf the fit gives
+/// the graph timings of the same run, a lane per 3 entries filling an eighth of the resident
+/// threads. Where the host's cost is gone, a small matrix's product is its kernel's chains of
+/// loads, and more lanes than the rows need only lengthen them: CoSP2 (12 k rows of 16) ran 1.2x
+/// faster at 8 lanes than at the 16 that filling half the GPU gives (a quarter gives 8 too),
+/// lp_maros_r7 (3 k rows of 46)
+/// 1.05-1.10x at 16 against 32 (two runs, `docs/PERF.md` section 41). The rule is within 3% of the
+/// fastest on 74% of the graph samples, where [`HOT_RULE`] is on 70%, and the leaf fitted without
+/// each matrix in turn on 72%.
+pub const GRAPH_RULE: Rule<'static> = Rule { nodes: &GRAPH_NODES };
+
+const GRAPH_NODES: [Node; 3] =
+    [HOT_NODES[0], Node::Width { entries_per_lane: 3, min_fill: AUTO_MIN_FILL / 4.0 }, COLD_NODES[0]];
+
+/// The rule for products in `regime`: [`COLD_RULE`], [`HOT_RULE`] or [`GRAPH_RULE`].
 pub fn rule_for(regime: Regime) -> Rule<'static> {
     match regime {
         Regime::Cold => COLD_RULE,
-        Regime::Hot | Regime::Graph => HOT_RULE,
+        Regime::Hot => HOT_RULE,
+        Regime::Graph => GRAPH_RULE,
     }
 }
 
@@ -759,25 +781,38 @@ mod tests {
         assert_eq!(rule_for(Regime::Cold), COLD_RULE);
     }
 
-    /// The hot and graph rule: more lanes a row for a matrix the L2 holds, the cold tree otherwise.
+    /// The hot and graph rules: more lanes a row for a matrix the L2 holds, but less of the GPU to
+    /// fill; the cold tree otherwise.
     #[test]
-    fn the_hot_rule_widens_the_rows_of_matrices_in_l2() {
-        for regime in [Regime::Hot, Regime::Graph] {
-            assert_eq!(rule_for(regime), HOT_RULE);
+    fn the_hot_and_graph_rules_size_the_rows_of_matrices_in_l2() {
+        assert_eq!(rule_for(Regime::Hot), HOT_RULE);
+        assert_eq!(rule_for(Regime::Graph), GRAPH_RULE);
+        for (regime, rule) in [(Regime::Hot, HOT_RULE), (Regime::Graph, GRAPH_RULE)] {
             // fem3d-27-like, f64: 236 MB against 50 MiB of L2, so the cold tree's four lanes.
             let large = regular(729_000, 27);
             assert_eq!(Kernel::auto_for(&large, 8, TARGET, regime), choose(COLD_RULE, &large, 8));
-            assert_eq!(choose(HOT_RULE, &large, 8), Kernel::CsrVector { coop: 4, block_size: 128 });
-            // 100 k rows of 9, f32: 8 MB, read from L2 hot: a lane per 3 entries (4 lanes) where
-            // cold gives 2 (9 / 8 entries a lane, and half the GPU already filled).
+            assert_eq!(choose(rule, &large, 8), Kernel::CsrVector { coop: 4, block_size: 128 });
+            // 100 k rows of 9, f32: 8 MB, read from L2: a lane per 3 entries (4 lanes) where cold
+            // gives 2 (9 / 8 entries a lane, and half the GPU already filled).
             let small = regular(100_000, 9);
-            assert_eq!(Kernel::auto_for(&small, 4, TARGET, regime), choose(HOT_RULE, &small, 4));
-            assert_eq!(choose(HOT_RULE, &small, 4), Kernel::CsrVector { coop: 4, block_size: 128 });
+            assert_eq!(Kernel::auto_for(&small, 4, TARGET, regime), choose(rule, &small, 4));
+            assert_eq!(choose(rule, &small, 4), Kernel::CsrVector { coop: 4, block_size: 128 });
             assert_eq!(choose(COLD_RULE, &small, 4), Kernel::CsrVector { coop: 2, block_size: 128 });
             // Long and irregular rows go to the hand rule, as cold.
             let irregular = RowStats { std_dev: 30.0, max: 3000, ..regular(100_000, 5) };
-            assert_eq!(choose(HOT_RULE, &irregular, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
+            assert_eq!(choose(rule, &irregular, 4), Kernel::CsrBalanced { block_size: BLOCK_SIZE });
         }
+        // Few rows: hot and in a graph the rules fill less of the GPU than cold, so fewer lanes.
+        // CoSP2 (12,288 rows of 16): cold fills half the GPU at 16 lanes, hot a quarter at 8, and in
+        // a graph a lane per 3 entries gives 8; lp_maros_r7 (3,136 rows of 46): 32, 32 and 16.
+        let cosp2 = regular(12_288, 16);
+        let lanes = |rule, a: &RowStats| match choose(rule, a, 4) {
+            Kernel::CsrVector { coop, .. } => coop,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!([COLD_RULE, HOT_RULE, GRAPH_RULE].map(|r| lanes(r, &cosp2)), [16, 8, 8]);
+        let maros = regular(3_136, 46);
+        assert_eq!([COLD_RULE, HOT_RULE, GRAPH_RULE].map(|r| lanes(r, &maros)), [32, 32, 16]);
     }
 
     /// Auto takes the ELL copy for the suite's stencils and fem3d-27 in every regime and precision,
@@ -938,7 +973,7 @@ mod tests {
             Node::Split { feature: Feature::Mean, threshold: 10.0, below: 1, above: 2 },
             Node::Leaf(Kernel::CsrMerge { block_size: 128 }),
             Node::Split { feature: Feature::ValueBytes, threshold: 6.0, below: 3, above: 4 },
-            Node::Width { entries_per_lane: 2 },
+            Node::Width { entries_per_lane: 2, min_fill: AUTO_MIN_FILL },
             Node::Leaf(Kernel::Auto),
         ];
         let rule = Rule { nodes: &nodes };
@@ -950,7 +985,8 @@ mod tests {
         assert_eq!(
             text,
             "if mean < 10.000:\n  csr-merge-b128\nelse:\n  if value bytes < 6.000:\n    vector kernel, a lane \
-             per 2 entries of the mean row\n  else:\n    auto (the hand-calibrated rule)\n"
+             per 2 entries of the mean row, rows x lanes at least 50.0% of the resident threads\n  else:\n    \
+             auto (the hand-calibrated rule)\n"
         );
     }
 
