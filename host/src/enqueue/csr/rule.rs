@@ -585,9 +585,9 @@ const COLD_NODES: [Node; 1] = [Node::Width { entries_per_lane: 8, min_fill: AUTO
 /// lanes left idle; and filling a quarter of the GPU's resident threads where cold fills half, since
 /// from L2 fewer loads in flight keep it busy, which takes matrices of some ten thousand short rows
 /// one width narrower (CoSP2: 16 lanes to 8). The rule is within 3% of the fastest on 72% of the
-/// samples, and the leaf fitted without each matrix in turn on 72% of them. Larger
-/// matrices stream from memory as a cold product does, and no run times them in these regimes yet,
-/// so they keep [`COLD_RULE`]: the threshold is the L2's size, not a fit.
+/// samples, and the leaf fitted without each matrix in turn on 72% of them. Larger matrices stream
+/// from memory as a cold product does, and no run times them in these regimes yet, so they keep
+/// [`COLD_RULE`]: the threshold is the L2's size, not a fit.
 pub const HOT_RULE: Rule<'static> = Rule { nodes: &HOT_NODES };
 
 const HOT_NODES: [Node; 3] = [
@@ -600,11 +600,10 @@ const HOT_NODES: [Node; 3] = [
 /// the graph timings of the same run, a lane per 3 entries filling an eighth of the resident
 /// threads. Where the host's cost is gone, a small matrix's product is its kernel's chains of
 /// loads, and more lanes than the rows need only lengthen them: CoSP2 (12 k rows of 16) ran 1.2x
-/// faster at 8 lanes than at the 16 that filling half the GPU gives (a quarter gives 8 too),
-/// lp_maros_r7 (3 k rows of 46)
-/// 1.05-1.10x at 16 against 32 (two runs, `docs/PERF.md` section 41). The rule is within 3% of the
-/// fastest on 74% of the graph samples, where [`HOT_RULE`] is on 70%, and the leaf fitted without
-/// each matrix in turn on 72%.
+/// faster at 8 lanes than at the 16 that filling half the GPU gives (a quarter gives 8 too), and
+/// lp_maros_r7 (3 k rows of 46) 1.05-1.10x at 16 against 32 (two runs, `docs/PERF.md` section 41).
+/// The rule is within 3% of the fastest on 74% of the graph samples, where [`HOT_RULE`] is on 70%,
+/// and the leaf fitted without each matrix in turn on 72%.
 pub const GRAPH_RULE: Rule<'static> = Rule { nodes: &GRAPH_NODES };
 
 const GRAPH_NODES: [Node; 3] =
