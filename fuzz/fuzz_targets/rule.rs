@@ -8,13 +8,16 @@
 //! with entries and no row longer than DIA's diagonals; `rule::compressed_copy_term` (whether it
 //! asks the device how its columns compress) never panics, is the same on every call, and holds
 //! only for a matrix with entries whose rule kernel gives rows a thread or a group, at that width,
-//! one the compressed-index kernel is compiled for.
+//! one the compressed-index kernel is compiled for. A width leaf (`rule::width_kernel`) at any
+//! entries per lane and share of the GPU to fill (NaN, negative, infinite) gives a thread per row
+//! or a vector width the kernel is compiled for, and never fewer lanes for a larger share.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use gpu_spmv::formats::DIA_MAX_DIAGONALS;
 use gpu_spmv::rule::{
     ELL_COPY_MAX_ROW, Target, compressed_copy_term, dia_copy_term, ell_copy_term, panels_term, panels_timed,
+    width_kernel,
 };
 use gpu_spmv::{Kernel, Regime, RowStats};
 use libfuzzer_sys::fuzz_target;
@@ -32,6 +35,8 @@ struct Input {
     l2_bytes: u32,
     value_bytes: u8,
     regime: u8,
+    entries_per_lane: u32,
+    fills: [f64; 2],
 }
 
 fuzz_target!(|input: Input| {
@@ -82,5 +87,16 @@ fuzz_target!(|input: Input| {
         };
         assert_eq!(copy, Kernel::CsrCompressedCopy { coop: width });
         assert!(Kernel::COMPRESSED_COOPS.contains(&width), "{copy:?}");
+    }
+    let width = |min_fill: f64| width_kernel(input.entries_per_lane, min_fill, &stats, target.sm_count);
+    let lanes = |min_fill: f64| match width(min_fill) {
+        Kernel::CsrScalar { .. } => 1,
+        Kernel::CsrVector { coop, .. } if Kernel::VECTOR_COOPS.contains(&coop) => coop,
+        other => panic!("a width leaf filling {min_fill} gave {other:?}"),
+    };
+    let [a, b] = input.fills;
+    assert_eq!(lanes(a), lanes(a), "deterministic");
+    if a <= b {
+        assert!(lanes(a) <= lanes(b), "fewer lanes filling {b} than {a}");
     }
 });
