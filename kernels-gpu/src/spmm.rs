@@ -40,8 +40,9 @@
 //!
 //! `spmm_scale_*`: `Y = beta * Y` when `A * X` contributes nothing, one thread per element.
 
-use crate::abi::{DenseScaleParams, EntrySpan, SPMM_COL_PANEL, SpmmLongRowsParams, SpmmParams, WARP_SIZE};
+use crate::abi::{DenseScaleParams, SPMM_COL_PANEL, SpmmLongRowsParams, SpmmParams, WARP_SIZE};
 use crate::arch::{Load, block_dim, block_idx, global_thread, grid_dim, grid_threads, thread_idx};
+use crate::csr::long_rows::chunk_entries;
 use crate::index::coop_slot;
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
@@ -284,11 +285,8 @@ unsafe fn long_row_chunk<T: Real, const LANES: u32, const PER_LANE: usize>(
     let entry_lanes = WARP / LANES as usize;
     let (k, chunks) = (p.op.k as usize, long.chunks as usize);
     // SAFETY: `chunk < chunks`; the host built `chunk_entries` inside the entries of the chunk's long
-    // row (`EntrySpan` wraps the `u64` it is loaded as).
-    let (from, to) = unsafe {
-        let span = EntrySpan(u64::load_nc(long.chunk_entries.as_ptr().add(chunk).cast()));
-        (span.from() as usize, span.to() as usize)
-    };
+    // row.
+    let (from, to) = unsafe { chunk_entries(long.chunk_entries, chunk) };
     let mut panel = 0;
     while panel < k {
         // SAFETY: forwarded from the caller.

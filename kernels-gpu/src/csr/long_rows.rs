@@ -6,7 +6,7 @@
 //! kernel keeps the registers of full occupancy.
 
 use super::{SPAN_STEPS, entry_product, span_sum};
-use crate::abi::{Axpby, CsrArgs, EntrySpan, LongRowArgs, WARP_SIZE};
+use crate::abi::{Axpby, CsrArgs, DevicePtr, EntrySpan, LongRowArgs, WARP_SIZE};
 use crate::arch::{Load, atomic_inc_acq_rel_u32, shfl_idx_b32, sync_warp, thread_idx};
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
@@ -26,16 +26,14 @@ pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
     let lane = (thread_idx() % WARP_SIZE) as usize;
     // SAFETY: `chunk < chunks`; the host built `chunk_row`, `chunk_entries`, `rows` and
     // `first_chunk` consistently from the row offsets the matrix uploaded, with every long row below
-    // `rows` and each chunk's entries inside its row, at most `LONG_ROW_CHUNK` of them (`EntrySpan`
-    // wraps the `u64` it is loaded as).
+    // `rows` and each chunk's entries inside its row, at most `LONG_ROW_CHUNK` of them.
     unsafe {
         let j = u32::load_nc(long.chunk_row.as_ptr().add(chunk)) as usize;
-        let span = EntrySpan(u64::load_nc(long.chunk_entries.as_ptr().add(chunk).cast()));
+        let (from, to) = chunk_entries(long.chunk_entries, chunk);
         // Asked for before the entries' sum, which does not wait for them.
         let row = u32::load_nc(long.rows.as_ptr().add(j)) as usize;
         let first = u32::load_nc(long.first_chunk.as_ptr().add(j)) as usize;
         let count = u32::load_nc(long.first_chunk.as_ptr().add(j + 1)) as usize - first;
-        let (from, to) = (span.from() as usize, span.to() as usize);
         let total = group_sum::<T, WARP_SIZE>(R::chunk_sum(a, op.x.as_ptr(), from, to, lane));
 
         let mut done = 0;
@@ -54,6 +52,19 @@ pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
             }
         }
     }
+}
+
+/// The entries `from .. to` of chunk `chunk`, one load of its word in `entries` (the CSR product's
+/// `LongRowArgs::chunk_entries`, or SpMM's copy of the same pointer).
+///
+/// # Safety
+/// `entries` holds the host's words of at least `chunk + 1` chunks (`EntrySpan` wraps the `u64` it
+/// is loaded as).
+#[inline(always)]
+pub(crate) unsafe fn chunk_entries(entries: DevicePtr<EntrySpan>, chunk: usize) -> (usize, usize) {
+    // SAFETY: the caller's.
+    let span = EntrySpan(unsafe { u64::load_nc(entries.as_ptr().add(chunk).cast()) });
+    (span.from() as usize, span.to() as usize)
 }
 
 /// How a chunk warp reads its chunk's entries and, if last, its row's partial sums. Both sums take
