@@ -1673,6 +1673,13 @@ pub const COMPRESSED_F32: [Entry; 6] = [
 /// `spmv_csr_stream_*` (`stream/`), in the sm_90 module only: the streaming engine's CSR product.
 pub const CSR_STREAM: Entry = entry!("spmv_csr_stream");
 
+/// The entries of [`ENTRIES`] that the sm_90 module exports too, built there with the warp
+/// reductions of sm_80 (`redux.sync`) that the sm_70 module cannot use; the host takes them from the
+/// sm_90 module where it loads it (Hopper and later). The balanced kernel's warp-wide OR of each
+/// step's segment heads becomes one instruction, 2-9% of its time on small irregular matrices in a
+/// graph (docs/PERF.md, section 42).
+pub const SM90_ENTRIES: &[Entry] = &[CSR_BALANCED];
+
 /// Entries of one window of the streaming engine at most: the rows of a window are consecutive and
 /// hold at most this many entries in all; a longer row goes to the long-row chunk path. 1024 entries
 /// are 8 KiB of an f32 matrix (12 KiB in f64): a bulk copy that large runs at the copy engine's full
@@ -2307,7 +2314,8 @@ pub struct BlockJacobiParams<T> {
 /// Every [`Entry`] and family of entries the sm_70 module exports: the host loads each when the
 /// module loads, so that a kernel is found by its constant without a table of fields, and a host test
 /// compares the list with the committed PTX both ways (a name here the kernels do not export, or an
-/// export missing here). [`CSR_STREAM`], of the sm_90 module, is not in it.
+/// export missing here). [`CSR_STREAM`], of the sm_90 module only, is not in it; those of
+/// [`SM90_ENTRIES`], in both modules, are.
 pub const ENTRIES: &[&[Entry]] = &[
     &[CSR_SCALAR],
     &CSR_VECTOR,

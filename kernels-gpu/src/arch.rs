@@ -1,5 +1,6 @@
-//! The only inline PTX of the crate: thread ids, warp shuffles, global loads, barriers and atomics,
-//! and (`hopper`, sm_90 only) the bulk copy engine with its transaction barriers.
+//! The only inline PTX of the crate: thread ids, warp shuffles and votes, global loads, barriers and
+//! atomics, and, built for sm_90 only, a warp's OR in one instruction (`redux_or_b32`) and (`hopper`)
+//! the bulk copy engine with its transaction barriers.
 
 use core::arch::asm;
 use core::arch::nvptx;
@@ -31,6 +32,42 @@ pub fn shfl_xor_b32(value: u32, mask: u32) -> u32 {
         asm!(
             "shfl.sync.bfly.b32 {out}, {v}, {m}, 0x1f, 0xffffffff;",
             out = out(reg32) out, v = in(reg32) value, m = in(reg32) mask,
+            options(nomem, nostack),
+        );
+    }
+    out
+}
+
+/// `vote.sync.ballot.b32`: bit `l` set where lane `l`'s `predicate` holds, in every lane. Every
+/// lane of the warp must execute it (full member mask).
+#[inline(always)]
+pub fn ballot(predicate: bool) -> u32 {
+    let out: u32;
+    // SAFETY: reads only registers; callers keep the whole warp converged. Not `pure`, for the
+    // reason `shfl_xor_b32` gives.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; vote.sync.ballot.b32 {out}, p, 0xffffffff; }}",
+            out = out(reg32) out, v = in(reg32) u32::from(predicate),
+            options(nomem, nostack),
+        );
+    }
+    out
+}
+
+/// `redux.sync.or.b32` (sm_80, so only in the sm_90 module): the OR of `value` over the warp, in
+/// every lane, in one instruction where a butterfly takes five shuffles and five ORs. Every lane of
+/// the warp must execute it (full member mask).
+#[cfg(target_feature = "sm_80")]
+#[inline(always)]
+pub fn redux_or_b32(value: u32) -> u32 {
+    let out: u32;
+    // SAFETY: reads only registers; callers keep the whole warp converged. Not `pure`, for the
+    // reason `shfl_xor_b32` gives.
+    unsafe {
+        asm!(
+            "redux.sync.or.b32 {out}, {v}, 0xffffffff;",
+            out = out(reg32) out, v = in(reg32) value,
             options(nomem, nostack),
         );
     }

@@ -18,9 +18,10 @@
 //! `ilu_<lower|upper>_<type>`, and the factorisations they solve with `<ilu|ic>_factor_<type>`.
 #![cfg_attr(not(test), no_std)]
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
-// kernels but the streaming engine; and one for sm_90 with the streaming engine alone (`stream`), whose
-// bulk copies Hopper introduced. The sm_90 build compiles the other kernels' code without exporting
-// it (`ptx_entry!`), so that the engine can share it; unexported, it is unused there.
+// kernels but the streaming engine; and one for sm_90 with the streaming engine (`stream`), whose
+// bulk copies Hopper introduced, and the few kernels that newer instructions make faster, exported
+// from both (`abi::SM90_ENTRIES`). The sm_90 build compiles the other kernels' code without exporting
+// it (`ptx_entry!`), so that those can share it; unexported, it is unused there.
 #![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(dead_code, unused_imports))]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
 // The dense-block kernel's shared memory: the intrinsic sits in `core::intrinsics::gpu`.
@@ -82,7 +83,8 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 }
 
 /// Exports one monomorphised kernel as a PTX `.entry` taking its parameter struct by value: in the
-/// sm_70 module, or with `sm_90` first, in the sm_90 module (see the crate's attributes).
+/// sm_70 module; with `sm_90` first, in the sm_90 module; with `both` first, in each, built for each
+/// (see the crate's attributes).
 #[cfg(target_arch = "nvptx64")]
 macro_rules! ptx_entry {
     ($name:ident, $params:ty, $kernel:expr) => {
@@ -90,6 +92,10 @@ macro_rules! ptx_entry {
         $crate::ptx_entry!(@export $name, $params, $kernel);
     };
     (sm_90 $name:ident, $params:ty, $kernel:expr) => {
+        #[cfg(target_feature = "sm_90")]
+        $crate::ptx_entry!(@export $name, $params, $kernel);
+    };
+    (both $name:ident, $params:ty, $kernel:expr) => {
         $crate::ptx_entry!(@export $name, $params, $kernel);
     };
     (@export $name:ident, $params:ty, $kernel:expr) => {

@@ -10,8 +10,10 @@ use std::process::Command;
 ///   `Load::load_nc_evict_first`; drivers of CUDA 11.4 and later, below the CUDA 13 the library
 ///   asks for): every kernel but the streaming engine, so one file serves Volta to Hopper;
 ///   docs/PERF.md records the measurement behind choosing it over sm_90 for them.
-/// - sm_90 (PTX ISA 8.0): the streaming engine alone (`kernels-gpu/src/stream/`), whose bulk copies
-///   and transaction barriers Hopper introduced; the host loads it on GPUs that run it.
+/// - sm_90 (PTX ISA 8.0): the streaming engine (`kernels-gpu/src/stream/`), whose bulk copies and
+///   transaction barriers Hopper introduced, and a second build of the kernels that newer
+///   instructions make faster (`abi::SM90_ENTRIES`: the balanced kernel's `redux.sync`); the host
+///   loads it on GPUs that run it and takes those entries from it.
 const MODULES: [Module; 2] = [
     Module {
         target_cpu: "sm_70",

@@ -13,8 +13,9 @@ use std::sync::Arc;
 /// the GPU at hand when the module loads).
 pub(crate) const PTX: &str = include_str!("../../ptx/kernels.ptx");
 
-/// The streaming engine, built by `cargo xtask ptx` for sm_90 (Hopper's bulk copies): loaded beside
-/// [`PTX`] on GPUs of compute capability 9.0 and later.
+/// The streaming engine, built by `cargo xtask ptx` for sm_90 (Hopper's bulk copies), and the
+/// entries of [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES) built a second time: loaded
+/// beside [`PTX`] on GPUs of compute capability 9.0 and later, which take those entries from it.
 pub(crate) const PTX_SM90: &str = include_str!("../../ptx/kernels_sm90.ptx");
 
 /// The compute capability (major) from which the GPU runs [`PTX_SM90`].
@@ -119,13 +120,10 @@ impl Gpu {
         let sm_count = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let l2_bytes = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
         let major = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-        let stream_kernels = if major >= SM90_MAJOR {
-            Some(StreamKernels::load(&ctx.load_module(Ptx::from_src(PTX_SM90))?)?)
-        } else {
-            None
-        };
+        let sm90 = if major >= SM90_MAJOR { Some(ctx.load_module(Ptx::from_src(PTX_SM90))?) } else { None };
+        let stream_kernels = sm90.as_ref().map(StreamKernels::load).transpose()?;
         Ok(Self {
-            kernels: Kernels::load(&module)?,
+            kernels: Kernels::load(&module, sm90.as_ref())?,
             stream_kernels,
             staging: Staging::default(),
             sm_count: u32::try_from(sm_count).unwrap_or(1).max(1),
@@ -195,7 +193,8 @@ impl Gpu {
         Arc::ptr_eq(ctx, &self.ctx)
     }
 
-    /// The entry `entry` of the sm_70 module for element type `T`.
+    /// The entry `entry` for element type `T`: of the sm_70 module, or of the sm_90 module for those
+    /// of [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES) on a GPU that loads it.
     pub(crate) fn kernel<T: Scalar>(&self, entry: Entry) -> Result<&CudaFunction> {
         self.kernels.get(match T::PRECISION {
             Precision::Single => entry.f32,

@@ -5,7 +5,7 @@ use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaModule};
-use kernels_gpu::abi::{self, STREAM_BLOCK_SIZE, STREAM_STAGES, StreamStage};
+use kernels_gpu::abi::{self, Entry, STREAM_BLOCK_SIZE, STREAM_STAGES, StreamStage};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -66,8 +66,19 @@ pub(crate) struct Kernels {
 }
 
 impl Kernels {
-    pub fn load(module: &Arc<CudaModule>) -> Result<Self> {
-        let by_name = names().map(|name| Ok((name, module.load_function(name)?))).collect::<Result<_>>()?;
+    /// Looks every name up in `module` (the sm_70 module), but those of [`abi::SM90_ENTRIES`] in
+    /// `sm90` where the GPU loaded that module.
+    pub fn load(module: &Arc<CudaModule>, sm90: Option<&Arc<CudaModule>>) -> Result<Self> {
+        let newer: Vec<&str> = sm90.map_or_else(Vec::new, |_| both_types(abi::SM90_ENTRIES).collect());
+        let by_name = names()
+            .map(|name| {
+                let from = match sm90 {
+                    Some(sm90) if newer.contains(&name) => sm90,
+                    _ => module,
+                };
+                Ok((name, from.load_function(name)?))
+            })
+            .collect::<Result<_>>()?;
         Ok(Self { by_name })
     }
 
@@ -84,8 +95,13 @@ impl Kernels {
 /// Every name of the sm_70 module the host loads: [`abi::ENTRIES`] for both element types, and
 /// [`abi::UNTYPED_ENTRIES`].
 fn names() -> impl Iterator<Item = &'static str> {
-    let typed = abi::ENTRIES.iter().flat_map(|family| family.iter()).flat_map(|e| [e.f32, e.f64]);
+    let typed = abi::ENTRIES.iter().flat_map(|family| both_types(family));
     typed.chain(abi::UNTYPED_ENTRIES.iter().copied())
+}
+
+/// The names of `entries`, both element types.
+fn both_types(entries: &'static [Entry]) -> impl Iterator<Item = &'static str> {
+    entries.iter().flat_map(|e| [e.f32, e.f64])
 }
 
 #[cfg(test)]
@@ -193,16 +209,39 @@ mod tests {
                 }
             }
         }
-        // A warp's 32 consecutive entries a step.
+        // A warp's 32 consecutive entries a step; the balanced kernel in both modules.
         for entry in [abi::CSR_BALANCED, abi::CSR_MERGE] {
             assert!(hinted(entry.f32) && hinted(entry.f64), "{}", entry.f32);
         }
+        let sm90 = ptx_bodies(PTX_SM90);
+        for name in [abi::CSR_BALANCED.f32, abi::CSR_BALANCED.f64] {
+            assert!(sm90[name].contains("L1::evict_first"), "{name}");
+        }
     }
 
-    /// The sm_90 module exports the streaming engine's entries and nothing else.
+    /// The sm_90 module exports the streaming engine's entries and those of `abi::SM90_ENTRIES`, and
+    /// nothing else; each of the latter is an entry of the sm_70 module too (the host falls back to
+    /// it before Hopper).
     #[test]
-    fn the_sm90_module_exports_the_stream_entries() {
-        let expected: BTreeSet<_> = [abi::CSR_STREAM.f32, abi::CSR_STREAM.f64].into();
+    fn the_sm90_module_exports_the_stream_entries_and_the_newer_builds() {
+        let newer: BTreeSet<_> = both_types(abi::SM90_ENTRIES).collect();
+        let mut expected = newer.clone();
+        expected.extend([abi::CSR_STREAM.f32, abi::CSR_STREAM.f64]);
         assert_eq!(ptx_entries(PTX_SM90), expected);
+        let all: BTreeSet<_> = names().collect();
+        assert!(newer.is_subset(&all), "{:?}", newer.difference(&all).collect::<Vec<_>>());
+    }
+
+    /// The sm_90 build of the balanced kernel is the reason it is exported twice: each step's OR of
+    /// the segment heads is one `redux.sync` there and a butterfly of shuffles in the sm_70 module
+    /// (`warp_scan::warp_or`).
+    #[test]
+    fn the_sm90_balanced_kernel_ors_the_heads_in_one_instruction() {
+        let (sm70, sm90) = (ptx_bodies(PTX), ptx_bodies(PTX_SM90));
+        for name in [abi::CSR_BALANCED.f32, abi::CSR_BALANCED.f64] {
+            assert!(sm90[name].contains("redux.sync.or.b32"), "{name}");
+            assert!(!sm70[name].contains("redux.sync"), "{name}");
+            assert!(sm70[name].contains("shfl.sync.bfly.b32"), "{name}");
+        }
     }
 }

@@ -244,5 +244,7 @@ fn row_step<T: Words>(
     }
 }
 
-crate::ptx_entry!(spmv_csr_balanced_f32, CsrBalancedParams<f32>, csr_balanced::<f32>);
-crate::ptx_entry!(spmv_csr_balanced_f64, CsrBalancedParams<f64>, csr_balanced::<f64>);
+// In both modules: the sm_90 module's are the sm_70 module's with one `redux.sync` for each
+// step's warp-wide OR (`warp_or`), which the host takes on Hopper (`abi::SM90_ENTRIES`).
+crate::ptx_entry!(both spmv_csr_balanced_f32, CsrBalancedParams<f32>, csr_balanced::<f32>);
+crate::ptx_entry!(both spmv_csr_balanced_f64, CsrBalancedParams<f64>, csr_balanced::<f64>);

@@ -26,10 +26,10 @@
 //! on other warps, one extra launch (skipped when no row crosses a tile).
 
 use super::span_loads;
-use super::warp_scan::{Words, segmented_scan, warp_or};
+use super::warp_scan::{Words, segmented_scan};
 use crate::abi::{CsrMergeParams, MERGE_ITEMS_PER_LANE, MERGE_TILE, WARP_SIZE};
 use crate::arch::{
-    Load, block_dim, block_idx, dynamic_shared, shfl_up_b32, sync_threads, sync_warp, thread_idx,
+    Load, ballot, block_dim, block_idx, dynamic_shared, shfl_up_b32, sync_threads, sync_warp, thread_idx,
 };
 use crate::real::{Real, store_axpby};
 use crate::reduce::group_sum;
@@ -153,7 +153,7 @@ unsafe fn merge_tile<T: Words>(
         // Shuffled by every lane before the test: a shuffle must see the whole warp.
         let previous = shfl_up_b32(end_row, 1);
         let head = lane == 0 || previous != end_row;
-        let scan = segmented_scan(sum, warp_or(u32::from(head) << lane), lane as u32);
+        let scan = segmented_scan(sum, ballot(head), lane as u32);
         let before = scan.shuffle(|w| shfl_up_b32(w, 1));
         if let Some(own) = first {
             let total = if lane == 0 { own } else { before + own };

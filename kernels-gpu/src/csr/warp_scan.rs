@@ -1,8 +1,10 @@
 //! Warp-wide scans the row-cutting kernels share (`balanced.rs`, `merge.rs`): elements moved between
-//! lanes a 32-bit word at a time, the OR of a mask, and a segmented inclusive sum.
+//! lanes a 32-bit word at a time, the OR of a mask (`balanced.rs`), and a segmented inclusive sum.
 
 use crate::abi::WARP_SIZE;
-use crate::arch::{shfl_up_b32, shfl_xor_b32};
+use crate::arch::shfl_up_b32;
+#[cfg(not(target_feature = "sm_80"))]
+use crate::arch::shfl_xor_b32;
 use crate::real::Real;
 
 /// An element that moves between lanes one 32-bit word at a time, as the shuffles do.
@@ -28,7 +30,20 @@ impl Words for f64 {
     }
 }
 
-/// The OR of `bits` over the warp, by a butterfly. Every lane of the warp must call it.
+/// The OR of `bits` over the warp, in one `redux.sync` where the module is built for sm_80 or newer
+/// (the sm_90 module, which the host takes the balanced kernel from on Hopper): the butterfly below
+/// is 80 of a balanced task warp's 594 instructions, and the kernel is 2-9% faster on the public
+/// real set's small irregular matrices in a graph without it (docs/PERF.md, section 42). Every lane
+/// of the warp must call it.
+#[cfg(target_feature = "sm_80")]
+#[inline(always)]
+pub(super) fn warp_or(bits: u32) -> u32 {
+    crate::arch::redux_or_b32(bits)
+}
+
+/// The OR of `bits` over the warp, by a butterfly (the sm_70 module). Every lane of the warp must
+/// call it.
+#[cfg(not(target_feature = "sm_80"))]
 #[inline(always)]
 pub(super) fn warp_or(mut bits: u32) -> u32 {
     let mut mask = WARP_SIZE / 2;
