@@ -556,8 +556,8 @@ fn gpu_long_rows_of_dc1() {
 }
 
 /// The balanced kernel product after product on its task boundaries and on a web graph (the long
-/// rows' counters must return to zero), and a NaN in `x` at a column of a split row and at a column
-/// of a short row reaching exactly the rows that read them.
+/// rows' counters must return to zero), and a NaN in `x` at a column of a split row, of a short row
+/// and of a row in a task of a few rows reaching exactly the rows that read them.
 #[test]
 fn gpu_balanced_tasks() {
     let test = "gpu_balanced_tasks";
@@ -579,7 +579,13 @@ fn gpu_balanced_tasks() {
         };
         let long = row_of_len(Kernel::BALANCED_LONG_ROW as usize..=usize::MAX);
         let short = row_of_len(1..=4);
-        let nan_cols = [view.row(long).0[Kernel::BALANCED_LONG_ROW as usize / 2], view.row(short).0[0]];
+        // Rows of 64-128 entries make tasks of 2-4 rows, which the warp sums row by row, not by the scan.
+        let few = row_of_len(64..=128);
+        let nan_cols = [
+            view.row(long).0[Kernel::BALANCED_LONG_ROW as usize / 2],
+            view.row(short).0[0],
+            view.row(few).0[40],
+        ];
         let mut x = random_vector::<f32>(&mut rng, a.ncols);
         for c in nan_cols {
             x[c] = f32::NAN;

@@ -23,7 +23,9 @@
 //!    entry there, and adds it to the row's sum;
 //! 3. owners write `y = alpha * sum + beta * y`, two stores covering the task's rows.
 //!
-//! A task of one row is summed by the whole warp (CSR vector: lanes stride by 32, then a butterfly).
+//! A task of one row is summed by the whole warp (CSR vector: lanes stride by 32, then a butterfly);
+//! a task of 2 to 4 rows the same way, each lane adding each of its products into its row's sum, one
+//! butterfly a row: a step then costs a few instructions a row instead of a scan.
 //! Every shuffle is on a path whose bounds depend on the task only, so the whole warp reaches it.
 //! A row's sum never depends on timing: the scan, the steps and the chunks' partial sums all add in a
 //! fixed order.
@@ -89,8 +91,10 @@ unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
         let offsets = p.a.row_offsets.as_ptr();
         let k0 = u32::load_nc(offsets.add(first)) as usize;
         let k1 = u32::load_nc(offsets.add(first + rows)) as usize;
+        if rows <= FEW_ROWS {
+            few_rows(p, first, rows, k0, k1, lane);
         // Half the steps for tasks that fit them: no loads or scan steps that cannot hold an entry.
-        if k1 - k0 <= BALANCED_TASK_ENTRIES as usize / 2 {
+        } else if k1 - k0 <= BALANCED_TASK_ENTRIES as usize / 2 {
             short_rows::<T, { SPAN_STEPS / 2 }>(p, first, rows, k0, k1, lane);
         } else {
             short_rows::<T, SPAN_STEPS>(p, first, rows, k0, k1, lane);
@@ -124,6 +128,75 @@ unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, lane: usize) {
             store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
         }
     }
+}
+
+/// The most rows of a task that [`few_rows`] sums, rather than [`short_rows`]' scan. A step costs
+/// it a compare and an add for each row's end, and an FMA and a select for each row (23
+/// instructions in f32), and the task a butterfly a row at the end; the scan costs about 45
+/// instructions a step in f32, 60 in f64, however few rows end in it. At 4 rows the sums fit in as
+/// many registers; tasks of rows of 64 entries or more (4 of them fill a task) take it, and the
+/// power-law and circuit matrices' products in a graph ran 2-10% faster (docs/PERF.md, section 44).
+const FEW_ROWS: usize = 4;
+
+/// A task of `rows` (2 to [`FEW_ROWS`]) rows from `first`, entries `k0 .. k1` with `k1 - k0 <=
+/// SPAN_STEPS * 32`: each lane adds the products of its entries (`k0 + lane + 32 j`, loaded as
+/// [`short_rows`] loads them) into the sum of the row that holds each, told by the rows' ends, which
+/// every lane reads; then the warp adds each row's lane sums with a butterfly, and lane 0 writes it.
+/// The tasks of rows of tens of entries (power-law graphs and circuits, whose rows of 64-250
+/// entries make tasks of 2-4) then skip the scan, whose steps mostly cross no row's end.
+///
+/// # Safety
+/// As [`row_task`]; `k0` and `k1` are the offsets of rows `first` and `first + rows`, `2 <= rows <=
+/// FEW_ROWS`.
+#[inline(always)]
+unsafe fn few_rows<T: Real>(
+    p: &CsrBalancedParams<T>,
+    first: usize,
+    rows: usize,
+    k0: usize,
+    k1: usize,
+    lane: usize,
+) {
+    // Relative to `k0`, the end of each of the task's rows, slots past its last row at the task's end
+    // (so the last is the task's end: `rows <= FEW_ROWS`). Entry `k0 + e` is in row `first + i` for
+    // `i` the number of ends at or below `e`, and in no row (`i == FEW_ROWS`) past the task. A task
+    // holds at most SPAN_STEPS * 32 entries: all fit in u32.
+    let ends: [u32; FEW_ROWS] = core::array::from_fn(|i| {
+        let row = first + (i + 1).min(rows);
+        // SAFETY: `row <= first + rows <= rows of the matrix`, and the offsets have `rows + 1`.
+        (unsafe { u32::load_nc(p.a.row_offsets.as_ptr().add(row)) } as usize - k0) as u32
+    });
+    let mut sums = [T::ZERO; FEW_ROWS];
+    if k0 < k1 {
+        // SAFETY: `k0 < k1 <= nnz`; columns are in range (host validation).
+        let (vals, xs) = unsafe { span_loads::<T, SPAN_STEPS>(&p.a, p.op.x.as_ptr(), k0, k1, lane) };
+        for j in 0..SPAN_STEPS {
+            let e = j as u32 * WARP_SIZE + lane as u32;
+            let row: u32 = ends.iter().map(|&end| u32::from(end <= e)).sum();
+            for (i, sum) in sums.iter_mut().enumerate() {
+                // The FMA before the test, which then only selects (see `span_sum`).
+                let next = vals[j].fma(xs[j], *sum);
+                *sum = if row == i as u32 { next } else { *sum };
+            }
+        }
+    }
+    // `rows` is the task's, so the whole warp takes each butterfly or none.
+    let finish = |i: usize, sum: T| {
+        if i < rows {
+            let total = group_sum::<T, WARP_SIZE>(sum);
+            if lane == 0 {
+                // SAFETY: `first + i` is a row of the task, written by lane 0 of its warp only.
+                unsafe { store_axpby(p.op.y.as_mut_ptr(), first + i, p.op.alpha, total, p.op.beta) };
+            }
+        }
+    };
+    // Written out, each sum by a constant index: LLVM does not unroll the f64 butterflies' loop, and
+    // indexing `sums` by its counter puts them in local memory.
+    let [s0, s1, s2, s3] = sums;
+    finish(0, s0);
+    finish(1, s1);
+    finish(2, s2);
+    finish(3, s3);
 }
 
 /// Rows each lane owns in a task of several rows.
