@@ -166,6 +166,8 @@ fn the_hot_and_graph_rules_hold_on_a_run_they_were_not_fitted_on() {
             println!("  committed, missed: {} {} {} at {:.3}x", s.matrix, s.precision, s.chosen, s.ratio);
         }
         let hits = scored.iter().filter(|s| s.hit()).count();
+        let auto_hits = fit::score_auto(&samples).iter().filter(|s| s.hit()).count();
+        assert!(hits >= auto_hits, "{regime:?}: {hits} within 3%, Auto as measured {auto_hits}");
         assert!(3 * hits >= 2 * samples.len(), "{regime:?}: {hits} of {} within 3%", samples.len());
     }
 }

@@ -1676,8 +1676,8 @@ pub const CSR_STREAM: Entry = entry!("spmv_csr_stream");
 /// The entries of [`ENTRIES`] that the sm_90 module exports too, built there with the warp
 /// reductions of sm_80 (`redux.sync`) that the sm_70 module cannot use; the host takes them from the
 /// sm_90 module where it loads it (Hopper and later). The balanced kernel's warp-wide OR of each
-/// step's segment heads becomes one instruction, 2-9% of its time on small irregular matrices in a
-/// graph (docs/PERF.md, section 42).
+/// step's segment heads becomes one instruction, about 3.5% of its time on small irregular
+/// matrices in a graph (docs/PERF.md, section 42).
 pub const SM90_ENTRIES: &[Entry] = &[CSR_BALANCED];
 
 /// Entries of one window of the streaming engine at most: the rows of a window are consecutive and

@@ -19,7 +19,8 @@ pub(crate) struct StreamKernel {
     pub blocks_per_sm: [u32; STREAM_STAGES.len()],
 }
 
-/// The sm_90 module's entries (`kernels-gpu/src/stream/`), both element types.
+/// The streaming engine's entries of the sm_90 module (`kernels-gpu/src/stream/`), both element
+/// types.
 #[derive(Debug, Clone)]
 pub(crate) struct StreamKernels {
     f32: StreamKernel,
@@ -55,7 +56,8 @@ impl StreamKernels {
     }
 }
 
-/// Every entry of the sm_70 module, found by its name: each strategy looks up the entries it
+/// Every entry of the sm_70 module (or, for those of [`abi::SM90_ENTRIES`] on Hopper and later, its
+/// build in the sm_90 module), found by its name: each strategy looks up the entries it
 /// launches by their `abi` constants, so that a kernel needs no field in a table every format edits.
 /// All are looked up when the module loads, so a build whose PTX lacks one fails at
 /// [`Gpu::new`](crate::Gpu::new) and not at a product. Where a plan prepared a launch it holds the
@@ -69,11 +71,10 @@ impl Kernels {
     /// Looks every name up in `module` (the sm_70 module), but those of [`abi::SM90_ENTRIES`] in
     /// `sm90` where the GPU loaded that module.
     pub fn load(module: &Arc<CudaModule>, sm90: Option<&Arc<CudaModule>>) -> Result<Self> {
-        let newer: Vec<&str> = sm90.map_or_else(Vec::new, |_| both_types(abi::SM90_ENTRIES).collect());
         let by_name = names()
             .map(|name| {
                 let from = match sm90 {
-                    Some(sm90) if newer.contains(&name) => sm90,
+                    Some(sm90) if both_types(abi::SM90_ENTRIES).any(|newer| newer == name) => sm90,
                     _ => module,
                 };
                 Ok((name, from.load_function(name)?))
@@ -238,10 +239,22 @@ mod tests {
     #[test]
     fn the_sm90_balanced_kernel_ors_the_heads_in_one_instruction() {
         let (sm70, sm90) = (ptx_bodies(PTX), ptx_bodies(PTX_SM90));
+        let butterflies = |body: &str| body.matches("shfl.sync.bfly.b32").count();
         for name in [abi::CSR_BALANCED.f32, abi::CSR_BALANCED.f64] {
             assert!(sm90[name].contains("redux.sync.or.b32"), "{name}");
             assert!(!sm70[name].contains("redux.sync"), "{name}");
-            assert!(sm70[name].contains("shfl.sync.bfly.b32"), "{name}");
+            // The sums' butterflies (one-row tasks, tasks of a few rows, chunks) are in both.
+            assert!(butterflies(sm70[name]) > butterflies(sm90[name]), "{name}");
+        }
+    }
+
+    /// `cargo xtask ptx` writes register budgets into the sm_70 module only: an entry of both
+    /// modules with a budget would lose it on Hopper.
+    #[test]
+    fn no_entry_of_both_modules_has_a_register_budget() {
+        let budgeted: BTreeSet<_> = abi::REGISTER_BUDGETS.iter().map(|&(name, _)| name).collect();
+        for name in both_types(abi::SM90_ENTRIES) {
+            assert!(!budgeted.contains(name), "{name}");
         }
     }
 }

@@ -131,6 +131,16 @@ mod tests {
         assert_eq!(row_tasks(&offsets(&lens)).unwrap(), [0, 2, 3]);
     }
 
+    /// The GPU test's tasks of a few rows (`task_shapes`' `FEW` in `tests/gpu/csr_variants.rs`),
+    /// cut as that test says: a row longer than a task alone, and the rows between.
+    #[test]
+    fn tasks_of_a_few_rows() {
+        let lens = [257, 0, 0, 257, 0, 200, 0, 50, 100, 0, 100, 3, 60, 60, 60, 60, 0, 130, 126, 0];
+        let tasks = row_tasks(&offsets(&lens)).unwrap();
+        assert_eq!(tasks, [0, 1, 3, 4, 8, 12, 17, 20]);
+        check(&lens, &tasks);
+    }
+
     #[test]
     fn rows_per_task_are_capped() {
         // Rows of one entry, and empty rows: 64 per task, whatever their entries.

@@ -94,19 +94,25 @@ fn web_graph_like<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
 
 /// Rows whose lengths sit on the balanced kernel's boundaries: runs of 150 rows of each length of
 /// `LENS` (tasks of exactly 128 and 256 entries and one more, 64 rows of one entry, single rows of
-/// one and two spans, rows just below, at and above the split length), blocks of mixed lengths, and
-/// blocks of alternating empty and one-entry rows; rows start on and off the 32-entry steps.
+/// one and two spans, rows just below, at and above the split length), blocks of mixed lengths,
+/// blocks of alternating empty and one-entry rows, and blocks of `FEW`'s tasks of a few rows; rows
+/// start on and off the 32-entry steps.
 fn task_shapes<T: Scalar>(rng: &mut ChaCha8Rng) -> Csr<T> {
     const LENS: [usize; 20] =
         [0, 1, 2, 3, 4, 31, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257, 511, 512, 513, 2049];
-    let rows = 9_001;
+    // Cut into tasks (`row_tasks`) as [257] [0, 0] [257] [0, 200, 0, 50] [100, 0, 100, 3]
+    // [60, 60, 60, 60, 0] [130, 126, 0]: tasks of 2 to 4 rows, summed without the scan, with no
+    // entries, with empty first, middle and last rows, and of 256 entries; and one of 5 rows.
+    const FEW: [usize; 20] = [257, 0, 0, 257, 0, 200, 0, 50, 100, 0, 100, 3, 60, 60, 60, 60, 0, 130, 126, 0];
+    let rows = 12_001;
     let lens: Vec<usize> = (0..rows)
         .map(|r| {
             let block = r / 150;
-            match block % 3 {
-                0 => LENS[block / 3 % LENS.len()],
+            match block % 4 {
+                0 => LENS[block / 4 % LENS.len()],
                 1 => LENS[(r * 7919) % LENS.len()],
-                _ => r % 2,
+                2 => r % 2,
+                _ => FEW[r % FEW.len()],
             }
         })
         .collect();
@@ -557,15 +563,16 @@ fn gpu_long_rows_of_dc1() {
 
 /// The balanced kernel product after product on its task boundaries and on a web graph (the long
 /// rows' counters must return to zero), and a NaN in `x` at a column of a split row, of a short row
-/// and of a row in a task of a few rows reaching exactly the rows that read them.
+/// and (task shapes) of a row in a task of a few rows reaching exactly the rows that read them.
 #[test]
 fn gpu_balanced_tasks() {
     let test = "gpu_balanced_tasks";
     let Some(gpu) = gpu_or_skip(test) else { return };
     let mut rng = rng(test);
-    for (name, a) in
-        [("task shapes", task_shapes::<f32>(&mut rng)), ("web-graph-like", web_graph_like(&mut rng))]
-    {
+    for (name, a, few_rows) in [
+        ("task shapes", task_shapes::<f32>(&mut rng), true),
+        ("web-graph-like", web_graph_like(&mut rng), false),
+    ] {
         let mut fixture = Fixture::new(&gpu, name, &a, &mut rng);
         for _ in 0..4 {
             for block_size in [32, 128] {
@@ -579,15 +586,17 @@ fn gpu_balanced_tasks() {
         };
         let long = row_of_len(Kernel::BALANCED_LONG_ROW as usize..=usize::MAX);
         let short = row_of_len(1..=4);
-        // Rows of 64-128 entries make tasks of 2-4 rows, which the warp sums row by row, not by the scan.
-        let few = row_of_len(64..=128);
-        let nan_cols = [
-            view.row(long).0[Kernel::BALANCED_LONG_ROW as usize / 2],
-            view.row(short).0[0],
-            view.row(few).0[40],
-        ];
+        let mut nan_cols =
+            vec![view.row(long).0[Kernel::BALANCED_LONG_ROW as usize / 2], view.row(short).0[0]];
+        if few_rows {
+            // The row of 200 entries after an empty one: `task_shapes`' task [0, 200, 0, 50].
+            let few = (1..a.nrows)
+                .find(|&r| view.row(r).0.len() == 200 && view.row(r - 1).0.is_empty())
+                .expect("a task of a few rows");
+            nan_cols.push(view.row(few).0[40]);
+        }
         let mut x = random_vector::<f32>(&mut rng, a.ncols);
-        for c in nan_cols {
+        for &c in &nan_cols {
             x[c] = f32::NAN;
         }
         let dx = gpu.upload_vector(&x).unwrap();

@@ -12,7 +12,7 @@
 //! so that the last warp of a huge row sums its partial sums while the tasks still run rather than
 //! after them (blocks start roughly in index order).
 //!
-//! Thread mapping of a task of several rows `r0 .. r0 + n` with entries `k0 .. k1`:
+//! Thread mapping of a task of more than 4 rows `r0 .. r0 + n` with entries `k0 .. k1`:
 //! 1. lane `l` owns rows `r0 + 2 l` and `r0 + 2 l + 1` (those below `r0 + n`) and reads their
 //!    ranges; every lane loads the products of entries `k0 + l + 32 j`, all loads issued before the
 //!    first product (`span_loads`), for 4 steps when the task has at most 128 entries, else 8;
@@ -93,8 +93,8 @@ unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
         let k1 = u32::load_nc(offsets.add(first + rows)) as usize;
         if rows <= FEW_ROWS {
             few_rows(p, first, rows, k0, k1, lane);
-        // Half the steps for tasks that fit them: no loads or scan steps that cannot hold an entry.
         } else if k1 - k0 <= BALANCED_TASK_ENTRIES as usize / 2 {
+            // Half the steps for tasks that fit them: no loads or scan steps that cannot hold an entry.
             short_rows::<T, { SPAN_STEPS / 2 }>(p, first, rows, k0, k1, lane);
         } else {
             short_rows::<T, SPAN_STEPS>(p, first, rows, k0, k1, lane);
@@ -147,7 +147,7 @@ const FEW_ROWS: usize = 4;
 ///
 /// # Safety
 /// As [`row_task`]; `k0` and `k1` are the offsets of rows `first` and `first + rows`, `2 <= rows <=
-/// FEW_ROWS`.
+/// FEW_ROWS`, `k1 - k0 <= SPAN_STEPS * 32` (entries past it would be dropped).
 #[inline(always)]
 unsafe fn few_rows<T: Real>(
     p: &CsrBalancedParams<T>,
@@ -232,12 +232,12 @@ impl OwnedRow {
     }
 }
 
-/// A task of `rows` (2 to [`BALANCED_TASK_ROWS`]) rows from `first`, entries `k0 .. k1` with
-/// `k1 - k0 <= STEPS * 32`: lane `l` owns rows `first + 2 l` and `first + 2 l + 1` (see the module
-/// doc).
+/// A task of `rows` (more than [`FEW_ROWS`], up to [`BALANCED_TASK_ROWS`]) rows from `first`,
+/// entries `k0 .. k1`: lane `l` owns rows `first + 2 l` and `first + 2 l + 1` (see the module doc).
 ///
 /// # Safety
-/// As [`row_task`]; `k0` and `k1` are the offsets of rows `first` and `first + rows`.
+/// As [`row_task`]; `k0` and `k1` are the offsets of rows `first` and `first + rows`, `k1 - k0 <=
+/// STEPS * 32` (entries past it would be dropped).
 #[inline(always)]
 unsafe fn short_rows<T: Words, const STEPS: usize>(
     p: &CsrBalancedParams<T>,

@@ -32,8 +32,8 @@ impl Words for f64 {
 
 /// The OR of `bits` over the warp, in one `redux.sync` where the module is built for sm_80 or newer
 /// (the sm_90 module, which the host takes the balanced kernel from on Hopper): the butterfly below
-/// is 80 of a balanced task warp's 594 instructions, and the kernel is 2-9% faster on the public
-/// real set's small irregular matrices in a graph without it (docs/PERF.md, section 42). Every lane
+/// is 80 of a balanced task warp's 594 instructions, and without it the kernel is about 3.5% faster
+/// on the public real set's small irregular matrices in a graph (docs/PERF.md, section 42). Every lane
 /// of the warp must call it.
 #[cfg(target_feature = "sm_80")]
 #[inline(always)]
