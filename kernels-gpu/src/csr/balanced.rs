@@ -135,14 +135,15 @@ unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, lane: usize) {
 /// instructions in f32), and the task a butterfly a row at the end; the scan costs about 45
 /// instructions a step in f32, 60 in f64, however few rows end in it. At 4 rows the sums fit in as
 /// many registers; tasks of rows of 64 entries or more (4 of them fill a task) take it, and the
-/// power-law and circuit matrices' products in a graph ran 2-10% faster (docs/PERF.md, section 44).
+/// real set's matrices of such rows (facebook_MIT8, Maragal_6, bundle1) ran 4-10% faster in a graph
+/// in f64, 1-6% in f32 (docs/PERF.md, section 44).
 const FEW_ROWS: usize = 4;
 
 /// A task of `rows` (2 to [`FEW_ROWS`]) rows from `first`, entries `k0 .. k1` with `k1 - k0 <=
 /// SPAN_STEPS * 32`: each lane adds the products of its entries (`k0 + lane + 32 j`, loaded as
 /// [`short_rows`] loads them) into the sum of the row that holds each, told by the rows' ends, which
 /// every lane reads; then the warp adds each row's lane sums with a butterfly, and lane 0 writes it.
-/// The tasks of rows of tens of entries (power-law graphs and circuits, whose rows of 64-250
+/// The tasks of rows of tens of entries (a social graph's, a linear program's: rows of 64-250
 /// entries make tasks of 2-4) then skip the scan, whose steps mostly cross no row's end.
 ///
 /// # Safety
