@@ -4,7 +4,7 @@
 //! (`docs/PERF.md`, section 17, quotes them).
 
 use gpu_spmv::Regime as PlanRegime;
-use gpu_spmv::rule::{COLD_RULE, GRAPH_RULE, HOT_RULE, Node, panels_term, rule_for};
+use gpu_spmv::rule::{COLD_RULE, GRAPH_RULE, HOT_RULE, Node, Rule, panels_term, rule_for};
 use spmv_bench::fit;
 use spmv_bench::misses;
 use spmv_bench::report::Results;
@@ -110,28 +110,55 @@ fn the_hot_and_graph_regimes_are_fitted_from_their_own_timings() {
     let regimes = [(Regime::Hot, PlanRegime::Hot, HOT_RULE), (Regime::Graph, PlanRegime::Graph, GRAPH_RULE)];
     for (regime, plan, rule) in regimes {
         assert_eq!(rule_for(plan), rule, "{regime:?}: the plan's rule");
-        let committed = fit::Fitted { nodes: rule.nodes.to_vec() };
-        let samples = fit::samples(&results, regime);
-        assert_eq!(samples.len(), 54, "{regime:?}: Auto timed on every matrix and precision");
-        assert!(samples.iter().all(|s| s.times.len() > 10), "{regime:?}: every kernel timed");
-        let fitted = fit::fit(&samples, fit::LIMITS);
-        println!("{regime:?} regime, {REAL_ALL_REGIMES}, fitted:\n{}", fitted.rule());
-        println!("  Auto as measured:      {}", fit::describe(&fit::score_auto(&samples)));
-        println!("  the committed rule:    {}", fit::describe(&fit::score_fitted(&committed, &samples)));
-        println!("  fitted, in sample:     {}", fit::describe(&fit::score_fitted(&fitted, &samples)));
-        let loo = fit::leave_one_out(&samples, fit::LIMITS);
-        println!("  fitted, leave-one-out: {}", fit::describe(&loo));
-        for s in loo.iter().filter(|s| !s.hit()) {
+        let scores = RegimeScores::of(REAL_ALL_REGIMES, &results, regime, rule, 54);
+        for s in scores.loo.iter().filter(|s| !s.hit()) {
             println!("  left out, missed: {} {} {} at {:.3}x", s.matrix, s.precision, s.chosen, s.ratio);
         }
-        let hits = |scored: Vec<fit::Scored>| scored.iter().filter(|s| s.hit()).count();
         assert!(
-            hits(fit::score_fitted(&committed, &samples)) > hits(fit::score_auto(&samples)),
+            hits(&scores.committed) > hits(&scores.auto),
             "{regime:?}: the committed rule hits more often than the cold rule the run measured"
         );
-        assert_eq!(fitted.nodes, [rule.nodes[1]], "{regime:?}: the fit's leaf is the rule's for L2");
+        assert_eq!(scores.fitted.nodes, [rule.nodes[1]], "{regime:?}: the fit's leaf is the rule's for L2");
         assert!(matches!(rule.nodes[2], Node::Width { .. }) && rule.nodes[2] == COLD_RULE.nodes[0]);
     }
+}
+
+/// One run's samples in one regime (the hot and graph tests' runs, every kernel of ours timed), and
+/// how each chooser scores on them: Auto as the run measured it, a committed rule, and the tree the
+/// fit gives, in sample and left one out.
+struct RegimeScores {
+    auto: Vec<fit::Scored>,
+    committed: Vec<fit::Scored>,
+    fitted: fit::Fitted,
+    loo: Vec<fit::Scored>,
+}
+
+impl RegimeScores {
+    /// The scores on run `name` (`results`) in `regime`, whose samples must be `count`, with `rule`
+    /// as the committed rule; printed, with the fitted tree.
+    fn of(name: &str, results: &Results, regime: Regime, rule: Rule, count: usize) -> Self {
+        let samples = fit::samples(results, regime);
+        assert_eq!(samples.len(), count, "{regime:?}: Auto timed on every matrix and precision");
+        assert!(samples.iter().all(|s| s.times.len() > 10), "{regime:?}: every kernel timed");
+        let fitted = fit::fit(&samples, fit::LIMITS);
+        let scores = RegimeScores {
+            auto: fit::score_auto(&samples),
+            committed: fit::score_fitted(&fit::Fitted { nodes: rule.nodes.to_vec() }, &samples),
+            loo: fit::leave_one_out(&samples, fit::LIMITS),
+            fitted,
+        };
+        println!("{regime:?} regime, {name}, fitted:\n{}", scores.fitted.rule());
+        println!("  Auto as measured:      {}", fit::describe(&scores.auto));
+        println!("  the committed rule:    {}", fit::describe(&scores.committed));
+        println!("  fitted, in sample:     {}", fit::describe(&fit::score_fitted(&scores.fitted, &samples)));
+        println!("  fitted, leave-one-out: {}", fit::describe(&scores.loo));
+        scores
+    }
+}
+
+/// The samples `scored` puts within 3% of the fastest.
+fn hits(scored: &[fit::Scored]) -> usize {
+    scored.iter().filter(|s| s.hit()).count()
 }
 
 /// The public real set's 23 matrices under 20 MB with every kernel of ours timed hot and in a graph
@@ -149,26 +176,14 @@ const REAL_ALL_REGIMES_H200: &str = "2026-11-28-regimes-real-graph-h200";
 fn the_hot_and_graph_rules_hold_on_a_run_they_were_not_fitted_on() {
     let results = run(REAL_ALL_REGIMES_H200);
     for (regime, rule) in [(Regime::Hot, HOT_RULE), (Regime::Graph, GRAPH_RULE)] {
-        let committed = fit::Fitted { nodes: rule.nodes.to_vec() };
-        let samples = fit::samples(&results, regime);
-        assert_eq!(samples.len(), 46, "{regime:?}: Auto timed on every matrix and precision");
-        assert!(samples.iter().all(|s| s.times.len() > 10), "{regime:?}: every kernel timed");
-        let scored = fit::score_fitted(&committed, &samples);
-        println!("{regime:?} regime, {REAL_ALL_REGIMES_H200}:");
-        println!("  Auto as measured:      {}", fit::describe(&fit::score_auto(&samples)));
-        println!("  the committed rule:    {}", fit::describe(&scored));
-        println!(
-            "  fitted, in sample:     {}",
-            fit::describe(&fit::score_fitted(&fit::fit(&samples, fit::LIMITS), &samples))
-        );
-        println!("  fitted, leave-one-out: {}", fit::describe(&fit::leave_one_out(&samples, fit::LIMITS)));
-        for s in scored.iter().filter(|s| !s.hit()) {
+        let scores = RegimeScores::of(REAL_ALL_REGIMES_H200, &results, regime, rule, 46);
+        for s in scores.committed.iter().filter(|s| !s.hit()) {
             println!("  committed, missed: {} {} {} at {:.3}x", s.matrix, s.precision, s.chosen, s.ratio);
         }
-        let hits = scored.iter().filter(|s| s.hit()).count();
-        let auto_hits = fit::score_auto(&samples).iter().filter(|s| s.hit()).count();
-        assert!(hits >= auto_hits, "{regime:?}: {hits} within 3%, Auto as measured {auto_hits}");
-        assert!(3 * hits >= 2 * samples.len(), "{regime:?}: {hits} of {} within 3%", samples.len());
+        let (committed, auto) = (hits(&scores.committed), hits(&scores.auto));
+        assert!(committed >= auto, "{regime:?}: {committed} within 3%, Auto as measured {auto}");
+        let samples = scores.committed.len();
+        assert!(3 * committed >= 2 * samples, "{regime:?}: {committed} of {samples} within 3%");
     }
 }
 
@@ -185,7 +200,6 @@ const REAL_TWICE: [&str; 2] = ["2026-11-28-real-csr-twice-h100/a", "2026-11-28-r
 fn auto_hits_as_often_as_two_runs_agree() {
     let [a, b] = REAL_TWICE.map(|name| fit::samples(&run(name), Regime::Cold));
     assert_eq!((a.len(), b.len()), (46, 46), "both runs timed Auto on every matrix and precision");
-    let hits = |scored: &[fit::Scored]| scored.iter().filter(|s| s.hit()).count();
     let committed = fit::Fitted { nodes: COLD_RULE.nodes.to_vec() };
     for samples in [&a, &b] {
         for s in samples.iter() {
