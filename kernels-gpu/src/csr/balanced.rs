@@ -38,11 +38,10 @@
 
 use super::long_rows::{Batched, long_row_chunk};
 use super::warp_scan::{Words, segmented_scan, warp_or};
-use super::{SPAN_STEPS, row_range, span_loads, span_sum};
+use super::{SPAN_STEPS, row_range, span_loads, span_sum, warp_row_store};
 use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE};
 use crate::arch::{Load, block_dim, block_idx, grid_dim, shfl_idx_b32, thread_idx};
 use crate::real::{Real, store_axpby};
-use crate::reduce::group_sum;
 
 const WARP: usize = WARP_SIZE as usize;
 
@@ -123,10 +122,7 @@ unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, lane: usize) {
             sum = span_sum(&p.a, p.op.x.as_ptr(), from, end.min(from + SPAN), lane, sum);
             from += SPAN;
         }
-        let total = group_sum::<T, WARP_SIZE>(sum);
-        if lane == 0 {
-            store_axpby(p.op.y.as_mut_ptr(), row, p.op.alpha, total, p.op.beta);
-        }
+        warp_row_store(&p.op, row, sum, lane);
     }
 }
 
@@ -184,11 +180,8 @@ unsafe fn few_rows<T: Real>(
     // `rows` is the task's, so the whole warp takes each butterfly or none.
     let finish = |i: usize, sum: T| {
         if i < rows {
-            let total = group_sum::<T, WARP_SIZE>(sum);
-            if lane == 0 {
-                // SAFETY: `first + i` is a row of the task, written by lane 0 of its warp only.
-                unsafe { store_axpby(p.op.y.as_mut_ptr(), first + i, p.op.alpha, total, p.op.beta) };
-            }
+            // SAFETY: `first + i` is a row of the task, and the task is this warp's alone.
+            unsafe { warp_row_store(&p.op, first + i, sum, lane) };
         }
     };
     // Written out, each sum by a constant index: LLVM does not unroll the f64 butterflies' loop, and

@@ -5,10 +5,10 @@
 //! writes its `y`. How a warp reads is a type parameter ([`ChunkReads`]), so that the parametrised
 //! kernel keeps the registers of full occupancy.
 
-use super::{SPAN_STEPS, entry_product, span_sum};
+use super::{SPAN_STEPS, entry_product, span_sum, warp_row_store};
 use crate::abi::{Axpby, CsrArgs, DevicePtr, EntrySpan, LongRowArgs, WARP_SIZE};
 use crate::arch::{Load, atomic_inc_acq_rel_u32, shfl_idx_b32, sync_warp, thread_idx};
-use crate::real::{Real, store_axpby};
+use crate::real::Real;
 use crate::reduce::group_sum;
 
 /// Chunk `chunk` of a long row, summed by the calling warp; the row's last warp writes its `y`.
@@ -45,11 +45,7 @@ pub(crate) unsafe fn long_row_chunk<T: Real, R: ChunkReads>(
         }
         sync_warp();
         if shfl_idx_b32(done, 0) as usize + 1 == count {
-            let total =
-                group_sum::<T, WARP_SIZE>(R::partials_sum(long.partials.as_ptr().add(first), count, lane));
-            if lane == 0 {
-                store_axpby(op.y.as_mut_ptr(), row, op.alpha, total, op.beta);
-            }
+            warp_row_store(op, row, R::partials_sum(long.partials.as_ptr().add(first), count, lane), lane);
         }
     }
 }

@@ -30,6 +30,22 @@ unsafe fn row_range<T>(a: &CsrArgs<T>, row: usize) -> (usize, usize) {
     unsafe { (u32::load_nc(offsets.add(row)) as usize, u32::load_nc(offsets.add(row + 1)) as usize) }
 }
 
+/// Adds a row's lane sums over the warp (a butterfly) and has lane 0 write `y[row] = alpha * total
+/// + beta * y[row]`: how a warp that owns a whole row (the balanced kernel's) or the last of its
+/// chunks (`long_rows.rs`) finishes it.
+///
+/// # Safety
+/// The whole warp calls it with the same `row`; `row < op.y`'s length, and no other warp writes
+/// `y[row]`.
+#[inline(always)]
+unsafe fn warp_row_store<T: Real>(op: &Axpby<T>, row: usize, sum: T, lane: usize) {
+    let total = group_sum::<T, WARP_SIZE>(sum);
+    if lane == 0 {
+        // SAFETY: forwarded from the caller; only lane 0 writes.
+        unsafe { store_axpby(op.y.as_mut_ptr(), row, op.alpha, total, op.beta) };
+    }
+}
+
 /// The row walk of the cooperative CSR kernels (`vector.rs`, `aligned.rs`) on a CSR matrix:
 /// [`group_rows`] with `lane_sum(start, end, lane)` a lane's partial sum over its row's entries
 /// `start..end`.
