@@ -525,6 +525,18 @@ pub const BALANCED_TASK_ROWS: u32 = 2 * WARP_SIZE;
 /// thousand rows of thousands of entries) still give the GPU tens of thousands of warps.
 pub const BALANCED_LONG_ROW: u32 = 2 * BALANCED_TASK_ENTRIES;
 
+/// Where a row task of the balanced kernel starts: its first row in the low word, that row's first
+/// entry (its row offset) in the high word. The entry rides with the row so that a warp reads both
+/// bounds of its task in one round trip, not the row in one and its offset in the next.
+pub const fn task_start(row: u32, entry: u32) -> u64 {
+    row as u64 | (entry as u64) << 32
+}
+
+/// The row and the entry of a [`task_start`].
+pub const fn task_start_parts(start: u64) -> (u32, u32) {
+    (start as u32, (start >> 32) as u32)
+}
+
 /// `spmv_csr_balanced_*` (`csr/balanced.rs`): one warp per row task, one warp per long-row chunk.
 /// The first `chunk_blocks` blocks take the chunks of `long` (split at [`BALANCED_LONG_ROW`]), the
 /// blocks after them the tasks, with a stride of their own count.
@@ -533,9 +545,10 @@ pub const BALANCED_LONG_ROW: u32 = 2 * BALANCED_TASK_ENTRIES;
 pub struct CsrBalancedParams<T> {
     pub a: CsrArgs<T>,
     pub op: Axpby<T>,
-    /// `tasks + 1` ascending rows: task `t` is rows `task_rows[t] .. task_rows[t + 1]`, either one
-    /// row or at most [`BALANCED_TASK_ROWS`] rows of at most [`BALANCED_TASK_ENTRIES`] entries in all.
-    pub task_rows: DevicePtr<u32>,
+    /// `tasks + 1` ascending [`task_start`]s: task `t` is rows `row(t) .. row(t + 1)`, entries
+    /// `entry(t) .. entry(t + 1)`, either one row or at most [`BALANCED_TASK_ROWS`] rows of at most
+    /// [`BALANCED_TASK_ENTRIES`] entries in all.
+    pub task_starts: DevicePtr<u64>,
     pub tasks: u32,
     pub chunk_blocks: u32,
     pub long: LongRowArgs<T>,

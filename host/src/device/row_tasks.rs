@@ -1,7 +1,8 @@
 //! The row tasks of the balanced CSR kernel (`kernels-gpu/src/csr/balanced.rs`, whose doc describes
-//! the scheme): consecutive rows cut into pieces of about one warp's work, one `u32` per task, built
-//! in one pass over the row offsets when the kernel is first planned for the matrix; and the kernel's own long-row split, at
-//! [`BALANCED_LONG_ROW`] entries.
+//! the scheme): consecutive rows cut into pieces of about one warp's work, one `u64` per task (its
+//! first row and that row's first entry), built in one pass over the row offsets when the kernel is
+//! first planned for the matrix; and the kernel's own long-row split, at [`BALANCED_LONG_ROW`]
+//! entries.
 
 use super::Gpu;
 use super::long_rows::{DeviceLongRows, LongRowSplit};
@@ -10,7 +11,7 @@ use crate::Result;
 use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{BALANCED_LONG_ROW, BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, DevicePtr as AbiPtr};
-use kernels_gpu::abi::{LongRowArgs, WARP_SIZE};
+use kernels_gpu::abi::{LongRowArgs, WARP_SIZE, task_start};
 
 // A task of several rows fits one pass of the kernel's warp: 8 entries and 2 rows per lane. And
 // every long row is longer than a task holds, so it is alone in its task, which the task warps skip.
@@ -42,12 +43,18 @@ pub(crate) fn row_tasks(offsets: &[u32]) -> Result<Vec<u32>> {
     Ok(tasks)
 }
 
+/// The kernel's [`task_start`] of each of `task_rows` (from [`row_tasks`] on `offsets`): the row
+/// and its offset.
+fn task_starts(offsets: &[u32], task_rows: &[u32]) -> Vec<u64> {
+    task_rows.iter().map(|&row| task_start(row, offsets[row as usize])).collect()
+}
+
 /// The tasks and long-row split of one matrix on the device.
 #[derive(Debug)]
 pub(crate) struct DeviceRowTasks<T> {
-    // Only ever reached through `task_rows_ptr`; held so that it lives as long as the matrix.
-    task_rows: CudaSlice<u32>,
-    task_rows_ptr: AbiPtr<u32>,
+    // Only ever reached through `task_starts_ptr`; held so that it lives as long as the matrix.
+    task_starts: CudaSlice<u64>,
+    task_starts_ptr: AbiPtr<u64>,
     tasks: u32,
     long_rows: DeviceLongRows<T>,
 }
@@ -58,14 +65,15 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
         let task_rows = row_tasks(offsets)?;
         let tasks = narrow("the row task count", task_rows.len() - 1)?;
         let long_rows = DeviceLongRows::upload(gpu, &LongRowSplit::new(offsets, BALANCED_LONG_ROW)?)?;
-        let task_rows = gpu.upload(&task_rows)?;
-        let task_rows_ptr = addr(&task_rows, gpu);
-        Ok(Self { task_rows, task_rows_ptr, tasks, long_rows })
+        let task_starts = task_starts(offsets, &task_rows);
+        let task_starts = gpu.upload(&task_starts)?;
+        let task_starts_ptr = addr(&task_starts, gpu);
+        Ok(Self { task_starts, task_starts_ptr, tasks, long_rows })
     }
 
-    /// `tasks + 1` rows: task `t` is rows `task_rows[t] .. task_rows[t + 1]`.
-    pub fn task_rows(&self) -> AbiPtr<u32> {
-        self.task_rows_ptr
+    /// `tasks + 1` [`task_start`]s: task `t` is rows and entries from start `t` to start `t + 1`.
+    pub fn task_starts(&self) -> AbiPtr<u64> {
+        self.task_starts_ptr
     }
 
     /// How many tasks there are.
@@ -80,7 +88,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
 
     /// Bytes on the device, the long-row split included.
     pub fn device_bytes(&self) -> usize {
-        self.task_rows.len() * 4 + self.long_rows.device_bytes()
+        self.task_starts.len() * 8 + self.long_rows.device_bytes()
     }
 }
 
@@ -88,6 +96,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
 mod tests {
     use super::*;
     use crate::device::long_rows::tests::offsets;
+    use kernels_gpu::abi::task_start_parts;
 
     /// Checks what every task list must satisfy: rows `0 .. rows` covered once in order, and every
     /// task either one row or within both limits.
@@ -129,6 +138,19 @@ mod tests {
         // A task that fills exactly.
         let lens = [128, 128, 1];
         assert_eq!(row_tasks(&offsets(&lens)).unwrap(), [0, 2, 3]);
+    }
+
+    /// Each start holds its row and that row's offset, in the words the kernel takes them from.
+    #[test]
+    fn task_starts_carry_each_rows_offset() {
+        let lens = [257, 0, 0, 257, 0, 200, 0, 50, 100, 0, 100, 3];
+        let offsets = offsets(&lens);
+        let rows = row_tasks(&offsets).unwrap();
+        let starts = task_starts(&offsets, &rows);
+        let parts: Vec<(u32, u32)> = starts.iter().map(|&s| task_start_parts(s)).collect();
+        let expected: Vec<(u32, u32)> = rows.iter().map(|&r| (r, offsets[r as usize])).collect();
+        assert_eq!(parts, expected);
+        assert_eq!(task_start_parts(task_start(u32::MAX, u32::MAX - 1)), (u32::MAX, u32::MAX - 1));
     }
 
     /// The GPU test's tasks of a few rows (`task_shapes`' `FEW` in `tests/gpu/csr_variants.rs`),

@@ -3,8 +3,9 @@
 //! Format", SC 2014, section 3; done per warp and with shuffles instead of per block through shared
 //! memory), so that a warp never waits for the longest of rows it happens to hold.
 //!
-//! At upload the host cuts the rows into tasks of consecutive rows (`task_rows`, one `u32` per task):
-//! at most [`BALANCED_TASK_ROWS`] rows holding at most [`BALANCED_TASK_ENTRIES`] entries in all, or a
+//! At upload the host cuts the rows into tasks of consecutive rows (`task_starts`, one `u64` per
+//! task: its first row and that row's offset, so that the warp's first round trip gives it both its
+//! rows and its entries): at most [`BALANCED_TASK_ROWS`] rows holding at most [`BALANCED_TASK_ENTRIES`] entries in all, or a
 //! single row, longer than that or not fitting beside its neighbours. Rows of
 //! [`BALANCED_LONG_ROW`](crate::abi::BALANCED_LONG_ROW) entries or more are a task of their own that
 //! the task warps skip: they are cut into chunks for the long-row path shared with the parametrised
@@ -38,8 +39,8 @@
 
 use super::long_rows::{Batched, long_row_chunk};
 use super::warp_scan::{Words, segmented_scan, warp_or};
-use super::{SPAN_STEPS, row_range, span_loads, span_sum, warp_row_store};
-use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE};
+use super::{SPAN_STEPS, span_loads, span_sum, warp_row_store};
+use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE, task_start_parts};
 use crate::arch::{Load, block_dim, block_idx, grid_dim, shfl_idx_b32, thread_idx};
 use crate::real::{Real, store_axpby};
 
@@ -80,16 +81,17 @@ unsafe fn csr_balanced<T: Words>(p: CsrBalancedParams<T>) {
 #[inline(always)]
 unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
     let lane = (thread_idx() % WARP_SIZE) as usize;
-    // SAFETY: `task + 1 <= tasks`, and `task_rows` has `tasks + 1` ascending rows up to `rows`.
+    // SAFETY: `task + 1 <= tasks`, and `task_starts` has `tasks + 1` ascending starts up to `rows`
+    // and `nnz`, each entry its row's offset.
     unsafe {
-        let first = u32::load_nc(p.task_rows.as_ptr().add(task)) as usize;
-        let rows = u32::load_nc(p.task_rows.as_ptr().add(task + 1)) as usize - first;
+        let starts = p.task_starts.as_ptr();
+        let (first, k0) = task_start_parts(u64::load_nc(starts.add(task)));
+        let (end, k1) = task_start_parts(u64::load_nc(starts.add(task + 1)));
+        let (first, rows) = (first as usize, (end - first) as usize);
+        let (k0, k1) = (k0 as usize, k1 as usize);
         if rows == 1 {
-            return one_row(p, first, lane);
+            return one_row(p, first, k0, k1, lane);
         }
-        let offsets = p.a.row_offsets.as_ptr();
-        let k0 = u32::load_nc(offsets.add(first)) as usize;
-        let k1 = u32::load_nc(offsets.add(first + rows)) as usize;
         if rows <= FEW_ROWS {
             few_rows(p, first, rows, k0, k1, lane);
         } else if k1 - k0 <= BALANCED_TASK_ENTRIES as usize / 2 {
@@ -105,13 +107,12 @@ unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
 /// it then, `y` included).
 ///
 /// # Safety
-/// As [`row_task`], and `row < rows`.
+/// As [`row_task`], `row < rows`, and `start .. end` are the row's entries.
 #[inline(always)]
-unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, lane: usize) {
+unsafe fn one_row<T: Real>(p: &CsrBalancedParams<T>, row: usize, start: usize, end: usize, lane: usize) {
     const SPAN: usize = SPAN_STEPS * WARP;
     // SAFETY: `row < rows`; entries and columns are in range (host validation).
     unsafe {
-        let (start, end) = row_range(&p.a, row);
         // A row has at most nnz <= u32::MAX entries.
         if p.long.is_long((end - start) as u32) {
             return;

@@ -145,7 +145,7 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                 let params = CsrBalancedParams {
                     a,
                     op,
-                    task_rows: tasks.task_rows(),
+                    task_starts: tasks.task_starts(),
                     tasks: tasks.tasks(),
                     chunk_blocks,
                     long,
