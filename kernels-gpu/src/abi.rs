@@ -1686,12 +1686,17 @@ pub const COMPRESSED_F32: [Entry; 6] = [
 /// `spmv_csr_stream_*` (`stream/`), in the sm_90 module only: the streaming engine's CSR product.
 pub const CSR_STREAM: Entry = entry!("spmv_csr_stream");
 
-/// The entries of [`ENTRIES`] that the sm_90 module exports too, built there with the warp
-/// reductions of sm_80 (`redux.sync`) that the sm_70 module cannot use; the host takes them from the
-/// sm_90 module where it loads it (Hopper and later). The balanced kernel's warp-wide OR of each
-/// step's segment heads becomes one instruction, about 3.5% of its time on small irregular
-/// matrices in a graph (docs/PERF.md, section 42).
-pub const SM90_ENTRIES: &[Entry] = &[CSR_BALANCED];
+/// The entries of [`ENTRIES`] that the sm_90 module exports too; the host takes them from the sm_90
+/// module where it loads it (Hopper and later). Built there:
+/// - with the warp reductions of sm_80 (`redux.sync`) that the sm_70 module cannot use: the
+///   balanced kernel's warp-wide OR of each step's segment heads becomes one instruction, about 3.5%
+///   of its time on small irregular matrices in a graph (docs/PERF.md, section 42);
+/// - waiting, first thing, for the grids ahead of them (`griddepcontrol.wait`), so that the host
+///   launches them with programmatic stream serialization: a product's blocks are placed, and its
+///   parameters read, while the kernel before it finishes, 4-14% of the time of the small products
+///   Auto gives these kernels, in a graph and back to back (section 47).
+pub const SM90_ENTRIES: &[Entry] =
+    &[CSR_BALANCED, CSR_VECTOR[0], CSR_VECTOR[1], CSR_VECTOR[2], CSR_VECTOR[3], CSR_VECTOR[4]];
 
 /// Entries of one window of the streaming engine at most: the rows of a window are consecutive and
 /// hold at most this many entries in all; a longer row goes to the long-row chunk path. 1024 entries

@@ -1,6 +1,7 @@
 //! The only inline PTX of the crate: thread ids, warp shuffles and votes, global loads, barriers and
-//! atomics, and, built for sm_90 only, a warp's OR in one instruction (`redux_or_b32`) and (`hopper`)
-//! the bulk copy engine with its transaction barriers.
+//! atomics, and, built for sm_90 only, a warp's OR in one instruction (`redux_or_b32`), the wait for
+//! the grids a programmatic launch depends on (`wait_for_prerequisite_grids`) and (`hopper`) the
+//! bulk copy engine with its transaction barriers.
 
 use core::arch::asm;
 use core::arch::nvptx;
@@ -53,6 +54,16 @@ pub fn ballot(predicate: bool) -> u32 {
         );
     }
     out
+}
+
+/// `griddepcontrol.wait` (sm_90, so only in the sm_90 module): returns once the grids this one was
+/// launched to depend on (programmatically) have completed and their writes are visible; at once
+/// when it was launched without that. Not `nomem`: no memory access may move above it.
+#[cfg(target_feature = "sm_90")]
+#[inline(always)]
+pub fn wait_for_prerequisite_grids() {
+    // SAFETY: no operands; it only orders this thread after the prerequisite grids.
+    unsafe { asm!("griddepcontrol.wait;", options(nostack)) };
 }
 
 /// `redux.sync.or.b32` (sm_80, so only in the sm_90 module): the OR of `value` over the warp, in

@@ -20,7 +20,7 @@
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
 // kernels but the streaming engine; and one for sm_90 with the streaming engine (`stream`), whose
 // bulk copies Hopper introduced, and the few kernels that newer instructions make faster, exported
-// from both (`abi::SM90_ENTRIES`). The sm_90 build compiles the other kernels' code without exporting
+// from both (`abi::SM90_ENTRIES`: `redux.sync`, and `griddepcontrol.wait` for programmatic launch). The sm_90 build compiles the other kernels' code without exporting
 // it (`ptx_entry!`), so that those can share it; unexported, it is unused there.
 #![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(dead_code, unused_imports))]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]
@@ -84,7 +84,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
 
 /// Exports one monomorphised kernel as a PTX `.entry` taking its parameter struct by value: in the
 /// sm_70 module; with `sm_90` first, in the sm_90 module; with `both` first, in each, built for each
-/// (see the crate's attributes).
+/// (see the crate's attributes), the sm_90 build waiting first for the grids ahead of it.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! ptx_entry {
     ($name:ident, $params:ty, $kernel:expr) => {
@@ -95,15 +95,24 @@ macro_rules! ptx_entry {
         #[cfg(target_feature = "sm_90")]
         $crate::ptx_entry!(@export $name, $params, $kernel);
     };
+    // The sm_90 build waits first for the grids it was launched to depend on: the host launches
+    // these entries with programmatic stream serialization there (`abi::SM90_ENTRIES`).
     (both $name:ident, $params:ty, $kernel:expr) => {
-        $crate::ptx_entry!(@export $name, $params, $kernel);
+        $crate::ptx_entry!(@export $name, $params, $kernel, {
+            #[cfg(target_feature = "sm_90")]
+            $crate::arch::wait_for_prerequisite_grids();
+        });
     };
     (@export $name:ident, $params:ty, $kernel:expr) => {
+        $crate::ptx_entry!(@export $name, $params, $kernel, {});
+    };
+    (@export $name:ident, $params:ty, $kernel:expr, { $($prologue:tt)* }) => {
         #[unsafe(no_mangle)]
         /// # Safety
         /// Launched only through the host's launch layer, with the parameters its
         /// validated device matrix and vectors produce.
         pub unsafe extern "ptx-kernel" fn $name(p: $params) {
+            $($prologue)*
             // SAFETY: the host upholds the kernel's contract (see the host's `launch` module).
             unsafe { $kernel(p) }
         }

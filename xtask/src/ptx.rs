@@ -12,8 +12,9 @@ use std::process::Command;
 ///   docs/PERF.md records the measurement behind choosing it over sm_90 for them.
 /// - sm_90 (PTX ISA 8.0): the streaming engine (`kernels-gpu/src/stream/`), whose bulk copies and
 ///   transaction barriers Hopper introduced, and a second build of the kernels that newer
-///   instructions make faster (`abi::SM90_ENTRIES`: the balanced kernel's `redux.sync`); the host
-///   loads it on GPUs that run it and takes those entries from it.
+///   instructions make faster (`abi::SM90_ENTRIES`: the balanced kernel's `redux.sync`, and the
+///   wait that lets them launch before the kernel ahead of them ends); the host loads it on GPUs
+///   that run it and takes those entries from it.
 const MODULES: [Module; 2] = [
     Module {
         target_cpu: "sm_70",

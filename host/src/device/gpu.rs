@@ -208,6 +208,13 @@ impl Gpu {
         self.kernels.get(name)
     }
 
+    /// Whether `entry` is launched with programmatic stream serialization: it is one of
+    /// [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES), whose sm_90 builds wait for the grids
+    /// ahead of them before anything else, and this GPU loaded the sm_90 module.
+    pub(crate) fn launches_programmatically(&self, entry: Entry) -> bool {
+        self.has_stream_engine() && kernels_gpu::abi::SM90_ENTRIES.contains(&entry)
+    }
+
     /// Whether [`Kernel::CsrStream`](crate::Kernel::CsrStream), the streaming engine, runs on this
     /// GPU: compute capability 9.0 (Hopper) or later, where the driver loads the sm_90 module.
     pub fn has_stream_engine(&self) -> bool {

@@ -248,6 +248,25 @@ mod tests {
         }
     }
 
+    /// Every entry of both modules waits for its prerequisite grids first in its sm_90 build (and
+    /// nowhere in the sm_70 module), which is what makes launching it programmatically safe
+    /// (`Prepared::of_entry`): no access of the kernel's but its parameters' comes before the wait.
+    #[test]
+    fn the_sm90_builds_wait_for_the_grids_ahead_first() {
+        let (sm70, sm90) = (ptx_bodies(PTX), ptx_bodies(PTX_SM90));
+        for name in both_types(abi::SM90_ENTRIES) {
+            let body = sm90[name];
+            let wait = body.find("griddepcontrol.wait;").unwrap_or_else(|| panic!("{name}: no wait"));
+            assert_eq!(body.matches("griddepcontrol.wait;").count(), 1, "{name}");
+            // Only the launch's own parameters may be read before it.
+            let before = body[..wait].replace("ld.param.", "");
+            for access in ["ld.", "st.", "atom.", "red.", "cp."] {
+                assert!(!before.contains(access), "{name}: {access} before the wait");
+            }
+        }
+        assert!(sm70.values().all(|body| !body.contains("griddepcontrol")));
+    }
+
     /// `cargo xtask ptx` writes register budgets into the sm_70 module only: an entry of both
     /// modules with a budget would lose it on Hopper.
     #[test]

@@ -8,8 +8,8 @@ use crate::scalar::Scalar;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaStream, result, sys};
 use kernels_gpu::abi::{
-    self as abi, Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, GATHER_BLOCK_SIZE, GatherParams,
-    L2_PREFETCH_BLOCK_SIZE, L2PrefetchParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
+    self as abi, Accumulate, Axpby, DenseScaleParams, DevicePtr as AbiPtr, Entry, GATHER_BLOCK_SIZE,
+    GatherParams, L2_PREFETCH_BLOCK_SIZE, L2PrefetchParams, SCALE_BLOCK_SIZE, ScaleParams, ScatterAddParams,
 };
 use kernels_gpu::index::grid_blocks;
 use std::ffi::c_void;
@@ -56,7 +56,21 @@ pub struct Prepared<P> {
     block: u32,
     shared_bytes: u32,
     params: P,
-    cooperative: bool,
+    mode: Mode,
+}
+
+/// How a [`Prepared`] launch is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    /// Every block resident at once, or the driver refuses the launch.
+    Cooperative,
+    /// With programmatic stream serialization: the grid may be launched before the kernel ahead of
+    /// it on the stream (or in a graph) has finished, for an entry that waits for that kernel
+    /// (`griddepcontrol.wait`) before any access. No kernel of ours triggers early, so the grid's
+    /// blocks are placed as the blocks ahead retire: what is saved is the launch's latency, not an
+    /// overlap of the two kernels' work, which cost the products more (docs/PERF.md, section 47).
+    Programmatic,
 }
 
 impl<P: WithOperands> Prepared<P> {
@@ -68,7 +82,26 @@ impl<P: WithOperands> Prepared<P> {
     /// accesses within those buffers and the ones `params` points to, and the latter live as long as
     /// the matrix `params` was built from.
     pub(crate) unsafe fn new(f: &CudaFunction, grid: u32, block: u32, shared_bytes: u32, params: P) -> Self {
-        Self { f: f.clone(), grid, block, shared_bytes, params, cooperative: false }
+        Self { f: f.clone(), grid, block, shared_bytes, params, mode: Mode::Plain }
+    }
+
+    /// As [`Prepared::new`] for `entry` in element type `T`, launched with programmatic stream
+    /// serialization where `gpu` takes it from the sm_90 module, whose build of it waits for the
+    /// grids ahead of it first ([`Gpu::launches_programmatically`]).
+    ///
+    /// # Safety
+    /// As [`Prepared::new`], for the function of `entry`.
+    pub(crate) unsafe fn of_entry<T: Scalar>(
+        gpu: &Gpu,
+        entry: Entry,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        params: P,
+    ) -> Result<Self> {
+        let f = gpu.kernel::<T>(entry)?.clone();
+        let mode = if gpu.launches_programmatically(entry) { Mode::Programmatic } else { Mode::Plain };
+        Ok(Self { f, grid, block, shared_bytes, params, mode })
     }
 
     /// As [`Prepared::new`], for a kernel whose blocks wait for each other (a grid-wide barrier):
@@ -84,7 +117,7 @@ impl<P: WithOperands> Prepared<P> {
         shared_bytes: u32,
         params: P,
     ) -> Self {
-        Self { f: f.clone(), grid, block, shared_bytes, params, cooperative: true }
+        Self { f: f.clone(), grid, block, shared_bytes, params, mode: Mode::Cooperative }
     }
 
     /// Enqueues the launch on `gpu`'s stream with the operands `op`.
@@ -97,7 +130,7 @@ impl<P: WithOperands> Prepared<P> {
         let params = self.params.with(op);
         let (f, shape) = (&self.f, (self.grid, self.block, self.shared_bytes));
         // SAFETY: `Prepared::new`'s contract, with the operands the caller vouches for.
-        unsafe { launch_as(gpu.stream(), f, shape, &params, self.cooperative) }
+        unsafe { launch_as(gpu.stream(), f, shape, &params, self.mode) }
     }
 }
 
@@ -116,12 +149,11 @@ pub(crate) unsafe fn launch<P>(
     params: &P,
 ) -> Result<()> {
     // SAFETY: the caller's contract.
-    unsafe { launch_as(gpu.stream(), f, (grid, block, shared_bytes), params, false) }
+    unsafe { launch_as(gpu.stream(), f, (grid, block, shared_bytes), params, Mode::Plain) }
 }
 
 /// [`launch`] on `stream` (of the context `f` was loaded in) with the shape
-/// `(grid, block, shared_bytes)`, cooperatively when `cooperative` (the driver refuses a grid whose
-/// blocks cannot all be resident at once).
+/// `(grid, block, shared_bytes)`, in `mode`.
 ///
 /// # Safety
 /// As [`launch`].
@@ -130,7 +162,7 @@ unsafe fn launch_as<P>(
     f: &CudaFunction,
     (grid, block, shared_bytes): (u32, u32, u32),
     params: &P,
-    cooperative: bool,
+    mode: Mode,
 ) -> Result<()> {
     if grid == 0 {
         return Ok(());
@@ -140,17 +172,38 @@ unsafe fn launch_as<P>(
     // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
     // contract); the driver copies it before the launch call returns, so the borrow suffices.
     let launched = unsafe {
-        if cooperative {
-            result::launch_cooperative_kernel(
+        match mode {
+            Mode::Plain => {
+                result::launch_kernel(cu_f, (grid, 1, 1), (block, 1, 1), shared_bytes, stream, &mut args)
+            }
+            Mode::Cooperative => result::launch_cooperative_kernel(
                 cu_f,
                 (grid, 1, 1),
                 (block, 1, 1),
                 shared_bytes,
                 stream,
                 &mut args,
-            )
-        } else {
-            result::launch_kernel(cu_f, (grid, 1, 1), (block, 1, 1), shared_bytes, stream, &mut args)
+            ),
+            Mode::Programmatic => {
+                let mut attribute = sys::CUlaunchAttribute {
+                    id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                    pad: [0; 4],
+                    value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
+                };
+                let config = sys::CUlaunchConfig {
+                    gridDimX: grid,
+                    gridDimY: 1,
+                    gridDimZ: 1,
+                    blockDimX: block,
+                    blockDimY: 1,
+                    blockDimZ: 1,
+                    sharedMemBytes: shared_bytes,
+                    hStream: stream,
+                    attrs: &mut attribute,
+                    numAttrs: 1,
+                };
+                sys::cuLaunchKernelEx(&config, cu_f, args.as_mut_ptr(), std::ptr::null_mut()).result()
+            }
         }
     };
     match launched {
@@ -224,7 +277,7 @@ pub(crate) unsafe fn gather<T: Scalar>(
     let params = GatherParams { x, indices, out, len };
     let shape = (grid_blocks(u64::from(len), GATHER_BLOCK_SIZE), GATHER_BLOCK_SIZE, 0);
     // SAFETY: guaranteed by the caller; the kernel grid-strides over `len`.
-    unsafe { launch_as(stream, gpu.kernel::<T>(abi::DIST_GATHER)?, shape, &params, false) }
+    unsafe { launch_as(stream, gpu.kernel::<T>(abi::DIST_GATHER)?, shape, &params, Mode::Plain) }
 }
 
 /// `dist_scatter_add_*`: `y[indices[i]] += v[i]` for `i < len`.

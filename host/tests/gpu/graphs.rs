@@ -71,6 +71,68 @@ fn gpu_products_in_graphs() {
     replayed(&gpu, "dense blocks", &gpu.plan(&dense, CooKernel::Segmented).unwrap(), &a, &x);
 }
 
+/// Products chained through their vectors (`v[k + 1] = A v[k]`), enqueued back to back with no
+/// wait between them, then captured and replayed: each product must read the `x` the one before it
+/// wrote. On Hopper the balanced and vector kernels are launched before the product ahead of them
+/// has finished (programmatic stream serialization), so this checks that they wait for it: every `v[k]`
+/// past the first is poisoned with NaN first, and each step is checked against the reference on the
+/// `v[k]` the GPU produced.
+#[test]
+fn gpu_chained_products_read_the_vector_before_them() {
+    const STEPS: usize = 8;
+    let test = "gpu_chained_products_read_the_vector_before_them";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    let a =
+        Csr::<f32>::random(&mut rng, 20_011, 20_011, true, |r| if r % 4001 == 7 { 3_000 } else { r % 37 });
+    let csr = gpu.upload_csr_ref(a.view()).unwrap();
+    let v0 = random_vector::<f32>(&mut rng, a.ncols);
+    let poison = vec![f32::NAN; a.nrows];
+    let (alpha, zero) = (0.125, 0.0);
+    for kernel in [
+        Kernel::Auto,
+        Kernel::CsrBalanced { block_size: 128 },
+        Kernel::CsrBalanced { block_size: 256 },
+        Kernel::CsrVector { coop: 8, block_size: 128 },
+        Kernel::CsrVector { coop: 32, block_size: 256 },
+    ] {
+        let plan = gpu.plan(&csr, kernel).unwrap();
+        let mut v: Vec<_> = std::iter::once(gpu.upload_vector(&v0).unwrap())
+            .chain((0..STEPS).map(|_| gpu.upload_vector(&poison).unwrap()))
+            .collect();
+        let chain = |v: &mut Vec<_>| -> gpu_spmv::Result<()> {
+            for k in 0..STEPS {
+                let (done, next) = v.split_at_mut(k + 1);
+                plan.spmv(alpha, &done[k], zero, &mut next[0])?;
+            }
+            Ok(())
+        };
+        let check_steps = |v: &[_], how: &str| {
+            let host: Vec<Vec<f32>> =
+                v.iter().map(|d: &gpu_spmv::DeviceVector<f32>| d.to_host(&gpu).unwrap()).collect();
+            for k in 0..STEPS {
+                check(
+                    &format!("{kernel:?} {how} step {k}"),
+                    &a,
+                    alpha,
+                    &host[k],
+                    zero,
+                    &poison,
+                    &host[k + 1],
+                );
+            }
+        };
+        chain(&mut v).unwrap();
+        check_steps(&v, "on the stream");
+        for d in &mut v[1..] {
+            d.copy_from_host(&gpu, &poison).unwrap();
+        }
+        let graph = gpu.capture(|| chain(&mut v)).unwrap();
+        graph.launch().unwrap();
+        check_steps(&v, "in a graph");
+    }
+}
+
 /// What cannot be captured fails the capture with a typed error and leaves the stream working: an
 /// upload, a plan that would build its strategy data, reading back, waiting for the stream.
 #[test]

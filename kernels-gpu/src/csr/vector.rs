@@ -29,13 +29,13 @@ unsafe fn csr_vector<T: Real, const COOP: u32>(p: CsrParams<T>) {
     unsafe { rows_by_groups::<T, COOP>(&p, lane_sum) }
 }
 
-crate::ptx_entry!(spmv_csr_vector_c2_f32, CsrParams<f32>, csr_vector::<f32, 2>);
-crate::ptx_entry!(spmv_csr_vector_c4_f32, CsrParams<f32>, csr_vector::<f32, 4>);
-crate::ptx_entry!(spmv_csr_vector_c8_f32, CsrParams<f32>, csr_vector::<f32, 8>);
-crate::ptx_entry!(spmv_csr_vector_c16_f32, CsrParams<f32>, csr_vector::<f32, 16>);
-crate::ptx_entry!(spmv_csr_vector_c32_f32, CsrParams<f32>, csr_vector::<f32, 32>);
-crate::ptx_entry!(spmv_csr_vector_c2_f64, CsrParams<f64>, csr_vector::<f64, 2>);
-crate::ptx_entry!(spmv_csr_vector_c4_f64, CsrParams<f64>, csr_vector::<f64, 4>);
-crate::ptx_entry!(spmv_csr_vector_c8_f64, CsrParams<f64>, csr_vector::<f64, 8>);
-crate::ptx_entry!(spmv_csr_vector_c16_f64, CsrParams<f64>, csr_vector::<f64, 16>);
-crate::ptx_entry!(spmv_csr_vector_c32_f64, CsrParams<f64>, csr_vector::<f64, 32>);
+crate::ptx_entry!(both spmv_csr_vector_c2_f32, CsrParams<f32>, csr_vector::<f32, 2>);
+crate::ptx_entry!(both spmv_csr_vector_c4_f32, CsrParams<f32>, csr_vector::<f32, 4>);
+crate::ptx_entry!(both spmv_csr_vector_c8_f32, CsrParams<f32>, csr_vector::<f32, 8>);
+crate::ptx_entry!(both spmv_csr_vector_c16_f32, CsrParams<f32>, csr_vector::<f32, 16>);
+crate::ptx_entry!(both spmv_csr_vector_c32_f32, CsrParams<f32>, csr_vector::<f32, 32>);
+crate::ptx_entry!(both spmv_csr_vector_c2_f64, CsrParams<f64>, csr_vector::<f64, 2>);
+crate::ptx_entry!(both spmv_csr_vector_c4_f64, CsrParams<f64>, csr_vector::<f64, 4>);
+crate::ptx_entry!(both spmv_csr_vector_c8_f64, CsrParams<f64>, csr_vector::<f64, 8>);
+crate::ptx_entry!(both spmv_csr_vector_c16_f64, CsrParams<f64>, csr_vector::<f64, 16>);
+crate::ptx_entry!(both spmv_csr_vector_c32_f64, CsrParams<f64>, csr_vector::<f64, 32>);

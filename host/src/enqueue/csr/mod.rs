@@ -95,13 +95,14 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
         let a = self.args();
         let op = unset_axpby();
         let rows = |entry, group: u32, block: u32| -> Result<_> {
-            let f = gpu.kernel::<T>(entry)?;
             let grid = grid_blocks(coop_threads(a.rows, group), block);
             // SAFETY: the kernel walks rows `0 .. a.rows` of the matrix's arrays (valid CSR by
             // construction of `DeviceCsr`) with a grid stride, reading `x` at the matrix's columns and
             // writing `y` at its rows; `Kernel::check` made the block whole warps, which keeps the
             // group shuffles' member mask full.
-            Ok(CsrLaunch::Rows(unsafe { Prepared::new(f, grid, block, 0, CsrParams { a, op }) }))
+            Ok(CsrLaunch::Rows(unsafe {
+                Prepared::of_entry::<T>(gpu, entry, grid, block, 0, CsrParams { a, op })?
+            }))
         };
         let launch = match kernel {
             // `Kernel::auto_for` never answers `Auto`.
@@ -150,12 +151,13 @@ impl<T: Scalar> Enqueue<T> for DeviceCsr<T> {
                     chunk_blocks,
                     long,
                 };
-                let f = gpu.kernel::<T>(abi::CSR_BALANCED)?;
+                let grid = chunk_blocks + task_blocks;
                 // SAFETY: as for the row kernels; the tasks, the long-row arrays and scratch were built
                 // for this very matrix (`DeviceCsr::row_tasks`); the grid has a warp for each chunk,
                 // then at least one block for the tasks (a product launches only for a matrix with
                 // rows, so with tasks).
-                let launch = unsafe { Prepared::new(f, chunk_blocks + task_blocks, block_size, 0, params) };
+                let launch =
+                    unsafe { Prepared::of_entry::<T>(gpu, abi::CSR_BALANCED, grid, block_size, 0, params)? };
                 CsrLaunch::Balanced(launch)
             }
             Kernel::CsrMerge { block_size } => {
