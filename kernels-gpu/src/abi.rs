@@ -525,16 +525,26 @@ pub const BALANCED_TASK_ROWS: u32 = 2 * WARP_SIZE;
 /// thousand rows of thousands of entries) still give the GPU tens of thousands of warps.
 pub const BALANCED_LONG_ROW: u32 = 2 * BALANCED_TASK_ENTRIES;
 
-/// Where a row task of the balanced kernel starts: its first row in the low word, that row's first
-/// entry (its row offset) in the high word. The entry rides with the row so that a warp reads both
-/// bounds of its task in one round trip, not the row in one and its offset in the next.
-pub const fn task_start(row: u32, entry: u32) -> u64 {
-    row as u64 | (entry as u64) << 32
-}
+/// Where a row task of the balanced kernel starts: its first row in the low 32 bits, that row's first
+/// entry (its row offset) in the high 32 bits. The entry rides with the row so that a warp reads both
+/// bounds of its task in one round trip, not the row in one and its offset in the next, as
+/// [`EntrySpan`] gives a chunk warp both ends of its chunk.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskStart(pub u64);
 
-/// The row and the entry of a [`task_start`].
-pub const fn task_start_parts(start: u64) -> (u32, u32) {
-    (start as u32, (start >> 32) as u32)
+impl TaskStart {
+    pub const fn new(row: u32, entry: u32) -> Self {
+        TaskStart(((entry as u64) << 32) | row as u64)
+    }
+
+    pub const fn row(self) -> u32 {
+        self.0 as u32
+    }
+
+    pub const fn entry(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
 /// `spmv_csr_balanced_*` (`csr/balanced.rs`): one warp per row task, one warp per long-row chunk.
@@ -545,10 +555,10 @@ pub const fn task_start_parts(start: u64) -> (u32, u32) {
 pub struct CsrBalancedParams<T> {
     pub a: CsrArgs<T>,
     pub op: Axpby<T>,
-    /// `tasks + 1` ascending [`task_start`]s: task `t` is rows `row(t) .. row(t + 1)`, entries
+    /// `tasks + 1` ascending [`TaskStart`]s: task `t` is rows `row(t) .. row(t + 1)`, entries
     /// `entry(t) .. entry(t + 1)`, either one row or at most [`BALANCED_TASK_ROWS`] rows of at most
     /// [`BALANCED_TASK_ENTRIES`] entries in all.
-    pub task_starts: DevicePtr<u64>,
+    pub task_starts: DevicePtr<TaskStart>,
     pub tasks: u32,
     pub chunk_blocks: u32,
     pub long: LongRowArgs<T>,

@@ -86,8 +86,10 @@ pub fn redux_or_b32(value: u32) -> u32 {
 }
 
 /// Global loads of one element through the read-only (texture) data path, legal only for data no thread
-/// writes during the kernel. The explicit `.global` states the address space, which the generic
-/// pointers of the parameter struct cannot tell LLVM.
+/// writes during the kernel. A grid launched programmatically may be resident while the kernel ahead
+/// still writes its `x`: its loads come after its `griddepcontrol.wait`, past which those writes are
+/// done and visible (`wait_for_prerequisite_grids`). The explicit `.global` states the address space,
+/// which the generic pointers of the parameter struct cannot tell LLVM.
 pub trait Load: Copy {
     /// # Safety
     /// `p` is a valid, aligned global address of a `Self` that no thread writes during the kernel.

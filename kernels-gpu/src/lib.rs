@@ -20,7 +20,8 @@
 // `cargo xtask ptx` builds two modules: one for sm_70, which every GPU from Volta on runs, with all
 // kernels but the streaming engine; and one for sm_90 with the streaming engine (`stream`), whose
 // bulk copies Hopper introduced, and the few kernels that newer instructions make faster, exported
-// from both (`abi::SM90_ENTRIES`: `redux.sync`, and `griddepcontrol.wait` for programmatic launch). The sm_90 build compiles the other kernels' code without exporting
+// from both (`abi::SM90_ENTRIES`: `redux.sync`, and `griddepcontrol.wait` for programmatic
+// launch). The sm_90 build compiles the other kernels' code without exporting
 // it (`ptx_entry!`), so that those can share it; unexported, it is unused there.
 #![cfg_attr(all(target_arch = "nvptx64", target_feature = "sm_90"), allow(dead_code, unused_imports))]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_float_math))]

@@ -208,11 +208,14 @@ impl Gpu {
         self.kernels.get(name)
     }
 
-    /// Whether `entry` is launched with programmatic stream serialization: it is one of
-    /// [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES), whose sm_90 builds wait for the grids
-    /// ahead of them before anything else, and this GPU loaded the sm_90 module.
-    pub(crate) fn launches_programmatically(&self, entry: Entry) -> bool {
-        self.has_stream_engine() && kernels_gpu::abi::SM90_ENTRIES.contains(&entry)
+    /// Whether `entry` in element type `T` is launched with programmatic stream serialization: its
+    /// function is the sm_90 build of one of [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES),
+    /// which waits for the grids ahead of it before anything else.
+    pub(crate) fn launches_programmatically<T: Scalar>(&self, entry: Entry) -> bool {
+        self.kernels.waits_for_prerequisites(match T::PRECISION {
+            Precision::Single => entry.f32,
+            Precision::Double => entry.f64,
+        })
     }
 
     /// Whether [`Kernel::CsrStream`](crate::Kernel::CsrStream), the streaming engine, runs on this

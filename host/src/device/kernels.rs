@@ -6,7 +6,7 @@ use crate::{Error, Result};
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, CudaModule};
 use kernels_gpu::abi::{self, Entry, STREAM_BLOCK_SIZE, STREAM_STAGES, StreamStage};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The streaming engine's entry of one element type, from the sm_90 module, with the launch facts
@@ -65,22 +65,32 @@ impl StreamKernels {
 #[derive(Debug, Clone)]
 pub(crate) struct Kernels {
     by_name: HashMap<&'static str, CudaFunction>,
+    /// The names taken from the sm_90 module, whose builds wait for the grids ahead of them first.
+    waiting: HashSet<&'static str>,
 }
 
 impl Kernels {
     /// Looks every name up in `module` (the sm_70 module), but those of [`abi::SM90_ENTRIES`] in
     /// `sm90` where the GPU loaded that module.
     pub fn load(module: &Arc<CudaModule>, sm90: Option<&Arc<CudaModule>>) -> Result<Self> {
+        let waiting: HashSet<_> =
+            if sm90.is_some() { both_types(abi::SM90_ENTRIES).collect() } else { HashSet::new() };
         let by_name = names()
             .map(|name| {
                 let from = match sm90 {
-                    Some(sm90) if both_types(abi::SM90_ENTRIES).any(|newer| newer == name) => sm90,
+                    Some(sm90) if waiting.contains(name) => sm90,
                     _ => module,
                 };
                 Ok((name, from.load_function(name)?))
             })
             .collect::<Result<_>>()?;
-        Ok(Self { by_name })
+        Ok(Self { by_name, waiting })
+    }
+
+    /// Whether the function of `name` is an sm_90 build that waits for the grids ahead of it before
+    /// anything else (`griddepcontrol.wait`), so that it may be launched before they end.
+    pub fn waits_for_prerequisites(&self, name: &'static str) -> bool {
+        self.waiting.contains(name)
     }
 
     /// The entry `name`; [`Error::Unsupported`] for a name outside [`abi::ENTRIES`] and
@@ -214,9 +224,10 @@ mod tests {
         for entry in [abi::CSR_BALANCED, abi::CSR_MERGE] {
             assert!(hinted(entry.f32) && hinted(entry.f64), "{}", entry.f32);
         }
+        // The sm_90 builds, which Hopper runs, hint as the sm_70 module's do.
         let sm90 = ptx_bodies(PTX_SM90);
-        for name in [abi::CSR_BALANCED.f32, abi::CSR_BALANCED.f64] {
-            assert!(sm90[name].contains("L1::evict_first"), "{name}");
+        for name in both_types(abi::SM90_ENTRIES) {
+            assert_eq!(sm90[name].contains("L1::evict_first"), hinted(name), "{name}");
         }
     }
 
@@ -258,13 +269,18 @@ mod tests {
             let body = sm90[name];
             let wait = body.find("griddepcontrol.wait;").unwrap_or_else(|| panic!("{name}: no wait"));
             assert_eq!(body.matches("griddepcontrol.wait;").count(), 1, "{name}");
-            // Only the launch's own parameters may be read before it.
+            // Only the launch's own parameters may be read before it, in the entry's first block.
             let before = body[..wait].replace("ld.param.", "");
-            for access in ["ld.", "st.", "atom.", "red.", "cp."] {
+            for access in ["ld.", "st.", "atom.", "red.", "cp.", "bra", "$L__"] {
                 assert!(!before.contains(access), "{name}: {access} before the wait");
             }
         }
         assert!(sm70.values().all(|body| !body.contains("griddepcontrol")));
+        // Every width of the vector kernel is among them: Auto's choice of width does not change how
+        // a product is launched.
+        for entry in abi::CSR_VECTOR {
+            assert!(abi::SM90_ENTRIES.contains(&entry), "{}", entry.f32);
+        }
     }
 
     /// `cargo xtask ptx` writes register budgets into the sm_70 module only: an entry of both

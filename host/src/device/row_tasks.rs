@@ -11,7 +11,7 @@ use crate::Result;
 use crate::formats::convert::narrow;
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use kernels_gpu::abi::{BALANCED_LONG_ROW, BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, DevicePtr as AbiPtr};
-use kernels_gpu::abi::{LongRowArgs, WARP_SIZE, task_start};
+use kernels_gpu::abi::{LongRowArgs, TaskStart, WARP_SIZE};
 
 // A task of several rows fits one pass of the kernel's warp: 8 entries and 2 rows per lane. And
 // every long row is longer than a task holds, so it is alone in its task, which the task warps skip.
@@ -43,10 +43,10 @@ pub(crate) fn row_tasks(offsets: &[u32]) -> Result<Vec<u32>> {
     Ok(tasks)
 }
 
-/// The kernel's [`task_start`] of each of `task_rows` (from [`row_tasks`] on `offsets`): the row
+/// The kernel's [`TaskStart`] of each of `task_rows` (from [`row_tasks`] on `offsets`): the row
 /// and its offset.
-fn task_starts(offsets: &[u32], task_rows: &[u32]) -> Vec<u64> {
-    task_rows.iter().map(|&row| task_start(row, offsets[row as usize])).collect()
+fn task_starts(offsets: &[u32], task_rows: &[u32]) -> Vec<TaskStart> {
+    task_rows.iter().map(|&row| TaskStart::new(row, offsets[row as usize])).collect()
 }
 
 /// The tasks and long-row split of one matrix on the device.
@@ -54,7 +54,7 @@ fn task_starts(offsets: &[u32], task_rows: &[u32]) -> Vec<u64> {
 pub(crate) struct DeviceRowTasks<T> {
     // Only ever reached through `task_starts_ptr`; held so that it lives as long as the matrix.
     task_starts: CudaSlice<u64>,
-    task_starts_ptr: AbiPtr<u64>,
+    task_starts_ptr: AbiPtr<TaskStart>,
     tasks: u32,
     long_rows: DeviceLongRows<T>,
 }
@@ -65,14 +65,15 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
         let task_rows = row_tasks(offsets)?;
         let tasks = narrow("the row task count", task_rows.len() - 1)?;
         let long_rows = DeviceLongRows::upload(gpu, &LongRowSplit::new(offsets, BALANCED_LONG_ROW)?)?;
-        let task_starts = task_starts(offsets, &task_rows);
-        let task_starts = gpu.upload(&task_starts)?;
-        let task_starts_ptr = addr(&task_starts, gpu);
+        let words: Vec<u64> = task_starts(offsets, &task_rows).iter().map(|start| start.0).collect();
+        let task_starts = gpu.upload(&words)?;
+        // The same words, typed as the kernel reads them (`TaskStart` is a transparent `u64`).
+        let task_starts_ptr = AbiPtr::new(addr(&task_starts, gpu).addr());
         Ok(Self { task_starts, task_starts_ptr, tasks, long_rows })
     }
 
-    /// `tasks + 1` [`task_start`]s: task `t` is rows and entries from start `t` to start `t + 1`.
-    pub fn task_starts(&self) -> AbiPtr<u64> {
+    /// `tasks + 1` [`TaskStart`]s: task `t` is rows and entries from start `t` to start `t + 1`.
+    pub fn task_starts(&self) -> AbiPtr<TaskStart> {
         self.task_starts_ptr
     }
 
@@ -88,7 +89,7 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
 
     /// Bytes on the device, the long-row split included.
     pub fn device_bytes(&self) -> usize {
-        self.task_starts.len() * 8 + self.long_rows.device_bytes()
+        self.task_starts.len() * size_of::<TaskStart>() + self.long_rows.device_bytes()
     }
 }
 
@@ -96,7 +97,6 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceRowTasks<T> {
 mod tests {
     use super::*;
     use crate::device::long_rows::tests::offsets;
-    use kernels_gpu::abi::task_start_parts;
 
     /// Checks what every task list must satisfy: rows `0 .. rows` covered once in order, and every
     /// task either one row or within both limits.
@@ -147,10 +147,11 @@ mod tests {
         let offsets = offsets(&lens);
         let rows = row_tasks(&offsets).unwrap();
         let starts = task_starts(&offsets, &rows);
-        let parts: Vec<(u32, u32)> = starts.iter().map(|&s| task_start_parts(s)).collect();
+        let parts: Vec<(u32, u32)> = starts.iter().map(|s| (s.row(), s.entry())).collect();
         let expected: Vec<(u32, u32)> = rows.iter().map(|&r| (r, offsets[r as usize])).collect();
         assert_eq!(parts, expected);
-        assert_eq!(task_start_parts(task_start(u32::MAX, u32::MAX - 1)), (u32::MAX, u32::MAX - 1));
+        let last = TaskStart::new(u32::MAX, u32::MAX - 1);
+        assert_eq!((last.row(), last.entry()), (u32::MAX, u32::MAX - 1));
     }
 
     /// The GPU test's tasks of a few rows (`task_shapes`' `FEW` in `tests/gpu/csr_variants.rs`),

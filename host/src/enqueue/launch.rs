@@ -47,8 +47,8 @@ pub(crate) fn unset_accumulate<T: Scalar>() -> Accumulate<T> {
 }
 
 /// One launch of a product, prepared once: the entry, the grid, the dynamic shared memory, the
-/// parameter struct with everything but the operands, which [`Prepared::enqueue`] sets, and whether
-/// the launch is cooperative.
+/// parameter struct with everything but the operands, which [`Prepared::enqueue`] sets, and how it
+/// is launched ([`Mode`]).
 #[derive(Debug, Clone)]
 pub struct Prepared<P> {
     f: CudaFunction,
@@ -100,7 +100,7 @@ impl<P: WithOperands> Prepared<P> {
         params: P,
     ) -> Result<Self> {
         let f = gpu.kernel::<T>(entry)?.clone();
-        let mode = if gpu.launches_programmatically(entry) { Mode::Programmatic } else { Mode::Plain };
+        let mode = if gpu.launches_programmatically::<T>(entry) { Mode::Programmatic } else { Mode::Plain };
         Ok(Self { f, grid, block, shared_bytes, params, mode })
     }
 
@@ -153,10 +153,14 @@ pub(crate) unsafe fn launch<P>(
 }
 
 /// [`launch`] on `stream` (of the context `f` was loaded in) with the shape
-/// `(grid, block, shared_bytes)`, in `mode`.
+/// `(grid, block, shared_bytes)`, in `mode`. A driver that refuses the programmatic attribute fails
+/// the launch: every driver of the CUDA 13 the library asks for takes it (CUDA 12.3 and later),
+/// and the attribute is set only for functions of the sm_90 module, so only on Hopper and later.
 ///
 /// # Safety
-/// As [`launch`].
+/// As [`launch`]; in [`Mode::Programmatic`], `f` waits for the grids ahead of it
+/// (`griddepcontrol.wait`) before any access to memory ([`Gpu::launches_programmatically`], and
+/// the PTX test `the_sm90_builds_wait_for_the_grids_ahead_first`).
 unsafe fn launch_as<P>(
     stream: &CudaStream,
     f: &CudaFunction,
@@ -170,7 +174,9 @@ unsafe fn launch_as<P>(
     let mut args = [std::ptr::from_ref(params).cast_mut().cast::<c_void>()];
     let (cu_f, stream) = (f.cu_function(), stream.cu_stream());
     // SAFETY: `args` points at one parameter of the layout the entry declares (the caller's
-    // contract); the driver copies it before the launch call returns, so the borrow suffices.
+    // contract); the driver copies it before the launch call returns, so the borrow suffices, as it
+    // does for `config` and the `attribute` it points to, which live until the end of their arm.
+    // A programmatic launch is the caller's to vouch for (`f` waits first).
     let launched = unsafe {
         match mode {
             Mode::Plain => {

@@ -82,6 +82,9 @@ fn gpu_chained_products_read_the_vector_before_them() {
     const STEPS: usize = 8;
     let test = "gpu_chained_products_read_the_vector_before_them";
     let Some(gpu) = gpu_or_skip(test) else { return };
+    // Which path ran: before Hopper every product waits for the one ahead as any launch does.
+    let programmatic = gpu.has_stream_engine();
+    eprintln!("{test}: programmatic launches: {programmatic}");
     let mut rng = rng(test);
     let a =
         Csr::<f32>::random(&mut rng, 20_011, 20_011, true, |r| if r % 4001 == 7 { 3_000 } else { r % 37 });

@@ -3,10 +3,11 @@
 //! Format", SC 2014, section 3; done per warp and with shuffles instead of per block through shared
 //! memory), so that a warp never waits for the longest of rows it happens to hold.
 //!
-//! At upload the host cuts the rows into tasks of consecutive rows (`task_starts`, one `u64` per
-//! task: its first row and that row's offset, so that the warp's first round trip gives it both its
-//! rows and its entries): at most [`BALANCED_TASK_ROWS`] rows holding at most [`BALANCED_TASK_ENTRIES`] entries in all, or a
-//! single row, longer than that or not fitting beside its neighbours. Rows of
+//! At upload the host cuts the rows into tasks of consecutive rows (`task_starts`, one
+//! [`TaskStart`] per task: its first row and that row's offset, so that the warp's first round trip
+//! gives it both its rows and its entries): at most [`BALANCED_TASK_ROWS`] rows holding at most
+//! [`BALANCED_TASK_ENTRIES`] entries in all, or a single row, longer than that or not fitting beside
+//! its neighbours. Rows of
 //! [`BALANCED_LONG_ROW`](crate::abi::BALANCED_LONG_ROW) entries or more are a task of their own that
 //! the task warps skip: they are cut into chunks for the long-row path shared with the parametrised
 //! kernel (`long_rows.rs`), whose warps are the first `chunk_blocks` blocks of the same launch. First,
@@ -40,7 +41,7 @@
 use super::long_rows::{Batched, long_row_chunk};
 use super::warp_scan::{Words, segmented_scan, warp_or};
 use super::{SPAN_STEPS, span_loads, span_sum, warp_row_store};
-use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, WARP_SIZE, task_start_parts};
+use crate::abi::{BALANCED_TASK_ENTRIES, BALANCED_TASK_ROWS, CsrBalancedParams, TaskStart, WARP_SIZE};
 use crate::arch::{Load, block_dim, block_idx, grid_dim, shfl_idx_b32, thread_idx};
 use crate::real::{Real, store_axpby};
 
@@ -84,10 +85,14 @@ unsafe fn row_task<T: Words>(p: &CsrBalancedParams<T>, task: usize) {
     // SAFETY: `task + 1 <= tasks`, and `task_starts` has `tasks + 1` ascending starts up to `rows`
     // and `nnz`, each entry its row's offset.
     unsafe {
-        let starts = p.task_starts.as_ptr();
-        let (first, k0) = task_start_parts(u64::load_nc(starts.add(task)));
-        let (end, k1) = task_start_parts(u64::load_nc(starts.add(task + 1)));
-        let (first, rows) = (first as usize, (end - first) as usize);
+        // `TaskStart` wraps the `u64` it is loaded as.
+        let row_and_entry = |t: usize| {
+            let start = TaskStart(u64::load_nc(p.task_starts.as_ptr().cast::<u64>().add(t)));
+            (start.row(), start.entry())
+        };
+        let (first, k0) = row_and_entry(task);
+        let (last, k1) = row_and_entry(task + 1);
+        let (first, rows) = (first as usize, (last - first) as usize);
         let (k0, k1) = (k0 as usize, k1 as usize);
         if rows == 1 {
             return one_row(p, first, k0, k1, lane);
@@ -312,7 +317,8 @@ fn row_step<T: Words>(
     }
 }
 
-// In both modules: the sm_90 module's are the sm_70 module's with one `redux.sync` for each
-// step's warp-wide OR (`warp_or`), which the host takes on Hopper (`abi::SM90_ENTRIES`).
+// In both modules: the sm_90 module's, which the host takes on Hopper (`abi::SM90_ENTRIES`), have
+// one `redux.sync` for each step's warp-wide OR (`warp_or`) and wait for the grids ahead of them
+// first, so that they can be launched before those end (`ptx_entry!`).
 crate::ptx_entry!(both spmv_csr_balanced_f32, CsrBalancedParams<f32>, csr_balanced::<f32>);
 crate::ptx_entry!(both spmv_csr_balanced_f64, CsrBalancedParams<f64>, csr_balanced::<f64>);

@@ -30,9 +30,9 @@ unsafe fn row_range<T>(a: &CsrArgs<T>, row: usize) -> (usize, usize) {
     unsafe { (u32::load_nc(offsets.add(row)) as usize, u32::load_nc(offsets.add(row + 1)) as usize) }
 }
 
-/// Adds a row's lane sums over the warp (a butterfly) and has lane 0 write `y[row] = alpha * total
-/// + beta * y[row]`: how a warp that owns a whole row (the balanced kernel's) or the last of its
-/// chunks (`long_rows.rs`) finishes it.
+/// Adds a row's lane sums over the warp (a butterfly) and has lane 0 write
+/// `y[row] = alpha * total + beta * y[row]`: how a warp that owns a whole row (the balanced
+/// kernel's) or the last of its chunks (`long_rows.rs`) finishes it.
 ///
 /// # Safety
 /// The whole warp calls it with the same `row`; `row < op.y`'s length, and no other warp writes

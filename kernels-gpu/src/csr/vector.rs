@@ -29,6 +29,8 @@ unsafe fn csr_vector<T: Real, const COOP: u32>(p: CsrParams<T>) {
     unsafe { rows_by_groups::<T, COOP>(&p, lane_sum) }
 }
 
+// In both modules: the sm_90 module's, which the host takes on Hopper (`abi::SM90_ENTRIES`), wait
+// for the grids ahead of them first, so that they can be launched before those end (`ptx_entry!`).
 crate::ptx_entry!(both spmv_csr_vector_c2_f32, CsrParams<f32>, csr_vector::<f32, 2>);
 crate::ptx_entry!(both spmv_csr_vector_c4_f32, CsrParams<f32>, csr_vector::<f32, 4>);
 crate::ptx_entry!(both spmv_csr_vector_c8_f32, CsrParams<f32>, csr_vector::<f32, 8>);
