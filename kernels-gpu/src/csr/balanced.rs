@@ -162,12 +162,10 @@ unsafe fn few_rows<T: Real>(
 ) {
     // Relative to `k0`, the end of each of the task's rows, slots past its last row at the task's end
     // (so the last is the task's end: `rows <= FEW_ROWS`). Entry `k0 + e` is in row `first + i` for
-    // `i` the number of ends at or below `e`, and in no row (`i == FEW_ROWS`) past the task. A task
-    // holds at most SPAN_STEPS * 32 entries: all fit in u32.
+    // `i` the number of ends at or below `e`, and in no row (`i == FEW_ROWS`) past the task.
     let ends: [u32; FEW_ROWS] = core::array::from_fn(|i| {
-        let row = first + (i + 1).min(rows);
-        // SAFETY: `row <= first + rows <= rows of the matrix`, and the offsets have `rows + 1`.
-        (unsafe { u32::load_nc(p.a.row_offsets.as_ptr().add(row)) } as usize - k0) as u32
+        // SAFETY: `first + rows <= rows of the matrix` (the caller).
+        unsafe { task_offset(p, first, rows, k0, i + 1) }
     });
     let mut sums = [T::ZERO; FEW_ROWS];
     if k0 < k1 {
@@ -197,6 +195,19 @@ unsafe fn few_rows<T: Real>(
     finish(1, s1);
     finish(2, s2);
     finish(3, s3);
+}
+
+/// The offset of the task's row `first + j` relative to the task's first entry `k0`, rows past the
+/// task's last (`j >= rows`) at the task's end: a few-row task's row ends and a scan task's owned
+/// rows' bounds. A task holds at most `SPAN_STEPS * 32` entries, so it fits in u32.
+///
+/// # Safety
+/// `first + rows <= rows of the matrix`, and `k0` is row `first`'s offset.
+#[inline(always)]
+unsafe fn task_offset<T>(p: &CsrBalancedParams<T>, first: usize, rows: usize, k0: usize, j: usize) -> u32 {
+    // SAFETY: the row is at most `first + rows`, and the offsets have `rows + 1` elements.
+    let offset = unsafe { u32::load_nc(p.a.row_offsets.as_ptr().add(first + j.min(rows))) };
+    (offset as usize - k0) as u32
 }
 
 /// Rows each lane owns in a task of several rows.
@@ -251,10 +262,8 @@ unsafe fn short_rows<T: Words, const STEPS: usize>(
     // `k1`. Relative to `k0`, all fit in u32: a task holds at most STEPS * 32 entries.
     let mut bounds = [0u32; ROWS_PER_LANE + 1];
     for (i, bound) in bounds.iter_mut().enumerate() {
-        let row = first + (ROWS_PER_LANE * lane + i).min(rows);
-        // SAFETY: `row <= first + rows <= rows of the matrix`, and the offsets have `rows + 1`.
-        let offset = unsafe { u32::load_nc(p.a.row_offsets.as_ptr().add(row)) } as usize;
-        *bound = (offset - k0) as u32;
+        // SAFETY: `first + rows <= rows of the matrix` (the caller).
+        *bound = unsafe { task_offset(p, first, rows, k0, ROWS_PER_LANE * lane + i) };
     }
     let owned: [OwnedRow; ROWS_PER_LANE] = core::array::from_fn(|i| OwnedRow::new(bounds[i], bounds[i + 1]));
     let mut sums = [T::ZERO; ROWS_PER_LANE];
