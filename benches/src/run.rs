@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use gpu_spmv::formats::brc_model_b2;
 use gpu_spmv::reference::{self, CpuKernel, error_scale, max_relative_error, spmv_f64};
 use gpu_spmv::tune::TunedSpmv;
-use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, Kernel, Regime, RowStats, Scalar};
+use gpu_spmv::{CsrRef, DeviceCsr, DeviceVector, Gpu, HotLaunch, Kernel, Regime, RowStats, Scalar};
 use nalgebra_sparse::CsrMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -40,6 +40,10 @@ pub struct Record {
     pub resolved_hot: Option<String>,
     #[serde(default)]
     pub resolved_graph: Option<String>,
+    /// Kernels of ours timed hot: how the hot plan launched its products once it had timed both
+    /// ways (`gpu_spmv::HotLaunch`, `Replay` or `Direct`). Absent in runs before the plan chose.
+    #[serde(default)]
+    pub hot_launch: Option<String>,
     pub timing: Timing,
     /// 2 nnz floating-point operations per product.
     #[serde(deserialize_with = "crate::report::nan_if_null")]
@@ -434,6 +438,7 @@ where
         family: variant.family().to_owned(),
         resolved: None,
         resolved_hot: None,
+        hot_launch: None,
         resolved_graph: None,
         timing,
         gflops: flops / (timing.median_us * 1e3),
@@ -534,10 +539,11 @@ where
         if records[index].hot.is_some() {
             continue;
         }
-        let (regimes, err) = ours_regimes(gpu, kernel, &mut sets[0], &check)?;
+        let (regimes, hot_launch, err) = ours_regimes(gpu, kernel, &mut sets[0], &check)?;
         let r = &mut records[index];
         (r.hot, r.graph, r.host_enqueue_us) =
             (Some(regimes.hot), Some(regimes.graph), Some(regimes.host_enqueue_us));
+        r.hot_launch = hot_launch.map(|way| format!("{way:?}"));
         r.max_rel_error = r.max_rel_error.max(err);
         if kernel == Kernel::Auto {
             let s = &mut sets[0];
@@ -753,14 +759,15 @@ fn time_kernel<T: Scalar>(gpu: &Gpu, kernel: Kernel, sets: &mut [Operands<T>]) -
     })
 }
 
-/// `kernel`'s hot and graph regimes and host enqueue time through a plan on one operand set, and the
-/// error of one replay of its graph (see [`Check`]).
+/// `kernel`'s hot and graph regimes and host enqueue time through a plan on one operand set, how the
+/// hot plan launched its products after them, and the error of one replay of its graph (see
+/// [`Check`]).
 fn ours_regimes<T: Scalar>(
     gpu: &Gpu,
     kernel: Kernel,
     set: &mut Operands<T>,
     check: &Check<'_, T>,
-) -> Result<(Regimes, f64)> {
+) -> Result<(Regimes, Option<HotLaunch>, f64)> {
     let (one, zero) = (T::from_f64(1.0), T::ZERO);
     let Operands { a, x, y, .. } = set;
     // Auto is planned for the regime it is timed in, as a caller who says so gets it.
@@ -770,7 +777,7 @@ fn ours_regimes<T: Scalar>(
         gpu.capture(|| (0..GRAPH_PRODUCTS).try_for_each(|_| in_graph.spmv(one, &*x, zero, &mut *y)))?;
     let err = check.on_y(gpu, y, |_| Ok(graph.launch()?))?;
     let regimes = regimes::measure(gpu, || Ok(hot.spmv(one, &*x, zero, &mut *y)?), || Ok(graph.launch()?))?;
-    Ok((regimes, err))
+    Ok((regimes, hot.hot_launch(), err))
 }
 
 /// The error of one product `y = A x` with `kernel` (see [`Check`]).

@@ -83,8 +83,8 @@ pub use device::{
     DeviceEll, DeviceHyb, DeviceLma, DeviceSell, DeviceVector, Gpu, Graph, VectorMut, VectorRef,
 };
 pub use enqueue::{
-    BrcCombine, CompressedKernel, CooAssembly, CooKernel, DeviceMatrix, FromDeviceError, Kernel, LmaKernel,
-    Plan, Regime, probe,
+    BrcCombine, CompressedKernel, CooAssembly, CooKernel, DeviceMatrix, FromDeviceError, HotLaunch, Kernel,
+    LmaKernel, Plan, Regime, probe,
 };
 
 /// The rule [`Kernel::Auto`] stands for: a decision tree fitted to measurements per [`Regime`], over

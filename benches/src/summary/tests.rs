@@ -24,6 +24,7 @@ fn record(matrix: &str, precision: Precision, variant: &str, (cold, hot, graph):
         family: family.into(),
         resolved: None,
         resolved_hot: None,
+        hot_launch: None,
         resolved_graph: None,
         timing: timing(cold),
         gflops: 1.0,

@@ -39,6 +39,7 @@ pub use csr::{
 pub use formats::{BrcCombine, CooKernel, LmaKernel};
 pub use from_device::FromDeviceError;
 pub use plan::{Plan, Regime};
+pub use replay::HotLaunch;
 pub use spmm::{SpmmKernel, SpmmPlan};
 pub use transpose::{TransposeKernel, Transposed};
 

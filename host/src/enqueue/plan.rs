@@ -3,7 +3,7 @@
 
 use super::DeviceMatrix;
 use super::product::run;
-use super::replay::Replays;
+use super::replay::{HotLaunch, Replays};
 use crate::device::{Gpu, VectorMut, VectorRef};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
@@ -23,8 +23,11 @@ pub enum Regime {
     /// A plan made for it ([`Gpu::plan_for`](crate::Gpu::plan_for)) also replays its products from
     /// CUDA graphs, which costs the host about a third of a product's launch (PERF section 17): the
     /// second product with the same `x`, `y`, `alpha` and `beta` captures one (on a stream of its
-    /// own), and every later one replays it; the plan keeps the graphs of its last four sets of
-    /// operands. Inside a caller's capture its products are enqueued as any plan's.
+    /// own), and later ones replay it; the plan keeps the graphs of its last four sets of
+    /// operands. On Hopper a direct launch overlaps the product ahead instead (PERF section 47), so
+    /// the plan times its next 128 products with a graph both ways, in turns, and keeps the faster
+    /// ([`Plan::hot_launch`]); nothing waits for that timing. Inside a caller's capture its
+    /// products are enqueued as any plan's.
     Hot,
     /// Products captured in a CUDA graph and replayed: hot, and the host's cost gone, so only the
     /// kernels and the GPU's gaps between them count. Outside a capture, a plan made for it runs as
@@ -78,6 +81,13 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
     /// as a cold one does.
     pub fn kept_graphs(&self) -> usize {
         self.replays.as_ref().map_or(0, |r| r.kept())
+    }
+
+    /// How the products of a hot plan are launched ([`Regime::Hot`]): `None` for a plan of the cold
+    /// regime; [`HotLaunch::Measuring`] until the plan has timed its products replayed and launched
+    /// directly, then the faster. For tests and diagnostics.
+    pub fn hot_launch(&self) -> Option<HotLaunch> {
+        self.replays.as_ref().map(|r| r.launch())
     }
 
     /// The [`Gpu`] the products run on.

@@ -1,17 +1,26 @@
-//! A hot plan's products replayed from CUDA graphs: the host's cost of a product that runs back to
-//! back with the same operands, cut from a driver launch per kernel to one graph launch.
+//! A hot plan's products replayed from CUDA graphs, or launched directly, whichever the plan
+//! measured faster: the host's cost of a product that runs back to back with the same operands.
 //!
-//! Why (PERF section 17, "Item 4"): on the H100 a bare `cuLaunchKernel` costs the host 3.4 µs and a
-//! plan's product 3.1 µs, while launching a graph that holds the same kernel costs 1.2 µs, because
-//! the graph's launches were validated and packed once, when it was instantiated. For a small matrix
-//! called back to back (a solver's product), the host's enqueue is longer than the kernel, so it
-//! sets the rate. A graph's kernels hold their arguments (the vectors' addresses, `alpha`, `beta`),
-//! so a graph serves only the operands it was captured with: the [`Replays`] of a plan keep a few,
-//! each made at the second product with its operands, so that operands used once cost no capture.
+//! Why replay (PERF section 17, "Item 4"): on the H100 a bare `cuLaunchKernel` costs the host 3.4 µs
+//! and a plan's product 3.1 µs, while launching a graph that holds the same kernel costs 1.2 µs,
+//! because the graph's launches were validated and packed once, when it was instantiated. For a
+//! small matrix called back to back (a solver's product), the host's enqueue is longer than the
+//! kernel, so it sets the rate. A graph's kernels hold their arguments (the vectors' addresses,
+//! `alpha`, `beta`), so a graph serves only the operands it was captured with: the [`Replays`] of a
+//! plan keep a few, each made at the second product with its operands, so that operands used once
+//! cost no capture.
+//!
+//! Why measure (PERF section 49): on Hopper a direct launch of the kernels that wait for the grid
+//! ahead (`abi::SM90_ENTRIES`, section 47) starts while the product before it still runs, which a
+//! graph launch does not; a product longer than the host's launch gains that overlap, one shorter
+//! loses the host's extra cost. Which is faster depends on the kernel's time against the host's,
+//! and the latter is the machine's, so the plan times both ([`Trial`]) and keeps the faster.
 
 use crate::Result;
 use crate::device::{Gpu, Graph, Sibling};
+use cudarc::driver::{CudaEvent, sys};
 use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 /// What a captured product depends on besides the plan: the vectors' device addresses and the
 /// scalars' bits.
@@ -27,8 +36,24 @@ pub(crate) struct Operands {
 /// power iteration's swapped `x` and `y`), and each graph holds a little device memory.
 const KEPT: usize = 4;
 
-/// The graphs of a plan's recent operands ([`Cache`]) and the [`Gpu::sibling`] they are captured on,
-/// behind a lock: a plan is shared by reference, and a graph's calls must be serialised.
+/// How a hot plan enqueues a product whose operands it keeps a graph for ([`Plan::hot_launch`](
+/// crate::Plan::hot_launch)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HotLaunch {
+    /// Not decided: no operands were used twice yet, or the plan is timing both ways.
+    Measuring,
+    /// Replayed from the operands' graph: one cheap launch for the host, the product starting
+    /// when the one before it has ended.
+    Replay,
+    /// Launched directly, as a cold plan's products: a dearer launch for the host, and on Hopper
+    /// the product's kernels start while the product before it ends (PERF section 47). Also the
+    /// way of a plan whose capture failed.
+    Direct,
+}
+
+/// The graphs of a plan's recent operands ([`Cache`]), the [`Gpu::sibling`] they are captured on,
+/// and how the products that have one are launched, behind a lock: a plan is shared by reference,
+/// and a graph's calls must be serialised.
 ///
 /// The captures run on a stream of their own because a stream that captures takes in whatever
 /// is enqueued on it, from any thread: captured on the plan's own stream, a product that another
@@ -43,9 +68,17 @@ struct State {
     /// Declared before `side`, so dropped before the stream they were captured on.
     cache: Cache<Operands, Graph>,
     side: Option<Sibling>,
-    /// A capture failed (a caller's context whose cudarc event tracking puts event waits into the
-    /// capture, say): the plan enqueues its products directly from then on.
-    off: bool,
+    way: Way,
+}
+
+/// [`HotLaunch`] with the trial's state.
+#[derive(Default)]
+enum Way {
+    /// No graph captured yet.
+    #[default]
+    Untimed,
+    Timing(Trial),
+    Decided(HotLaunch),
 }
 
 impl std::fmt::Debug for Replays {
@@ -56,39 +89,50 @@ impl std::fmt::Debug for Replays {
 
 impl Replays {
     /// Enqueues on `gpu`'s stream the product that `enqueue` enqueues on the `Gpu` it is given (with
-    /// `operands`): by replaying its graph if one was captured; by capturing one and replaying it if
-    /// these operands were seen before; otherwise, and whenever `gpu`'s stream is capturing a
-    /// caller's graph (the product then joins that graph, as any other), by `enqueue` on `gpu`.
+    /// `operands`): directly if the plan chose so; by replaying its graph if one was captured;
+    /// by capturing one and replaying it if these operands were seen before; otherwise, and
+    /// whenever `gpu`'s stream is capturing a caller's graph (the product then joins that graph,
+    /// as any other), by `enqueue` on `gpu`. While the plan times both ways, the products that
+    /// have a graph take the way the [`Trial`] gives.
     pub fn run(&self, gpu: &Gpu, operands: Operands, enqueue: impl Fn(&Gpu) -> Result<()>) -> Result<()> {
         if gpu.capturing()? {
             return enqueue(gpu);
         }
         // The state stays consistent whatever panicked while it was held: each change is one
-        // assignment. A graph's launch and a capture need the lock; a direct enqueue does not.
+        // assignment. A graph's launch, a capture and a trial's products need the lock; a direct
+        // enqueue outside a trial does not.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.off {
+        if matches!(state.way, Way::Decided(HotLaunch::Direct)) {
             drop(state);
             return enqueue(gpu);
         }
-        let State { cache, side, off } = &mut *state;
-        match cache.look_up(operands) {
-            Lookup::Hit(graph) => graph.launch_on(gpu),
+        let State { cache, side, way } = &mut *state;
+        let graph = match cache.look_up(operands) {
+            Lookup::Hit(graph) => graph,
             Lookup::Second => match capture(side, gpu, &enqueue) {
-                Ok(graph) => {
-                    graph.launch_on(gpu)?;
-                    cache.keep(operands, graph);
-                    Ok(())
-                }
+                Ok(graph) => cache.keep(operands, graph),
                 Err(_) => {
-                    *off = true;
+                    *way = Way::Decided(HotLaunch::Direct);
                     drop(state);
-                    enqueue(gpu)
+                    return enqueue(gpu);
                 }
             },
             Lookup::First => {
                 drop(state);
-                enqueue(gpu)
+                return enqueue(gpu);
             }
+        };
+        if matches!(way, Way::Untimed) {
+            *way = Way::Timing(Trial::new(gpu)?);
+        }
+        match way {
+            Way::Timing(trial) => {
+                if let Some(decided) = trial.step(gpu, || graph.launch_on(gpu), || enqueue(gpu))? {
+                    *way = Way::Decided(decided);
+                }
+                Ok(())
+            }
+            _ => graph.launch_on(gpu),
         }
     }
 
@@ -96,6 +140,112 @@ impl Replays {
     pub fn kept(&self) -> usize {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).cache.kept.len()
     }
+
+    /// How the products with a kept graph are launched.
+    pub fn launch(&self) -> HotLaunch {
+        match self.state.lock().unwrap_or_else(PoisonError::into_inner).way {
+            Way::Untimed | Way::Timing(_) => HotLaunch::Measuring,
+            Way::Decided(way) => way,
+        }
+    }
+}
+
+/// Products a window of a [`Trial`] holds.
+const WINDOW: usize = 16;
+
+/// Windows a [`Trial`] times, launched directly and replayed by turns: four of each way, so that
+/// the median of a way's windows leaves out one that met something else (the caller waiting for
+/// the GPU, another process's work).
+const WINDOWS: usize = 8;
+
+/// A hot plan timing its two ways of launching: [`WINDOWS`] windows of [`WINDOW`] products with
+/// the same graph's operands, even windows launched directly and odd ones replayed; the way whose
+/// windows cost less in the median wins.
+///
+/// Products back to back run at the pace of the slower of the host and the GPU, so a window costs
+/// the longer of its two spans: the host's, on its clock, from the window's first product to the
+/// next window's (the caller's own work between products included); and the GPU's, between events
+/// recorded on the stream at the same points. Either alone misleads: the GPU's span of a window
+/// that starts behind a queue of work (a replayed window fills one when the host outruns the GPU)
+/// leaves out the host's cost of its products, which were enqueued while the GPU drained that
+/// queue; the host's span leaves out a GPU slower than the host. No product waits for the timing:
+/// once every window is enqueued, products replay until the last event has completed, and the
+/// product that finds it so decides.
+struct Trial {
+    /// `marks[w]` recorded before window `w`'s first product, `marks[WINDOWS]` after the last.
+    marks: Vec<CudaEvent>,
+    /// The host's clock where each mark was recorded.
+    clock: [Instant; WINDOWS + 1],
+    /// Products enqueued so far in the trial's windows.
+    products: usize,
+}
+
+impl Trial {
+    fn new(gpu: &Gpu) -> Result<Self> {
+        let marks = (0..=WINDOWS)
+            .map(|_| gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)))
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(Self { marks, clock: [Instant::now(); WINDOWS + 1], products: 0 })
+    }
+
+    /// Enqueues one product, by `replay` or `direct` as the trial's window asks, with its marks;
+    /// the way the plan should keep once the windows' spans are known.
+    fn step(
+        &mut self,
+        gpu: &Gpu,
+        replay: impl FnOnce() -> Result<()>,
+        direct: impl FnOnce() -> Result<()>,
+    ) -> Result<Option<HotLaunch>> {
+        let window = self.products / WINDOW;
+        if window == WINDOWS {
+            replay()?;
+            if !self.marks[WINDOWS].try_is_complete()? {
+                return Ok(None);
+            }
+            let spans = (0..WINDOWS)
+                .map(|w| {
+                    let gpu_ms = f64::from(self.marks[w].elapsed_ms(&self.marks[w + 1])?);
+                    let host_ms = (self.clock[w + 1] - self.clock[w]).as_secs_f64() * 1e3;
+                    Ok(gpu_ms.max(host_ms))
+                })
+                .collect::<Result<Vec<f64>>>()?;
+            return Ok(Some(faster(&spans)));
+        }
+        if self.products.is_multiple_of(WINDOW) {
+            self.mark(gpu, window)?;
+        }
+        if window.is_multiple_of(2) {
+            direct()?
+        } else {
+            replay()?
+        }
+        self.products += 1;
+        if self.products == WINDOW * WINDOWS {
+            self.mark(gpu, WINDOWS)?;
+        }
+        Ok(None)
+    }
+
+    /// Records mark `at` on the stream and the host's clock beside it.
+    fn mark(&mut self, gpu: &Gpu, at: usize) -> Result<()> {
+        self.marks[at].record(gpu.stream())?;
+        self.clock[at] = Instant::now();
+        Ok(())
+    }
+}
+
+/// The way whose windows cost less in the median, of [`Trial`]'s windows' `spans` (even: direct,
+/// odd: replayed); replaying where they tie, which costs the host less.
+fn faster(spans: &[f64]) -> HotLaunch {
+    let [direct, replay] = [0, 1].map(|way| {
+        let mut of_way: Vec<f64> = spans.iter().copied().skip(way).step_by(2).collect();
+        of_way.sort_by(f64::total_cmp);
+        match of_way.len() {
+            0 => f64::INFINITY,
+            n => (of_way[(n - 1) / 2] + of_way[n / 2]) / 2.0,
+        }
+    });
+    if direct < replay { HotLaunch::Direct } else { HotLaunch::Replay }
 }
 
 /// `enqueue`'s work captured on `side`, made from `gpu` if there is none yet.
@@ -154,17 +304,28 @@ impl<K: Copy + PartialEq, G> Cache<K, G> {
     }
 
     /// Keeps `value` for `key`, dropping the least recently used value if [`KEPT`] are kept.
-    pub fn keep(&mut self, key: K, value: G) {
+    pub fn keep(&mut self, key: K, value: G) -> &G {
         if self.kept.len() == KEPT {
             self.kept.remove(0);
         }
         self.kept.push((key, value));
+        &self.kept[self.kept.len() - 1].1
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trial_keeps_the_way_that_took_less_time() {
+        assert_eq!(faster(&[10.0, 12.0, 11.0, 12.5, 10.5, 12.0, 11.0, 12.0]), HotLaunch::Direct);
+        assert_eq!(faster(&[10.0, 9.0, 11.0, 10.5, 10.0, 9.5, 11.0, 9.0]), HotLaunch::Replay);
+        // The median of each way's windows: one window that met a wait does not decide.
+        assert_eq!(faster(&[10.0, 12.0, 40.0, 12.0, 10.0, 12.0, 10.5, 12.0]), HotLaunch::Direct);
+        assert_eq!(faster(&[13.0, 12.0, 13.0, 3.0, 13.0, 12.0, 13.0, 12.0]), HotLaunch::Replay);
+        assert_eq!(faster(&[10.0; WINDOWS]), HotLaunch::Replay, "a tie replays");
+    }
 
     #[test]
     fn a_value_is_made_at_the_second_look_up_and_hit_after() {

@@ -4,7 +4,7 @@
 
 use crate::common::{Case, Csr, check, gpu_or_skip, random_vector, rng, tolerance};
 use gpu_spmv::formats::{Brc, Coo, DENSE_WINDOW, DenseBlocks, Ell, Hyb, Sell, brc_model_b2};
-use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, Kernel, Plan, Regime, Scalar};
+use gpu_spmv::{BrcCombine, CooKernel, DeviceMatrix, Error, Gpu, HotLaunch, Kernel, Plan, Regime, Scalar};
 
 /// Captures `per_replay` products `y = A x + y` with `plan`, replays the graph twice, and checks
 /// `y = y0 + 2 per_replay A x`.
@@ -248,6 +248,50 @@ fn gpu_hot_plans_replay_their_products() {
         graph.launch().unwrap();
         check(&format!("{what} in a caller's graph"), &a, 6.0, &x, one, &y0, &dy.to_host(&gpu).unwrap());
     }
+}
+
+/// A hot plan times its products replayed and launched directly, and keeps the faster: every
+/// product of the trial and after it runs once, whichever way it went, and the plan has decided once
+/// the trial's last product has run. Which way wins is the machine's (PERF section 49), so the test
+/// prints it: a small matrix, where the host's launch sets the rate, and a larger one, where the
+/// kernel does.
+#[test]
+fn gpu_hot_plan_keeps_the_faster_launch() {
+    let test = "gpu_hot_plan_keeps_the_faster_launch";
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    let mut rng = rng(test);
+    for (rows, row) in [(2_003, 9), (200_003, 17)] {
+        let a = Csr::<f64>::random(&mut rng, rows, rows, true, |r| r % row + 1);
+        let csr = gpu.upload_csr_ref(a.view()).unwrap();
+        let x = random_vector::<f64>(&mut rng, a.ncols);
+        let y0 = random_vector::<f64>(&mut rng, a.nrows);
+        let (dx, mut dy) = (gpu.upload_vector(&x).unwrap(), gpu.upload_vector(&y0).unwrap());
+        let hot = gpu.plan_for(&csr, Kernel::Auto, Regime::Hot).unwrap();
+        assert_eq!(hot.hot_launch(), Some(HotLaunch::Measuring), "{rows} rows: before any product");
+        // The trial's 128 products start at the second; the product after its last has run decides.
+        const TRIAL: usize = 150;
+        const AFTER: usize = 20;
+        for _ in 0..TRIAL {
+            hot.spmv(1.0, &dx, 1.0, &mut dy).unwrap();
+        }
+        gpu.synchronize().unwrap();
+        for _ in 0..AFTER {
+            hot.spmv(1.0, &dx, 1.0, &mut dy).unwrap();
+        }
+        let way = hot.hot_launch().unwrap();
+        println!("{test}: {rows} rows of up to {row} entries, {:?}: {way:?}", hot.kernel());
+        assert_ne!(way, HotLaunch::Measuring, "{rows} rows: decided once the trial has run");
+        assert_eq!(hot.kept_graphs(), 1, "{rows} rows: the graph stays kept either way");
+        let products = (TRIAL + AFTER) as f64;
+        let accumulated = tolerance::<f64>(a.view().stats().max) + products * f64::EPSILON;
+        Case::new(&a, &x, products, 1.0, y0).assert_close(
+            &format!("{rows} rows, {products} products"),
+            &dy.to_host(&gpu).unwrap(),
+            accumulated,
+        );
+    }
+    let small = gpu.upload_csr_ref(Csr::<f64>::random(&mut rng, 5, 5, true, |_| 2).view()).unwrap();
+    assert_eq!(gpu.plan(&small, Kernel::Auto).unwrap().hot_launch(), None, "a cold plan");
 }
 
 /// A hot plan captures on a stream of its own, so products that another thread enqueues on the
