@@ -88,7 +88,7 @@ impl Results {
     }
 
     /// Writes `results.json` (compact: runs of every kernel on the real set reach 3.5 MB pretty,
-    /// a quarter more than compact, and the committed runs travel to the GPU machine with the
+    /// two fifths more than compact, and the committed runs travel to the GPU machine with the
     /// working tree, whose size is limited) and `report.md` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -166,7 +166,7 @@ fn hits(scored: &[fit::Scored]) -> usize {
 /// bd988ad (the balanced kernel's faster tasks of PERF sections 39 and 42), of 994c526 (the
 /// balanced and vector kernels launched programmatically, section 47, and the balanced kernel's
 /// task starts, section 46), and of 76042d1 (hot plans launching directly where that is faster,
-/// section 49).
+/// section 49; its `results.json` names 58bec77-dirty, the tree of 76042d1 before its commit).
 const REAL_ALL_REGIMES_H200: [&str; 3] = [
     "2026-11-28-regimes-real-graph-h200",
     "2026-11-28-regimes-real-pdl-h200",

@@ -22,7 +22,7 @@ use crate::device::{DeviceCsr, DeviceVector, Gpu, Graph, VectorMut, VectorRef};
 use crate::enqueue::{Kernel, Plan, Regime, auto_per_row};
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaEvent, sys};
+use cudarc::driver::CudaEvent;
 use kernels_gpu::abi::{BLOCK_SIZE, CSR_ALIGNED_GROUPS, CSR_PARAM_COOPS, WARP_SIZE};
 
 /// A step is kept only when it makes products faster by more than this fraction: one event timing
@@ -292,7 +292,8 @@ struct Timer<T: Scalar> {
 /// solver reading its residual) lets the tuner settle after at most 8 timed products; one that never waits on the stream leaves the tuner where
 /// it is, which costs nothing. Once converged ([`TunedSpmv::converged`]), a call is the product of
 /// a [`Plan`] for the tuner's regime, which may be captured into a CUDA graph, and which for the hot
-/// and graph regimes replays its products from graphs of its own ([`Regime::Hot`]).
+/// and graph regimes replays its products from graphs of its own or launches them directly,
+/// whichever it measures faster ([`Regime::Hot`]).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), gpu_spmv::Error> {
@@ -362,10 +363,13 @@ impl<'a, T: Scalar> TunedSpmv<'a, T> {
         let (search, state) = if a.nnz() == 0 {
             (Search::converged_at(start), State::Converged(gpu.plan_for(a, start, regime)?))
         } else {
-            let event = || gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
             let graph = (regime == Regime::Graph).then(|| gpu.zeros::<T>(a.nrows())).transpose()?;
-            let timer =
-                Timer { start: event()?, end: event()?, pending: None, graph: graph.map(|y| (y, None)) };
+            let timer = Timer {
+                start: gpu.timing_event()?,
+                end: gpu.timing_event()?,
+                pending: None,
+                graph: graph.map(|y| (y, None)),
+            };
             (Search::new(start, compare), State::Tuning(timer))
         };
         Ok(Self { gpu, a, regime, search, state, tuning_products: 0 })

@@ -4,7 +4,7 @@ use super::kernels::{Kernels, StreamKernels};
 use super::memory::Staging;
 use crate::scalar::{Precision, Scalar};
 use crate::{Error, Result};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, result, sys};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, result, sys};
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::abi::Entry;
 use std::sync::Arc;
@@ -174,6 +174,13 @@ impl Gpu {
     /// The CUDA context (for interoperation: timing events, another library on [`Gpu::stream`]).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// An event of this `Gpu`'s context that records time (the planner's, the tuner's and a hot
+    /// plan's timings; the driver's default flags, so that reading a completed one waits for
+    /// nothing).
+    pub(crate) fn timing_event(&self) -> Result<CudaEvent> {
+        Ok(self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?)
     }
 
     /// The stream every product and copy of this `Gpu` is enqueued on.

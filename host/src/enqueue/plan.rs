@@ -49,7 +49,8 @@ pub struct Plan<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> {
     matrix: &'a A,
     kernel: A::Kernel,
     launch: A::Launch,
-    /// The graphs a plan of the hot or graph regime replays its products from (`replay.rs`).
+    /// The graphs a plan of the hot or graph regime replays its products from, and its trial of
+    /// replaying against launching directly (`replay.rs`).
     replays: Option<Box<Replays>>,
 }
 
@@ -77,8 +78,9 @@ impl<'a, T: Scalar, A: DeviceMatrix<T> + ?Sized> Plan<'a, T, A> {
 
     /// How many sets of operands the plan keeps a captured graph for: 0 for a plan of the cold
     /// regime, and for a hot one until the second product with the same operands (see
-    /// [`Regime::Hot`]). For tests and diagnostics: a hot plan whose count stays 0 runs its products
-    /// as a cold one does.
+    /// [`Regime::Hot`]). For tests and diagnostics: a hot plan whose count stays 0, or whose
+    /// [`Plan::hot_launch`] is [`HotLaunch::Direct`], runs its products as a cold one does (its
+    /// graphs stay kept).
     pub fn kept_graphs(&self) -> usize {
         self.replays.as_ref().map_or(0, |r| r.kept())
     }

@@ -44,8 +44,8 @@ impl<T: Scalar> Product<T> {
 /// when it was made, and holds both): the operands' checks first, so that an error leaves `y` as it
 /// was and launches nothing; then nothing at all for a matrix without rows, and
 /// `y = beta * y` alone when `A * x` contributes nothing (`alpha == 0`, where BLAS reads neither `A`
-/// nor `x`, or a matrix without entries); otherwise the format's launches, replayed from a graph
-/// where the plan keeps `replays` (a hot plan's).
+/// nor `x`, or a matrix without entries); otherwise the format's launches, replayed from a graph or
+/// launched directly as the plan's `replays` decide, where it keeps them (a hot plan's).
 #[allow(clippy::too_many_arguments)] // a plan's parts and a product's operands, each named
 pub(crate) fn run<T, A, X, Y>(
     gpu: &Gpu,

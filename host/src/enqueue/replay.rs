@@ -18,7 +18,7 @@
 
 use crate::Result;
 use crate::device::{Gpu, Graph, Sibling};
-use cudarc::driver::{CudaEvent, sys};
+use cudarc::driver::CudaEvent;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
@@ -92,48 +92,36 @@ impl Replays {
     /// `operands`): directly if the plan chose so; by replaying its graph if one was captured;
     /// by capturing one and replaying it if these operands were seen before; otherwise, and
     /// whenever `gpu`'s stream is capturing a caller's graph (the product then joins that graph,
-    /// as any other), by `enqueue` on `gpu`. While the plan times both ways, the products that
-    /// have a graph take the way the [`Trial`] gives.
+    /// as any other), by `enqueue` on `gpu`. While the plan times both ways, every product that
+    /// has a kept graph, whatever its operands, takes the way the [`Trial`] gives.
     pub fn run(&self, gpu: &Gpu, operands: Operands, enqueue: impl Fn(&Gpu) -> Result<()>) -> Result<()> {
         if gpu.capturing()? {
             return enqueue(gpu);
         }
         // The state stays consistent whatever panicked while it was held: each change is one
-        // assignment. A graph's launch, a capture and a trial's products need the lock; a direct
-        // enqueue outside a trial does not.
+        // assignment, or a trial's mark that the next product records again. A graph's launch, a
+        // capture and a trial's products need the lock; a direct enqueue outside a trial does not.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if matches!(state.way, Way::Decided(HotLaunch::Direct)) {
+        let State { cache, side, way } = &mut *state;
+        let graph = match way {
+            Way::Decided(HotLaunch::Direct) => None,
+            _ => match cache.look_up(operands) {
+                Lookup::Hit(graph) => Some(graph),
+                Lookup::Second => match capture(side, gpu, &enqueue) {
+                    Ok(graph) => Some(cache.keep(operands, graph)),
+                    Err(_) => {
+                        *way = Way::Decided(HotLaunch::Direct);
+                        None
+                    }
+                },
+                Lookup::First => None,
+            },
+        };
+        let Some(graph) = graph else {
             drop(state);
             return enqueue(gpu);
-        }
-        let State { cache, side, way } = &mut *state;
-        let graph = match cache.look_up(operands) {
-            Lookup::Hit(graph) => graph,
-            Lookup::Second => match capture(side, gpu, &enqueue) {
-                Ok(graph) => cache.keep(operands, graph),
-                Err(_) => {
-                    *way = Way::Decided(HotLaunch::Direct);
-                    drop(state);
-                    return enqueue(gpu);
-                }
-            },
-            Lookup::First => {
-                drop(state);
-                return enqueue(gpu);
-            }
         };
-        if matches!(way, Way::Untimed) {
-            *way = Way::Timing(Trial::new(gpu)?);
-        }
-        match way {
-            Way::Timing(trial) => {
-                if let Some(decided) = trial.step(gpu, || graph.launch_on(gpu), || enqueue(gpu))? {
-                    *way = Way::Decided(decided);
-                }
-                Ok(())
-            }
-            _ => graph.launch_on(gpu),
-        }
+        way.enqueue(gpu, graph, &enqueue)
     }
 
     /// How many operand sets have a graph kept.
@@ -150,17 +138,44 @@ impl Replays {
     }
 }
 
+impl Way {
+    /// Enqueues one product that has `graph`, the plan's way, and moves the way on: the first such
+    /// product starts the trial (or, without events to time it by, decides to replay, as plans did
+    /// before the trial), and the trial's last decides.
+    fn enqueue(&mut self, gpu: &Gpu, graph: &Graph, enqueue: &impl Fn(&Gpu) -> Result<()>) -> Result<()> {
+        if matches!(self, Way::Untimed) {
+            *self = Trial::new(gpu).map_or(Way::Decided(HotLaunch::Replay), Way::Timing);
+        }
+        match self {
+            Way::Timing(trial) => {
+                if let Some(kept) = trial.step(gpu, || graph.launch_on(gpu), || enqueue(gpu))? {
+                    *self = Way::Decided(kept);
+                }
+                Ok(())
+            }
+            Way::Decided(HotLaunch::Replay) => graph.launch_on(gpu),
+            Way::Decided(HotLaunch::Direct | HotLaunch::Measuring) | Way::Untimed => enqueue(gpu),
+        }
+    }
+}
+
 /// Products a window of a [`Trial`] holds.
 const WINDOW: usize = 16;
 
-/// Windows a [`Trial`] times, launched directly and replayed by turns: four of each way, so that
+/// Windows a [`Trial`] times, replayed and launched directly by turns: four of each way, so that
 /// the median of a way's windows leaves out one that met something else (the caller waiting for
 /// the GPU, another process's work).
 const WINDOWS: usize = 8;
 
-/// A hot plan timing its two ways of launching: [`WINDOWS`] windows of [`WINDOW`] products with
-/// the same graph's operands, even windows launched directly and odd ones replayed; the way whose
-/// windows cost less in the median wins.
+/// How the products of a [`Trial`]'s window `window` are launched: even windows replay, so that
+/// the product that captured the graph replays it at once, as before the trial.
+fn window_way(window: usize) -> HotLaunch {
+    if window.is_multiple_of(2) { HotLaunch::Replay } else { HotLaunch::Direct }
+}
+
+/// A hot plan timing its two ways of launching: [`WINDOWS`] windows of [`WINDOW`] products that
+/// have a kept graph, by turns as [`window_way`] gives; the way whose windows cost less in the
+/// median wins.
 ///
 /// Products back to back run at the pace of the slower of the host and the GPU, so a window costs
 /// the longer of its two spans: the host's, on its clock, from the window's first product to the
@@ -170,26 +185,26 @@ const WINDOWS: usize = 8;
 /// leaves out the host's cost of its products, which were enqueued while the GPU drained that
 /// queue; the host's span leaves out a GPU slower than the host. No product waits for the timing:
 /// once every window is enqueued, products replay until the last event has completed, and the
-/// product that finds it so decides.
+/// product that finds it so decides. A timing the driver fails to give decides to replay.
 struct Trial {
-    /// `marks[w]` recorded before window `w`'s first product, `marks[WINDOWS]` after the last.
+    /// `marks[w]` recorded before window `w`'s first product, `marks[WINDOWS]` before the first
+    /// product after the last window.
     marks: Vec<CudaEvent>,
     /// The host's clock where each mark was recorded.
     clock: [Instant; WINDOWS + 1],
-    /// Products enqueued so far in the trial's windows.
+    /// Products enqueued so far in the trial's windows; one more once the last mark is recorded.
     products: usize,
 }
 
 impl Trial {
     fn new(gpu: &Gpu) -> Result<Self> {
-        let marks = (0..=WINDOWS)
-            .map(|_| gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)))
-            .collect::<std::result::Result<_, _>>()?;
+        let marks = (0..=WINDOWS).map(|_| gpu.timing_event()).collect::<Result<_>>()?;
         Ok(Self { marks, clock: [Instant::now(); WINDOWS + 1], products: 0 })
     }
 
-    /// Enqueues one product, by `replay` or `direct` as the trial's window asks, with its marks;
-    /// the way the plan should keep once the windows' spans are known.
+    /// Enqueues one product, by `replay` or `direct` as the trial's window asks, after the mark
+    /// that opens the window; the way the plan should keep, once the windows' spans are known.
+    /// An error leaves the product not enqueued and the trial where it was.
     fn step(
         &mut self,
         gpu: &Gpu,
@@ -197,33 +212,27 @@ impl Trial {
         direct: impl FnOnce() -> Result<()>,
     ) -> Result<Option<HotLaunch>> {
         let window = self.products / WINDOW;
-        if window == WINDOWS {
-            replay()?;
-            if !self.marks[WINDOWS].try_is_complete()? {
-                return Ok(None);
+        if window < WINDOWS {
+            if self.products.is_multiple_of(WINDOW) {
+                self.mark(gpu, window)?;
             }
-            let spans = (0..WINDOWS)
-                .map(|w| {
-                    let gpu_ms = f64::from(self.marks[w].elapsed_ms(&self.marks[w + 1])?);
-                    let host_ms = (self.clock[w + 1] - self.clock[w]).as_secs_f64() * 1e3;
-                    Ok(gpu_ms.max(host_ms))
-                })
-                .collect::<Result<Vec<f64>>>()?;
-            return Ok(Some(faster(&spans)));
+            match window_way(window) {
+                HotLaunch::Direct => direct()?,
+                HotLaunch::Replay | HotLaunch::Measuring => replay()?,
+            }
+            self.products += 1;
+            return Ok(None);
         }
-        if self.products.is_multiple_of(WINDOW) {
-            self.mark(gpu, window)?;
-        }
-        if window.is_multiple_of(2) {
-            direct()?
-        } else {
-            replay()?
-        }
-        self.products += 1;
         if self.products == WINDOW * WINDOWS {
             self.mark(gpu, WINDOWS)?;
+            self.products += 1;
         }
-        Ok(None)
+        replay()?;
+        Ok(match self.marks[WINDOWS].try_is_complete() {
+            Ok(false) => None,
+            Ok(true) => Some(self.spans().map_or(HotLaunch::Replay, |spans| faster(&spans))),
+            Err(_) => Some(HotLaunch::Replay),
+        })
     }
 
     /// Records mark `at` on the stream and the host's clock beside it.
@@ -232,20 +241,30 @@ impl Trial {
         self.clock[at] = Instant::now();
         Ok(())
     }
+
+    /// Each window's cost, milliseconds, once the last mark has completed (so that reading the
+    /// events waits for nothing).
+    fn spans(&self) -> Result<[f64; WINDOWS]> {
+        let mut spans = [0.0; WINDOWS];
+        for (w, span) in spans.iter_mut().enumerate() {
+            let gpu_ms = f64::from(self.marks[w].elapsed_ms(&self.marks[w + 1])?);
+            let host_ms = (self.clock[w + 1] - self.clock[w]).as_secs_f64() * 1e3;
+            *span = gpu_ms.max(host_ms);
+        }
+        Ok(spans)
+    }
 }
 
-/// The way whose windows cost less in the median, of [`Trial`]'s windows' `spans` (even: direct,
-/// odd: replayed); replaying where they tie, which costs the host less.
-fn faster(spans: &[f64]) -> HotLaunch {
-    let [direct, replay] = [0, 1].map(|way| {
-        let mut of_way: Vec<f64> = spans.iter().copied().skip(way).step_by(2).collect();
+/// The way whose windows cost less in the median, of [`Trial`]'s windows' `spans` (by
+/// [`window_way`]); replaying where they tie, which costs the host less.
+fn faster(spans: &[f64; WINDOWS]) -> HotLaunch {
+    let median = |way: HotLaunch| {
+        let mut of_way: Vec<f64> = (0..WINDOWS).filter(|&w| window_way(w) == way).map(|w| spans[w]).collect();
         of_way.sort_by(f64::total_cmp);
-        match of_way.len() {
-            0 => f64::INFINITY,
-            n => (of_way[(n - 1) / 2] + of_way[n / 2]) / 2.0,
-        }
-    });
-    if direct < replay { HotLaunch::Direct } else { HotLaunch::Replay }
+        let n = of_way.len();
+        (of_way[(n - 1) / 2] + of_way[n / 2]) / 2.0
+    };
+    if median(HotLaunch::Direct) < median(HotLaunch::Replay) { HotLaunch::Direct } else { HotLaunch::Replay }
 }
 
 /// `enqueue`'s work captured on `side`, made from `gpu` if there is none yet.
@@ -318,12 +337,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_trial_takes_each_way_by_turns_the_capturing_product_replaying() {
+        let ways: Vec<HotLaunch> = (0..WINDOWS).map(window_way).collect();
+        assert_eq!(ways[0], HotLaunch::Replay);
+        for way in [HotLaunch::Replay, HotLaunch::Direct] {
+            assert_eq!(ways.iter().filter(|&&w| w == way).count(), WINDOWS / 2);
+        }
+        assert!(ways.windows(2).all(|pair| pair[0] != pair[1]));
+    }
+
+    #[test]
     fn the_trial_keeps_the_way_that_took_less_time() {
-        assert_eq!(faster(&[10.0, 12.0, 11.0, 12.5, 10.5, 12.0, 11.0, 12.0]), HotLaunch::Direct);
-        assert_eq!(faster(&[10.0, 9.0, 11.0, 10.5, 10.0, 9.5, 11.0, 9.0]), HotLaunch::Replay);
+        // Even windows replay, odd ones launch directly.
+        assert_eq!(faster(&[12.0, 10.0, 12.5, 11.0, 12.0, 10.5, 12.0, 11.0]), HotLaunch::Direct);
+        assert_eq!(faster(&[9.0, 10.0, 10.5, 11.0, 9.5, 10.0, 9.0, 11.0]), HotLaunch::Replay);
         // The median of each way's windows: one window that met a wait does not decide.
-        assert_eq!(faster(&[10.0, 12.0, 40.0, 12.0, 10.0, 12.0, 10.5, 12.0]), HotLaunch::Direct);
-        assert_eq!(faster(&[13.0, 12.0, 13.0, 3.0, 13.0, 12.0, 13.0, 12.0]), HotLaunch::Replay);
+        assert_eq!(faster(&[12.0, 10.0, 12.0, 40.0, 12.0, 10.0, 12.0, 10.5]), HotLaunch::Direct);
+        assert_eq!(faster(&[12.0, 13.0, 3.0, 13.0, 12.0, 13.0, 12.0, 13.0]), HotLaunch::Replay);
         assert_eq!(faster(&[10.0; WINDOWS]), HotLaunch::Replay, "a tie replays");
     }
 

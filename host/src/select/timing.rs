@@ -4,7 +4,7 @@ use crate::device::{DeviceVector, Gpu};
 use crate::enqueue::DeviceMatrix;
 use crate::scalar::Scalar;
 use crate::{Error, Result};
-use cudarc::driver::{CudaEvent, sys};
+use cudarc::driver::CudaEvent;
 
 /// Products run before the timed ones: the first products after an upload meet cold caches and TLB
 /// entries, and a GPU that was idle may still be raising its clocks.
@@ -29,9 +29,7 @@ pub(super) struct ProductTimer<T> {
 impl<T: Scalar> ProductTimer<T> {
     /// A timer for matrices of `nrows` x `ncols`.
     pub(super) fn new(gpu: &Gpu, nrows: usize, ncols: usize) -> Result<Self> {
-        let events = (0..=PLAN_TIMED_PRODUCTS)
-            .map(|_| gpu.context().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)))
-            .collect::<std::result::Result<_, _>>()?;
+        let events = (0..=PLAN_TIMED_PRODUCTS).map(|_| gpu.timing_event()).collect::<Result<_>>()?;
         let x = gpu.upload_vector(&vec![T::from_f64(1.0); ncols])?;
         Ok(Self { events, x, y: gpu.zeros(nrows)? })
     }

@@ -334,7 +334,7 @@ impl Gpu {
     /// looks for them, see [`dia_copy_term`] and [`compressed_copy_term`]; where that is the
     /// column-panel kernel and the plan refuses it, [`Gpu::auto_kernel_without_terms`]); any other
     /// kernel is planned as it is. A plan of the hot or graph regime replays its products from CUDA
-    /// graphs (see [`Regime::Hot`]).
+    /// graphs, or launches them directly where it measures that faster (see [`Regime::Hot`]).
     pub fn plan_for<'a, T: Scalar>(
         &'a self,
         a: &'a DeviceCsr<T>,
