@@ -296,7 +296,9 @@ fn the_panels_term_takes_short_wide_alone() {
 /// 3 entries filling a quarter below it, a lane per 6 filling an eighth above, which gives
 /// bcsstk29 and bcsstk33 the 8 and 16 lanes they run fastest on. Across runs that tree holds
 /// (87-89%, against the committed rule's 80%); left one out it does not (72%), since its split rests
-/// on those two matrices and its fill below on CoSP2 alone, so the committed rule stays.
+/// on those two matrices and its fill below on CoSP2 alone, so the committed rule stays. The two
+/// runs agree on the fastest kernel within 3% on 45 of 46 samples: in a graph the timings are
+/// steady enough for 90%, and what is missing is matrices.
 #[test]
 fn a_graph_fit_on_one_h200_run_holds_on_the_other_but_not_left_one_out() {
     let [a, b] =
@@ -315,6 +317,12 @@ fn a_graph_fit_on_one_h200_run_holds_on_the_other_but_not_left_one_out() {
     let pooled: Vec<fit::Sample> = a.iter().chain(&b).cloned().collect();
     let loo = fit::leave_one_out(&pooled, fit::LIMITS);
     println!("both runs pooled, left one out: {}", fit::describe(&loo));
+    // In a graph the two runs agree on the fastest kernel far more often than cold runs do
+    // (`auto_hits_as_often_as_two_runs_agree`: 80% and 89%), so the misses above are choices,
+    // not the timings' noise.
+    let agree = [fit::fastest_across(&a, &b), fit::fastest_across(&b, &a)];
+    println!("one run's fastest on the other: {}", fit::describe(&agree[0]));
     assert_eq!(across, [40, 41], "the fit of one run on the other, of 46 samples");
     assert_eq!(hits(&loo), 66, "left one out, of 92 samples");
+    assert_eq!([hits(&agree[0]), hits(&agree[1])], [45, 45], "the two runs agree, of 46 samples");
 }
