@@ -62,6 +62,14 @@ pub struct Gpu {
     name: String,
 }
 
+/// The name of `entry`'s function for element type `T`.
+fn name_of<T: Scalar>(entry: Entry) -> &'static str {
+    match T::PRECISION {
+        Precision::Single => entry.f32,
+        Precision::Double => entry.f64,
+    }
+}
+
 impl Gpu {
     /// The first GPU, with a context and a stream of its own.
     pub fn new() -> Result<Self> {
@@ -203,10 +211,7 @@ impl Gpu {
     /// The entry `entry` for element type `T`: of the sm_70 module, or of the sm_90 module for those
     /// of [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES) on a GPU that loads it.
     pub(crate) fn kernel<T: Scalar>(&self, entry: Entry) -> Result<&CudaFunction> {
-        self.kernels.get(match T::PRECISION {
-            Precision::Single => entry.f32,
-            Precision::Double => entry.f64,
-        })
+        self.kernels.get(name_of::<T>(entry))
     }
 
     /// An entry of the sm_70 module with one name for both element types
@@ -219,10 +224,7 @@ impl Gpu {
     /// function is the sm_90 build of one of [`abi::SM90_ENTRIES`](kernels_gpu::abi::SM90_ENTRIES),
     /// which waits for the grids ahead of it before anything else.
     pub(crate) fn launches_programmatically<T: Scalar>(&self, entry: Entry) -> bool {
-        self.kernels.waits_for_prerequisites(match T::PRECISION {
-            Precision::Single => entry.f32,
-            Precision::Double => entry.f64,
-        })
+        self.kernels.waits_for_prerequisites(name_of::<T>(entry))
     }
 
     /// Whether [`Kernel::CsrStream`](crate::Kernel::CsrStream), the streaming engine, runs on this
